@@ -1,0 +1,61 @@
+// gfx950 code objects from a Plan: lowering to LLVM IR, the LLVM O3 pipeline and AMDGPU
+// codegen in-process, an in-process lld link, and the read-back of the code object's metadata.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/Plan.h"
+
+namespace monogen::codegen {
+
+/// One kernel argument as the code object's metadata describes it.
+struct ArgMeta {
+  std::string name;
+  int offset = 0;
+  int size = 0;
+  std::string valueKind;  // "global_buffer", "by_value", ...
+};
+
+/// What the code object's AMDGPU metadata (NT_AMDGPU_METADATA) says about the kernel.
+struct CodeObjectInfo {
+  std::string kernelSymbol;  // e.g. "monogen_ffn.kd"'s kernel name
+  std::string target;        // amdhsa.target, e.g. "amdgcn-amd-amdhsa--gfx950:sramecc+:xnack-"
+  int vgprs = 0, agprs = 0, sgprs = 0;
+  int vgprSpills = 0, sgprSpills = 0;
+  int64_t ldsBytes = 0;      // group_segment_fixed_size
+  int64_t scratchBytes = 0;  // private_segment_fixed_size
+  int kernargBytes = 0;
+  int maxFlatWorkgroupSize = 0;
+  int wavefrontSize = 0;
+  std::vector<ArgMeta> args;
+};
+
+/// Compile timings, seconds.
+struct CompileTimes {
+  double lower = 0, optimize = 0, codegen = 0, link = 0;
+};
+
+/// A linked code object and its metadata.
+struct CodeObject {
+  std::vector<uint8_t> bytes;
+  CodeObjectInfo info;
+  CompileTimes times;
+};
+
+/// The kernel's LLVM IR module as text; `optimized` runs the O3 pipeline first.
+std::string llvmIr(const ir::Plan& plan, bool optimized);
+/// The kernel's gfx950 assembly (ISA text) as the backend prints it.
+std::string isaText(const ir::Plan& plan);
+/// Lower, optimize, codegen and link; then read back the metadata and check it against the
+/// Plan and the target's limits. Throws CodegenError naming the variant on any failure.
+CodeObject compile(const ir::Plan& plan);
+/// Reads NT_AMDGPU_METADATA from a code object (LLVM's ELF and msgpack readers).
+CodeObjectInfo readMetadata(const std::vector<uint8_t>& codeObject);
+/// Throws CodegenError (naming the variant) on scratch/spills, LDS or registers over the
+/// limits for the Plan's CTA size, or a kernarg layout other than the Plan's.
+void checkLimits(const CodeObjectInfo& info, const ir::Plan& plan);
+/// The kernel symbol every monogen code object exports.
+std::string kernelSymbol(const ir::Plan& plan);
+
+}  // namespace monogen::codegen

@@ -1,0 +1,37 @@
+#include "ir/Mfma.h"
+
+namespace monogen::ir::mfma {
+
+Shape shapeOf(MfmaKind k) {
+  switch (k) {
+    case MfmaKind::F32_16x16x32_BF16: return {16, 16, 32, 8, 4};
+    case MfmaKind::F32_16x16x4_F32: return {16, 16, 4, 1, 4};
+    case MfmaKind::None: break;
+  }
+  return {0, 0, 0, 0, 0};
+}
+
+void run(MfmaKind kind, const float* a, const float* b, float* acc) {
+  const Shape s = shapeOf(kind);
+  float A[16][32] = {}, B[32][16] = {}, D[16][16] = {};
+  for (int l = 0; l < kWave; ++l) {
+    for (int e = 0; e < s.abPerLane; ++e) {
+      A[aRow(kind, l, e)][aCol(kind, l, e)] = a[l * s.abPerLane + e];
+      B[bRow(kind, l, e)][bCol(kind, l, e)] = b[l * s.abPerLane + e];
+    }
+    for (int i = 0; i < 4; ++i) D[dRow(l, i)][dCol(l, i)] = acc[l * 4 + i];
+  }
+  for (int i = 0; i < s.m; ++i)
+    for (int j = 0; j < s.n; ++j) {
+      float d = D[i][j];
+      for (int k = 0; k < s.k; ++k) {
+        volatile float p = A[i][k] * B[k][j];  // rounded to f32, no contraction into an fma
+        d = d + p;
+      }
+      D[i][j] = d;
+    }
+  for (int l = 0; l < kWave; ++l)
+    for (int i = 0; i < 4; ++i) acc[l * 4 + i] = D[dRow(l, i)][dCol(l, i)];
+}
+
+}  // namespace monogen::ir::mfma

@@ -1,0 +1,99 @@
+#include "ir/Plan.h"
+
+#include <fmt/format.h>
+
+#include "ir/Error.h"
+
+namespace monogen::ir {
+
+int Target::regBudgetPerWave(int threads) const {
+  // 4 SIMDs a CU, 512 VGPRs + AGPRs a lane per SIMD (gfx90a+ unified file).
+  const int waves = (threads + waveSize - 1) / waveSize;
+  const int wavesPerSimd = (waves + 3) / 4;
+  return 512 / wavesPerSimd;
+}
+
+const char* expertsName(Experts e) {
+  switch (e) {
+    case Experts::All: return "all";
+    case Experts::Shared: return "shared";
+    case Experts::Routed: return "routed";
+  }
+  return "?";
+}
+
+const char* argRoleName(ArgRole r) {
+  static const char* n[] = {"input", "output", "weight", "scratch", "peers", "control"};
+  return n[static_cast<int>(r)];
+}
+
+std::string Key::canonical() const {
+  return fmt::format("{} v{} S={} TP={} experts={} trace={} drop_mark={} target={} config={}", spec, specVersion,
+                     rows, tp, expertsName(experts), trace ? 1 : 0, dropMark, target, config);
+}
+
+std::string Key::variantName() const {
+  std::string n = fmt::format("{}-S{}-TP{}", spec, rows, tp);
+  if (experts != Experts::All) n += fmt::format("-{}", expertsName(experts));
+  if (trace) n += "-trace";
+  if (dropMark >= 0) n += fmt::format("-drop{}", dropMark);
+  return n;
+}
+
+static int scalarBytes(Scalar s) {
+  Type t{s};
+  if (s == Scalar::Ptr) t.space = AddrSpace::Global;
+  return t.elemBytes();
+}
+
+int64_t KernelArg::bytes() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n * scalarBytes(elem);
+}
+
+int KernelArg::kernargSize() const { return isPointer ? 8 : scalarBytes(elem); }
+
+int Plan::argIndex(const std::string& name) const {
+  for (size_t i = 0; i < args.size(); ++i)
+    if (args[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+
+template <class T>
+static const T& byName(const std::vector<T>& xs, const std::string& name, const char* what, const Key& key) {
+  for (const T& x : xs)
+    if (x.name == name) return x;
+  throw IrError(key.variantName(), fmt::format("no {} named '{}'", what, name));
+}
+
+const KernelArg& Plan::arg(const std::string& name) const { return byName(args, name, "kernel argument", key); }
+const MemRegion& Plan::region(const std::string& name) const { return byName(regions, name, "region", key); }
+const FlagArray& Plan::flag(const std::string& name) const { return byName(flags, name, "flag array", key); }
+const LdsPool& Plan::pool(const std::string& name) const { return byName(pools, name, "LDS pool", key); }
+
+int Plan::stageIndex(const std::string& name) const {
+  for (size_t i = 0; i < stages.size(); ++i)
+    if (stages[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+
+std::vector<int> Plan::kernargOffsets() const {
+  std::vector<int> out;
+  int off = 0;
+  for (const KernelArg& a : args) {
+    const int sz = a.kernargSize();
+    off = (off + sz - 1) / sz * sz;
+    out.push_back(off);
+    off += sz;
+  }
+  return out;
+}
+
+int Plan::kernargBytes() const {
+  if (args.empty()) return 0;
+  const auto offs = kernargOffsets();
+  return offs.back() + args.back().kernargSize();
+}
+
+}  // namespace monogen::ir

@@ -1,0 +1,150 @@
+// The Plan: what one launch is. Target, key, grid, kernel arguments, scratch and peer regions,
+// flag arrays of (value, tag) pairs, LDS pools, and the stages in order with their placement.
+// The kernel IR (ir/Op.h) is the body every CTA runs; the Plan says what it means.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/Op.h"
+
+namespace monogen::ir {
+
+/// The machine a Plan is built for.
+struct Target {
+  std::string arch = "gfx950";
+  std::string features = "sramecc+:xnack-";
+  int waveSize = 64;
+  int computeUnits = 256;
+  int ldsBytes = 160 * 1024;
+  int maxThreads = 512;
+  int64_t clockHz = 100'000'000;  // s_memrealtime
+  /// VGPR + AGPR a wave may use when a CTA of `threads` threads must fit on one CU.
+  int regBudgetPerWave(int threads) const;
+  /// "gfx950:sramecc+:xnack-"
+  std::string targetId() const { return arch + ":" + features; }
+};
+
+/// Which expert terms the combine sums: all in production, one side for stage parity.
+enum class Experts : uint8_t { All, Shared, Routed };
+const char* expertsName(Experts e);
+
+/// A variant's identity: the spec, the specialization and the knobs. Its canonical text
+/// (with the target id) is what the cache hashes.
+struct Key {
+  std::string spec = "minimax_m3.ffn";
+  int specVersion = 1;
+  int rows = 1;  // S
+  int tp = 1;    // TP
+  Experts experts = Experts::All;
+  bool trace = false;
+  int dropMark = -1;   // fault test: this CTA never marks the launch done (-1: none)
+  std::string target = "gfx950:sramecc+:xnack-";
+  std::string config;  // the spec's model/grid config as canonical text (dims change the kernel)
+  /// "minimax_m3.ffn v1 S=8 TP=4 experts=all trace=0 drop_mark=-1 target=gfx950:sramecc+:xnack- config=..."
+  std::string canonical() const;
+  /// "minimax_m3.ffn-S8-TP4" plus any non-default knob: a short name for files and messages.
+  std::string variantName() const;
+};
+
+/// The launch grid. Persistent: every CTA must be co-resident.
+struct Grid {
+  int blocks = 256;
+  int threads = 512;
+};
+
+/// What a kernel argument is for.
+enum class ArgRole : uint8_t { Input, Output, Weight, Scratch, Peers, Control };
+const char* argRoleName(ArgRole r);
+
+/// One kernel argument: a pointer to a typed tensor, or a scalar.
+struct KernelArg {
+  std::string name;
+  bool isPointer = true;
+  Scalar elem = Scalar::BF16;        // element type of the tensor (or the scalar's type)
+  std::vector<int64_t> shape;        // tensor shape in elements (empty for scalars)
+  ArgRole role = ArgRole::Input;
+  int align = 16;                    // required byte alignment of a pointer
+  std::string doc;
+  int64_t bytes() const;             // the tensor's size in bytes
+  /// Bytes and alignment this argument takes in the kernarg segment.
+  int kernargSize() const;
+};
+
+/// A named byte range inside a buffer argument (per-rank scratch or the symmetric peer buffer).
+struct MemRegion {
+  std::string name;
+  std::string buffer;  // the KernelArg it lives in
+  int64_t offset = 0;
+  int64_t bytes = 0;
+  std::string doc;
+};
+
+/// An array of 8-byte (value, tag) pairs inside a region. A pair is valid for a launch when
+/// its tag equals the launch's tag; pairs are never reset.
+struct FlagArray {
+  std::string name;
+  std::string region;
+  int64_t pairs = 0;
+  bool peer = false;  // written by other ranks (lives in the symmetric buffer)
+  std::string doc;
+};
+
+/// An LDS pool: named, sized for this variant, at a byte offset; may alias another pool.
+struct LdsPool {
+  std::string name;
+  int64_t offset = 0;
+  int64_t bytes = 0;
+  std::string aliasOf;  // empty: owns its bytes
+  std::string doc;
+};
+
+/// A stage's use of a flag array: `pairs` pairs per launch, across every rank for peer flags.
+struct FlagUse {
+  std::string flag;
+  int64_t pairs = 0;
+};
+
+/// One stage: its tasks, where they run (task t on CTA (base + t) % blocks), and its flags.
+struct Stage {
+  std::string name;
+  int64_t tasks = 0;       // the task count (an upper bound when runtimeTasks)
+  bool runtimeTasks = false;  // the count depends on launch data (e.g. the number of slots)
+  bool everyCta = false;   // runs once on every CTA (tasks == blocks)
+  int base = 0;
+  std::vector<FlagUse> waits;
+  std::vector<FlagUse> publishes;
+  std::string doc;
+  /// The CTA task t runs on.
+  int ctaOf(int64_t t, int blocks) const { return static_cast<int>((base + t) % blocks); }
+};
+
+/// One launch of one variant: everything the verifier, codegen and the devices need.
+struct Plan {
+  Target target;
+  Key key;
+  Grid grid;
+  std::vector<KernelArg> args;
+  std::vector<MemRegion> regions;
+  std::vector<FlagArray> flags;
+  std::vector<LdsPool> pools;
+  int64_t ldsBytes = 0;  // total LDS the kernel allocates (pools' extent)
+  std::vector<Stage> stages;
+  Function kernel;
+  /// Free-form facts the spec wants in the dump (dims, derived constants), in order.
+  std::vector<std::pair<std::string, std::string>> facts;
+
+  int argIndex(const std::string& name) const;  // -1 if absent
+  const KernelArg& arg(const std::string& name) const;
+  const MemRegion& region(const std::string& name) const;
+  const FlagArray& flag(const std::string& name) const;
+  const LdsPool& pool(const std::string& name) const;
+  int stageIndex(const std::string& name) const;
+  /// Byte offset of each argument in the kernarg segment, in argument order.
+  std::vector<int> kernargOffsets() const;
+  int kernargBytes() const;
+};
+
+}  // namespace monogen::ir
