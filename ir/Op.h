@@ -64,7 +64,9 @@ enum class OpCode : uint16_t {
   Splat,        ///< (scalar) -> T, every element the scalar.
   // --- pointers ---
   PtrAdd,       ///< (ptr, byte offset i32 or i64, signed) -> ptr in the same space.
-  PtrToInt, IntToPtr,
+  PtrToInt,     ///< ptr -> i64 (global/peer) or i32 (lds).
+  IntToPtr,     ///< i64 -> global/peer pointer (a device address); i32 -> LDS pointer, a byte
+                ///< offset into the CTA's LDS (Plan::ldsBytes, lowered as one LDS array).
   // --- memory ---
   Load,         ///< (ptr) -> T, 1..16 bytes, with attrs.order (Plain/Relaxed/Acquire) and scope.
   Store,        ///< (ptr, value), with attrs.order (Plain/Relaxed/Release) and scope.

@@ -1,0 +1,29 @@
+#include "runtime/Tensor.h"
+
+namespace monogen::runtime {
+
+const char* dtypeName(DType d) {
+  static const char* n[] = {"BF16", "F32", "F64", "I32", "I64", "U8", "U64"};
+  return n[static_cast<int>(d)];
+}
+
+int dtypeBytes(DType d) {
+  static const int n[] = {2, 4, 8, 4, 8, 1, 8};
+  return n[static_cast<int>(d)];
+}
+
+int64_t HostTensor::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+HostTensor HostTensor::zeros(DType d, std::vector<int64_t> shape) {
+  HostTensor t;
+  t.dtype = d;
+  t.shape = std::move(shape);
+  t.data.assign(static_cast<size_t>(t.numel() * dtypeBytes(d)), 0);
+  return t;
+}
+
+}  // namespace monogen::runtime

@@ -1,0 +1,31 @@
+// Host tensors: a dtype, a shape and bytes. The currency of inputs, outputs and safetensors files.
+#pragma once
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace monogen::runtime {
+
+/// Element types, named as safetensors names them.
+enum class DType : uint8_t { BF16, F32, F64, I32, I64, U8, U64 };
+const char* dtypeName(DType d);  // "BF16", "F32", ...
+int dtypeBytes(DType d);
+
+/// A host tensor. `data` holds the elements in row-major order, little-endian.
+struct HostTensor {
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> data;
+
+  static HostTensor zeros(DType d, std::vector<int64_t> shape);
+  int64_t numel() const;
+  template <class T> T* as() { return reinterpret_cast<T*>(data.data()); }
+  template <class T> const T* as() const { return reinterpret_cast<const T*>(data.data()); }
+};
+
+/// Named tensors, ordered by name.
+using TensorMap = std::map<std::string, HostTensor>;
+
+}  // namespace monogen::runtime
