@@ -1,0 +1,44 @@
+// The model dimensions and the grid every part of the MiniMax-M3 FFN launch derives from.
+// MiniMax-M3.1-Flash is the default; reduced() is the test config; fromHfJson() reads a
+// Hugging Face config.json.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace monogen::specs::minimax_m3 {
+
+struct ModelConfig {
+  int hidden = 6144;          // hidden_size
+  int experts = 128;          // routed experts (the shared expert is fused as expert `experts`)
+  int topk = 4;               // num_experts_per_tok
+  int sharedExperts = 1;      // fused as one extra expert
+  int intermediate = 3072;    // per-expert intermediate size (I); I / TP per rank
+  double routedScale = 2.0;   // routed_scaling_factor
+  double rmsEps = 1e-6;       // Gemma RMSNorm eps
+  double swigluLimit = 7.0;   // SwiGLU-OAI clamp
+  double swigluAlpha = 1.702; // SwiGLU-OAI sigmoid slope
+  int layers = 60;
+  int firstSparseLayer = 3;   // layers 3..59 are sparse
+  int blocks = 256;           // CTAs of the persistent grid (MI350X/MI355X: 256 CUs)
+  int threads = 512;          // threads a CTA
+  int maxRows = 16;           // S is 1..maxRows
+
+  /// MiniMax-M3.1-Flash on MI350X.
+  static ModelConfig flash() { return {}; }
+  /// A scaled-down config for fast tests: hidden 1536, 16 experts, intermediate 768, 32 CTAs.
+  static ModelConfig reduced();
+  /// Reads a Hugging Face config.json (a MiniMax-M3 text config). Throws InputError naming
+  /// the file and key when a required key is missing or a value is out of range.
+  static ModelConfig fromHfJson(const std::string& path);
+  /// Parses "full", "reduced" or a path to a config.json (what the CLI's --config takes).
+  static ModelConfig byName(const std::string& nameOrPath);
+
+  int expertsWithShared() const { return experts + sharedExperts; }
+  int interPerRank(int tp) const { return intermediate / tp; }
+  /// Throws InputError (where = `where`) unless the dims fit the kernel's tiling for every TP.
+  void validate(const std::string& where) const;
+  /// "hidden=6144 experts=128 topk=4 ..." : goes into the cache key.
+  std::string canonical() const;
+};
+
+}  // namespace monogen::specs::minimax_m3
