@@ -1,0 +1,188 @@
+// The IR layer: builder type checks, the printer's stable text, and every verifier rule.
+#include <catch2/catch.hpp>
+
+#include "ir/Builder.h"
+#include "ir/Error.h"
+#include "ir/Printer.h"
+#include "ir/Verifier.h"
+
+using namespace monogen;
+using namespace monogen::ir;
+
+namespace {
+
+// A small valid Plan: stage "a" publishes flag F (one pair a task), stage "b" waits on it.
+Plan twoStagePlan() {
+  Plan p;
+  p.key.rows = 1;
+  p.key.tp = 1;
+  p.grid = {8, 512};
+  p.args = {
+      {"scratch", true, Scalar::I8, {4096}, ArgRole::Scratch, 256, "scratch"},
+      {"err", true, Scalar::I32, {2}, ArgRole::Control, 8, "error word"},
+      {"tag", false, Scalar::I32, {}, ArgRole::Control, 4, "launch tag"},
+  };
+  p.regions = {{"flags", "scratch", 0, 1024, ""}, {"data", "scratch", 1024, 1024, ""}};
+  p.flags = {{"F", "flags", 8, false, ""}};
+  p.pools = {{"red", 0, 256, "", ""}};
+  p.ldsBytes = 256;
+  p.stages = {{"a", 8, false, false, 0, {}, {{"F", 8}}, ""}, {"b", 8, false, false, 0, {{"F", 8}}, {}, ""}};
+  p.kernel.name = "k";
+  Builder b(p.kernel);
+  Val scratch = b.arg(0, Type::ptr(AddrSpace::Global), "scratch");
+  Val err = b.arg(1, Type::ptr(AddrSpace::Global), "err");
+  Val tag = b.arg(2, Type::i32(), "tag");
+  Val blk = b.block();
+  Val tid = b.tid();
+  b.stage(0, [&] {
+    b.if_(tid == 0, [&] { b.publish(b.ptrAdd(scratch, b.sext(blk * 8, Type::i64())), blk, tag); });
+  });
+  b.stage(1, [&] {
+    b.barrier();
+    b.if_(tid == 0, [&] {
+      Val v = b.wait(b.ptrAdd(scratch, b.sext(blk * 8, Type::i64())), tag, b.i64(1000), err, b.i32(7), 1);
+      b.store(b.ptrAdd(scratch, b.sext(blk * 4 + 1024, Type::i64())), v);
+    });
+  });
+  return p;
+}
+
+bool anyContains(const std::vector<std::string>& ps, const std::string& s) {
+  for (auto& p : ps)
+    if (p.find(s) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("builder rejects ill-typed ops with the op's name", "[ir]") {
+  Function f;
+  f.name = "k";
+  Builder b(f);
+  Val i = b.i32(1);
+  Val x = b.f32(1.0);
+  CHECK_THROWS_WITH(i + x, Catch::Contains("op add") && Catch::Contains("i32 and f32"));
+  CHECK_THROWS_WITH(b.load(Type::vec(Type::i32(), 5), b.intToPtr(b.i64(0), AddrSpace::Global)),
+                    Catch::Contains("op load"));
+  CHECK_THROWS_WITH(b.mfma(MfmaKind::F32_16x16x32_BF16, x, x, x), Catch::Contains("op mfma"));
+  CHECK_THROWS_WITH(b.select(i, i, i), Catch::Contains("condition must be i1"));
+  CHECK_NOTHROW(b.select(i < 2, i, i));
+}
+
+TEST_CASE("printer output is stable and shows structure", "[ir]") {
+  Plan p1 = twoStagePlan();
+  Plan p2 = twoStagePlan();
+  const std::string k = printKernel(p1);
+  CHECK(k == printKernel(p2));
+  CHECK(printPlan(p1) == printPlan(p2));
+  CHECK(k.find("stage 0 \"a\" {") != std::string::npos);
+  CHECK(k.find("publish [release, agent]") != std::string::npos);
+  CHECK(k.find("wait site 1 [acquire, agent]") != std::string::npos);
+  CHECK(k.find("barrier") != std::string::npos);
+  const std::string plan = printPlan(p1);
+  CHECK(plan.find("grid: 8 x 512") != std::string::npos);
+  CHECK(plan.find("1 b ") != std::string::npos);
+}
+
+TEST_CASE("a valid plan verifies", "[ir]") { CHECK(verifyAll(twoStagePlan()).empty()); }
+
+TEST_CASE("verifier: a waited flag needs exactly one publisher covering it once", "[ir]") {
+  Plan p = twoStagePlan();
+  p.stages[0].publishes.clear();
+  CHECK(anyContains(verifyAll(p), "is waited on but no stage publishes it"));
+
+  p = twoStagePlan();
+  p.stages[1].publishes = {{"F", 8}};
+  CHECK(anyContains(verifyAll(p), "publishing stages"));
+
+  p = twoStagePlan();
+  p.stages[0].publishes = {{"F", 4}};
+  CHECK(anyContains(verifyAll(p), "publishes 4 pairs a launch; the array holds 8"));
+
+  p = twoStagePlan();
+  p.flags[0].peer = true;
+  p.key.tp = 2;
+  CHECK(anyContains(verifyAll(p), "(8 a rank x 2 ranks)"));
+}
+
+TEST_CASE("verifier: a wait on a later stage's flag is a cycle", "[ir]") {
+  Plan p = twoStagePlan();
+  std::swap(p.stages[0].publishes, p.stages[1].publishes);
+  std::swap(p.stages[0].waits, p.stages[1].waits);
+  auto problems = verifyAll(p);
+  CHECK(anyContains(problems, "wait cycle"));
+  CHECK(anyContains(problems, "'a' -(program order)-> 'b'"));
+}
+
+TEST_CASE("verifier: pools must fit and only declared aliases overlap", "[ir]") {
+  Plan p = twoStagePlan();
+  p.pools.push_back({"x", 128, 256, "", ""});
+  auto problems = verifyAll(p);
+  CHECK(anyContains(problems, "pool 'x'"));
+  CHECK(anyContains(problems, "does not fit"));
+  CHECK(anyContains(problems, "overlaps pool 'red' without declaring the alias"));
+
+  p = twoStagePlan();
+  p.ldsBytes = 200 * 1024;
+  p.pools[0].bytes = 200 * 1024;
+  CHECK(anyContains(verifyAll(p), "204800 bytes of LDS, the target has 163840"));
+
+  p = twoStagePlan();
+  p.pools.push_back({"mid", 0, 128, "red", ""});
+  CHECK(verifyAll(p).empty());
+}
+
+TEST_CASE("verifier: regions fit and do not overlap", "[ir]") {
+  Plan p = twoStagePlan();
+  p.regions[1].offset = 512;
+  CHECK(anyContains(verifyAll(p), "overlaps region 'flags'"));
+  p = twoStagePlan();
+  p.regions[1].bytes = 8192;
+  CHECK(anyContains(verifyAll(p), "does not fit buffer 'scratch'"));
+}
+
+TEST_CASE("verifier: every task is placed", "[ir]") {
+  Plan p = twoStagePlan();
+  p.stages[1].base = 9;
+  CHECK(anyContains(verifyAll(p), "base 9 is not a CTA"));
+  p = twoStagePlan();
+  p.stages.push_back({"c", 4, false, false, 0, {}, {}, ""});
+  CHECK(anyContains(verifyAll(p), "stage 'c': its body is in the kernel 0 times"));
+}
+
+TEST_CASE("verifier: barriers only in CTA-uniform control flow", "[ir]") {
+  Plan p = twoStagePlan();
+  {
+    Builder b(p.kernel);
+    Val tid = b.tid();
+    b.if_(tid < 64, [&] { b.barrier(); });
+  }
+  auto problems = verifyAll(p);
+  CHECK(anyContains(problems, "barrier in control flow that is not uniform"));
+
+  // A loop over this CTA's tasks is uniform: bounds from the block id and constants.
+  p = twoStagePlan();
+  {
+    Builder b(p.kernel);
+    Val blk = b.block();
+    b.for_(blk, b.i32(64), b.i32(8), [&](Val) { b.barrier(); });
+    // A variable assigned from a thread id makes a later loop non-uniform.
+    Var n = b.var(b.i32(0), "n");
+    b.set(n, b.tid());
+    b.for_(b.i32(0), b.get(n), b.i32(1), [&](Val) { b.barrier(); });
+  }
+  problems = verifyAll(p);
+  REQUIRE(problems.size() == 1);
+  CHECK(anyContains(problems, "op #"));
+}
+
+TEST_CASE("verifier: operands must be defined where used", "[ir]") {
+  Plan p = twoStagePlan();
+  {
+    Builder b(p.kernel);
+    Val inner;
+    b.if_(b.tid() < 3, [&] { inner = b.i32(5); });
+    b.store(b.intToPtr(b.i64(0), AddrSpace::Global), inner + 1);
+  }
+  CHECK(anyContains(verifyAll(p), "is used where it is not defined"));
+}
