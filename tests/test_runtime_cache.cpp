@@ -1,0 +1,326 @@
+// The code-object cache: memory and disk layers, corrupt files, directory permissions.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <iterator>
+#include <thread>
+
+#include "ir/Error.h"
+#include "runtime/Cache.h"
+
+using namespace monogen;
+using namespace monogen::runtime;
+namespace fs = std::filesystem;
+
+namespace {
+
+/// A fresh private directory under the build tree (or /tmp), removed at scope exit.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    static int n = 0;
+    path = fs::temp_directory_path() /
+           ("monogen-cache-test-" + std::to_string(::getpid()) + "-" + std::to_string(n++));
+    fs::remove_all(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::permissions(path, fs::perms::owner_all, ec);
+    fs::remove_all(path, ec);
+  }
+};
+
+ir::Key testKey(int rows = 4, int tp = 2) {
+  ir::Key k;
+  k.rows = rows;
+  k.tp = tp;
+  k.config = "hidden=1536 experts=16";
+  return k;
+}
+
+std::vector<uint8_t> codeObject(uint8_t seed, size_t n = 4096) {
+  std::vector<uint8_t> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>(seed + i * 7);
+  return v;
+}
+
+std::string readAll(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), {}};
+}
+
+void writeAll(const fs::path& p, const std::string& s) {
+  std::ofstream f(p, std::ios::binary | std::ios::trunc);
+  f.write(s.data(), static_cast<std::streamsize>(s.size()));
+}
+
+mode_t modeOf(const fs::path& p) {
+  struct stat st {};
+  REQUIRE(::stat(p.c_str(), &st) == 0);
+  return st.st_mode & 07777;
+}
+
+const std::string kToolchain = "llvm-22.test";
+
+/// Fills the cache for testKey() with codeObject(1) and returns the file it wrote.
+fs::path populate(const fs::path& dir) {
+  Cache c(dir, kToolchain);
+  int calls = 0;
+  c.get(testKey(), [&] { ++calls; return codeObject(1); });
+  REQUIRE(calls == 1);
+  REQUIRE(fs::exists(c.pathFor(testKey())));
+  return c.pathFor(testKey());
+}
+
+/// A second process's view: must reject the file, recompile (returning the compiled bytes,
+/// never the file's), and rewrite a good file.
+void expectRejectedAndRegenerated(const fs::path& dir, const fs::path& file) {
+  Cache c(dir, kToolchain);
+  int calls = 0;
+  CacheSource src = CacheSource::Memory;
+  std::ostringstream err;
+  std::streambuf* old = std::cerr.rdbuf(err.rdbuf());
+  std::shared_ptr<const CacheEntry> e;
+  try {
+    e = c.get(testKey(), [&] { ++calls; return codeObject(2); }, &src);
+  } catch (...) {
+    std::cerr.rdbuf(old);
+    throw;
+  }
+  std::cerr.rdbuf(old);
+  // The warning names the file and says why.
+  CHECK_THAT(err.str(), Catch::Contains(file.string()) && Catch::Contains("rejected:"));
+  INFO(err.str());
+  CHECK(calls == 1);
+  CHECK(src == CacheSource::Compiled);
+  CHECK(e->bytes == codeObject(2));
+  CHECK(c.stats().rejectedFiles == 1);
+  CHECK(c.stats().diskHits == 0);
+  // Rewritten: a third process now loads the new bytes from disk.
+  Cache c3(dir, kToolchain);
+  int calls3 = 0;
+  auto e3 = c3.get(testKey(), [&] { ++calls3; return codeObject(3); }, &src);
+  CHECK(calls3 == 0);
+  CHECK(src == CacheSource::Disk);
+  CHECK(e3->bytes == codeObject(2));
+  CHECK(c3.stats().rejectedFiles == 0);
+}
+
+}  // namespace
+
+TEST_CASE("cache: a miss compiles once, then memory, then a new process loads from disk") {
+  TempDir t;
+  int calls = 0;
+  auto compile = [&] { ++calls; return codeObject(1); };
+  {
+    Cache c(t.path, kToolchain);
+    CacheSource src = CacheSource::Memory;
+    auto e1 = c.get(testKey(), compile, &src);
+    CHECK(src == CacheSource::Compiled);
+    CHECK(calls == 1);
+    CHECK(e1->bytes == codeObject(1));
+    CHECK(e1->digest == keyDigest(testKey(), kToolchain));
+    CHECK(e1->keyText == keyText(testKey(), kToolchain));
+    auto e2 = c.get(testKey(), compile, &src);
+    CHECK(src == CacheSource::Memory);
+    CHECK(calls == 1);
+    CHECK(e2 == e1);
+    CHECK(c.stats().compiles == 1);
+    CHECK(c.stats().memoryHits == 1);
+    CHECK(c.stats().diskWrites == 1);
+    const fs::path f = c.pathFor(testKey());
+    CHECK(f.filename().string() == keyDigest(testKey(), kToolchain) + ".co");
+    CHECK(modeOf(f) == 0600);
+  }
+  {
+    Cache c(t.path, kToolchain);  // "a new process"
+    CacheSource src = CacheSource::Memory;
+    auto e = c.get(testKey(), compile, &src);
+    CHECK(calls == 1);
+    CHECK(src == CacheSource::Disk);
+    CHECK(e->origin == CacheSource::Disk);
+    CHECK(e->bytes == codeObject(1));
+    CHECK(c.stats().diskHits == 1);
+    CHECK(c.stats().compiles == 0);
+  }
+  // No temp files are left behind.
+  int files = 0;
+  for (auto& de : fs::directory_iterator(t.path)) {
+    ++files;
+    CHECK(de.path().extension() == ".co");
+  }
+  CHECK(files == 1);
+}
+
+TEST_CASE("cache: different keys and toolchains are different entries") {
+  TempDir t;
+  Cache c(t.path, kToolchain);
+  int calls = 0;
+  c.get(testKey(4, 2), [&] { ++calls; return codeObject(1); });
+  c.get(testKey(8, 2), [&] { ++calls; return codeObject(2); });
+  CHECK(calls == 2);
+  Cache other(t.path, "llvm-23.test");
+  auto e = other.get(testKey(4, 2), [&] { ++calls; return codeObject(3); });
+  CHECK(calls == 3);
+  CHECK(e->bytes == codeObject(3));
+}
+
+TEST_CASE("cache: a file with one corrupt payload byte is rejected, recompiled and rewritten") {
+  TempDir t;
+  const fs::path f = populate(t.path);
+  std::string s = readAll(f);
+  s[s.size() - 100] ^= 0x40;
+  writeAll(f, s);
+  expectRejectedAndRegenerated(t.path, f);
+}
+
+TEST_CASE("cache: a truncated file is rejected, recompiled and rewritten") {
+  TempDir t;
+  const fs::path f = populate(t.path);
+  SECTION("payload cut") {
+    fs::resize_file(f, fs::file_size(f) - 1);
+    expectRejectedAndRegenerated(t.path, f);
+  }
+  SECTION("header cut") {
+    fs::resize_file(f, 20);
+    expectRejectedAndRegenerated(t.path, f);
+  }
+  SECTION("empty") {
+    fs::resize_file(f, 0);
+    expectRejectedAndRegenerated(t.path, f);
+  }
+}
+
+TEST_CASE("cache: a file with trailing garbage is rejected") {
+  TempDir t;
+  const fs::path f = populate(t.path);
+  writeAll(f, readAll(f) + "x");
+  expectRejectedAndRegenerated(t.path, f);
+}
+
+TEST_CASE("cache: a file whose header holds another key's text is rejected") {
+  TempDir t;
+  const fs::path f = populate(t.path);
+  // A well-formed file for a different key (valid checksum), placed under this key's name.
+  writeAll(f, Cache::encodeFile(keyText(testKey(16, 8), kToolchain), codeObject(9)));
+  expectRejectedAndRegenerated(t.path, f);
+}
+
+TEST_CASE("cache: a file with a bad magic is rejected") {
+  TempDir t;
+  const fs::path f = populate(t.path);
+  std::string s = readAll(f);
+  s[0] = 'X';
+  writeAll(f, s);
+  expectRejectedAndRegenerated(t.path, f);
+}
+
+TEST_CASE("cache: decodeFile says why") {
+  const std::string text = keyText(testKey(), kToolchain);
+  const std::string good = Cache::encodeFile(text, codeObject(5, 100));
+  std::vector<uint8_t> out;
+  CHECK(Cache::decodeFile(good, text, out).empty());
+  CHECK(out == codeObject(5, 100));
+  std::string bad = good;
+  bad.back() ^= 1;
+  CHECK_THAT(Cache::decodeFile(bad, text, out), Catch::Contains("checksum"));
+  CHECK_THAT(Cache::decodeFile(good.substr(0, good.size() - 3), text, out), Catch::Contains("truncated"));
+  CHECK_THAT(Cache::decodeFile(good, text + "x", out), Catch::Contains("key text"));
+  CHECK_THAT(Cache::decodeFile("NOTMONOGENxxxxxxxxxxx", text, out), Catch::Contains("magic"));
+}
+
+TEST_CASE("cache: the directory is created 0700 with its parents") {
+  TempDir t;
+  const fs::path d = t.path / "a" / "b";
+  Cache c(d, kToolchain);
+  CHECK(fs::is_directory(d));
+  CHECK(modeOf(d) == 0700);
+  CHECK(modeOf(t.path / "a") == 0700);
+  CHECK(modeOf(t.path) == 0700);
+}
+
+TEST_CASE("cache: a directory group or others can write to is refused") {
+  TempDir t;
+  fs::create_directories(t.path);
+  const mode_t mode = GENERATE(0777, 0770, 0702, 0720);
+  REQUIRE(::chmod(t.path.c_str(), mode) == 0);
+  try {
+    Cache c(t.path, kToolchain);
+    FAIL("a directory with mode 0" << std::oct << mode << " was accepted");
+  } catch (const RuntimeError& e) {
+    const std::string msg = e.what();
+    CHECK_THAT(msg, Catch::Contains(t.path.string()));
+    CHECK_THAT(msg, Catch::Contains("chmod 700"));
+    char m[8];
+    std::snprintf(m, sizeof m, "0%03o", static_cast<unsigned>(mode));
+    CHECK_THAT(msg, Catch::Contains(m));
+  }
+  // 0700 and 0755 (read-only for others) are fine.
+  REQUIRE(::chmod(t.path.c_str(), 0755) == 0);
+  CHECK_NOTHROW(Cache(t.path, kToolchain));
+}
+
+TEST_CASE("cache: a path that is a file is refused") {
+  TempDir t;
+  fs::create_directories(t.path);
+  writeAll(t.path / "f", "x");
+  CHECK_THROWS_AS(Cache(t.path / "f", kToolchain), RuntimeError);
+}
+
+TEST_CASE("cache: defaultDir honours MONOGEN_CACHE_DIR, else ~/.cache/monogen") {
+  const char* old = std::getenv("MONOGEN_CACHE_DIR");
+  const std::string saved = old ? old : "";
+  ::setenv("MONOGEN_CACHE_DIR", "/some/where/else", 1);
+  CHECK(Cache::defaultDir() == fs::path("/some/where/else"));
+  ::unsetenv("MONOGEN_CACHE_DIR");
+  const char* home = std::getenv("HOME");
+  if (home) CHECK(Cache::defaultDir() == fs::path(home) / ".cache" / "monogen");
+  if (old) ::setenv("MONOGEN_CACHE_DIR", saved.c_str(), 1);
+}
+
+TEST_CASE("cache: concurrent gets of one key compile once") {
+  TempDir t;
+  Cache c(t.path, kToolchain);
+  std::atomic<int> calls{0};
+  std::atomic<bool> go{false};
+  auto compile = [&] {
+    ++calls;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // keep the other thread waiting
+    return codeObject(7);
+  };
+  std::shared_ptr<const CacheEntry> r[4];
+  std::vector<std::thread> ts;
+  for (int i = 0; i < 4; ++i)
+    ts.emplace_back([&, i] {
+      while (!go) std::this_thread::yield();
+      r[i] = c.get(testKey(), compile);
+    });
+  go = true;
+  for (auto& th : ts) th.join();
+  CHECK(calls == 1);
+  for (auto& e : r) {
+    REQUIRE(e);
+    CHECK(e->bytes == codeObject(7));
+  }
+  CHECK(c.stats().compiles == 1);
+  CHECK(c.stats().memoryHits == 3);
+}
+
+TEST_CASE("cache: a compile that throws caches nothing and reaches the caller") {
+  TempDir t;
+  Cache c(t.path, kToolchain);
+  CHECK_THROWS_WITH(c.get(testKey(), []() -> std::vector<uint8_t> { throw CodegenError("x", "boom"); }),
+                    Catch::Contains("boom"));
+  CHECK_FALSE(fs::exists(c.pathFor(testKey())));
+  int calls = 0;
+  c.get(testKey(), [&] { ++calls; return codeObject(1); });
+  CHECK(calls == 1);
+}
