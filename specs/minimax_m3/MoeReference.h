@@ -1,0 +1,110 @@
+// The native CPU reference of the MiniMax-M3 FFN launch after the all-reduce: norm, router,
+// route, table, up, down (with the combine) and final, for every rank of a TP group.
+//
+// It defines, in plain C++, the numerics the generated kernel must reproduce bit for bit
+// (DESIGN.md, "Numerics"): every bf16 rounding point and the order of every f32 sum, taken
+// from the seeds' FlyDSL kernel (shared/seeds/002_*). Each is written next to its code.
+// The one declared model beyond ir/Mfma.h is exp2 (moeExp2 below): the sim must compute the
+// IR's Exp2 with it for the kernel's sigmoids to match.
+//
+// Floating point: every expression here is evaluated as written in f32 (ISO C++, no FMA
+// contraction: the project builds with -std=c++20, where GCC's default is -ffp-contract=off,
+// and for x86-64 without -mfma); a sum "a + b + c" is ((a + b) + c).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/Tensor.h"
+#include "specs/minimax_m3/ModelConfig.h"
+#include "specs/minimax_m3/MoeTiling.h"
+
+namespace monogen::specs::minimax_m3 {
+
+/// Which expert terms the combine sums (the seeds' Experts knob): all in production, one
+/// side alone for stage parity.
+enum class MoeExperts { All = 0, Shared = 1, Routed = 2 };
+
+// ---------------------------------------------------------------- declared scalar models
+/// The IR's Exp2 (declared model): exp2 evaluated in double and rounded once to f32. This is
+/// correctly rounded except where the double result lies within one double ulp of an f32
+/// rounding boundary (probability about 2^-29 a call), and so the same on every host with
+/// an IEEE double exp2 accurate to < 1 double ulp (glibc, musl, MSVC). gfx950's v_exp_f32 is
+/// not correctly rounded (about 1 ulp): hardware sigmoids may differ from this model in the
+/// last bit, the same kind of exception as the MFMA model's internal sums.
+float moeExp2(float x);
+/// sigmoid(x) = 1 / (1 + exp2(-x * log2(e))) in f32, each op rounded: t = (-x) * f32(log2 e)
+/// (= -(x * log2 e) exactly), e = moeExp2(t), d = 1 + e, s = 1 / d (IEEE division, the IR's
+/// Div). NaN in, NaN out; sigmoid(0) = 0.5 exactly. The seeds' _sigmoid source is not in the
+/// seeds; this is the declared definition both the route and SwiGLU use.
+float moeSigmoid(float x);
+/// SwiGLU-OAI (the seeds' _swiglu, whose source is not shown; declared here):
+///   g = min(gate, limit)            (IR Min: minNum, a NaN gate gives limit)
+///   u = max(min(up, limit), -limit) (clamp: min first, then max)
+///   out = (g * sigmoid(f32(alpha) * g)) * (u + 1)
+float swigluOai(float gate, float up, float limit, float alpha);
+
+/// THE A16W4 dot (declared model; the kernel's step_mfma / scale_f32 follow it):
+/// acc += sum over K steps [step0, step0 + steps) of one weight row (wRow: the row's K
+/// dequantized weights) times x (K bf16 values widened to f32).
+///
+/// A step is 128 K: lane group g (lanes 16 g .. 16 g + 15) holds K 32 g .. 32 g + 31 of the
+/// step for its row (one 16-byte fp4x2 load of the shuffled tile = one e8m0 block) and for
+/// its column (the seeds' x_operands: dwords (lane / 16) * 16 + step * 64 + d * 4, four
+/// loads of 8 bf16). The weight is dequantized per element to the MFMA's bf16 A operand,
+/// bf16(fp4 x 2^(s-127)) (exact: an e2m1 value times a power of two has 2 significant bits),
+/// and the step runs 4 chained v_mfma_f32_16x16x32_bf16 (d = 0..3) whose MFMA-K index
+/// kk = 8 g + e holds K = 32 g + 8 d + e. With ir/Mfma.h's model (products rounded to f32,
+/// added to the accumulator one kk at a time, ascending), the order is:
+///   for step s ascending, for d in 0..3, for g in 0..3, for e in 0..7:
+///     k = 128 s + 32 g + 8 d + e;  acc = acc + f32(w[k] * x[k])
+/// A K past the row's end (a partial last step, K % 128 != 0) adds a +0.0 product: the
+/// kernel zeroes both operands there. (acc starts at +0 and is never -0, so this never
+/// changes a value.)
+/// The alternative, gfx950's block-scaled v_mfma_scale_f32_16x16x128_f8f6f4, needs B in an
+/// f8/f6/f4 format too; A16W4's B is bf16, so the seeds' step_mfma cannot use it.
+float a16w4Dot(float acc, const float* wRow, const float* x, int64_t k, int step0, int steps);
+
+/// One router part's logit partial of one (token, expert): FP32 weights (wRow, hidden) times
+/// f32(xn) (x, hidden), the seeds' stage_router order. Wave w's accumulator starts at 0 and
+/// runs, for chunk ch in 0..routerChunks-1, for m in 0..3 (the MFMAs: h = m / 2, lo / hi =
+/// m % 2), one v_mfma_f32_16x16x4_f32 whose K slot g = lane / 16 holds column
+///   k = part * routerK + w * routerWaveK + 16 ch + 4 g + m,
+/// adding f32(w[k] * x[k]) for g = 0..3 ascending (ir/Mfma.h). The part is then
+/// 0 + acc_0 + acc_1 + ... + acc_{waves-1} (waves in order).
+float routerPart(const float* wRow, const float* x, const MoeTiling& t, int part);
+
+/// The seeds' block_sum of one value a thread (vals[tid], tid < n; the other threads 0):
+/// each wave's butterfly over xor offsets 32, 16, 8, 4, 2, 1 (v = v + v[lane ^ off]), then
+/// 0 + wave_0 + ... + wave_{waves-1} (lane 0's sums, waves in order).
+float blockSum(const float* vals, int n, int threads);
+
+// ---------------------------------------------------------------- the whole launch
+/// Rank r's name of a per-rank tensor: "w13" -> "w13.r2".
+std::string rankName(const std::string& base, int rank);
+
+/// The reference of one launch for all TP ranks. `in` holds:
+///   sres     F32 [S, hidden]   the reduce stage's f32 sum (identical on all ranks)
+///   ssq      F32 [S, T]        the reduce tasks' sums of squares (T parts a token, T <= threads)
+///   slots    I64 [S]           optional: a row is valid when its slot >= 0 (padded rows: -1);
+///            or valid I32 [S]  (nonzero = valid); neither: every row valid
+///   norm_w, router_w, bias     as in the weight contract (one copy: same on every rank)
+///   w13.rR, s13.rR, w2.rR, s2.rR for R = 0 .. TP-1: rank R's contract tensors
+///   experts  I32 [1]           optional knob (0 all, 1 shared, 2 routed); overrides `experts`
+/// Returns:
+///   rstd F32 [S]; xn BF16 [S, hidden]; logits F32 [S, E] (the route's sums);
+///   picks I32 [S, topk] (-1 for padded rows); weights F32 [S, topk];
+///   slot_expert I32 [n], slot_count I32 [n], slot_row I32 [n, 16], slot_pick I32 [n, 16]
+///     (the table: slot 0 the shared expert over the valid rows, then the picked experts
+///     ascending; a slot's columns its rows ascending; unused columns -1);
+///   per rank R: mid.rR BF16 [n, 16, I/TP] (unused columns 0), contrib.rR F32 [(topk+1) S, hidden]
+///     (the down GEMVs a pick: t topk + k routed, topk S + t shared; unwritten rows 0),
+///     down.rR BF16 [S, hidden] (the rank's combined partial);
+///   out BF16 [S, hidden].
+runtime::TensorMap moeReference(const ModelConfig& cfg, int S, int TP, const runtime::TensorMap& in,
+                                MoeExperts experts = MoeExperts::All);
+
+/// The row-valid mask of `in` (slots / valid / all), S rows.
+std::vector<bool> moeValidRows(const runtime::TensorMap& in, int S);
+
+}  // namespace monogen::specs::minimax_m3

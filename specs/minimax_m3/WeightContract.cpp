@@ -1,0 +1,176 @@
+#include "specs/minimax_m3/WeightContract.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "ir/Error.h"
+#include "ir/Numerics.h"
+
+namespace monogen::specs::minimax_m3 {
+
+using runtime::DType;
+using runtime::HostTensor;
+using runtime::TensorMap;
+
+namespace {
+
+void checkShuffleDims(int64_t rows, int64_t kBytes, const char* what) {
+  if (rows <= 0 || rows % 16 != 0 || kBytes <= 0 || kBytes % 16 != 0)
+    throw InputError(what, fmt::format("a (16,16)-shuffled fp4x2 matrix needs rows % 16 == 0 and bytes a row "
+                                       "% 16 == 0; given {} x {}",
+                                       rows, kBytes));
+}
+
+std::string shapeText(const std::vector<int64_t>& s) {
+  std::string t = "[";
+  for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
+  return t + "]";
+}
+
+// e8m0_shuffle's (padded) output offset of scale (i, j), AITER's view/permute written out:
+// view (pm/32, 2, 16, pn/8, 2, 4) -> permute (0, 3, 5, 2, 4, 1).
+int64_t e8m0ShuffledOffset(int64_t i, int64_t j, int64_t pn) {
+  const int64_t a = i / 32, b = (i / 16) % 2, c = i % 16;
+  const int64_t d = j / 8, e = (j / 4) % 2, f = j % 4;
+  return ((((a * (pn / 8) + d) * 4 + f) * 16 + c) * 2 + e) * 2 + b;
+}
+
+}  // namespace
+
+std::vector<uint8_t> shuffle16x16(const uint8_t* rowMajor, int64_t rows, int64_t kBytes) {
+  checkShuffleDims(rows, kBytes, "shuffle16x16");
+  std::vector<uint8_t> out(static_cast<size_t>(rows * kBytes));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < kBytes; ++c) out[shuffledOffset16x16(r, c, kBytes)] = rowMajor[r * kBytes + c];
+  return out;
+}
+
+std::vector<uint8_t> unshuffle16x16(const uint8_t* shuffled, int64_t rows, int64_t kBytes) {
+  checkShuffleDims(rows, kBytes, "unshuffle16x16");
+  std::vector<uint8_t> out(static_cast<size_t>(rows * kBytes));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < kBytes; ++c) out[r * kBytes + c] = shuffled[shuffledOffset16x16(r, c, kBytes)];
+  return out;
+}
+
+std::vector<uint8_t> e8m0Shuffle(const uint8_t* scales, int64_t m, int64_t n, int64_t* pm, int64_t* pn) {
+  const int64_t PM = (m + 255) / 256 * 256, PN = (n + 7) / 8 * 8;
+  std::vector<uint8_t> out(static_cast<size_t>(PM * PN), 0);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) out[e8m0ShuffledOffset(i, j, PN)] = scales[i * n + j];
+  if (pm) *pm = PM;
+  if (pn) *pn = PN;
+  return out;
+}
+
+std::vector<uint8_t> e8m0Unshuffle(const uint8_t* shuffled, int64_t m, int64_t n) {
+  const int64_t PN = (n + 7) / 8 * 8;
+  std::vector<uint8_t> out(static_cast<size_t>(m * n));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) out[i * n + j] = shuffled[e8m0ShuffledOffset(i, j, PN)];
+  return out;
+}
+
+std::vector<ContractEntry> contractEntries(const ModelConfig& cfg, int tp) {
+  const int64_t e1 = cfg.expertsWithShared(), h = cfg.hidden, ip = cfg.interPerRank(tp);
+  return {
+      {"w13", DType::U8, {e1, 2 * ip, h / 2}},
+      {"s13", DType::U8, {e1, 2 * ip, h / 32}},
+      {"w2", DType::U8, {e1, h, ip / 2}},
+      {"s2", DType::U8, {e1, h, ip / 32}},
+      {"router_w", DType::F32, {cfg.experts, h}},
+      {"bias", DType::F32, {cfg.experts}},
+      {"norm_w", DType::BF16, {h}},
+  };
+}
+
+void checkContract(const ModelConfig& cfg, int tp, const TensorMap& w) {
+  if (tp < 1 || cfg.intermediate % tp != 0 || (cfg.intermediate / tp) % 32 != 0)
+    throw InputError("weight contract", fmt::format("TP {}: I / TP must be a multiple of 32 (I = {})", tp,
+                                                    cfg.intermediate));
+  for (const ContractEntry& e : contractEntries(cfg, tp)) {
+    const std::string where = "weight contract: " + e.name;
+    auto it = w.find(e.name);
+    if (it == w.end())
+      throw InputError(where, fmt::format("missing tensor '{}' (expected {} {})", e.name,
+                                          runtime::dtypeName(e.dtype), shapeText(e.shape)));
+    const HostTensor& t = it->second;
+    if (t.dtype != e.dtype || t.shape != e.shape)
+      throw InputError(where, fmt::format("tensor '{}': expected {} {}, given {} {}", e.name,
+                                          runtime::dtypeName(e.dtype), shapeText(e.shape),
+                                          runtime::dtypeName(t.dtype), shapeText(t.shape)));
+    const int64_t bytes = t.numel() * runtime::dtypeBytes(t.dtype);
+    if (static_cast<int64_t>(t.data.size()) != bytes)
+      throw InputError(where, fmt::format("tensor '{}' {}: holds {} bytes, expected {}", e.name,
+                                          shapeText(t.shape), t.data.size(), bytes));
+  }
+}
+
+float ExpertMatrix::value(int64_t row, int64_t kk) const {
+  return ir::num::fp4ToF32(code(row, kk), ir::num::e8m0ToF32(scale(row, kk)));
+}
+
+ExpertMatrix expertMatrix(const HostTensor& w, const HostTensor& s, int expert) {
+  if (w.shape.size() != 3 || s.shape.size() != 3 || w.shape[0] <= expert || s.shape[0] != w.shape[0] ||
+      s.shape[1] != w.shape[1] || s.shape[2] * 16 != w.shape[2])
+    throw InputError("expertMatrix", fmt::format("fp4x2 {} and e8m0 {} do not pair (expert {})",
+                                                 shapeText(w.shape), shapeText(s.shape), expert));
+  ExpertMatrix m;
+  m.rows = w.shape[1];
+  m.k = w.shape[2] * 2;
+  const int64_t kBytes = w.shape[2], kBlocks = s.shape[2];
+  m.codes = unshuffle16x16(w.data.data() + expert * m.rows * kBytes, m.rows, kBytes);
+  const uint8_t* sp = s.data.data() + expert * m.rows * kBlocks;
+  m.scales.assign(sp, sp + m.rows * kBlocks);
+  return m;
+}
+
+TensorMap rankExpertTensors(const ModelConfig& cfg, int tp, int rank, const TensorMap& logical) {
+  const int64_t e1 = cfg.expertsWithShared(), h = cfg.hidden, I = cfg.intermediate, ip = cfg.interPerRank(tp);
+  auto get = [&](const char* name, std::vector<int64_t> shape) -> const HostTensor& {
+    auto it = logical.find(name);
+    if (it == logical.end() || it->second.shape != shape || it->second.dtype != DType::U8)
+      throw InputError(std::string("logical weights: ") + name,
+                       fmt::format("expected U8 {}", shapeText(shape)));
+    return it->second;
+  };
+  const HostTensor& w13 = get("w13", {e1, 2 * I, h / 2});
+  const HostTensor& s13 = get("s13", {e1, 2 * I, h / 32});
+  const HostTensor& w2 = get("w2", {e1, h, I / 2});
+  const HostTensor& s2 = get("s2", {e1, h, I / 32});
+  TensorMap out;
+  HostTensor ow13 = HostTensor::zeros(DType::U8, {e1, 2 * ip, h / 2});
+  HostTensor os13 = HostTensor::zeros(DType::U8, {e1, 2 * ip, h / 32});
+  HostTensor ow2 = HostTensor::zeros(DType::U8, {e1, h, ip / 2});
+  HostTensor os2 = HostTensor::zeros(DType::U8, {e1, h, ip / 32});
+  std::vector<uint8_t> rm;
+  for (int64_t e = 0; e < e1; ++e) {
+    // w13: the rank's gate rows, then its up rows
+    rm.assign(static_cast<size_t>(2 * ip * h / 2), 0);
+    for (int64_t r = 0; r < 2 * ip; ++r) {
+      const int64_t src = r < ip ? rank * ip + r : I + rank * ip + (r - ip);
+      std::copy_n(w13.data.data() + (e * 2 * I + src) * (h / 2), h / 2, rm.data() + r * (h / 2));
+      std::copy_n(s13.data.data() + (e * 2 * I + src) * (h / 32), h / 32,
+                  os13.data.data() + (e * 2 * ip + r) * (h / 32));
+    }
+    auto sh = shuffle16x16(rm.data(), 2 * ip, h / 2);
+    std::copy(sh.begin(), sh.end(), ow13.data.data() + e * 2 * ip * (h / 2));
+    // w2: every hidden row's columns of the rank's slice
+    rm.assign(static_cast<size_t>(h * ip / 2), 0);
+    for (int64_t r = 0; r < h; ++r) {
+      std::copy_n(w2.data.data() + (e * h + r) * (I / 2) + rank * ip / 2, ip / 2, rm.data() + r * (ip / 2));
+      std::copy_n(s2.data.data() + (e * h + r) * (I / 32) + rank * ip / 32, ip / 32,
+                  os2.data.data() + (e * h + r) * (ip / 32));
+    }
+    sh = shuffle16x16(rm.data(), h, ip / 2);
+    std::copy(sh.begin(), sh.end(), ow2.data.data() + e * h * (ip / 2));
+  }
+  out["w13"] = std::move(ow13);
+  out["s13"] = std::move(os13);
+  out["w2"] = std::move(ow2);
+  out["s2"] = std::move(os2);
+  return out;
+}
+
+}  // namespace monogen::specs::minimax_m3

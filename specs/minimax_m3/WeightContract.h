@@ -1,0 +1,112 @@
+// The weight contract of the MiniMax-M3 FFN launch: the tensors a serving framework already
+// holds for one rank, their shapes and dtypes, the AITER (16,16) shuffle of the MXFP4 data,
+// and the check run at launch.
+//
+// A rank's tensors (E routed experts, the shared expert fused as expert E; I the expert
+// intermediate size, I / TP rows of it on a rank; "fp4x2" and "e8m0" are U8 bytes):
+//
+//   w13       U8   [E+1, 2 I/TP, hidden/2]  fp4x2, AITER (16,16)-shuffled; rows 0 .. I/TP-1 the
+//                                           rank's gate rows, I/TP .. 2 I/TP-1 its up rows
+//   s13       U8   [E+1, 2 I/TP, hidden/32] e8m0, one scale a row per 32 K, row-major (see below)
+//   w2        U8   [E+1, hidden, I/TP/2]    fp4x2, AITER (16,16)-shuffled
+//   s2        U8   [E+1, hidden, I/TP/32]   e8m0, row-major
+//   router_w  F32  [E, hidden]
+//   bias      F32  [E]                      e_score_correction_bias (selection only)
+//   norm_w    BF16 [hidden]                 Gemma RMSNorm weight (the norm scales by 1 + w)
+//
+// Rank r holds intermediate rows r I/TP .. (r+1) I/TP - 1 of every expert: its gate rows, its
+// up rows, and the same columns of w2.
+//
+// fp4x2: a byte holds K 2j in its low nibble and K 2j+1 in its high nibble (e2m1 codes).
+//
+// AITER's shuffle_weight(x, layout=(16, 16)) on fp4x2 bytes [N, Kb] (Kb = K / 2 bytes) views
+// the matrix as [N/16, 16, Kb/32, 2, 16] (row tile, row, 32-byte K tile, 16-byte half, byte)
+// and makes it contiguous in the order [N/16, Kb/32, 2, 16, 16]: each tile of 16 rows x 32
+// bytes (64 K) is 512 contiguous bytes, first its 16 rows' low 16-byte halves (K 0..31 of the
+// tile), then their high halves (K 32..63), a row's 16 bytes at a time. Tiles go K-tile-minor
+// within a row tile. (Established from AITER's aiter/ops/shuffle.py: BK = 2 * IK = 32 bytes,
+// K = 16 / element_size = 16 bytes, permute(0, 1, 3, 4, 2, 5).)
+// AITER refuses Kb % 32 != 0. The reduced test config needs I / TP = 96 (Kb = 48) at TP 8, so
+// this contract extends the layout: a last K tile of only 16 bytes is one 256-byte half
+// (its 16 rows' 16 bytes), i.e. the same formula with the one half. Not AITER's (it has none).
+//
+// Scales: AITER's MXFP4 MoE path (vLLM / SGLang process_weights_after_loading) also shuffles
+// the e8m0 scales, with e8m0_shuffle over the experts' rows flattened to [(E+1) N, K/32]:
+// pad to (rows multiple of 256, columns multiple of 8), view [m/32, 2, 16, n/8, 2, 4],
+// permute (0, 3, 5, 2, 4, 1). That padding changes the shape when K/32 is not a multiple of 8
+// (s2 at TP 8: I/TP/32 = 12 -> 16 columns), which the contract's [E+1, hidden, I/TP/32] does
+// not have. CHOSEN HERE: the contract's scales are plain row-major (unshuffled). e8m0Shuffle /
+// e8m0Unshuffle below implement AITER's layout for a caller converting a framework's scales;
+// scaleIndex() is the one place the contract's scale layout is defined. This is an open point:
+// confirm against the serving framework before the kernel reads s13 / s2 directly.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/Tensor.h"
+#include "specs/minimax_m3/ModelConfig.h"
+
+namespace monogen::specs::minimax_m3 {
+
+// ---------------------------------------------------------------- the (16,16) shuffle
+/// THE definition of the shuffled layout: the byte offset, in an AITER (16,16)-shuffled
+/// fp4x2 matrix of `rows` x `kBytes`, of row-major byte (row, byteCol). rows % 16 == 0,
+/// kBytes % 16 == 0 (a last K tile of 16 bytes: see above).
+inline int64_t shuffledOffset16x16(int64_t row, int64_t byteCol, int64_t kBytes) {
+  const int64_t rowTile = row / 16, r = row % 16;
+  const int64_t kTile = byteCol / 32, half = (byteCol / 16) % 2, b = byteCol % 16;
+  return rowTile * 16 * kBytes + kTile * 512 + half * 256 + r * 16 + b;
+}
+/// Row-major fp4x2 [rows, kBytes] -> AITER (16,16)-shuffled. Throws InputError on bad dims.
+std::vector<uint8_t> shuffle16x16(const uint8_t* rowMajor, int64_t rows, int64_t kBytes);
+/// The inverse: shuffled -> row-major.
+std::vector<uint8_t> unshuffle16x16(const uint8_t* shuffled, int64_t rows, int64_t kBytes);
+
+// ---------------------------------------------------------------- scales
+/// The index of row `row`'s scale for K block `kBlock` in one expert's contract scales
+/// (plain row-major; see the header comment).
+inline int64_t scaleIndex(int64_t row, int64_t kBlock, int64_t kBlocks) { return row * kBlocks + kBlock; }
+/// AITER's e8m0_shuffle of a [m, n] scale matrix (padded to m % 256 == 0, n % 8 == 0; the
+/// result has the padded shape [pm, pn]; padding bytes are 0). Not applied by the contract.
+std::vector<uint8_t> e8m0Shuffle(const uint8_t* scales, int64_t m, int64_t n, int64_t* pm, int64_t* pn);
+/// Inverse of e8m0Shuffle: the padded shuffled [pm, pn] -> row-major [m, n].
+std::vector<uint8_t> e8m0Unshuffle(const uint8_t* shuffled, int64_t m, int64_t n);
+
+// ---------------------------------------------------------------- the contract
+struct ContractEntry {
+  std::string name;
+  runtime::DType dtype;
+  std::vector<int64_t> shape;
+};
+/// The tensors of one rank's contract, in the order of the header comment.
+std::vector<ContractEntry> contractEntries(const ModelConfig& cfg, int tp);
+/// Checks `w` holds every contract tensor with its dtype, shape and byte size. Throws
+/// InputError (where = "weight contract: <tensor>") naming the tensor, expected and given.
+void checkContract(const ModelConfig& cfg, int tp, const runtime::TensorMap& w);
+
+/// One expert's matrix of a contract pair (w13/s13 or w2/s2), unshuffled.
+struct ExpertMatrix {
+  int64_t rows = 0, k = 0;       // K values a row
+  std::vector<uint8_t> codes;    // row-major fp4x2 [rows, k / 2]
+  std::vector<uint8_t> scales;   // row-major e8m0 [rows, k / 32]
+  /// The e2m1 code of (row, kk): low nibble for even kk.
+  uint32_t code(int64_t row, int64_t kk) const {
+    const uint8_t b = codes[static_cast<size_t>(row * (k / 2) + kk / 2)];
+    return (kk & 1) ? (b >> 4) : (b & 0xf);
+  }
+  uint32_t scale(int64_t row, int64_t kk) const {
+    return scales[static_cast<size_t>(scaleIndex(row, kk / 32, k / 32))];
+  }
+  /// The dequantized weight fp4 x e8m0 in f32 (exact; NaN for scale 255).
+  float value(int64_t row, int64_t kk) const;
+};
+ExpertMatrix expertMatrix(const runtime::HostTensor& w, const runtime::HostTensor& s, int expert);
+
+/// Logical (TP-independent, unshuffled) MXFP4 weights of all E+1 experts:
+///   "w13" U8 [E+1, 2 I, hidden/2] (gate rows 0 .. I-1, up rows I .. 2I-1), "s13" [E+1, 2 I, hidden/32],
+///   "w2"  U8 [E+1, hidden, I/2], "s2" [E+1, hidden, I/32]
+/// -> rank `rank`'s contract tensors w13, s13, w2, s2 for TP `tp` (sliced, shuffled).
+runtime::TensorMap rankExpertTensors(const ModelConfig& cfg, int tp, int rank, const runtime::TensorMap& logical);
+
+}  // namespace monogen::specs::minimax_m3
