@@ -1,0 +1,97 @@
+// monogen emit: writes gfx950 code objects, one variant (-o FILE) or every variant (--all -o DIR).
+#include <fmt/format.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+#include "ir/Error.h"
+#include "tools/Commands.h"
+#include "tools/Variant.h"
+
+namespace monogen::tools {
+
+namespace {
+
+struct EmitOptions {
+  VariantOptions v;
+  bool all = false;
+  std::string out;
+  int jobs = 0;
+};
+
+std::string bytesOf(const std::vector<uint8_t>& b) { return std::string(b.begin(), b.end()); }
+
+int emitOne(const EmitOptions& o) {
+  const auto cfg = configOf(o.v);
+  auto cache = openCache(o.v);
+  BuiltVariant b = buildVariant(cfg, keyOf(o.v, cfg, o.v.rows, o.v.tp), cache.get());
+  writeFileAtomically(o.out, bytesOf(b.entry->bytes));
+  fmt::print("{}: {} bytes, {} VGPR, {} AGPR, {} SGPR, {} B LDS, {} B scratch ({} in {:.2f} s)\n", o.out,
+             b.entry->bytes.size(), b.info.vgprs, b.info.agprs, b.info.sgprs, b.info.ldsBytes, b.info.scratchBytes,
+             runtime::cacheSourceName(b.source), b.seconds);
+  return 0;
+}
+
+int emitAll(const EmitOptions& o) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(o.out, ec);
+  if (!fs::is_directory(o.out)) throw InputError(o.out, "cannot create the output directory");
+  const auto cfg = configOf(o.v);
+  auto cache = openCache(o.v);
+  std::vector<std::pair<int, int>> variants;
+  for (int tp : {1, 2, 4, 8})
+    for (int s = 1; s <= cfg.maxRows; ++s) variants.push_back({s, tp});
+  const int jobs = o.jobs > 0 ? o.jobs : std::max(1u, std::thread::hardware_concurrency());
+  std::atomic<size_t> next{0}, done{0};
+  std::mutex mu;
+  std::exception_ptr failure;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto worker = [&] {
+    for (size_t i; (i = next++) < variants.size();) {
+      {
+        std::lock_guard<std::mutex> g(mu);
+        if (failure) return;
+      }
+      const auto [s, tp] = variants[i];
+      try {
+        const ir::Key key = keyOf(o.v, cfg, s, tp);
+        BuiltVariant b = buildVariant(cfg, key, cache.get());
+        const std::string file = (fs::path(o.out) / (key.variantName() + ".co")).string();
+        writeFileAtomically(file, bytesOf(b.entry->bytes));
+        std::lock_guard<std::mutex> g(mu);
+        fmt::print("[{:2}/{}] S={:<2} TP={} {:>3} VGPR {:>3} AGPR {:>6} B LDS  {:<8} {:5.2f} s  {}\n", ++done,
+                   variants.size(), s, tp, b.info.vgprs, b.info.agprs, b.info.ldsBytes,
+                   runtime::cacheSourceName(b.source), b.seconds, file);
+        std::fflush(stdout);
+      } catch (...) {
+        std::lock_guard<std::mutex> g(mu);
+        if (!failure) failure = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int j = 0; j < jobs; ++j) pool.emplace_back(worker);
+  for (auto& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
+  fmt::print("emitted {} variants into {} in {:.1f} s ({} jobs)\n", variants.size(), o.out,
+             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), jobs);
+  return 0;
+}
+
+}  // namespace
+
+Run addEmit(CLI::App& app) {
+  auto o = std::make_shared<EmitOptions>();
+  CLI::App* c = app.add_subcommand("emit", "write gfx950 code objects: one variant, or every S x TP with --all");
+  addVariantOptions(c, o->v, true);
+  c->add_flag("--all", o->all, "every variant: S 1..16 x TP 1, 2, 4, 8 (with progress)");
+  c->add_option("-o,--output", o->out, "the code object file (one variant) or directory (--all)")->required();
+  c->add_option("-j,--jobs", o->jobs, "parallel compiles for --all (default: the cores)")->check(CLI::Range(1, 64));
+  return [o] { return o->all ? emitAll(*o) : emitOne(*o); };
+}
+
+}  // namespace monogen::tools

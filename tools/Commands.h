@@ -1,0 +1,15 @@
+// The monogen subcommands. Each registers its options on the CLI and returns its exit code.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace monogen::tools {
+
+using Run = std::function<int()>;
+
+Run addEmit(CLI::App& app);   // monogen emit: code objects, one variant or all
+Run addDump(CLI::App& app);   // monogen dump: plan, kernel IR, LLVM IR or ISA
+Run addInfo(CLI::App& app);   // monogen info: the resource table per variant
+Run addSim(CLI::App& app);    // monogen sim: run on the Sim device against the reference
+
+}  // namespace monogen::tools

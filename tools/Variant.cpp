@@ -1,0 +1,111 @@
+#include "tools/Variant.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "codegen/Toolchain.h"
+#include "ir/Error.h"
+#include "ir/Verifier.h"
+#include "specs/minimax_m3/Spec.h"
+
+namespace monogen::tools {
+
+namespace mm = specs::minimax_m3;
+
+void addVariantOptions(CLI::App* app, VariantOptions& o, bool rowsTp) {
+  if (rowsTp) {
+    app->add_option("--rows,-S", o.rows, "decode rows S, 1..16")->check(CLI::Range(1, 16))->capture_default_str();
+    app->add_option("--tp,-T", o.tp, "tensor-parallel size: 1, 2, 4 or 8")
+        ->check(CLI::IsMember({1, 2, 4, 8}))
+        ->capture_default_str();
+  }
+  app->add_option("--arch", o.arch, "target: gfx950 (MI350X/MI355X), optionally with :sramecc+:xnack-")
+      ->capture_default_str();
+  app->add_option("--config", o.config, "model dims: full (MiniMax-M3.1-Flash), reduced, or a config.json path")
+      ->capture_default_str();
+  app->add_option("--experts", o.experts, "which expert terms the combine sums: all, shared or routed")
+      ->check(CLI::IsMember({"all", "shared", "routed"}))
+      ->capture_default_str();
+  app->add_flag("--trace", o.trace, "per-CTA, per-stage timestamps (the trace knob)");
+  app->add_option("--drop-mark", o.dropMark, "fault test: this CTA never marks the launch done")
+      ->check(CLI::Range(-1, 1023));
+  app->add_flag("--no-cache", o.noCache, "compile without the code-object cache");
+}
+
+mm::ModelConfig configOf(const VariantOptions& o) { return mm::ModelConfig::byName(o.config); }
+
+ir::Key keyOf(const VariantOptions& o, const mm::ModelConfig& cfg, int rows, int tp) {
+  if (o.arch != "gfx950" && o.arch != "gfx950:sramecc+:xnack-")
+    throw InputError("--arch", fmt::format("unknown arch '{}': monogen generates gfx950 (MI350X/MI355X) code "
+                                           "objects, target id gfx950:sramecc+:xnack-",
+                                           o.arch));
+  ir::Key k;
+  k.rows = rows;
+  k.tp = tp;
+  k.experts = o.experts == "shared" ? ir::Experts::Shared : o.experts == "routed" ? ir::Experts::Routed : ir::Experts::All;
+  k.trace = o.trace;
+  k.dropMark = o.dropMark;
+  k.config = cfg.canonical();
+  return k;
+}
+
+ir::Plan planOf(const mm::ModelConfig& cfg, const ir::Key& key) {
+  ir::Plan plan = mm::buildPlan(cfg, key);
+  ir::verify(plan);
+  return plan;
+}
+
+BuiltVariant buildVariant(const mm::ModelConfig& cfg, const ir::Key& key, runtime::Cache* cache) {
+  const auto t0 = std::chrono::steady_clock::now();
+  BuiltVariant v;
+  v.plan = planOf(cfg, key);
+  auto compile = [&] { return codegen::compile(v.plan).bytes; };
+  if (cache) {
+    v.entry = cache->get(key, compile, &v.source);
+  } else {
+    auto e = std::make_shared<runtime::CacheEntry>();
+    e->keyText = key.canonical();
+    e->bytes = compile();
+    v.entry = e;
+  }
+  v.info = codegen::readMetadata(v.entry->bytes);
+  codegen::checkLimits(v.info, v.plan);
+  v.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return v;
+}
+
+std::unique_ptr<runtime::Cache> openCache(const VariantOptions& o) {
+  if (o.noCache) return nullptr;
+  return std::make_unique<runtime::Cache>(runtime::Cache::defaultDir(), codegen::toolchainId());
+}
+
+void writeFileAtomically(const std::string& path, const std::string& bytes) {
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  if (!fs::is_directory(dir)) throw InputError(path, fmt::format("directory '{}' does not exist", dir.string()));
+  const fs::path tmp = dir / fmt::format(".{}.tmp.{}", target.filename().string(), ::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.flush();
+    if (!out) {
+      std::error_code ec;
+      fs::remove(tmp, ec);
+      throw RuntimeError(path, "could not write the file (disk full or no permission?)");
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, target, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    throw RuntimeError(path, "could not move the finished file into place: " + ec.message());
+  }
+}
+
+}  // namespace monogen::tools
