@@ -1,0 +1,96 @@
+// Where the MiniMax-M3 FFN launch puts its tasks and data for one (S, TP) on a ModelConfig:
+// the grid, each stage's task count and base (task t of a stage runs on CTA (base + t) %
+// blocks), the per-rank scratch regions, the symmetric peer buffer's regions, the flag arrays
+// of (value, tag) pairs inside them, and the LDS pools. Byte offsets are aligned to 256.
+//
+// Plain C++ evaluated at build time, no IR: the spec, the stages, the Sim harness and the tests
+// read the same numbers from here. Later stages add their placements, regions, flags and pools
+// in Layout::make, in launch order.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "specs/minimax_m3/ModelConfig.h"
+
+namespace monogen::specs::minimax_m3 {
+
+/// The TP sizes the launch is built for.
+inline constexpr int kAllowedTp[] = {1, 2, 4, 8};
+/// Columns a push / reduce task covers (every row), as bf16 pairs.
+inline constexpr int kTaskColumns = 32;
+inline constexpr int kTaskPairs = kTaskColumns / 2;
+/// Byte alignment of every region and pool.
+inline constexpr int64_t kRegionAlign = 256;
+/// Bytes of one (value, tag) pair.
+inline constexpr int64_t kPairBytes = 8;
+
+/// A stage's placement: `tasks` tasks, task t on CTA (base + t) % blocks.
+struct Placement {
+  std::string name;
+  int64_t tasks = 0;
+  int base = 0;
+  int ctaOf(int64_t t, int blocks) const { return static_cast<int>((base + t) % blocks); }
+};
+
+/// A named byte range of a buffer argument ("scratch": per rank; "sym": the symmetric peer buffer).
+struct Area {
+  std::string name;
+  std::string buffer;
+  int64_t offset = 0;
+  int64_t bytes = 0;
+  int64_t pairs = 0;  // (value, tag) pairs when it is a flag array, else 0
+  bool peer = false;  // a flag array other ranks write
+  std::string doc;
+};
+
+/// An LDS pool.
+struct Pool {
+  std::string name;
+  int64_t offset = 0;
+  int64_t bytes = 0;
+  std::string doc;
+};
+
+struct Layout {
+  // --- the variant ---
+  int rows = 1;     // S
+  int tp = 1;       // TP
+  int hidden = 0;
+  int blocks = 0;   // CTAs of the persistent grid
+  int threads = 0;  // threads a CTA
+  int waves = 0;    // waves a CTA
+
+  // --- placements, in launch order ---
+  Placement push;    // hidden / 32 tasks: this rank's partial -> every rank's ATTN
+  Placement reduce;  // hidden / 32 tasks: ATTN in rank order + residual -> res_out, SRES, SSQ
+
+  // --- per-rank scratch ("scratch"): SRES f32 [S][hidden], SSQ pairs [S][reduce tasks] ---
+  Area sres, ssq;
+  int64_t scratchBytes = 0;
+  // --- the symmetric peer buffer ("sym"): ATTN pairs [src rank][S][hidden / 2] ---
+  Area attn;
+  int64_t symBytes = 0;
+  // --- LDS: red, the block sums' words (WAVES words a slot) ---
+  Pool red;
+  int redSlots = 0;
+  int64_t ldsBytes = 0;
+
+  /// Every area and pool in allocation order (for the Plan and the overlap checks).
+  std::vector<Area> areas() const;
+  std::vector<Pool> pools() const;
+  std::vector<Placement> placements() const;
+
+  /// Pair index in ATTN of source rank `src`, row t, bf16 pair `pair` (columns 2 pair, 2 pair + 1).
+  int64_t attnPair(int src, int t, int64_t pair) const {
+    return (static_cast<int64_t>(src) * rows + t) * (hidden / 2) + pair;
+  }
+  /// Pair index in SSQ of row t, reduce task `task`.
+  int64_t ssqPair(int t, int64_t task) const { return static_cast<int64_t>(t) * reduce.tasks + task; }
+
+  /// The layout of (S, TP) on cfg. Throws InputError listing the allowed values on a bad S or TP
+  /// (S in 1..cfg.maxRows, TP in {1, 2, 4, 8}) or a config the tiling does not fit.
+  static Layout make(const ModelConfig& cfg, int rows, int tp);
+};
+
+}  // namespace monogen::specs::minimax_m3

@@ -1,0 +1,83 @@
+// Runs the MiniMax-M3 FFN launch on the Sim device for every rank at once and compares it with
+// the native reference: seeded inputs, the device buffers of every rank, the read-back of every
+// rank's results, and a bit-exact comparison.
+//
+// Tensor names: inputs "part.r<r>" (bf16 [S, hidden], rank r's o_proj partial) and "res_in"
+// (bf16 [S, hidden]); outputs "res_out.r<r>" (bf16 [S, hidden]), "sres.r<r>" (f32 [S, hidden]),
+// "ssq.r<r>" (f32 [S, hidden / 32], the SSQ pairs' values), "ssq_tag.r<r>" (i32, their tags)
+// and "err.r<r>" (i32 [2]: the error word and the failure count).
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/Plan.h"
+#include "runtime/SimDevice.h"
+#include "runtime/Tensor.h"
+#include "specs/minimax_m3/Layout.h"
+#include "specs/minimax_m3/ModelConfig.h"
+
+namespace monogen::specs::minimax_m3 {
+
+/// Seeded inputs for S rows on TP ranks (platform-independent). Finite bf16 values with the
+/// awkward ones mixed in: all-reduce sums on bf16 ties, residual adds on bf16 ties, negative
+/// zeros, large magnitudes that cancel across ranks, subnormal and tiny values.
+runtime::TensorMap makeInputs(const ModelConfig& cfg, int rows, int tp, uint64_t seed);
+
+/// How one launch is fed, with the fault knobs the tests use.
+struct LaunchParams {
+  int32_t tag = 0x2a5eed01;       // the launch's tag (never 0)
+  int64_t waitTicks = 100'000'000;  // a wait's bound: 1 s at 100 MHz
+  std::map<int, int32_t> rankTag; // rank -> a different tag for that rank alone
+  int lostFrom = -1, lostTo = -1; // rank lostFrom's peers entry for rank lostTo points at a
+                                  // buffer nobody reads: its pushes to lostTo never land
+};
+
+struct SimRun {
+  runtime::TensorMap outputs;
+  runtime::SimStats stats;
+};
+
+/// Every rank's buffers on one Sim device, kept across launches (flags are never reset; a new
+/// launch needs a new tag).
+class SimSession {
+ public:
+  SimSession(const ModelConfig& cfg, const ir::Key& key);
+  const ir::Plan& plan() const { return plan_; }
+  const Layout& layout() const { return layout_; }
+  runtime::SimDevice& device() { return dev_; }
+  /// Uploads the inputs, runs every rank at once and reads every rank's results back.
+  SimRun launch(const runtime::TensorMap& inputs, const runtime::SimOptions& opts, const LaunchParams& params = {});
+
+ private:
+  struct RankBuffers {
+    uint64_t part = 0, resIn = 0, resOut = 0, scratch = 0, sym = 0, peers = 0, err = 0, lost = 0;
+  };
+  ModelConfig cfg_;
+  ir::Plan plan_;
+  Layout layout_;
+  runtime::SimDevice dev_;
+  std::vector<RankBuffers> bufs_;
+};
+
+/// One launch on a fresh Sim device.
+SimRun runOnSim(const ModelConfig& cfg, const ir::Key& key, const runtime::TensorMap& inputs,
+                const runtime::SimOptions& opts, const LaunchParams& params = {});
+
+/// The reference's outputs in runOnSim's naming (res_out, sres, ssq and err of every rank).
+runtime::TensorMap referenceOutputs(const ModelConfig& cfg, int rows, int tp, const runtime::TensorMap& inputs);
+
+struct Mismatch {
+  std::string tensor;
+  int64_t index = -1;  // element index (row-major); -1: the tensor is missing or its shape differs
+  std::string got, want;
+};
+/// The first element of a tensor in `want` whose bits differ in `got` (tensors only in `got`
+/// are ignored); nullopt if every bit agrees.
+std::optional<Mismatch> firstMismatch(const runtime::TensorMap& got, const runtime::TensorMap& want);
+std::string describe(const Mismatch& m);
+
+}  // namespace monogen::specs::minimax_m3

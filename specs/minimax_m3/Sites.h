@@ -1,0 +1,32 @@
+// Wait site ids of the MiniMax-M3 FFN launch and the error code a wait past its bound writes.
+//
+// The error word holds the first failure of a launch: site | rank << 8 | token << 16, where
+// `rank` is the rank that owed the missing pair (the source rank for a peer wait, this rank
+// for a wait on its own scratch) and `token` the row it was for (0 where no row applies).
+#pragma once
+#include <cstdint>
+
+namespace monogen::specs::minimax_m3 {
+
+enum Site : int32_t {
+  kSiteReduce = 1,  // reduce: the ranks' ATTN pairs
+  kSiteNorm = 2,    // norm: SSQ of every reduce task
+  kSiteRouter = 3,  // router: XRDY
+  kSiteRoute = 4,   // route: the router's logit parts
+  kSiteTable = 5,   // table: the routed picks
+  kSiteUp = 6,      // up: XRDY / the table's slots
+  kSiteDown = 7,    // down: UPF of the slot's tiles
+  kSiteFinal = 8,   // final: the ranks' FFN pairs
+  kSiteEpoch = 9,   // epoch end: every CTA's mark
+  kSiteInject = 10, // fault injection (qualification)
+};
+
+/// The error word's value for a wait at `site` on a pair `rank` owed for row `token`.
+constexpr int32_t errorCode(int32_t site, int32_t rank, int32_t token) {
+  return site | rank << 8 | token << 16;
+}
+constexpr int32_t errorSite(int32_t code) { return code & 0xff; }
+constexpr int32_t errorRank(int32_t code) { return (code >> 8) & 0xff; }
+constexpr int32_t errorToken(int32_t code) { return (code >> 16) & 0xffff; }
+
+}  // namespace monogen::specs::minimax_m3

@@ -1,0 +1,162 @@
+#include "specs/minimax_m3/Spec.h"
+
+#include <fmt/format.h>
+
+#include "ir/Error.h"
+#include "specs/minimax_m3/KernelContext.h"
+#include "specs/minimax_m3/Layout.h"
+#include "specs/minimax_m3/Sites.h"
+#include "specs/minimax_m3/Stages.h"
+
+namespace monogen::specs::minimax_m3 {
+
+using ir::ArgRole;
+using ir::KernelArg;
+using ir::Scalar;
+
+namespace {
+
+ir::Key checkedKey(const ModelConfig& cfg, const ir::Key& in) {
+  ir::Key key = in;
+  const std::string where = key.variantName();
+  if (key.spec != kSpecId)
+    throw InputError(where, fmt::format("spec '{}': this builder makes '{}'", key.spec, kSpecId));
+  if (key.specVersion != kSpecVersion)
+    throw InputError(where, fmt::format("spec version {}: this builder makes version {}", key.specVersion,
+                                        kSpecVersion));
+  const std::string canon = cfg.canonical();
+  if (key.config.empty()) key.config = canon;
+  if (key.config != canon)
+    throw InputError(where, fmt::format("the key's config '{}' is not the model config's '{}'", key.config, canon));
+  if (key.dropMark < -1 || key.dropMark >= cfg.blocks)
+    throw InputError(where, fmt::format("drop mark CTA {}: expected -1 (none) or 0..{}", key.dropMark,
+                                        cfg.blocks - 1));
+  return key;
+}
+
+KernelArg ptrArg(std::string name, Scalar elem, std::vector<int64_t> shape, ArgRole role, int align,
+                 std::string doc) {
+  KernelArg a;
+  a.name = std::move(name);
+  a.isPointer = true;
+  a.elem = elem;
+  a.shape = std::move(shape);
+  a.role = role;
+  a.align = align;
+  a.doc = std::move(doc);
+  return a;
+}
+
+KernelArg scalarArg(std::string name, Scalar elem, std::string doc) {
+  KernelArg a;
+  a.name = std::move(name);
+  a.isPointer = false;
+  a.elem = elem;
+  a.role = ArgRole::Control;
+  a.align = elem == Scalar::I64 ? 8 : 4;
+  a.doc = std::move(doc);
+  return a;
+}
+
+std::vector<KernelArg> kernelArgs(const Layout& L) {
+  const int64_t S = L.rows, H = L.hidden;
+  return {
+      ptrArg(arg::kPart, Scalar::BF16, {S, H}, ArgRole::Input, 16, "bf16 [S, hidden]: this rank's o_proj partial"),
+      ptrArg(arg::kResIn, Scalar::BF16, {S, H}, ArgRole::Input, 16, "bf16 [S, hidden]: the residual stream in"),
+      ptrArg(arg::kResOut, Scalar::BF16, {S, H}, ArgRole::Output, 16,
+             "bf16 [S, hidden]: the all-reduced attention output + residual"),
+      ptrArg(arg::kScratch, Scalar::I8, {L.scratchBytes}, ArgRole::Scratch, static_cast<int>(kRegionAlign),
+             "u8 [bytes]: this rank's scratch (SRES, SSQ); flags are never reset, zero it once"),
+      ptrArg(arg::kSym, Scalar::I8, {L.symBytes}, ArgRole::Scratch, static_cast<int>(kRegionAlign),
+             "u8 [bytes]: this rank's symmetric peer buffer (ATTN), the one `peers` lists for this rank; "
+             "every rank allocates it alike; zero it once"),
+      ptrArg(arg::kPeers, Scalar::I64, {L.tp}, ArgRole::Peers, 8,
+             "u64 [TP]: every rank's symmetric buffer address, in rank order"),
+      ptrArg(arg::kErr, Scalar::I32, {2}, ArgRole::Control, 4,
+             "i32 [2]: the error word (first failure: site | rank << 8 | token << 16) and the failure count"),
+      scalarArg(arg::kTag, Scalar::I32, "i32: this launch's tag, never 0 and new every launch (flags are never reset)"),
+      scalarArg(arg::kRank, Scalar::I32, "i32: this rank, 0..TP-1"),
+      scalarArg(arg::kWaitTicks, Scalar::I64, "i64: a wait's bound in 100 MHz realtime ticks"),
+  };
+}
+
+}  // namespace
+
+ir::Key makeKey(const ModelConfig& cfg, int rows, int tp) {
+  ir::Key k;
+  k.spec = kSpecId;
+  k.specVersion = kSpecVersion;
+  k.rows = rows;
+  k.tp = tp;
+  k.config = cfg.canonical();
+  return k;
+}
+
+ir::Plan buildPlan(const ModelConfig& cfg, const ir::Key& keyIn) {
+  ir::Key key = checkedKey(cfg, keyIn);
+  Layout L;
+  try {
+    L = Layout::make(cfg, key.rows, key.tp);
+  } catch (const InputError& e) {
+    throw InputError(key.variantName(), e.what());
+  }
+
+  ir::Plan plan;
+  plan.key = key;
+  plan.target.computeUnits = std::max(plan.target.computeUnits, cfg.blocks);
+  plan.grid = ir::Grid{cfg.blocks, cfg.threads};
+  plan.args = kernelArgs(L);
+
+  for (const Area& a : L.areas()) {
+    plan.regions.push_back(ir::MemRegion{a.name, a.buffer, a.offset, a.bytes, a.doc});
+    if (a.pairs > 0) plan.flags.push_back(ir::FlagArray{a.name, a.name, a.pairs, a.peer, a.doc});
+  }
+  for (const Pool& p : L.pools()) plan.pools.push_back(ir::LdsPool{p.name, p.offset, p.bytes, "", p.doc});
+  plan.ldsBytes = L.ldsBytes;
+
+  // Pairs a launch moves, counted over every rank for the peer array ATTN: each of TP ranks
+  // pushes S x hidden / 2 pairs to each of TP ranks, and each rank's reduce waits on its TP x S x
+  // hidden / 2. SSQ is per rank: S x tasks pairs.
+  const int64_t attnPairs = int64_t{L.tp} * L.tp * L.rows * (L.hidden / 2);
+  const int64_t ssqPairs = int64_t{L.rows} * L.reduce.tasks;
+  ir::Stage push;
+  push.name = L.push.name;
+  push.tasks = L.push.tasks;
+  push.base = L.push.base;
+  push.publishes = {{L.attn.name, attnPairs}};
+  push.doc = "this rank's o_proj partial as bf16 pairs (32 columns a task, every row) to every rank's ATTN";
+  ir::Stage reduce;
+  reduce.name = L.reduce.name;
+  reduce.tasks = L.reduce.tasks;
+  reduce.base = L.reduce.base;
+  reduce.waits = {{L.attn.name, attnPairs}};
+  reduce.publishes = {{L.ssq.name, ssqPairs}};
+  reduce.doc = "the ranks' pairs in rank order, f32 -> bf16, + residual in f32 -> res_out (bf16), SRES (f32), "
+               "SSQ (the task's sum of squares, a pair a row)";
+  plan.stages = {push, reduce};
+
+  plan.facts = {
+      {"hidden", std::to_string(L.hidden)},
+      {"S", std::to_string(L.rows)},
+      {"TP", std::to_string(L.tp)},
+      {"blocks x threads", fmt::format("{} x {}", L.blocks, L.threads)},
+      {"waves", std::to_string(L.waves)},
+      {"push / reduce task", fmt::format("{} columns = {} bf16 pairs, every row", kTaskColumns, kTaskPairs)},
+      {"push / reduce tasks", std::to_string(L.reduce.tasks)},
+      {"active threads a task", std::to_string(L.rows * kTaskPairs)},
+      {"scratch bytes", std::to_string(L.scratchBytes)},
+      {"sym bytes", std::to_string(L.symBytes)},
+      {"lds bytes", std::to_string(L.ldsBytes)},
+      {"error code", "site | rank << 8 | token << 16 (reduce: site 1, the source rank)"},
+  };
+
+  plan.kernel.name = "monogen_minimax_m3_ffn";
+  ir::Builder b(plan.kernel);
+  KernelContext c(cfg, L, plan, b);
+  b.stage(plan.stageIndex(L.push.name), [&] { c.forEachTask(L.push, [&](ir::Val t) { stagePush(c, t); }); });
+  b.stage(plan.stageIndex(L.reduce.name),
+          [&] { c.forEachTask(L.reduce, [&](ir::Val t) { stageReduce(c, t); }); });
+  return plan;
+}
+
+}  // namespace monogen::specs::minimax_m3

@@ -1,0 +1,20 @@
+// The MiniMax-M3 FFN launch as a Plan: arguments, regions, flags, pools, stages and the kernel
+// body, for one Key (S, TP) on a ModelConfig.
+#pragma once
+#include "ir/Plan.h"
+#include "specs/minimax_m3/ModelConfig.h"
+
+namespace monogen::specs::minimax_m3 {
+
+inline constexpr const char* kSpecId = "minimax_m3.ffn";
+inline constexpr int kSpecVersion = 1;
+
+/// Builds the launch of key (S = key.rows, TP = key.tp) on cfg. key.config must be empty (it is
+/// set to cfg.canonical()) or equal cfg.canonical(). Throws InputError naming the variant on a
+/// wrong spec id or version, config text, S, TP or drop-mark CTA.
+ir::Plan buildPlan(const ModelConfig& cfg, const ir::Key& key);
+
+/// A key for (S, TP) on cfg with every other knob at its default.
+ir::Key makeKey(const ModelConfig& cfg, int rows, int tp);
+
+}  // namespace monogen::specs::minimax_m3
