@@ -324,3 +324,18 @@ TEST_CASE("cache: a compile that throws caches nothing and reaches the caller") 
   c.get(testKey(), [&] { ++calls; return codeObject(1); });
   CHECK(calls == 1);
 }
+
+TEST_CASE("cache: a directory owned by another user is refused") {
+  TempDir t;
+  fs::create_directories(t.path);
+  REQUIRE(::chmod(t.path.c_str(), 0700) == 0);
+  const uid_t other = ::geteuid() == 65534 ? 65533 : 65534;
+  if (::chown(t.path.c_str(), other, static_cast<gid_t>(-1)) != 0) {
+    WARN("cannot chown here (not root); the other-owner refusal is not exercised");
+    return;
+  }
+  CHECK_THROWS_WITH(Cache(t.path, kToolchain),
+                    Catch::Contains(t.path.string()) && Catch::Contains("owned by uid " + std::to_string(other)));
+  REQUIRE(::chown(t.path.c_str(), ::geteuid(), static_cast<gid_t>(-1)) == 0);
+  CHECK_NOTHROW(Cache(t.path, kToolchain));
+}
