@@ -23,6 +23,9 @@ class SimMemory {
   uint8_t* host(uint64_t addr, int64_t bytes);
   /// The allocation's name holding addr ("?" if none), for messages.
   std::string describe(uint64_t addr) const;
+  /// The allocation nearest to addr, with addr's offset from it: "'x' (rank 0, 4096 bytes at
+  /// 0x10000000), addr is 4 bytes past its end". For error messages.
+  std::string nearest(uint64_t addr) const;
 
   struct Allocation {
     uint64_t base = 0;
@@ -30,6 +33,9 @@ class SimMemory {
     int rank = 0;
     std::string name;
     std::vector<uint8_t> data;
+    /// Sim-internal: (wave, block sequence) of waves blocked in a wait on a pair in here; a
+    /// write to the allocation wakes them to re-check.
+    std::vector<std::pair<uint32_t, uint32_t>> watchers;
   };
   /// The allocation holding [addr, addr + bytes), or nullptr.
   Allocation* find(uint64_t addr, int64_t bytes);
@@ -71,8 +77,12 @@ class SimDevice {
   SimStats run(const ir::Plan& plan, const std::vector<std::vector<uint64_t>>& args,
                const SimOptions& opts = {});
 
+  /// Bytes of per-wave state (registers, variables, mask stack) the last run's program needed.
+  int64_t lastFrameBytes() const { return lastFrameBytes_; }
+
  private:
   SimMemory mem_;
+  int64_t lastFrameBytes_ = 0;
 };
 
 }  // namespace monogen::runtime

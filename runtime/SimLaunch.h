@@ -1,0 +1,113 @@
+// SimLaunch: one simulated launch. Every CTA of every rank as 64-lane waves, a seeded cooperative
+// scheduler, a simulated realtime clock, and the interpreter of the flat SimProgram.
+//
+// Memory ordering: the launch executes one op of one wave at a time and every access acts on
+// memory at once, so the execution is sequentially consistent. The order/scope attributes are
+// checked (atomics must be aligned) but have no other effect: the Sim device therefore cannot
+// find weak-memory bugs (a missing release/acquire or fence); only the interleavings are explored.
+#pragma once
+#include <cstdint>
+#include <queue>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/SimDevice.h"
+#include "runtime/SimProgram.h"
+#include "runtime/SimRng.h"
+
+namespace monogen::runtime {
+
+/// One wave's state: pc, exec mask, the frame (registers, variables, mask stack) and what it is
+/// blocked on. A wave can yield at any blocking op and resume there.
+struct SimWave {
+  enum State : uint8_t { Ready, Barrier, Wait, Sleep, Exited };
+  uint8_t* frame = nullptr;
+  uint64_t exec = 0;
+  int32_t pc = 0;
+  State state = Ready;
+  bool inWait = false;       // a Wait op has started and not finished
+  int32_t rank = 0, cta = 0, wave = 0;
+  uint32_t ctaIndex = 0;     // rank * blocks + cta
+  uint32_t blockSeq = 0;     // bumped on every block, to tell stale wake-ups
+  int32_t runIdx = -1;       // position in the runnable list, -1 if not there
+  int64_t waitStart = 0;     // tick the current Wait started
+  uint64_t waitDone = 0;     // lanes of the current Wait already resolved
+};
+
+/// One CTA: its LDS and its barrier.
+struct SimCta {
+  uint8_t* lds = nullptr;
+  uint32_t firstWave = 0, waves = 0;
+  int32_t live = 0;     // waves that have not exited
+  int32_t arrived = 0;  // waves blocked at the barrier
+};
+
+class SimLaunch {
+ public:
+  SimLaunch(SimMemory& mem, const ir::Plan& plan, const SimProgram& prog,
+            const std::vector<std::vector<uint64_t>>& args, const SimOptions& opts);
+  ~SimLaunch();
+  SimLaunch(const SimLaunch&) = delete;
+  SimLaunch& operator=(const SimLaunch&) = delete;
+
+  SimStats run();
+
+ private:
+  enum Status { kContinue, kBlocked, kExited };
+  struct Deadline {
+    int64_t at;
+    uint32_t wave, seq;
+    bool operator>(const Deadline& o) const {
+      return at != o.at ? at > o.at : (wave != o.wave ? wave > o.wave : seq > o.seq);
+    }
+  };
+  struct PubRecord {
+    int32_t rank, cta, wave, lane, stage;
+  };
+
+  int runWave(uint32_t wi, int quantum);
+  Status step(SimWave& w);
+  void exitWave(SimWave& w);
+  void makeRunnable(uint32_t wi);
+  void removeRunnable(uint32_t wi);
+  void block(SimWave& w, SimWave::State s);
+  void releaseBarrier(SimCta& c);
+  void wakeDue();
+  void wakeWatchers(SimMemory::Allocation* a);
+  [[noreturn]] void deadlock();
+
+  // Memory: the host address of [addr, addr + n) for one lane; throws SimError if it is out
+  // of bounds (or unaligned when atomic). alloc is set for global/peer accesses.
+  uint8_t* access(const SimWave& w, const SimInst& in, int lane, ir::AddrSpace space, uint64_t addr, int n,
+                  bool atomic, SimMemory::Allocation** alloc);
+  uint64_t ptrAt(const SimWave& w, uint32_t slot, const ir::Type& t, int lane) const;
+
+  std::string where(const SimWave& w, const SimInst& in, int lane) const;
+  std::string stageName(int stage) const;
+  [[noreturn]] void fail(const SimWave& w, const SimInst& in, int lane, const std::string& what) const;
+
+  SimMemory& mem_;
+  const ir::Plan& plan_;
+  const SimProgram& prog_;
+  const std::vector<std::vector<uint64_t>>& args_;
+  SimOptions opts_;
+  int tp_ = 1, blocks_ = 1, wavesPerCta_ = 1;
+
+  uint8_t* frames_ = nullptr;
+  uint8_t* ldsAll_ = nullptr;
+  std::vector<SimWave> waves_;
+  std::vector<SimCta> ctas_;
+  std::vector<uint32_t> runnable_;
+  std::priority_queue<Deadline, std::vector<Deadline>, std::greater<Deadline>> deadlines_;
+  std::unordered_map<uint64_t, PubRecord> published_;
+  SimMemory::Allocation* lastAlloc_ = nullptr;
+  SimRng rng_;
+
+  int64_t now_ = 0;       // simulated clock ticks since launch start
+  int64_t tickAccum_ = 0; // ops not yet turned into ticks
+  int64_t live_ = 0;      // waves not exited
+  SimStats stats_;
+  std::vector<int64_t> stageBytes_;  // per stage, + one for "(no stage)"
+};
+
+}  // namespace monogen::runtime

@@ -1,0 +1,66 @@
+// Shared helpers for the Sim device tests: a minimal Plan built by hand with ir::Builder.
+#pragma once
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "ir/Builder.h"
+#include "ir/Plan.h"
+#include "runtime/SimDevice.h"
+
+namespace simtest {
+
+using namespace monogen;
+using ir::Type;
+using ir::Val;
+
+/// A plan (grid, LDS, stages "first" and "second") and a Sim device with its memory.
+struct Kit {
+  ir::Plan plan;
+  ir::Builder b{plan.kernel};
+  runtime::SimDevice dev;
+
+  Kit(int blocks, int threads, int64_t ldsBytes = 0) {
+    plan.key.spec = "test.sim";
+    plan.grid.blocks = blocks;
+    plan.grid.threads = threads;
+    plan.ldsBytes = ldsBytes;
+    plan.kernel.name = "test";
+    ir::Stage s0, s1;
+    s0.name = "first";
+    s1.name = "second";
+    plan.stages = {s0, s1};
+  }
+  uint64_t alloc(int64_t bytes, const std::string& name, int rank = 0) {
+    return dev.memory().alloc(bytes, rank, name);
+  }
+  template <class T>
+  std::vector<T> read(uint64_t addr, size_t n) {
+    std::vector<T> v(n);
+    std::memcpy(v.data(), dev.memory().host(addr, static_cast<int64_t>(n * sizeof(T))), n * sizeof(T));
+    return v;
+  }
+  template <class T>
+  void write(uint64_t addr, const std::vector<T>& v) {
+    std::memcpy(dev.memory().host(addr, static_cast<int64_t>(v.size() * sizeof(T))), v.data(), v.size() * sizeof(T));
+  }
+  Val gptr(int arg) { return b.arg(arg, Type::ptr(ir::AddrSpace::Global), "p" + std::to_string(arg)); }
+  runtime::SimStats run(const std::vector<std::vector<uint64_t>>& args, uint64_t seed = 1) {
+    runtime::SimOptions o;
+    o.seed = seed;
+    return dev.run(plan, args, o);
+  }
+};
+
+inline float f32FromBits(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+inline uint32_t bitsOf(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+}  // namespace simtest
