@@ -174,7 +174,7 @@ TEST_CASE("allreduce sim: full MiniMax dims at S=8 TP=4 and S=1 TP=4", "[spec][s
     for (uint64_t sched : {1, 7}) checkRun(cfg, S, 4, 77 + S + sched, sched);
 }
 
-TEST_CASE("allreduce sim: flags are never reset; a new tag makes a new launch", "[spec][sim]") {
+TEST_CASE("allreduce sim: flags are never reset, a new tag makes a new launch", "[spec][sim]") {
   const ModelConfig cfg = ModelConfig::reduced();
   const int S = 3, TP = 4;
   SimSession session(cfg, makeKey(cfg, S, TP));
