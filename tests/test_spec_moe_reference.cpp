@@ -2,6 +2,7 @@
 // corner cases, the TP invariants, the AITER (16,16) shuffle and the weight contract check.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -144,15 +145,18 @@ Agreement compare(const ModelConfig& cfg, int S, const TensorMap& ref, const Moe
 
 // ---------------------------------------------------------------------------------- tolerance
 
-// Tolerance: every output element must lie within the float64 model's first-order bound
-// (MoeFloat64.h): each bf16 rounding point of the reference (xn, MID, bf16(w v), each bf16
-// add of the combine, out) contributes at most u = 2^-9 of the value it rounds, each f32
-// K-sum of n terms at most n 2^-24 of its absolute sum (hidden = 1536 and I / TP terms
-// here), propagated through the GEMVs (absolute weights), SwiGLU's slopes and the routing
-// weights' sensitivity, times 2 for second-order terms. A second, statistical check: the
-// RMS error over all elements stays below 3 u of the RMS output -- about 8 independent
-// roundings of relative size <= u (uniform, RMS u / sqrt 3) reach each output through
-// random-sign sums, sqrt(8 / 3) u = 1.6 u, so 3 u leaves ~2x margin.
+// Tolerance, two checks, both from bf16's unit roundoff u = 2^-9 and the dims:
+// 1. Every output element lies within the float64 model's first-order bound (MoeFloat64.h):
+//    each bf16 rounding point of the reference (xn, MID, bf16(w v), each bf16 add of the
+//    combine, out) contributes at most u of the value it rounds, each f32 K-sum of n terms
+//    at most n 2^-24 of its absolute sum (n = hidden = 1536 for up and router, I / TP for
+//    down), propagated through the GEMVs with absolute weights, SwiGLU's slopes and the
+//    routing weights' sensitivity, times 2 for second-order terms. Rigorous but loose (the
+//    absolute sums over K = 1536 random-sign terms are ~sqrt(K) times the signed ones).
+// 2. Statistically: RMS error <= 4 u RMS output. About 12 independent roundings of relative
+//    RMS size u / sqrt 3 (uniform in [-u, u]) reach an output through random-sign sums --
+//    xn through gate and up (2), MID (1), the shared term (1), per routed pick bf16(w v) and
+//    the bf16 add (2 x 4), out (1) -- so sqrt(12 / 3) u = 2 u is expected; 4 u leaves 2x.
 TEST_CASE("moe reference agrees with the float64 model (reduced config, S x TP)", "[moe][reference]") {
   const ModelConfig cfg = ModelConfig::reduced();
   const double u = 1.0 / 512.0;
@@ -177,7 +181,7 @@ TEST_CASE("moe reference agrees with the float64 model (reduced config, S x TP)"
       std::printf("moe S=%2d TP=%d: max |ref - f64| %.3e, max err / bound %.3f, rms err / rms out %.3e (%.2f u)\n",
                   S, TP, a.maxErr, a.maxRatio, a.rmsErr / a.rmsOut, a.rmsErr / a.rmsOut / u);
       CHECK(a.over == 0);
-      CHECK(a.rmsErr <= 3 * u * a.rmsOut);
+      CHECK(a.rmsErr <= 4 * u * a.rmsOut);
       CHECK(a.rmsOut > 0.1);  // not a vacuous all-zero layer
     }
 }
@@ -533,8 +537,6 @@ TEST_CASE("declared scalar models", "[moe][numerics]") {
   // block_sum: a butterfly in a wave, waves in order
   std::vector<float> v(192);
   for (int i = 0; i < 192; ++i) v[i] = std::ldexp(1.0f + i / 256.0f, (i * 7) % 30 - 15);
-  float w0 = 0, w1 = 0, w2 = 0;
-  for (int i = 0; i < 64; ++i) (void)i;
   auto tree = [&](int base) {
     float a[64];
     for (int l = 0; l < 64; ++l) a[l] = v[base + l];
@@ -542,7 +544,7 @@ TEST_CASE("declared scalar models", "[moe][numerics]") {
       for (int l = 0; l < n; ++l) a[l] = a[l] + a[l + n];
     return a[0];
   };
-  w0 = tree(0), w1 = tree(64), w2 = tree(128);
+  const float w0 = tree(0), w1 = tree(64), w2 = tree(128);
   CHECK(blockSum(v.data(), 192, 512) == ((0.0f + w0) + w1) + w2);
 }
 
@@ -688,4 +690,27 @@ TEST_CASE("checkContract rejects a wrong shape or dtype, naming the tensor", "[m
     CHECK(msg.find("rank 2") != std::string::npos);
     CHECK(msg.find("w13") != std::string::npos);
   }
+}
+
+TEST_CASE("fp4x2 nibble order and e8m0 scale of an expert matrix", "[moe][contract]") {
+  // one expert, 16 rows x 64 K (32 bytes): row 0 byte 0 = 0x3A -> K 0 = code 0xA (-1.0),
+  // K 1 = code 0x3 (1.5); row 0's first scale 2^(128-127) = 2, its second 2^-1
+  HostTensor w = HostTensor::zeros(DType::U8, {1, 16, 32});
+  HostTensor s = HostTensor::zeros(DType::U8, {1, 16, 2});
+  std::vector<uint8_t> rm(16 * 32, 0);
+  rm[0] = 0x3A;
+  rm[31] = 0x70;  // row 0, K 62 = code 0 (0), K 63 = code 7 (6.0)
+  rm[32 + 16] = 0x0C;  // row 1, K 32 = code 0xC (-2.0)
+  const auto sh = shuffle16x16(rm.data(), 16, 32);
+  std::copy(sh.begin(), sh.end(), w.data.begin());
+  for (auto& b : s.data) b = 127;
+  s.data[0] = 128;
+  s.data[1] = 126;
+  const ExpertMatrix m = expertMatrix(w, s, 0);
+  CHECK(m.value(0, 0) == -2.0f);
+  CHECK(m.value(0, 1) == 3.0f);
+  CHECK(m.value(0, 62) == 0.0f);
+  CHECK(m.value(0, 63) == 3.0f);
+  CHECK(m.value(1, 32) == -2.0f);
+  CHECK(m.value(1, 33) == 0.0f);
 }

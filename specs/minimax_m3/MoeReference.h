@@ -7,6 +7,11 @@
 // The one declared model beyond ir/Mfma.h is exp2 (moeExp2 below): the sim must compute the
 // IR's Exp2 with it for the kernel's sigmoids to match.
 //
+// The latest seed changes (shared/seeds/000_*) keep these numerics: the router now normalizes
+// its own columns from SRES with the norm's published rstd -- the same expression as XN,
+// bf16((x * rstd) * (1 + w)), so the same bits -- and B operands from LDS, the weight
+// prefetch and o_proj (outside this reference) change no sum order.
+//
 // Floating point: every expression here is evaluated as written in f32 (ISO C++, no FMA
 // contraction: the project builds with -std=c++20, where GCC's default is -ffp-contract=off,
 // and for x86-64 without -mfma); a sum "a + b + c" is ((a + b) + c).
