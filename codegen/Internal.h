@@ -1,0 +1,49 @@
+// Internal interfaces between the codegen files (not part of the public API in Compiler.h).
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "codegen/Compiler.h"
+
+namespace llvm {
+class LLVMContext;
+class Module;
+class TargetMachine;
+}  // namespace llvm
+
+namespace monogen::codegen::detail {
+
+/// Target triple and processor every monogen code object is built for.
+inline constexpr const char* kTriple = "amdgcn-amd-amdhsa";
+inline constexpr const char* kCpu = "gfx950";
+inline constexpr const char* kFeatures = "+sramecc,-xnack";
+
+/// Lowering.cpp: the Plan's kernel IR as one amdgpu_kernel in a fresh module (data layout and
+/// triple taken from `tm`). Throws CodegenError naming the variant (and op) on what it cannot lower.
+std::unique_ptr<llvm::Module> lower(const ir::Plan& plan, llvm::LLVMContext& ctx, llvm::TargetMachine& tm);
+
+/// Pipeline.cpp: the gfx950 TargetMachine (the AMDGPU target is initialized once per process).
+std::unique_ptr<llvm::TargetMachine> makeTargetMachine(const std::string& where);
+/// Pipeline.cpp: the new-PM O3 pipeline over the module.
+void optimize(llvm::Module& m, llvm::TargetMachine& tm);
+/// Pipeline.cpp: AMDGPU codegen into memory: a relocatable object, or assembly text.
+std::vector<uint8_t> emitObject(llvm::Module& m, llvm::TargetMachine& tm, const std::string& where);
+std::string emitAssembly(llvm::Module& m, llvm::TargetMachine& tm, const std::string& where);
+/// Pipeline.cpp: the module as text.
+std::string printModule(const llvm::Module& m);
+
+/// Link.cpp: `ld.lld -shared` on one relocatable object, in-process (serialized by a mutex).
+std::vector<uint8_t> link(const std::vector<uint8_t>& object, const std::string& where);
+
+/// A "kernel symbol"-safe form of a variant name: [A-Za-z0-9_] only.
+std::string sanitize(const std::string& name);
+
+}  // namespace monogen::codegen::detail
+
+namespace monogen::codegen::detail {
+/// Limits.cpp: VGPR + AGPR a wave uses, as counted against the unified register budget.
+int unifiedRegisters(const CodeObjectInfo& info);
+/// Limits.cpp: throws CodegenError naming the variant when the Plan's LDS is over the target's.
+void checkPlanLds(const ir::Plan& plan);
+}  // namespace monogen::codegen::detail

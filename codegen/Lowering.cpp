@@ -1,0 +1,728 @@
+// Kernel IR -> LLVM IR for amdgcn-amd-amdhsa (gfx950).
+//
+// One amdgpu_kernel per Plan, parameters in Plan::args order (pointers as `ptr addrspace(1)`,
+// scalars by their element type), so the kernarg layout is the Plan's. The CTA's LDS is one
+// [ldsBytes x i8] addrspace(3) array; LDS pointers are byte offsets into it. Variables are
+// entry-block allocas in addrspace(5) that SROA/mem2reg turn into SSA values. Structured
+// control flow becomes ordinary branches and loops. No fast-math flags are ever set: f32 and
+// bf16 arithmetic stays IEEE, so the optimizer cannot change a result the Sim device computes.
+#include <fmt/format.h>
+
+#include <cctype>
+
+#include <llvm/ADT/APFloat.h>
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/DerivedTypes.h>
+#include <llvm/IR/Function.h>
+#include <llvm/IR/GlobalVariable.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/IntrinsicsAMDGPU.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+
+#include "codegen/Internal.h"
+#include "ir/Error.h"
+
+namespace monogen::codegen {
+
+std::string detail::sanitize(const std::string& name) {
+  std::string s;
+  for (char c : name) s += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
+  return s;
+}
+
+std::string kernelSymbol(const ir::Plan& plan) { return "monogen_" + detail::sanitize(plan.key.variantName()); }
+
+namespace {
+
+using ir::AddrSpace;
+using ir::MemOrder;
+using ir::MemScope;
+using ir::OpCode;
+using ir::Scalar;
+
+constexpr unsigned kGlobalAS = 1, kLdsAS = 3, kPrivateAS = 5;
+
+class Lowerer {
+ public:
+  Lowerer(const ir::Plan& plan, llvm::LLVMContext& ctx, llvm::Module& m)
+      : plan_(plan), fn_(plan.kernel), ctx_(ctx), m_(m), b_(ctx), where_(plan.key.variantName()) {}
+
+  void run() {
+    buildSignature();
+    llvm::BasicBlock* entry = llvm::BasicBlock::Create(ctx_, "entry", f_);
+    b_.SetInsertPoint(entry);
+    vals_.assign(fn_.values.size(), nullptr);
+    for (size_t i = 0; i < fn_.vars.size(); ++i) {
+      const ir::VarInfo& vi = fn_.vars[i];
+      vars_.push_back(b_.CreateAlloca(ty(vi.type, "var " + vi.name), kPrivateAS, nullptr,
+                                      vi.name.empty() ? fmt::format("var{}", i) : "var." + detail::sanitize(vi.name)));
+    }
+    region(fn_.body);
+    b_.CreateRetVoid();
+  }
+
+ private:
+  // --- errors ---
+  [[noreturn]] void fail(const std::string& what) const { throw CodegenError(where_, what); }
+  [[noreturn]] void fail(const ir::Op& op, const std::string& what) const {
+    throw CodegenError(fmt::format("{}, op {} (%{})", where_, ir::opName(op.code), op.result.id), what);
+  }
+
+  // --- types ---
+  llvm::Type* scalarTy(Scalar s, AddrSpace sp, const std::string& what) const {
+    switch (s) {
+      case Scalar::I1: return b_.getInt1Ty();
+      case Scalar::I8: return b_.getInt8Ty();
+      case Scalar::I16: return b_.getInt16Ty();
+      case Scalar::I32: return b_.getInt32Ty();
+      case Scalar::I64: return b_.getInt64Ty();
+      case Scalar::F32: return b_.getFloatTy();
+      case Scalar::BF16: return b_.getBFloatTy();
+      case Scalar::Ptr:
+        switch (sp) {
+          case AddrSpace::Global:
+          case AddrSpace::Peer: return llvm::PointerType::get(ctx_, kGlobalAS);
+          case AddrSpace::Lds: return llvm::PointerType::get(ctx_, kLdsAS);
+          case AddrSpace::None: break;
+        }
+        fail(what + ": a pointer without an address space");
+    }
+    fail(what + ": unknown scalar type");
+  }
+  llvm::Type* ty(const ir::Type& t, const std::string& what = "value") const {
+    llvm::Type* e = scalarTy(t.scalar, t.space, what);
+    return t.lanes > 1 ? llvm::FixedVectorType::get(e, t.lanes) : e;
+  }
+  /// The type a value has in memory: i1 takes a byte.
+  llvm::Type* memTy(const ir::Type& t) const {
+    if (t.scalar != Scalar::I1) return ty(t);
+    return t.lanes > 1 ? static_cast<llvm::Type*>(llvm::FixedVectorType::get(b_.getInt8Ty(), t.lanes))
+                       : b_.getInt8Ty();
+  }
+  int totalBits(const ir::Type& t) const { return t.elemBits() * t.lanes; }
+
+  /// The value's bits as one integer (pointers by ptrtoint, everything else by bitcast).
+  llvm::Value* toBits(llvm::Value* v, const ir::Type& t) {
+    llvm::Type* it = b_.getIntNTy(totalBits(t));
+    if (t.isPtr()) {
+      if (t.isVector()) fail("vectors of pointers cannot be reinterpreted");
+      return b_.CreatePtrToInt(v, it);
+    }
+    return v->getType() == it ? v : b_.CreateBitCast(v, it);
+  }
+  llvm::Value* fromBits(llvm::Value* bits, const ir::Type& t) {
+    llvm::Type* target = ty(t);
+    if (t.isPtr()) return b_.CreateIntToPtr(bits, target);
+    return bits->getType() == target ? bits : b_.CreateBitCast(bits, target);
+  }
+
+  // --- memory-model helpers ---
+  llvm::AtomicOrdering ordering(MemOrder o, bool rmw = false) const {
+    switch (o) {
+      case MemOrder::Plain: return rmw ? llvm::AtomicOrdering::Monotonic : llvm::AtomicOrdering::NotAtomic;
+      case MemOrder::Relaxed: return llvm::AtomicOrdering::Monotonic;
+      case MemOrder::Acquire: return llvm::AtomicOrdering::Acquire;
+      case MemOrder::Release: return llvm::AtomicOrdering::Release;
+      case MemOrder::AcqRel: return llvm::AtomicOrdering::AcquireRelease;
+      case MemOrder::SeqCst: return llvm::AtomicOrdering::SequentiallyConsistent;
+    }
+    return llvm::AtomicOrdering::SequentiallyConsistent;
+  }
+  /// AMDGPUUsage sync scopes (the all-address-space ones): "workgroup", "agent", and the
+  /// system scope (LLVM's default, no name).
+  llvm::SyncScope::ID scope(MemScope s) const {
+    switch (s) {
+      case MemScope::Workgroup: return ctx_.getOrInsertSyncScopeID("workgroup");
+      case MemScope::Agent: return ctx_.getOrInsertSyncScopeID("agent");
+      case MemScope::System: return llvm::SyncScope::System;
+    }
+    return llvm::SyncScope::System;
+  }
+  static llvm::Align naturalAlign(int bytes) {
+    int a = 1;
+    while (a < 16 && bytes % (a * 2) == 0) a *= 2;
+    return llvm::Align(a);
+  }
+
+  // --- the kernel ---
+  void buildSignature() {
+    std::vector<llvm::Type*> params;
+    for (const ir::KernelArg& a : plan_.args) {
+      if (a.isPointer) {
+        params.push_back(llvm::PointerType::get(ctx_, kGlobalAS));
+      } else {
+        switch (a.elem) {
+          case Scalar::I1: case Scalar::I8: params.push_back(b_.getInt8Ty()); break;
+          case Scalar::Ptr: params.push_back(b_.getInt64Ty()); break;
+          default: params.push_back(scalarTy(a.elem, AddrSpace::None, "argument " + a.name));
+        }
+      }
+    }
+    auto* fty = llvm::FunctionType::get(b_.getVoidTy(), params, false);
+    f_ = llvm::Function::Create(fty, llvm::GlobalValue::ExternalLinkage, kernelSymbol(plan_), m_);
+    f_->setCallingConv(llvm::CallingConv::AMDGPU_KERNEL);
+    const int t = plan_.grid.threads;
+    f_->addFnAttr("amdgpu-flat-work-group-size", fmt::format("{},{}", t, t));
+    f_->addFnAttr("uniform-work-group-size", "true");
+    // Subnormal f32 values are kept (IEEE): e8m0 0 is 2^-127, a subnormal.
+    f_->addFnAttr("denormal-fp-math-f32", "ieee,ieee");
+    f_->addFnAttr(llvm::Attribute::NoUnwind);
+    for (size_t i = 0; i < plan_.args.size(); ++i) {
+      const ir::KernelArg& a = plan_.args[i];
+      llvm::Argument* p = f_->getArg(static_cast<unsigned>(i));
+      p->setName(detail::sanitize(a.name));
+      p->addAttr(llvm::Attribute::NoUndef);
+      if (a.isPointer) {
+        if (a.align <= 0 || (a.align & (a.align - 1)) != 0)
+          fail(fmt::format("argument '{}': alignment {} is not a power of two", a.name, a.align));
+        p->addAttr(llvm::Attribute::getWithAlignment(ctx_, llvm::Align(a.align)));
+      }
+    }
+  }
+
+  llvm::GlobalVariable* lds(const ir::Op& op) {
+    if (lds_) return lds_;
+    if (plan_.ldsBytes <= 0) fail(op, "the kernel uses LDS but the Plan allocates none (ldsBytes = 0)");
+    auto* at = llvm::ArrayType::get(b_.getInt8Ty(), static_cast<uint64_t>(plan_.ldsBytes));
+    lds_ = new llvm::GlobalVariable(m_, at, false, llvm::GlobalValue::InternalLinkage, llvm::PoisonValue::get(at),
+                                    "monogen.lds", nullptr, llvm::GlobalValue::NotThreadLocal, kLdsAS);
+    lds_->setAlignment(llvm::Align(16));
+    return lds_;
+  }
+
+  llvm::Value* v(ir::Value x) const {
+    if (!x || x.id >= vals_.size() || !vals_[x.id]) fail(fmt::format("value %{} is used before it is defined", x.id));
+    return vals_[x.id];
+  }
+  const ir::Type& t(ir::Value x) const { return fn_.typeOf(x); }
+  void def(const ir::Op& op, llvm::Value* r) {
+    if (!op.result) return;
+    const std::string& name = fn_.values[op.result.id].name;
+    if (!name.empty() && !llvm::isa<llvm::Constant>(r) && r->getName().empty()) r->setName(detail::sanitize(name));
+    vals_[op.result.id] = r;
+  }
+
+  void region(const ir::Region& r) {
+    for (const ir::Op& op : r.ops) lowerOp(op);
+  }
+
+  llvm::Value* intrinsic(llvm::Intrinsic::ID id, llvm::ArrayRef<llvm::Type*> tys, llvm::ArrayRef<llvm::Value*> args) {
+    return b_.CreateIntrinsic(id, tys, args);
+  }
+  llvm::Value* i32c(int64_t x) { return b_.getInt32(static_cast<uint32_t>(x)); }
+  llvm::Value* f32FromBits(llvm::Value* bits) { return b_.CreateBitCast(bits, b_.getFloatTy()); }
+
+  void lowerOp(const ir::Op& op) {
+    const auto& ops = op.operands;
+    auto in = [&](size_t i) { return v(ops.at(i)); };
+    const ir::Type rt = op.result ? t(op.result) : ir::Type{};
+    switch (op.code) {
+      // --- values ---
+      case OpCode::ConstInt:
+        return def(op, llvm::ConstantInt::get(ty(rt), static_cast<uint64_t>(op.attrs.imm), true));
+      case OpCode::ConstFloat: {
+        llvm::APFloat f(op.attrs.fimm);
+        bool lost = false;
+        f.convert(rt.scalar == Scalar::BF16 ? llvm::APFloat::BFloat() : llvm::APFloat::IEEEsingle(),
+                  llvm::APFloat::rmNearestTiesToEven, &lost);
+        return def(op, llvm::ConstantFP::get(ctx_, f));
+      }
+      case OpCode::ThreadId: return def(op, intrinsic(llvm::Intrinsic::amdgcn_workitem_id_x, {}, {}));
+      case OpCode::LaneId: {
+        llvm::Value* lo = intrinsic(llvm::Intrinsic::amdgcn_mbcnt_lo, {}, {i32c(-1), i32c(0)});
+        return def(op, intrinsic(llvm::Intrinsic::amdgcn_mbcnt_hi, {}, {i32c(-1), lo}));
+      }
+      case OpCode::WaveId: {
+        llvm::Value* tid = intrinsic(llvm::Intrinsic::amdgcn_workitem_id_x, {}, {});
+        llvm::Value* w = b_.CreateLShr(tid, i32c(6));
+        return def(op, intrinsic(llvm::Intrinsic::amdgcn_readfirstlane, {b_.getInt32Ty()}, {w}));
+      }
+      case OpCode::BlockId: return def(op, intrinsic(llvm::Intrinsic::amdgcn_workgroup_id_x, {}, {}));
+      case OpCode::Arg: return def(op, lowerArg(op, rt));
+
+      // --- arithmetic ---
+      case OpCode::Add: case OpCode::Sub: case OpCode::Mul: case OpCode::Div: case OpCode::Rem:
+      case OpCode::UDiv: case OpCode::URem: case OpCode::And: case OpCode::Or: case OpCode::Xor:
+      case OpCode::Shl: case OpCode::LShr: case OpCode::AShr: case OpCode::Min: case OpCode::Max:
+      case OpCode::UMin: case OpCode::UMax:
+        return def(op, binary(op, in(0), in(1), t(ops[0])));
+      case OpCode::Fma: return def(op, intrinsic(llvm::Intrinsic::fma, {ty(rt)}, {in(0), in(1), in(2)}));
+      case OpCode::Cmp: return def(op, compare(op, in(0), in(1)));
+      case OpCode::Select: return def(op, b_.CreateSelect(in(0), in(1), in(2)));
+
+      // --- conversions ---
+      case OpCode::Bitcast: {
+        const ir::Type& st = t(ops[0]);
+        if (st == rt) return def(op, in(0));
+        return def(op, fromBits(toBits(in(0), st), rt));
+      }
+      case OpCode::Trunc: return def(op, b_.CreateTrunc(in(0), ty(rt)));
+      case OpCode::ZExt: return def(op, b_.CreateZExt(in(0), ty(rt)));
+      case OpCode::SExt: return def(op, b_.CreateSExt(in(0), ty(rt)));
+      case OpCode::SIToFP: return def(op, b_.CreateSIToFP(in(0), ty(rt)));
+      case OpCode::UIToFP: return def(op, b_.CreateUIToFP(in(0), ty(rt)));
+      // Saturating (NaN -> 0) so out-of-range inputs are defined; v_cvt_i32_f32 does the same.
+      case OpCode::FPToSI: return def(op, intrinsic(llvm::Intrinsic::fptosi_sat, {ty(rt), in(0)->getType()}, {in(0)}));
+      case OpCode::BF16ToF32: return def(op, b_.CreateFPExt(in(0), ty(rt)));
+      case OpCode::F32ToBF16: return def(op, b_.CreateFPTrunc(in(0), ty(rt)));  // RNE
+      case OpCode::Fp4ToF32: return def(op, fp4ToF32(in(0), in(1)));
+      case OpCode::E8m0ToF32: return def(op, e8m0ToF32(in(0)));
+      case OpCode::Fp8ToF32: return def(op, fp8ToF32(in(0)));
+      case OpCode::F32ToFp8: return def(op, f32ToFp8(in(0)));
+
+      // --- math ---
+      case OpCode::Exp2: return def(op, intrinsic(llvm::Intrinsic::exp2, {b_.getFloatTy()}, {in(0)}));
+      case OpCode::Rcp: return def(op, intrinsic(llvm::Intrinsic::amdgcn_rcp, {b_.getFloatTy()}, {in(0)}));
+      case OpCode::Rsq: return def(op, intrinsic(llvm::Intrinsic::amdgcn_rsq, {b_.getFloatTy()}, {in(0)}));
+      case OpCode::Sqrt: return def(op, intrinsic(llvm::Intrinsic::sqrt, {b_.getFloatTy()}, {in(0)}));
+
+      // --- vectors ---
+      case OpCode::Extract: return def(op, b_.CreateExtractElement(in(0), static_cast<uint64_t>(op.attrs.imm)));
+      case OpCode::Insert: return def(op, b_.CreateInsertElement(in(0), in(1), static_cast<uint64_t>(op.attrs.imm)));
+      case OpCode::Splat: return def(op, b_.CreateVectorSplat(rt.lanes, in(0)));
+
+      // --- pointers ---
+      case OpCode::PtrAdd: return def(op, b_.CreateGEP(b_.getInt8Ty(), in(0), in(1)));
+      case OpCode::PtrToInt: {
+        const ir::Type& pt = t(ops[0]);
+        if (pt.space == AddrSpace::Lds) {
+          // LDS pointers are byte offsets into the one LDS array: subtract its address.
+          llvm::Value* base = b_.CreatePtrToInt(lds(op), b_.getInt32Ty());
+          return def(op, b_.CreateSub(b_.CreatePtrToInt(in(0), b_.getInt32Ty()), base));
+        }
+        return def(op, b_.CreatePtrToInt(in(0), b_.getInt64Ty()));
+      }
+      case OpCode::IntToPtr:
+        if (rt.space == AddrSpace::Lds) return def(op, b_.CreateGEP(b_.getInt8Ty(), lds(op), in(0)));
+        return def(op, b_.CreateIntToPtr(in(0), ty(rt)));
+
+      // --- memory ---
+      case OpCode::Load: return def(op, load(op, rt, in(0)));
+      case OpCode::Store: return store(op, in(0), in(1), t(ops[1]));
+      case OpCode::AtomicRmw: return def(op, atomicRmw(op, rt, in(0), in(1)));
+      case OpCode::CmpXchg: {
+        const int bytes = rt.bytes();
+        auto* cx = b_.CreateAtomicCmpXchg(in(0), in(1), in(2), llvm::MaybeAlign(bytes), ordering(op.attrs.order, true),
+                                          failureOrdering(op.attrs.order), scope(op.attrs.scope));
+        return def(op, b_.CreateExtractValue(cx, 0));
+      }
+      case OpCode::Fence:
+        if (op.attrs.order == MemOrder::Plain || op.attrs.order == MemOrder::Relaxed)
+          fail(op, "a fence needs acquire, release, acq_rel or seq_cst order");
+        b_.CreateFence(ordering(op.attrs.order), scope(op.attrs.scope));
+        return;
+      case OpCode::Barrier:
+        b_.CreateFence(llvm::AtomicOrdering::Release, scope(MemScope::Workgroup));
+        intrinsic(llvm::Intrinsic::amdgcn_s_barrier, {}, {});
+        b_.CreateFence(llvm::AtomicOrdering::Acquire, scope(MemScope::Workgroup));
+        return;
+
+      // --- wave ops ---
+      case OpCode::Shuffle: return def(op, shuffle(op, in(0), t(ops[0]), in(1)));
+      case OpCode::Ballot: return def(op, intrinsic(llvm::Intrinsic::amdgcn_ballot, {b_.getInt64Ty()}, {in(0)}));
+      case OpCode::Popcount: {
+        llvm::Value* c = intrinsic(llvm::Intrinsic::ctpop, {in(0)->getType()}, {in(0)});
+        return def(op, b_.CreateZExtOrTrunc(c, b_.getInt32Ty()));
+      }
+      case OpCode::ReadFirstLane: return def(op, readFirstLane(in(0), t(ops[0])));
+      case OpCode::Mfma: {
+        llvm::Intrinsic::ID id;
+        switch (op.attrs.mfma) {
+          case ir::MfmaKind::F32_16x16x32_BF16: id = llvm::Intrinsic::amdgcn_mfma_f32_16x16x32_bf16; break;
+          case ir::MfmaKind::F32_16x16x4_F32: id = llvm::Intrinsic::amdgcn_mfma_f32_16x16x4f32; break;
+          default: fail(op, "unknown MFMA kind");
+        }
+        // cbsz 0, abid 0, blgp 0: no broadcast, no B-lane permutation.
+        return def(op, intrinsic(id, {}, {in(0), in(1), in(2), i32c(0), i32c(0), i32c(0)}));
+      }
+
+      // --- sync ---
+      case OpCode::Publish: {
+        llvm::Value* lo = b_.CreateZExt(in(1), b_.getInt64Ty());
+        llvm::Value* hi = b_.CreateShl(b_.CreateZExt(in(2), b_.getInt64Ty()), 32);
+        auto* st = b_.CreateAlignedStore(b_.CreateOr(lo, hi), in(0), llvm::Align(8));
+        if (op.attrs.order != MemOrder::Release && op.attrs.order != MemOrder::Relaxed)
+          fail(op, "publish order must be release or relaxed");
+        st->setAtomic(ordering(op.attrs.order), scope(op.attrs.scope));
+        return;
+      }
+      case OpCode::Wait: return def(op, wait(op));
+
+      // --- time ---
+      case OpCode::Realtime: return def(op, intrinsic(llvm::Intrinsic::amdgcn_s_memrealtime, {}, {}));
+      case OpCode::Sleep: intrinsic(llvm::Intrinsic::amdgcn_s_sleep, {}, {i32c(op.attrs.imm)}); return;
+
+      // --- variables ---
+      case OpCode::VarLoad: {
+        llvm::AllocaInst* a = var(op);
+        return def(op, b_.CreateLoad(a->getAllocatedType(), a));
+      }
+      case OpCode::VarStore: b_.CreateStore(in(0), var(op)); return;
+
+      // --- control flow ---
+      case OpCode::If: return lowerIf(op, in(0));
+      case OpCode::For: return lowerFor(op, in(0), in(1), in(2));
+      case OpCode::While: return lowerWhile(op);
+      case OpCode::StageScope:
+        // The trace knob may later bracket the region with timestamps; not needed yet.
+        if (op.regions.empty()) fail(op, "a stage has no region");
+        region(op.regions[0]);
+        return;
+    }
+    fail(op, "no lowering for this opcode");
+  }
+
+  llvm::AllocaInst* var(const ir::Op& op) {
+    if (op.attrs.var < 0 || static_cast<size_t>(op.attrs.var) >= vars_.size()) fail(op, "unknown variable");
+    return vars_[op.attrs.var];
+  }
+
+  llvm::Value* lowerArg(const ir::Op& op, const ir::Type& rt) {
+    const int64_t i = op.attrs.imm;
+    if (i < 0 || static_cast<size_t>(i) >= plan_.args.size())
+      fail(op, fmt::format("argument index {} out of range (the Plan has {})", i, plan_.args.size()));
+    llvm::Value* p = f_->getArg(static_cast<unsigned>(i));
+    llvm::Type* want = ty(rt);
+    if (p->getType() == want) return p;
+    if (p->getType()->isPointerTy() && want->isIntegerTy(64)) return b_.CreatePtrToInt(p, want);
+    if (p->getType()->isIntegerTy(64) && rt.isPtr() && rt.space != AddrSpace::Lds) return b_.CreateIntToPtr(p, want);
+    if (p->getType()->isIntegerTy() && want->isIntegerTy()) return b_.CreateZExtOrTrunc(p, want);
+    fail(op, fmt::format("argument '{}' cannot be read as {}", plan_.args[i].name, rt.str()));
+  }
+
+  llvm::Value* binary(const ir::Op& op, llvm::Value* a, llvm::Value* c, const ir::Type& at) {
+    const bool fp = at.isFloat();
+    auto ints = [&] {
+      if (fp) fail(op, "an integer op on " + at.str());
+    };
+    switch (op.code) {
+      case OpCode::Add: return fp ? b_.CreateFAdd(a, c) : b_.CreateAdd(a, c);
+      case OpCode::Sub: return fp ? b_.CreateFSub(a, c) : b_.CreateSub(a, c);
+      case OpCode::Mul: return fp ? b_.CreateFMul(a, c) : b_.CreateMul(a, c);
+      case OpCode::Div: return fp ? b_.CreateFDiv(a, c) : b_.CreateSDiv(a, c);
+      case OpCode::Rem: ints(); return b_.CreateSRem(a, c);
+      case OpCode::UDiv: ints(); return b_.CreateUDiv(a, c);
+      case OpCode::URem: ints(); return b_.CreateURem(a, c);
+      case OpCode::And: ints(); return b_.CreateAnd(a, c);
+      case OpCode::Or: ints(); return b_.CreateOr(a, c);
+      case OpCode::Xor: ints(); return b_.CreateXor(a, c);
+      // Shift amounts are taken modulo the bit width, as the Sim device does.
+      case OpCode::Shl: ints(); return b_.CreateShl(a, shiftAmount(c, at));
+      case OpCode::LShr: ints(); return b_.CreateLShr(a, shiftAmount(c, at));
+      case OpCode::AShr: ints(); return b_.CreateAShr(a, shiftAmount(c, at));
+      case OpCode::Min: return intrinsic(fp ? llvm::Intrinsic::minnum : llvm::Intrinsic::smin, {a->getType()}, {a, c});
+      case OpCode::Max: return intrinsic(fp ? llvm::Intrinsic::maxnum : llvm::Intrinsic::smax, {a->getType()}, {a, c});
+      case OpCode::UMin: ints(); return intrinsic(llvm::Intrinsic::umin, {a->getType()}, {a, c});
+      case OpCode::UMax: ints(); return intrinsic(llvm::Intrinsic::umax, {a->getType()}, {a, c});
+      default: fail(op, "not a binary op");
+    }
+  }
+  llvm::Value* shiftAmount(llvm::Value* c, const ir::Type& at) {
+    return b_.CreateAnd(c, llvm::ConstantInt::get(c->getType(), at.elemBits() - 1));
+  }
+
+  llvm::Value* compare(const ir::Op& op, llvm::Value* a, llvm::Value* c) {
+    using P = llvm::CmpInst::Predicate;
+    switch (op.attrs.pred) {
+      case ir::CmpPred::Eq: return b_.CreateICmp(P::ICMP_EQ, a, c);
+      case ir::CmpPred::Ne: return b_.CreateICmp(P::ICMP_NE, a, c);
+      case ir::CmpPred::Slt: return b_.CreateICmp(P::ICMP_SLT, a, c);
+      case ir::CmpPred::Sle: return b_.CreateICmp(P::ICMP_SLE, a, c);
+      case ir::CmpPred::Sgt: return b_.CreateICmp(P::ICMP_SGT, a, c);
+      case ir::CmpPred::Sge: return b_.CreateICmp(P::ICMP_SGE, a, c);
+      case ir::CmpPred::Ult: return b_.CreateICmp(P::ICMP_ULT, a, c);
+      case ir::CmpPred::Ule: return b_.CreateICmp(P::ICMP_ULE, a, c);
+      case ir::CmpPred::Ugt: return b_.CreateICmp(P::ICMP_UGT, a, c);
+      case ir::CmpPred::Uge: return b_.CreateICmp(P::ICMP_UGE, a, c);
+      case ir::CmpPred::Oeq: return b_.CreateFCmp(P::FCMP_OEQ, a, c);
+      case ir::CmpPred::One: return b_.CreateFCmp(P::FCMP_ONE, a, c);
+      case ir::CmpPred::Olt: return b_.CreateFCmp(P::FCMP_OLT, a, c);
+      case ir::CmpPred::Ole: return b_.CreateFCmp(P::FCMP_OLE, a, c);
+      case ir::CmpPred::Ogt: return b_.CreateFCmp(P::FCMP_OGT, a, c);
+      case ir::CmpPred::Oge: return b_.CreateFCmp(P::FCMP_OGE, a, c);
+      case ir::CmpPred::Uno: return b_.CreateFCmp(P::FCMP_UNO, a, c);
+      case ir::CmpPred::Ord: return b_.CreateFCmp(P::FCMP_ORD, a, c);
+    }
+    fail(op, "unknown predicate");
+  }
+
+  // --- numerics: integer/float arithmetic equal to ir/Numerics.h bit for bit ---
+  // No gfx950 conversion intrinsic is used: the scaled fp4/fp8 conversions' saturation and
+  // NaN rules are not documented well enough to be sure they match the declared model.
+
+  /// e2m1: magnitude m = code & 7 is 0, 0.5 (m = 1) or 2^(e-1) * (1 + man/2) with e = m >> 1,
+  /// man = m & 1; built as f32 bits, signed by bit 3, then one f32 multiply by the scale.
+  llvm::Value* fp4ToF32(llvm::Value* code, llvm::Value* scale) {
+    llvm::Value* m = b_.CreateAnd(code, 7);
+    llvm::Value* e = b_.CreateLShr(m, 1);
+    llvm::Value* man = b_.CreateAnd(m, 1);
+    llvm::Value* normal = b_.CreateOr(b_.CreateShl(b_.CreateAdd(e, i32c(126)), 23), b_.CreateShl(man, 22));
+    llvm::Value* sub = b_.CreateSelect(b_.CreateICmpNE(man, i32c(0)), i32c(0x3f000000), i32c(0));
+    llvm::Value* mag = b_.CreateSelect(b_.CreateICmpEQ(e, i32c(0)), sub, normal);
+    llvm::Value* sign = b_.CreateShl(b_.CreateAnd(code, 8), 28);
+    return b_.CreateFMul(f32FromBits(b_.CreateOr(mag, sign)), scale);
+  }
+  /// e8m0: 2^(e-127) as exponent bits; e = 0 is the subnormal 2^-127 (0x00400000), 255 NaN.
+  llvm::Value* e8m0ToF32(llvm::Value* code) {
+    llvm::Value* e = b_.CreateAnd(code, 0xff);
+    llvm::Value* bits = b_.CreateShl(e, 23);
+    bits = b_.CreateSelect(b_.CreateICmpEQ(e, i32c(0)), i32c(0x00400000), bits);
+    bits = b_.CreateSelect(b_.CreateICmpEQ(e, i32c(255)), i32c(0x7fc00000), bits);
+    return f32FromBits(bits);
+  }
+  /// e4m3fn: normal codes rebias the exponent (7 -> 127) and widen the mantissa; subnormal
+  /// codes are m * 2^-9 (exact in f32); 0x7f / 0xff are the quiet NaN 0x7fc00000.
+  llvm::Value* fp8ToF32(llvm::Value* code) {
+    llvm::Value* c = b_.CreateAnd(code, 0xff);
+    llvm::Value* e = b_.CreateAnd(b_.CreateLShr(c, 3), 0xf);
+    llvm::Value* m = b_.CreateAnd(c, 7);
+    llvm::Value* normal = b_.CreateOr(b_.CreateShl(b_.CreateAdd(e, i32c(120)), 23), b_.CreateShl(m, 20));
+    llvm::Value* subF = b_.CreateFMul(b_.CreateUIToFP(m, b_.getFloatTy()), llvm::ConstantFP::get(b_.getFloatTy(), 0x1p-9));
+    llvm::Value* sub = b_.CreateBitCast(subF, b_.getInt32Ty());
+    llvm::Value* mag = b_.CreateSelect(b_.CreateICmpEQ(e, i32c(0)), sub, normal);
+    llvm::Value* bits = b_.CreateOr(mag, b_.CreateShl(b_.CreateAnd(c, 0x80), 24));
+    bits = b_.CreateSelect(b_.CreateICmpEQ(b_.CreateAnd(c, 0x7f), i32c(0x7f)), i32c(0x7fc00000), bits);
+    return f32FromBits(bits);
+  }
+  /// f32 -> e4m3fn, RNE, saturating: NaN -> 0x7f; |x| >= 448 -> 0x7e; |x| >= 2^-6 rounds the
+  /// f32 bits to 3 mantissa bits (ties to even, a carry moves into the exponent) and rebiases;
+  /// below, the code is roundeven(|x| * 2^9) (exact scaling; code 8 is 2^-6). The sign is OR'd in.
+  llvm::Value* f32ToFp8(llvm::Value* x) {
+    llvm::Value* u = b_.CreateBitCast(x, b_.getInt32Ty());
+    llvm::Value* a = b_.CreateAnd(u, 0x7fffffff);
+    llvm::Value* af = f32FromBits(a);
+    llvm::Value* sign = b_.CreateAnd(b_.CreateLShr(u, 24), 0x80);
+    llvm::Value* rounded = b_.CreateAdd(b_.CreateAdd(a, i32c(0x7ffff)), b_.CreateAnd(b_.CreateLShr(a, 20), 1));
+    llvm::Value* normal = b_.CreateSub(b_.CreateLShr(rounded, 20), i32c(120 << 3));
+    llvm::Value* scaled = b_.CreateFMul(af, llvm::ConstantFP::get(b_.getFloatTy(), 0x1p9));
+    llvm::Value* re = intrinsic(llvm::Intrinsic::roundeven, {b_.getFloatTy()}, {scaled});
+    llvm::Value* sub = b_.CreateFPToUI(re, b_.getInt32Ty());
+    llvm::Value* mag = b_.CreateSelect(b_.CreateICmpULT(a, i32c(0x3c800000 /* 2^-6 */)), sub, normal);
+    mag = b_.CreateSelect(b_.CreateICmpUGE(a, i32c(0x43e00000 /* 448 */)), i32c(0x7e), mag);
+    llvm::Value* r = b_.CreateOr(mag, sign);
+    return b_.CreateSelect(b_.CreateICmpUGT(a, i32c(0x7f800000)), i32c(0x7f), r);
+  }
+
+  // --- memory ---
+  llvm::Value* load(const ir::Op& op, const ir::Type& rt, llvm::Value* p) {
+    const int bytes = rt.bytes();
+    llvm::Type* mt = memTy(rt);
+    if (op.attrs.order == MemOrder::Plain) {
+      llvm::Value* r = b_.CreateAlignedLoad(mt, p, naturalAlign(bytes));
+      return rt.isBool() ? b_.CreateTrunc(r, ty(rt)) : r;
+    }
+    if (bytes > 8) fail(op, fmt::format("an atomic load of {} bytes (at most 8)", bytes));
+    llvm::Type* it = b_.getIntNTy(bytes * 8);
+    auto* ld = b_.CreateAlignedLoad(it, p, llvm::Align(bytes));
+    ld->setAtomic(ordering(op.attrs.order), scope(op.attrs.scope));
+    llvm::Value* r = ld;
+    if (rt.isBool()) return b_.CreateTrunc(b_.CreateBitCast(r, mt), ty(rt));
+    return fromBits(r, rt);
+  }
+  void store(const ir::Op& op, llvm::Value* p, llvm::Value* val, const ir::Type& vt) {
+    const int bytes = vt.bytes();
+    if (vt.isBool()) val = b_.CreateZExt(val, memTy(vt));
+    if (op.attrs.order == MemOrder::Plain) {
+      b_.CreateAlignedStore(val, p, naturalAlign(bytes));
+      return;
+    }
+    if (bytes > 8) fail(op, fmt::format("an atomic store of {} bytes (at most 8)", bytes));
+    llvm::Value* bits = vt.isBool() ? b_.CreateBitCast(val, b_.getIntNTy(bytes * 8)) : toBits(val, vt);
+    auto* st = b_.CreateAlignedStore(bits, p, llvm::Align(bytes));
+    st->setAtomic(ordering(op.attrs.order), scope(op.attrs.scope));
+  }
+  llvm::Value* atomicRmw(const ir::Op& op, const ir::Type& rt, llvm::Value* p, llvm::Value* val) {
+    using B = llvm::AtomicRMWInst::BinOp;
+    B bop;
+    if (rt.isFloat()) {
+      if (op.attrs.rmw != ir::RmwOp::Add) fail(op, "float atomics are add only");
+      bop = B::FAdd;
+    } else {
+      switch (op.attrs.rmw) {
+        case ir::RmwOp::Add: bop = B::Add; break;
+        case ir::RmwOp::Or: bop = B::Or; break;
+        case ir::RmwOp::And: bop = B::And; break;
+        case ir::RmwOp::Xor: bop = B::Xor; break;
+        case ir::RmwOp::Max: bop = B::Max; break;
+        case ir::RmwOp::Min: bop = B::Min; break;
+        case ir::RmwOp::UMax: bop = B::UMax; break;
+        case ir::RmwOp::UMin: bop = B::UMin; break;
+        case ir::RmwOp::Xchg: bop = B::Xchg; break;
+        default: fail(op, "unknown rmw op");
+      }
+    }
+    return b_.CreateAtomicRMW(bop, p, val, llvm::MaybeAlign(rt.bytes()), ordering(op.attrs.order, true),
+                              scope(op.attrs.scope));
+  }
+  static llvm::AtomicOrdering failureOrdering(MemOrder o) {
+    switch (o) {
+      case MemOrder::Acquire: case MemOrder::AcqRel: return llvm::AtomicOrdering::Acquire;
+      case MemOrder::SeqCst: return llvm::AtomicOrdering::SequentiallyConsistent;
+      default: return llvm::AtomicOrdering::Monotonic;
+    }
+  }
+
+  // --- wave ops ---
+  /// ds_bpermute moves one dword from lane (addr / 4) % 64; wider values go dword by dword,
+  /// narrower ones are zero-extended to a dword and truncated back.
+  llvm::Value* shuffle(const ir::Op& op, llvm::Value* val, const ir::Type& vt, llvm::Value* src) {
+    const int bits = totalBits(vt);
+    llvm::Value* addr = b_.CreateShl(b_.CreateAnd(src, 63), 2);
+    llvm::Value* raw = toBits(val, vt);
+    auto perm = [&](llvm::Value* dw) { return intrinsic(llvm::Intrinsic::amdgcn_ds_bpermute, {}, {addr, dw}); };
+    if (bits <= 32) {
+      llvm::Value* r = perm(b_.CreateZExt(raw, b_.getInt32Ty()));
+      return fromBits(b_.CreateTrunc(r, b_.getIntNTy(bits)), vt);
+    }
+    if (bits % 32 != 0) fail(op, "shuffles move whole dwords; got " + vt.str());
+    const int n = bits / 32;
+    auto* vty = llvm::FixedVectorType::get(b_.getInt32Ty(), n);
+    llvm::Value* dws = b_.CreateBitCast(raw, vty);
+    llvm::Value* out = llvm::PoisonValue::get(vty);
+    for (int i = 0; i < n; ++i) out = b_.CreateInsertElement(out, perm(b_.CreateExtractElement(dws, i)), i);
+    return fromBits(b_.CreateBitCast(out, b_.getIntNTy(bits)), vt);
+  }
+  llvm::Value* readFirstLane(llvm::Value* val, const ir::Type& vt) {
+    const int bits = totalBits(vt);
+    llvm::Value* raw = toBits(val, vt);
+    llvm::Type* wide = bits <= 32 ? b_.getInt32Ty() : b_.getInt64Ty();
+    llvm::Value* r = intrinsic(llvm::Intrinsic::amdgcn_readfirstlane, {wide}, {b_.CreateZExt(raw, wide)});
+    return fromBits(b_.CreateTrunc(r, b_.getIntNTy(bits)), vt);
+  }
+
+  // --- sync ---
+  /// Polls the pair until its tag matches; past `bound` realtime ticks it records the error
+  /// (first error wins: cmpxchg word 0 from 0 to the code; word 1 counts) and gives up.
+  llvm::Value* wait(const ir::Op& op) {
+    const auto& o = op.operands;
+    llvm::Value* pair = v(o[0]);
+    llvm::Value* tag = v(o[1]);
+    llvm::Value* bound = v(o[2]);
+    llvm::Value* err = v(o[3]);
+    llvm::Value* code = v(o[4]);
+    const llvm::SyncScope::ID ss = scope(op.attrs.scope);
+    const llvm::SyncScope::ID errScope = scope(op.attrs.scope == MemScope::System ? MemScope::System : MemScope::Agent);
+    auto* i64 = b_.getInt64Ty();
+
+    llvm::Value* t0 = intrinsic(llvm::Intrinsic::amdgcn_s_memrealtime, {}, {});
+    llvm::BasicBlock* pre = b_.GetInsertBlock();
+    llvm::BasicBlock* poll = llvm::BasicBlock::Create(ctx_, "wait.poll", f_);
+    llvm::BasicBlock* check = llvm::BasicBlock::Create(ctx_, "wait.check", f_);
+    llvm::BasicBlock* timeout = llvm::BasicBlock::Create(ctx_, "wait.timeout", f_);
+    llvm::BasicBlock* sleep = llvm::BasicBlock::Create(ctx_, "wait.sleep", f_);
+    llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, "wait.done", f_);
+    (void)pre;
+    b_.CreateBr(poll);
+
+    b_.SetInsertPoint(poll);
+    auto* w = b_.CreateAlignedLoad(i64, pair, llvm::Align(8), "wait.word");
+    w->setAtomic(llvm::AtomicOrdering::Monotonic, ss);
+    llvm::Value* got = b_.CreateTrunc(b_.CreateLShr(w, 32), b_.getInt32Ty());
+    b_.CreateCondBr(b_.CreateICmpEQ(got, tag), done, check);
+
+    b_.SetInsertPoint(check);
+    llvm::Value* now = intrinsic(llvm::Intrinsic::amdgcn_s_memrealtime, {}, {});
+    b_.CreateCondBr(b_.CreateICmpSGE(b_.CreateSub(now, t0), bound), timeout, sleep);
+
+    b_.SetInsertPoint(timeout);
+    b_.CreateAtomicCmpXchg(err, i32c(0), code, llvm::MaybeAlign(4), llvm::AtomicOrdering::Monotonic,
+                           llvm::AtomicOrdering::Monotonic, errScope);
+    b_.CreateAtomicRMW(llvm::AtomicRMWInst::Add, b_.CreateConstGEP1_32(b_.getInt8Ty(), err, 4), i32c(1),
+                       llvm::MaybeAlign(4), llvm::AtomicOrdering::Monotonic, errScope);
+    b_.CreateBr(done);
+
+    b_.SetInsertPoint(sleep);
+    intrinsic(llvm::Intrinsic::amdgcn_s_sleep, {}, {i32c(1)});
+    b_.CreateBr(poll);
+
+    b_.SetInsertPoint(done);
+    auto* word = b_.CreatePHI(i64, 2);
+    word->addIncoming(w, poll);
+    word->addIncoming(w, timeout);
+    if (op.attrs.order == MemOrder::Acquire) b_.CreateFence(llvm::AtomicOrdering::Acquire, ss);
+    else if (op.attrs.order != MemOrder::Relaxed) fail(op, "wait order must be acquire or relaxed");
+    return b_.CreateTrunc(word, b_.getInt32Ty());
+  }
+
+  // --- control flow ---
+  void lowerIf(const ir::Op& op, llvm::Value* c) {
+    if (op.regions.size() != 2) fail(op, "an if needs a then and an else region");
+    auto* thenB = llvm::BasicBlock::Create(ctx_, "if.then", f_);
+    auto* elseB = llvm::BasicBlock::Create(ctx_, "if.else", f_);
+    auto* end = llvm::BasicBlock::Create(ctx_, "if.end", f_);
+    b_.CreateCondBr(c, thenB, elseB);
+    b_.SetInsertPoint(thenB);
+    region(op.regions[0]);
+    b_.CreateBr(end);
+    b_.SetInsertPoint(elseB);
+    region(op.regions[1]);
+    b_.CreateBr(end);
+    b_.SetInsertPoint(end);
+  }
+  void lowerFor(const ir::Op& op, llvm::Value* lo, llvm::Value* hi, llvm::Value* step) {
+    if (op.regions.size() != 1 || op.regions[0].args.size() != 1) fail(op, "a for needs one body with one argument");
+    llvm::BasicBlock* pre = b_.GetInsertBlock();
+    auto* head = llvm::BasicBlock::Create(ctx_, "for.head", f_);
+    auto* body = llvm::BasicBlock::Create(ctx_, "for.body", f_);
+    auto* end = llvm::BasicBlock::Create(ctx_, "for.end", f_);
+    b_.CreateBr(head);
+    b_.SetInsertPoint(head);
+    auto* iv = b_.CreatePHI(b_.getInt32Ty(), 2, "i");
+    iv->addIncoming(lo, pre);
+    b_.CreateCondBr(b_.CreateICmpSLT(iv, hi), body, end);
+    b_.SetInsertPoint(body);
+    vals_.at(op.regions[0].args[0].id) = iv;
+    region(op.regions[0]);
+    llvm::Value* next = b_.CreateAdd(iv, step, "i.next");
+    iv->addIncoming(next, b_.GetInsertBlock());
+    b_.CreateBr(head);
+    b_.SetInsertPoint(end);
+  }
+  void lowerWhile(const ir::Op& op) {
+    if (op.regions.size() != 2 || !op.regions[0].yield) fail(op, "a while needs a condition (with yield) and a body");
+    auto* head = llvm::BasicBlock::Create(ctx_, "while.cond", f_);
+    auto* body = llvm::BasicBlock::Create(ctx_, "while.body", f_);
+    auto* end = llvm::BasicBlock::Create(ctx_, "while.end", f_);
+    b_.CreateBr(head);
+    b_.SetInsertPoint(head);
+    region(op.regions[0]);
+    b_.CreateCondBr(v(op.regions[0].yield), body, end);
+    b_.SetInsertPoint(body);
+    region(op.regions[1]);
+    b_.CreateBr(head);
+    b_.SetInsertPoint(end);
+  }
+
+  const ir::Plan& plan_;
+  const ir::Function& fn_;
+  llvm::LLVMContext& ctx_;
+  llvm::Module& m_;
+  mutable llvm::IRBuilder<> b_;
+  std::string where_;
+  llvm::Function* f_ = nullptr;
+  llvm::GlobalVariable* lds_ = nullptr;
+  std::vector<llvm::Value*> vals_;
+  std::vector<llvm::AllocaInst*> vars_;
+};
+
+}  // namespace
+
+std::unique_ptr<llvm::Module> detail::lower(const ir::Plan& plan, llvm::LLVMContext& ctx, llvm::TargetMachine& tm) {
+  auto m = std::make_unique<llvm::Module>(kernelSymbol(plan), ctx);
+  m->setTargetTriple(tm.getTargetTriple());
+  m->setDataLayout(tm.createDataLayout());
+  // Code object v5, which ROCm 6 and 7 load.
+  m->addModuleFlag(llvm::Module::Error, "amdhsa_code_object_version", 500);
+  Lowerer(plan, ctx, *m).run();
+  std::string msg;
+  llvm::raw_string_ostream os(msg);
+  if (llvm::verifyModule(*m, &os))
+    throw CodegenError(plan.key.variantName(), "the lowered LLVM IR does not verify: " + msg);
+  return m;
+}
+
+}  // namespace monogen::codegen
