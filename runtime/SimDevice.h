@@ -33,9 +33,9 @@ class SimMemory {
     int rank = 0;
     std::string name;
     std::vector<uint8_t> data;
-    /// Sim-internal: (wave, block sequence) of waves blocked in a wait on a pair in here; a
-    /// write to the allocation wakes them to re-check.
-    std::vector<std::pair<uint32_t, uint32_t>> watchers;
+    /// Sim-internal: how many 8-byte pairs in here a running launch's blocked waits watch. A
+    /// write to a watched pair wakes its waiters to re-check; unwatched allocations cost nothing.
+    int64_t watched = 0;
   };
   /// The allocation holding [addr, addr + bytes), or nullptr.
   Allocation* find(uint64_t addr, int64_t bytes);

@@ -243,6 +243,7 @@ SimLaunch::SimLaunch(SimMemory& mem, const ir::Plan& plan, const SimProgram& pro
 }
 
 SimLaunch::~SimLaunch() {
+  for (auto& [addr, wt] : watch_) --wt.alloc->watched;
   std::free(frames_);
   std::free(ldsAll_);
 }
@@ -300,12 +301,27 @@ void SimLaunch::wakeDue() {
   }
 }
 
-void SimLaunch::wakeWatchers(SimMemory::Allocation* a) {
-  for (const auto& [wi, seq] : a->watchers) {
-    SimWave& w = waves_[wi];
-    if (w.state == SimWave::Wait && w.blockSeq == seq) makeRunnable(wi);
+void SimLaunch::watch(SimMemory::Allocation* a, uint64_t pair, uint32_t wi, uint32_t seq) {
+  Watch& wt = watch_[pair];
+  if (!wt.alloc) {
+    wt.alloc = a;
+    ++a->watched;
   }
-  a->watchers.clear();
+  const std::pair<uint32_t, uint32_t> me{wi, seq};
+  if (wt.waiters.empty() || wt.waiters.back() != me) wt.waiters.push_back(me);
+}
+
+void SimLaunch::wakeWatchers(SimMemory::Allocation* a, uint64_t addr, int n) {
+  for (uint64_t g = addr & ~7ull; g < addr + static_cast<uint64_t>(n); g += 8) {
+    auto it = watch_.find(g);
+    if (it == watch_.end()) continue;
+    for (const auto& [wi, seq] : it->second.waiters) {
+      SimWave& w = waves_[wi];
+      if (w.state == SimWave::Wait && w.blockSeq == seq) makeRunnable(wi);
+    }
+    --a->watched;
+    watch_.erase(it);
+  }
 }
 
 void SimLaunch::deadlock() {
@@ -544,7 +560,7 @@ SimLaunch::Status SimLaunch::step(SimWave& w) {
       for (int l = 0; l < 64; ++l) st<int32_t>(fr + in.res + 4 * l, w.cta);
       break;
     case OpCode::Arg: {
-      const uint64_t v = args_[w.rank][static_cast<size_t>(op.attrs.imm)];
+      const uint64_t v = args_[w.rank][static_cast<size_t>(op.attrs.imm)] & lowMask(in.rt.elemBits());
       const int n = in.rt.bytes();
       for (int l = 0; l < 64; ++l) stN(fr + in.res + n * l, n, v);
       break;
@@ -829,7 +845,7 @@ SimLaunch::Status SimLaunch::step(SimWave& w) {
         SimMemory::Allocation* a = nullptr;
         uint8_t* dst = access(w, in, l, sp, ptrAt(w, in.opd[0], in.t0, l), n, atomic, &a);
         std::memcpy(dst, fr + in.opd[1] + n * l, n);
-        if (a && !a->watchers.empty()) wakeWatchers(a);
+        if (a && a->watched) wakeWatchers(a, ptrAt(w, in.opd[0], in.t0, l), n);
       }
       if (sp != ir::AddrSpace::Lds) stats_.globalBytesStored += static_cast<int64_t>(n) * std::popcount(exec);
       break;
@@ -861,7 +877,7 @@ SimLaunch::Status SimLaunch::step(SimWave& w) {
         }
         stN(p, n, r);
         stN(fr + in.res + n * l, n, old);
-        if (a && !a->watchers.empty()) wakeWatchers(a);
+        if (a && a->watched) wakeWatchers(a, ptrAt(w, in.opd[0], in.t0, l), n);
       }
       if (sp != ir::AddrSpace::Lds) {
         const int64_t b = static_cast<int64_t>(n) * std::popcount(exec);
@@ -880,7 +896,7 @@ SimLaunch::Status SimLaunch::step(SimWave& w) {
         const uint64_t old = ldN(p, n);
         if (old == ldN(fr + in.opd[1] + n * l, n)) {
           stN(p, n, ldN(fr + in.opd[2] + n * l, n));
-          if (a && !a->watchers.empty()) wakeWatchers(a);
+          if (a && a->watched) wakeWatchers(a, ptrAt(w, in.opd[0], in.t0, l), n);
         }
         stN(fr + in.res + n * l, n, old);
       }
@@ -968,7 +984,7 @@ SimLaunch::Status SimLaunch::step(SimWave& w) {
         }
         st<int32_t>(p, ld<int32_t>(fr + in.opd[1] + 4 * l));
         st<int32_t>(p + 4, ld<int32_t>(fr + in.opd[2] + 4 * l));
-        if (a && !a->watchers.empty()) wakeWatchers(a);
+        if (a && a->watched) wakeWatchers(a, addr, 8);
       }
       if (sp != ir::AddrSpace::Lds) stats_.globalBytesStored += 8 * std::popcount(exec);
       break;
@@ -984,7 +1000,8 @@ SimLaunch::Status SimLaunch::step(SimWave& w) {
       int64_t next = INT64_MAX;
       FOR_LANES(exec & ~w.waitDone, l) {
         SimMemory::Allocation* a = nullptr;
-        const uint8_t* p = access(w, in, l, sp, ptrAt(w, in.opd[0], in.t0, l), 8, true, &a);
+        const uint64_t pairAddr = ptrAt(w, in.opd[0], in.t0, l);
+        const uint8_t* p = access(w, in, l, sp, pairAddr, 8, true, &a);
         const int32_t value = ld<int32_t>(p), tag = ld<int32_t>(p + 4);
         if (tag == ld<int32_t>(fr + in.opd[1] + 4 * l)) {
           st<int32_t>(fr + in.res + 4 * l, value);
@@ -996,20 +1013,18 @@ SimLaunch::Status SimLaunch::step(SimWave& w) {
           // Timed out: the first error wins errWord[0]; errWord[1] counts them.
           const ir::Type et = plan_.kernel.typeOf(op.operands[3]);
           SimMemory::Allocation* ea = nullptr;
-          uint8_t* ew = access(w, in, l, et.space, ptrAt(w, in.opd[3], et, l), 8, true, &ea);
+          const uint64_t ewAddr = ptrAt(w, in.opd[3], et, l);
+          uint8_t* ew = access(w, in, l, et.space, ewAddr, 8, true, &ea);
           if (ld<int32_t>(ew) == 0) st<int32_t>(ew, ld<int32_t>(fr + in.opd[4] + 4 * l));
           st<uint32_t>(ew + 4, ld<uint32_t>(ew + 4) + 1);
           st<int32_t>(fr + in.res + 4 * l, ld<int32_t>(p));
           resolved |= 1ull << l;
           ++stats_.waitTimeouts;
-          if (ea && !ea->watchers.empty()) wakeWatchers(ea);
+          if (ea && ea->watched) wakeWatchers(ea, ewAddr, 8);
           continue;
         }
         next = std::min(next, deadline);
-        if (a) {
-          const std::pair<uint32_t, uint32_t> me{static_cast<uint32_t>(&w - waves_.data()), w.blockSeq + 1};
-          if (a->watchers.empty() || a->watchers.back() != me) a->watchers.push_back(me);
-        }
+        if (a) watch(a, pairAddr, static_cast<uint32_t>(&w - waves_.data()), w.blockSeq + 1);
       }
       if (sp != ir::AddrSpace::Lds) {
         const int64_t b = 8 * static_cast<int64_t>(std::popcount(resolved));

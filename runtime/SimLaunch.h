@@ -73,7 +73,8 @@ class SimLaunch {
   void block(SimWave& w, SimWave::State s);
   void releaseBarrier(SimCta& c);
   void wakeDue();
-  void wakeWatchers(SimMemory::Allocation* a);
+  void watch(SimMemory::Allocation* a, uint64_t pair, uint32_t wi, uint32_t seq);
+  void wakeWatchers(SimMemory::Allocation* a, uint64_t addr, int n);
   [[noreturn]] void deadlock();
 
   // Memory: the host address of [addr, addr + n) for one lane; throws SimError if it is out
@@ -100,6 +101,11 @@ class SimLaunch {
   std::vector<uint32_t> runnable_;
   std::priority_queue<Deadline, std::vector<Deadline>, std::greater<Deadline>> deadlines_;
   std::unordered_map<uint64_t, PubRecord> published_;
+  struct Watch {
+    SimMemory::Allocation* alloc = nullptr;
+    std::vector<std::pair<uint32_t, uint32_t>> waiters;  // (wave, blockSeq)
+  };
+  std::unordered_map<uint64_t, Watch> watch_;  // pair address -> waves blocked waiting on it
   SimMemory::Allocation* lastAlloc_ = nullptr;
   SimRng rng_;
 

@@ -766,3 +766,32 @@ TEST_CASE("sim: a full-size launch (4 ranks x 256 CTAs x 512 threads) runs in se
     }
   }
 }
+
+TEST_CASE("sim: many waves wait on one pair while data stores hit the same buffer; a plain store wakes them") {
+  Kit k(256, 64);
+  auto& b = k.b;
+  Val scratch = k.gptr(0), out = k.gptr(1), err = k.gptr(2);
+  Val lane = b.lane();
+  Val flag = b.ptrAdd(scratch, 8192);
+  b.if_(b.block() == 0,
+        [&] {
+          b.for_(b.i32(0), b.i32(64), b.i32(1), [&](Val i) {
+            b.store(b.ptrAdd(scratch, b.sext((i * 64 + lane) * 2, Type::i64())), b.trunc(i + lane, Type::i16()));
+          });
+          // {value 77, tag 9} as one plain 8-byte store
+          b.if_(lane == 0, [&] { b.store(flag, b.i64((int64_t{9} << 32) | 77)); });
+        },
+        [&] {
+          Val v = b.wait(flag, b.i32(9), b.i64(100'000'000), err, b.i32(1), 1);
+          b.store(b.ptrAdd(out, b.sext((b.block() * 64 + lane) * 4, Type::i64())), v);
+        });
+  const uint64_t s = k.alloc(8192 + 8, "scratch"), o = k.alloc(256 * 64 * 4, "out"), e = k.alloc(8, "err");
+  const auto t0 = std::chrono::steady_clock::now();
+  auto st = k.run({{s, o, e}}, 3);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CHECK(secs < 5.0);
+  CHECK(st.waitTimeouts == 0);
+  auto r = k.read<int32_t>(o, 256 * 64);
+  for (int i = 64; i < 256 * 64; ++i) REQUIRE(r[i] == 77);
+  CHECK(k.read<int16_t>(s, 64 * 64)[63 * 64 + 5] == 68);
+}
