@@ -24,15 +24,20 @@ using runtime::TensorMap;
 
 namespace {
 
+/// Scheduler seed s; the quantum (ops a wave runs before the scheduler picks again) cycles
+/// through fine and coarse interleavings with the seed.
 runtime::SimOptions schedSeed(uint64_t s) {
+  static constexpr int kQuantum[] = {32, 1, 7, 32, 2, 16, 3, 64};
   runtime::SimOptions o;
   o.seed = s;
+  o.maxQuantum = kQuantum[s % 8];
   return o;
 }
 
 /// Runs (S, TP) under a scheduler seed and checks every rank's outputs and tags.
 void checkRun(const ModelConfig& cfg, int S, int TP, uint64_t inputSeed, uint64_t sched) {
-  INFO(fmt::format("S={} TP={} input seed {} scheduler seed {}", S, TP, inputSeed, sched));
+  INFO(fmt::format("S={} TP={} input seed {} scheduler seed {} quantum {}", S, TP, inputSeed, sched,
+                   schedSeed(sched).maxQuantum));
   const TensorMap in = makeInputs(cfg, S, TP, inputSeed);
   const LaunchParams params;
   const SimRun run = runOnSim(cfg, makeKey(cfg, S, TP), in, schedSeed(sched), params);
@@ -314,4 +319,21 @@ TEST_CASE("allreduce sim: a rank on a stale tag is named in the others' error wo
   CHECK(errorRank(err1[0]) == 0);  // rank 1 waited (on its own tag) for rank 0's pairs
   CHECK(err0[1] == S * cfg.hidden / 2);
   CHECK(err1[1] == S * cfg.hidden / 2);
+}
+
+TEST_CASE("allreduce sim: each stage reads its bytes once", "[spec][sim]") {
+  const ModelConfig cfg = ModelConfig::reduced();
+  for (int TP : {1, 4}) {
+    const int S = 9;
+    const TensorMap in = makeInputs(cfg, S, TP, 3);
+    const SimRun run = runOnSim(cfg, makeKey(cfg, S, TP), in, schedSeed(6));
+    const auto& by = run.stats.bytesLoadedByStage;
+    INFO(fmt::format("TP={}: push {} bytes, reduce {} bytes", TP, by.count("push") ? by.at("push") : -1,
+                     by.count("reduce") ? by.at("reduce") : -1));
+    const int64_t pairsPerRank = int64_t{S} * cfg.hidden / 2;
+    // push: every pair of the partial once (4 bytes); reduce: TP waited pairs (8 bytes each) and
+    // the residual's pair (4 bytes) for every pair; on every rank
+    CHECK(by.at("push") == TP * pairsPerRank * 4);
+    CHECK(by.at("reduce") == TP * pairsPerRank * (8 * TP + 4));
+  }
 }
