@@ -337,3 +337,46 @@ TEST_CASE("allreduce sim: each stage reads its bytes once", "[spec][sim]") {
     CHECK(by.at("reduce") == TP * pairsPerRank * (8 * TP + 4));
   }
 }
+
+TEST_CASE("allreduce inputs: seeded, stable, and holding the awkward values", "[spec][inputs]") {
+  const ModelConfig cfg = ModelConfig::reduced();
+  const int S = 4, TP = 2;
+  const TensorMap a = makeInputs(cfg, S, TP, 42);
+  CHECK(a.size() == static_cast<size_t>(TP + 1));
+  CHECK(a.at("part.r1").shape == std::vector<int64_t>{S, cfg.hidden});
+  // the same seed gives the same bytes; another seed does not
+  CHECK(makeInputs(cfg, S, TP, 42).at("part.r1").data == a.at("part.r1").data);
+  CHECK(makeInputs(cfg, S, TP, 43).at("part.r1").data != a.at("part.r1").data);
+  // a fixed stream: FNV-1a over every input's bytes
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (const auto& [name, t] : a)
+    for (uint8_t byte : t.data) h = (h ^ byte) * 0x100000001b3ull;
+  CHECK(h == 0x8ccb6542227d8a7aull);
+
+  const uint16_t* p0 = a.at("part.r0").as<uint16_t>();
+  const uint16_t* p1 = a.at("part.r1").as<uint16_t>();
+  const uint16_t* res = a.at("res_in").as<uint16_t>();
+  int negZero = 0, reduceTies = 0, residualTies = 0, large = 0, subnormal = 0, nonFinite = 0;
+  for (int64_t i = 0; i < int64_t{S} * cfg.hidden; ++i) {
+    const float acc = ir::num::bf16ToF32(p0[i]) + ir::num::bf16ToF32(p1[i]);
+    const float reduced = ir::num::roundBf16(acc);
+    const float v = reduced + ir::num::bf16ToF32(res[i]);
+    negZero += res[i] == 0x8000 && p0[i] == 0x8000;
+    reduceTies += (ir::num::f32ToBits(acc) & 0xffff) == 0x8000;
+    residualTies += (ir::num::f32ToBits(v) & 0xffff) == 0x8000;
+    for (const uint16_t* p : {p0, p1, res}) {
+      const uint32_t e = (p[i] >> 7) & 0xff;
+      large += e >= 127 + 30;
+      subnormal += e == 0 && (p[i] & 0x7f) != 0;
+      nonFinite += e == 0xff;
+    }
+  }
+  INFO(fmt::format("-0: {}, all-reduce ties: {}, residual ties: {}, large: {}, subnormal: {}", negZero, reduceTies,
+                   residualTies, large, subnormal));
+  CHECK(negZero > 0);
+  CHECK(reduceTies > 0);
+  CHECK(residualTies > 0);
+  CHECK(large > 0);
+  CHECK(subnormal > 0);
+  CHECK(nonFinite == 0);
+}
