@@ -242,7 +242,10 @@ TEST_CASE("the ISA text and the LLVM IR show the lowered ops", "[codegen]") {
   CHECK(isa.find("ds_bpermute_b32") != std::string::npos);
   CHECK(isa.find("s_memrealtime") != std::string::npos);
   CHECK(isa.find("s_sleep") != std::string::npos);
-  CHECK(isa.find("buffer_inv sc1") != std::string::npos);  // system-scope acquire (GFX942 memory model)
+  // GFX942 memory model (gfx950 follows it): agent release, agent and system acquire.
+  CHECK(isa.find("buffer_wbl2 sc1") != std::string::npos);
+  CHECK(isa.find("buffer_inv sc1") != std::string::npos);
+  CHECK(isa.find("buffer_inv sc0 sc1") != std::string::npos);
   CHECK(isa.find("scratch_") == std::string::npos);
 
   const std::string raw = codegen::llvmIr(p, false);

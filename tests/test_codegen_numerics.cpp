@@ -1,0 +1,166 @@
+// The lowered conversions (fp8 e4m3fn both ways, fp4 e2m1 with e8m0 scales, e8m0, bf16) equal
+// ir/Numerics.h bit for bit. Each conversion of a constant is stored to its own slot of `out`
+// with a relaxed atomic store (never merged into vector stores); LLVM's O3 constant-folds the
+// lowering's integer/float arithmetic (IEEE, no fast-math), and the folded constants are read
+// back from the optimized LLVM IR and compared with the shared model.
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <random>
+#include <regex>
+#include <sstream>
+#include <string>
+
+#include "codegen/Compiler.h"
+#include "ir/Builder.h"
+#include "ir/Numerics.h"
+
+using namespace monogen;
+using namespace monogen::ir;
+
+namespace {
+
+struct Case {
+  std::string what;
+  uint32_t expected;
+  bool nan = false;  // any NaN is accepted (payloads are not part of the model for these ops)
+};
+
+/// Builds one kernel storing `emit(b, i)` (an i32 of bits) to out[i] for every case, compiles it
+/// to optimized LLVM IR and returns the folded constant of each slot.
+std::map<int64_t, uint32_t> fold(int n, const std::function<Val(Builder&, int)>& emit) {
+  Plan p;
+  p.key.spec = "test.codegen.numerics";
+  p.grid = {1, 512};
+  p.args = {{"out", true, Scalar::I32, {n}, ArgRole::Output, 16, ""}};
+  Builder b(p.kernel);
+  Val out = b.arg(0, Type::ptr(AddrSpace::Global), "out");
+  for (int i = 0; i < n; ++i)
+    b.store(b.ptrAdd(out, int64_t{4} * i), emit(b, i), MemOrder::Relaxed, MemScope::Agent);
+  const std::string ir = codegen::llvmIr(p, true);
+
+  std::map<std::string, int64_t> offsetOf{{"%out", 0}};
+  std::map<int64_t, uint32_t> got;
+  const std::regex gep(R"((%[\w.]+) = getelementptr (?:inbounds )?(?:nuw )?i8, ptr addrspace\(1\) %out, i64 (\d+))");
+  const std::regex st(R"(store atomic i32 (-?\d+), ptr addrspace\(1\) (%[\w.]+) )");
+  std::istringstream in(ir);
+  std::string line;
+  std::smatch m;
+  while (std::getline(in, line)) {
+    if (std::regex_search(line, m, gep)) offsetOf[m[1]] = std::stoll(m[2]);
+    if (std::regex_search(line, m, st)) {
+      auto it = offsetOf.find(m[2]);
+      if (it != offsetOf.end()) got[it->second / 4] = static_cast<uint32_t>(std::stoll(m[1]));
+    }
+  }
+  INFO(ir.substr(0, 4000));
+  REQUIRE(got.size() == static_cast<size_t>(n));  // every slot folded to a constant
+  return got;
+}
+
+void compare(const std::vector<Case>& cases, const std::map<int64_t, uint32_t>& got) {
+  int bad = 0;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const uint32_t g = got.at(static_cast<int64_t>(i));
+    const bool ok = cases[i].nan ? std::isnan(num::bitsToF32(g)) : g == cases[i].expected;
+    if (!ok && ++bad <= 20)
+      UNSCOPED_INFO(fmt::format("{}: got 0x{:08x}, expected 0x{:08x}", cases[i].what, g, cases[i].expected));
+  }
+  CHECK(bad == 0);
+}
+
+float f(uint32_t bits) { return num::bitsToF32(bits); }
+
+}  // namespace
+
+TEST_CASE("fp8 e4m3fn decode equals the model for every code", "[codegen][numerics]") {
+  std::vector<Case> cases;
+  for (uint32_t c = 0; c < 256; ++c) {
+    const float v = num::fp8E4m3ToF32(c);
+    cases.push_back({fmt::format("fp8ToF32(0x{:02x})", c), num::f32ToBits(v), std::isnan(v)});
+  }
+  // High bits of the i32 are ignored.
+  auto got = fold(256, [](Builder& b, int i) { return b.bitcast(b.fp8ToF32(b.i32(i | 0x5a00)), Type::i32()); });
+  CHECK(got.at(0x38) == 0x3f800000u);  // 1.0
+  CHECK(got.at(0xfe) == 0xc3e00000u);  // -448
+  CHECK(got.at(0x01) == 0x3b000000u);  // 2^-9, the smallest subnormal
+  compare(cases, got);
+}
+
+TEST_CASE("e8m0 decode and fp4 e2m1 times a scale equal the model", "[codegen][numerics]") {
+  std::vector<Case> cases;
+  for (uint32_t e = 0; e < 256; ++e) {
+    const float v = num::e8m0ToF32(e);
+    cases.push_back({fmt::format("e8m0ToF32({})", e), num::f32ToBits(v), std::isnan(v)});
+  }
+  const uint32_t scales[] = {0, 1, 2, 100, 126, 127, 128, 200, 253, 254, 255};
+  for (uint32_t s : scales)
+    for (uint32_t c = 0; c < 16; ++c) {
+      const float v = num::fp4ToF32(c, num::e8m0ToF32(s));
+      cases.push_back({fmt::format("fp4ToF32({}, e8m0 {})", c, s), num::f32ToBits(v), std::isnan(v)});
+    }
+  auto got = fold(static_cast<int>(cases.size()), [&](Builder& b, int i) {
+    if (i < 256) return b.bitcast(b.e8m0ToF32(b.i32(i)), Type::i32());
+    const int j = i - 256;
+    Val scale = b.e8m0ToF32(b.i32(scales[j / 16]));
+    return b.bitcast(b.fp4ToF32(b.i32((j % 16) | 0x70), scale), Type::i32());
+  });
+  CHECK(got.at(0) == 0x00400000u);    // 2^-127, subnormal
+  CHECK(got.at(127) == 0x3f800000u);  // 1.0
+  CHECK(got.at(256 + 5 * 16 + 15) == 0xc0c00000u);  // fp4 0xf (-6) x 2^0
+  compare(cases, got);
+}
+
+TEST_CASE("f32 -> fp8 e4m3fn (RNE, saturating) equals the model", "[codegen][numerics]") {
+  std::vector<float> xs = {0.0f, -0.0f, 448.0f, -448.0f, 449.0f, 463.9f, 464.0f, 480.0f, 1e6f, -1e30f,
+                           INFINITY, -INFINITY, NAN, -NAN, f(0x3c800000) /* 2^-6 */, f(0x3c000000) /* 2^-7 */,
+                           f(0x3b000000) /* 2^-9 */, f(0x3a800000) /* 2^-10: tie to 0 */, f(0x3ac00000),
+                           f(0x3b400000), 1e-40f /* f32 subnormal */, -1e-45f, 1.0625f, 1.1875f, 0.5f, 3.14159f};
+  // Every code's value, the midpoints between neighbouring codes (ties), and one ulp either side.
+  for (uint32_t c = 0; c < 0x7e; ++c) {
+    const float lo = num::fp8E4m3ToF32(c), hi = num::fp8E4m3ToF32(c + 1);
+    const float mid = (lo + hi) / 2;
+    for (float v : {lo, mid, std::nextafter(mid, 0.0f), std::nextafter(mid, 1e9f)}) {
+      xs.push_back(v);
+      xs.push_back(-v);
+    }
+  }
+  std::mt19937 rng(1234);
+  std::uniform_int_distribution<uint32_t> bits(0, 0xffffffffu);
+  for (int i = 0; i < 200; ++i) xs.push_back(f(bits(rng)));
+  std::lognormal_distribution<float> mag(0.0f, 4.0f);
+  for (int i = 0; i < 200; ++i) xs.push_back(i % 2 ? mag(rng) : -mag(rng));
+
+  std::vector<Case> cases;
+  for (float x : xs) cases.push_back({fmt::format("f32ToFp8({:a})", x), num::f32ToFp8E4m3(x)});
+  auto got = fold(static_cast<int>(xs.size()), [&](Builder& b, int i) { return b.f32ToFp8(b.f32(xs[i])); });
+  CHECK(got.at(0) == 0x00u);
+  CHECK(got.at(1) == 0x80u);
+  CHECK(got.at(2) == 0x7eu);
+  CHECK(got.at(12) == 0x7fu);  // NaN
+  compare(cases, got);
+}
+
+TEST_CASE("f32 -> bf16 rounds to nearest even like the model", "[codegen][numerics]") {
+  std::vector<float> xs = {0.0f, -0.0f, 1.0f, f(0x3f808000) /* tie, even down */, f(0x3f818000) /* tie, up */,
+                           f(0x3f808001), f(0x7f7fffff) /* rounds to inf */, INFINITY, 1e-40f, f(0x00008000)};
+  std::mt19937 rng(99);
+  std::uniform_int_distribution<uint32_t> bits(0, 0xffffffffu);
+  for (int i = 0; i < 300; ++i) {
+    const float x = f(bits(rng));
+    if (!std::isnan(x)) xs.push_back(x);
+  }
+  std::vector<Case> cases;
+  for (float x : xs) cases.push_back({fmt::format("f32ToBf16({:a})", x), num::f32ToBf16(x)});
+  auto got = fold(static_cast<int>(xs.size()), [&](Builder& b, int i) {
+    return b.zext(b.bitcast(b.f32ToBf16(b.f32(xs[i])), Type::i16()), Type::i32());
+  });
+  CHECK(got.at(2) == 0x3f80u);
+  CHECK(got.at(3) == 0x3f80u);
+  CHECK(got.at(4) == 0x3f82u);
+  compare(cases, got);
+}
