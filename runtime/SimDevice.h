@@ -1,5 +1,22 @@
 // The Sim device: runs a Plan's kernel IR for every CTA of every rank on the CPU. It is the
 // executable definition of the kernel's semantics (see DESIGN.md, "Sim device").
+//
+// How it runs (runtime/SimProgram.h, runtime/SimLaunch.h):
+// - the kernel is flattened once per run into a SIMT program over an exec-mask stack; each SSA
+//   value gets a register slot (type.bytes() a lane), reused once its live range ends;
+// - waves are 64-lane vectors (plan.grid.threads / 64 per CTA, the last one partial if need be);
+//   a seeded scheduler picks a random runnable wave and runs it 1..maxQuantum ops, or until it
+//   blocks (barrier, wait, sleep) or exits;
+// - the simulated clock advances one tick per (live waves) ops executed; when nothing can run it
+//   jumps to the earliest wait/sleep deadline; nothing to run and no deadline is a deadlock;
+// - a barrier releases when every wave of the CTA that has not exited has arrived;
+// - a wait resolves lane by lane: a lane is done when its pair carries the tag, or when the clock
+//   passes the wait's start + the lane's bound (then errWord[0] := code if it was 0, errWord[1]
+//   += 1, the result is the pair's current value); a bound of INT64_MAX never runs out;
+// - execution is sequentially consistent, one op at a time, so weak-memory bugs are not found;
+// - every access is bounds-checked, atomics must be aligned; errors are SimError naming the
+//   variant, stage, op (#preorder number and name), rank, CTA, wave, lane, address and the
+//   nearest allocation.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -57,9 +74,9 @@ struct SimOptions {
 struct SimStats {
   int64_t steps = 0;          // ops executed, all waves
   int64_t ticks = 0;          // simulated realtime clock ticks the launch took
-  int64_t waitTimeouts = 0;   // waits that ran past their bound
-  int64_t globalBytesLoaded = 0;  // bytes read from device memory (loads, waits), all ranks
-  int64_t globalBytesStored = 0;
+  int64_t waitTimeouts = 0;   // wait lanes that ran past their bound (each sets the error word)
+  int64_t globalBytesLoaded = 0;  // bytes read from device memory (loads, waits, atomics), all ranks
+  int64_t globalBytesStored = 0;  // bytes written (stores, publishes, atomics)
   std::map<std::string, int64_t> bytesLoadedByStage;  // per Plan stage name
 };
 

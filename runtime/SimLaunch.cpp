@@ -1014,9 +1014,10 @@ SimLaunch::Status SimLaunch::step(SimWave& w) {
           const ir::Type et = plan_.kernel.typeOf(op.operands[3]);
           SimMemory::Allocation* ea = nullptr;
           const uint64_t ewAddr = ptrAt(w, in.opd[3], et, l);
-          uint8_t* ew = access(w, in, l, et.space, ewAddr, 8, true, &ea);
-          if (ld<int32_t>(ew) == 0) st<int32_t>(ew, ld<int32_t>(fr + in.opd[4] + 4 * l));
-          st<uint32_t>(ew + 4, ld<uint32_t>(ew + 4) + 1);
+          uint8_t* ew0 = access(w, in, l, et.space, ewAddr, 4, true, &ea);       // CAS 0 -> code
+          uint8_t* ew1 = access(w, in, l, et.space, ewAddr + 4, 4, true, nullptr);  // atomic add 1
+          if (ld<int32_t>(ew0) == 0) st<int32_t>(ew0, ld<int32_t>(fr + in.opd[4] + 4 * l));
+          st<uint32_t>(ew1, ld<uint32_t>(ew1) + 1);
           st<int32_t>(fr + in.res + 4 * l, ld<int32_t>(p));
           resolved |= 1ull << l;
           ++stats_.waitTimeouts;

@@ -795,3 +795,39 @@ TEST_CASE("sim: many waves wait on one pair while data stores hit the same buffe
   for (int i = 64; i < 256 * 64; ++i) REQUIRE(r[i] == 77);
   CHECK(k.read<int16_t>(s, 64 * 64)[63 * 64 + 5] == 68);
 }
+
+TEST_CASE("sim: a runaway loop stops at maxSteps") {
+  Kit k(1, 64);
+  auto& b = k.b;
+  ir::Var x = b.var(b.i32(0), "x");
+  b.while_([&] { return b.get(x) >= 0; }, [&] { b.set(x, (b.get(x) + 1) & 0xff); });
+  runtime::SimOptions o;
+  o.maxSteps = 100'000;
+  REQUIRE_THROWS_WITH(k.dev.run(k.plan, {{}}, o), Catch::Contains("maxSteps"));
+}
+
+TEST_CASE("sim: a deadlock with many blocked waves is listed abbreviated") {
+  Kit k(64, 128);
+  auto& b = k.b;
+  Val flag = k.gptr(0), err = k.gptr(1);
+  b.if_(b.wave() == 0, [&] { b.barrier(); }, [&] { b.wait(flag, b.i32(1), b.i64(INT64_MAX), err, b.i32(1), 2); });
+  const uint64_t f = k.alloc(8, "flag"), e = k.alloc(8, "err");
+  REQUIRE_THROWS_WITH(k.run({{f, e}}), Catch::Contains("128 waves are blocked") && Catch::Contains("and 112 more"));
+}
+
+TEST_CASE("sim: a partial last wave has only its threads' lanes; i1 vectors bitcast bit by bit") {
+  Kit k(1, 96);
+  auto& b = k.b;
+  Val out = k.gptr(0);
+  Val bal = b.ballot(b.i1(true));
+  b.if_(b.lane() == 0, [&] { b.store(b.ptrAdd(out, b.sext(b.wave() * 8, Type::i64())), bal); });
+  Val bits = b.bitcast(b.i32(0xA5), Type::vec(Type::i1(), 32));
+  Val back = b.bitcast(b.insert(bits, b.i1(true), 1), Type::i32());
+  b.if_(b.tid() == 0, [&] { b.store(b.ptrAdd(out, 16), b.sext(back, Type::i64())); });
+  const uint64_t o = k.alloc(24, "out");
+  k.run({{o}});
+  auto r = k.read<uint64_t>(o, 3);
+  CHECK(r[0] == ~0ull);
+  CHECK(r[1] == 0xffffffffull);
+  CHECK(r[2] == 0xA7);
+}
