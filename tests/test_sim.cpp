@@ -831,3 +831,41 @@ TEST_CASE("sim: a partial last wave has only its threads' lanes; i1 vectors bitc
   CHECK(r[1] == 0xffffffffull);
   CHECK(r[2] == 0xA7);
 }
+
+TEST_CASE("sim: nested divergent loops and ifs restore the exec mask at every level") {
+  Kit k(1, 64);
+  auto& b = k.b;
+  Val out = k.gptr(0);
+  Val lane = b.lane();
+  ir::Var cnt = b.var(b.i32(0), "cnt");
+  b.if_(lane != 13, [&] {
+    b.for_(b.i32(0), lane % 11 + 1, b.i32(1), [&](Val i) {
+      b.for_(b.i32(0), i, b.i32(1), [&](Val j) {
+        b.if_((i + j) % 3 == 0, [&] { b.set(cnt, b.get(cnt) + 1); },
+              [&] { b.if_(lane < 20, [&] { b.set(cnt, b.get(cnt) + 100); }); });
+      });
+    });
+  });
+  Val v = b.select(b.splat(lane, 2) == b.splat(b.i32(7), 2), b.splat(b.i32(-1), 2), b.splat(b.get(cnt), 2));
+  b.store(b.ptrAdd(out, b.sext(lane * 8, Type::i64())), v);
+  const uint64_t o = k.alloc(512, "out");
+  k.run({{o}});
+  auto r = k.read<int32_t>(o, 128);
+  for (int l = 0; l < 64; ++l) {
+    int want = 0;
+    if (l != 13)
+      for (int i = 0; i < l % 11 + 1; ++i)
+        for (int j = 0; j < i; ++j) want += (i + j) % 3 == 0 ? 1 : (l < 20 ? 100 : 0);
+    INFO("lane " << l);
+    CHECK(r[2 * l] == (l == 7 ? -1 : want));
+    CHECK(r[2 * l + 1] == (l == 7 ? -1 : want));
+  }
+}
+
+TEST_CASE("sim: an argument index past what a rank was given is an error") {
+  Kit k(1, 64);
+  auto& b = k.b;
+  b.store(k.gptr(0), b.arg(2, Type::i32(), "n"));
+  const uint64_t o = k.alloc(4, "out");
+  REQUIRE_THROWS_WITH(k.run({{o, 1, 2}, {o, 1}}), Catch::Contains("argument 2") && Catch::Contains("rank 1"));
+}
