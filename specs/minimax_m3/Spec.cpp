@@ -103,7 +103,6 @@ ir::Plan buildPlan(const ModelConfig& cfg, const ir::Key& keyIn) {
 
   ir::Plan plan;
   plan.key = key;
-  plan.target.computeUnits = std::max(plan.target.computeUnits, cfg.blocks);
   plan.grid = ir::Grid{cfg.blocks, cfg.threads};
   plan.args = kernelArgs(L);
 

@@ -28,7 +28,7 @@ void stageReduce(KernelContext& c, Val task) {
     std::vector<Val> word;  // word[src]: source rank src's bf16 pair
     for (int src = 0; src < L.tp; ++src) {
       Val at = (c.i32(src * L.rows) + t) * c.i32(L.hidden / 2) + pair;  // L.attnPair(src, t, pair)
-      Val code = c.i32(errorCode(kSiteReduce, 0, 0)) | c.i32(src) << c.i32(8) | t << c.i32(16);
+      Val code = c.i32(errorCode(kSiteReduce, src, 0)) | t << c.i32(16);  // the rank that owes the pair
       word.push_back(b.wait(c.pairAt(c.sym, L.attn, at), c.tag, c.waitTicks, c.err, code, kSiteReduce,
                             MemOrder::Acquire, MemScope::System));
     }
