@@ -57,6 +57,9 @@ CodeObjectInfo readMetadata(const std::vector<uint8_t>& codeObject) {
     fail(fmt::format("e_flags 0x{:x} name another processor, expected gfx950 (0x{:x})", h.e_flags,
                      static_cast<unsigned>(ELF::EF_AMDGPU_MACH_AMDGCN_GFX950)));
 
+  if ((h.e_flags & ELF::EF_AMDGPU_FEATURE_SRAMECC_V4) != ELF::EF_AMDGPU_FEATURE_SRAMECC_ON_V4 ||
+      (h.e_flags & ELF::EF_AMDGPU_FEATURE_XNACK_V4) != ELF::EF_AMDGPU_FEATURE_XNACK_OFF_V4)
+    fail(fmt::format("e_flags 0x{:x} do not say sramecc+ xnack- (target id gfx950:sramecc+:xnack-)", h.e_flags));
   auto sections = elf.sections();
   if (!sections) fail("unreadable section table: " + errText(sections.takeError()));
   std::string blob;

@@ -9,8 +9,10 @@
 #include <fstream>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "codegen/Compiler.h"
+#include "codegen/Internal.h"
 #include "ir/Builder.h"
 #include "ir/Error.h"
 
@@ -355,4 +357,53 @@ TEST_CASE("dump the every-op kernel (run explicitly)", "[.dump]") {
   std::ofstream(MONOGEN_BINARY_DIR "/all_ops.ll") << codegen::llvmIr(p, false);
   std::ofstream(MONOGEN_BINARY_DIR "/all_ops.opt.ll") << codegen::llvmIr(p, true);
   std::ofstream(MONOGEN_BINARY_DIR "/all_ops.s") << codegen::isaText(p);
+  const codegen::CodeObject co = codegen::compile(p);
+  std::ofstream(MONOGEN_BINARY_DIR "/all_ops.hsaco", std::ios::binary)
+      .write(reinterpret_cast<const char*>(co.bytes.data()), static_cast<std::streamsize>(co.bytes.size()));
+}
+
+TEST_CASE("lld and metadata failures are CodegenErrors; lld runs again afterwards", "[codegen]") {
+  const std::vector<uint8_t> junk = {0x7f, 'E', 'L', 'F', 1, 2, 3};
+  try {
+    codegen::detail::link(junk, "test.variant");
+    FAIL("linking junk succeeded");
+  } catch (const CodegenError& e) {
+    CHECK(e.where() == "test.variant");
+    CHECK(std::string(e.what()).find("ld.lld") != std::string::npos);
+  }
+  CHECK_THROWS_AS(codegen::readMetadata(junk), CodegenError);
+
+  const Plan p = everyOpPlan();
+  const codegen::CodeObject co = codegen::compile(p);  // lld works after a failed link
+  auto patched = co.bytes;
+  patched[16] = 1;  // e_type ET_REL
+  CHECK_THROWS_WITH(codegen::readMetadata(patched), Catch::Contains("expected ET_DYN"));
+  patched = co.bytes;
+  patched[48] = 0x4c;  // e_flags mach gfx942
+  CHECK_THROWS_WITH(codegen::readMetadata(patched), Catch::Contains("expected gfx950"));
+  patched = co.bytes;
+  patched[49] ^= 0x04;  // e_flags: sramecc on -> any
+  CHECK_THROWS_WITH(codegen::readMetadata(patched), Catch::Contains("sramecc+ xnack-"));
+}
+
+TEST_CASE("compiles on several threads at once", "[codegen]") {
+  std::vector<codegen::CodeObject> results(3);
+  std::vector<std::string> errors(3);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 3; ++i)
+    threads.emplace_back([&, i] {
+      Plan p = everyOpPlan();
+      p.key.rows = i + 1;
+      try {
+        results[i] = codegen::compile(p);
+      } catch (const std::exception& e) {
+        errors[i] = e.what();
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < 3; ++i) {
+    INFO(errors[i]);
+    CHECK(errors[i].empty());
+    CHECK(results[i].info.kernelSymbol == fmt::format("monogen_test_codegen_all_ops_S{}_TP1", i + 1));
+  }
 }
