@@ -19,10 +19,11 @@ namespace num = ir::num;
 
 namespace {
 
-constexpr double kU = 1.0 / 512.0;            // bf16 unit roundoff 2^-9
+constexpr double kU = 1.0 / 256.0;            // bf16 unit roundoff 2^-8 (8 significant bits)
 constexpr double kUf = 1.0 / 16777216.0;      // f32 unit roundoff 2^-24
 
 double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+double sq3(double e) { return e * e / 3.0; }  // the variance of a uniform error in [-e, e]
 
 const HostTensor& get(const TensorMap& in, const std::string& name) {
   auto it = in.find(name);
@@ -62,10 +63,13 @@ MoeFloat64Result moeFloat64(const ModelConfig& cfg, int S, int TP, const TensorM
   R.margin.assign(S, 0.0);
   R.out.assign(size_t(S) * H, 0.0);
   R.bound.assign(size_t(S) * H, 0.0);
+  R.sigma.assign(size_t(S) * H, 0.0);
 
   // ---- norm: xn = x / sqrt(mean(x^2) + eps) * (1 + w); its reference error: the f32 rstd
   // (sum of squares, division, sqrt: <= (H + 32) 2^-24 relative), 3 f32 ops, one bf16 rounding.
-  std::vector<std::vector<double>> xn(S, std::vector<double>(H)), exn(S, std::vector<double>(H));
+  std::vector<std::vector<double>> xn(S, std::vector<double>(H)), exn(S, std::vector<double>(H)),
+      vxn(S, std::vector<double>(H));  // and the variance of the reference's error (rounding as
+                                        // uniform noise in [-u |v|, u |v|]: variance (u v)^2 / 3)
   for (int t = 0; t < S; ++t) {
     double ss = 0;
     for (int c = 0; c < H; ++c) {
@@ -78,6 +82,7 @@ MoeFloat64Result moeFloat64(const ModelConfig& cfg, int S, int TP, const TensorM
       const double w = num::bf16ToF32(normW.as<uint16_t>()[c]);
       xn[t][c] = double(sres.as<float>()[int64_t(t) * H + c]) * rstd * (1.0 + w);
       exn[t][c] = (kU + (H + 40) * kUf) * std::fabs(xn[t][c]);
+      vxn[t][c] = sq3(exn[t][c]);
     }
   }
 
@@ -86,24 +91,28 @@ MoeFloat64Result moeFloat64(const ModelConfig& cfg, int S, int TP, const TensorM
   // The reference's weight error: the logits' (xn's error through the router weights, an f32
   // K-sum), the sigmoid's s (1 - s) slope, the renormalization, a few f32 ulps.
   std::vector<double> dw(size_t(S) * K, 0.0);  // bound on |reference weight - weight|
+  std::vector<double> vw(size_t(S) * K, 0.0);  // its variance
   for (int t = 0; t < S; ++t) {
-    std::vector<double> s(E), ds(E), val(E);
+    std::vector<double> s(E), ds(E), val(E), vs(E);
     for (int e = 0; e < E; ++e) {
       const float* wr = routerW.as<float>() + int64_t(e) * H;
-      double l = 0, labs = 0, dl = 0;
+      double l = 0, labs = 0, dl = 0, vl = 0;
       for (int c = 0; c < H; ++c) {
         l += double(wr[c]) * xn[t][c];
         labs += std::fabs(double(wr[c]) * xn[t][c]);
         dl += std::fabs(double(wr[c])) * exn[t][c];
+        vl += double(wr[c]) * double(wr[c]) * vxn[t][c];
       }
+      vl += sq3((H + 8) * kUf * labs);
       dl += (H + 8) * kUf * labs;
       R.logits[size_t(t) * E + e] = l;
       s[e] = std::isnan(l) ? 0.0 : sigmoid(l);
       ds[e] = s[e] * (1 - s[e]) * dl + 8 * kUf * s[e];
+      vs[e] = s[e] * (1 - s[e]) * s[e] * (1 - s[e]) * vl + sq3(8 * kUf * s[e]);
       val[e] = std::isnan(l) ? -std::numeric_limits<double>::infinity() : s[e] + double(bias.as<float>()[e]);
     }
     std::vector<bool> taken(E, false);
-    double total = 0, dtotal = 0, lastVal = 0;
+    double total = 0, dtotal = 0, vtotal = 0, lastVal = 0;
     std::vector<int> id(K);
     for (int k = 0; k < K; ++k) {
       int win = -1;
@@ -113,6 +122,7 @@ MoeFloat64Result moeFloat64(const ModelConfig& cfg, int S, int TP, const TensorM
       id[k] = win;
       total += s[win];
       dtotal += ds[win];
+      vtotal += vs[win];
       lastVal = val[win];
     }
     double bestLeft = -std::numeric_limits<double>::infinity();
@@ -125,15 +135,19 @@ MoeFloat64Result moeFloat64(const ModelConfig& cfg, int S, int TP, const TensorM
       const double w = cfg.routedScale * s[id[k]] / tot;
       R.weights[size_t(t) * K + k] = w;
       dw[size_t(t) * K + k] = cfg.routedScale * (ds[id[k]] / tot + s[id[k]] * dtotal / (tot * tot)) + 8 * kUf * w;
+      // (the two terms are correlated: their variances added twice over)
+      vw[size_t(t) * K + k] = 2 * cfg.routedScale * cfg.routedScale *
+                                  (vs[id[k]] / (tot * tot) + s[id[k]] * s[id[k]] * vtotal / (tot * tot * tot * tot)) +
+                              sq3(8 * kUf * w);
     }
   }
 
   // ---- experts, rank by rank: v[t][term][h] and its error ev, term 0 the shared expert,
   // 1 + k the routed picks; then the combine's bf16 roundings and the final sum.
   const double L = cfg.swigluLimit, A = cfg.swigluAlpha;
-  std::vector<double> outAbs(size_t(S) * H, 0.0), rankErr(size_t(S) * H, 0.0);
+  std::vector<double> outAbs(size_t(S) * H, 0.0), rankErr(size_t(S) * H, 0.0), outVar(size_t(S) * H, 0.0);
   for (int r = 0; r < TP; ++r) {
-    std::vector<double> v(size_t(S) * (K + 1) * H, 0.0), ev(v.size(), 0.0);
+    std::vector<double> v(size_t(S) * (K + 1) * H, 0.0), ev(v.size(), 0.0), vv(v.size(), 0.0);
     for (int e = 0; e <= E; ++e) {
       std::vector<std::pair<int, int>> uses;  // (t, term)
       for (int t = 0; t < S; ++t) {
@@ -151,9 +165,9 @@ MoeFloat64Result moeFloat64(const ModelConfig& cfg, int S, int TP, const TensorM
       for (int h = 0; h < H; ++h)
         for (int i = 0; i < IP; ++i) W2[size_t(h) * IP + i] = w2.value(h, i);
       for (auto [t, term] : uses) {
-        std::vector<double> mid(IP), em(IP);
+        std::vector<double> mid(IP), em(IP), vm(IP);
         for (int i = 0; i < IP; ++i) {
-          double g = 0, gAbs = 0, eg = 0, u = 0, uAbs = 0, eu = 0;
+          double g = 0, gAbs = 0, eg = 0, u = 0, uAbs = 0, eu = 0, vg = 0, vu = 0;
           for (int c = 0; c < H; ++c) {
             const double wg = W13[size_t(i) * H + c], wu = W13[size_t(IP + i) * H + c];
             g += wg * xn[t][c];
@@ -162,7 +176,11 @@ MoeFloat64Result moeFloat64(const ModelConfig& cfg, int S, int TP, const TensorM
             u += wu * xn[t][c];
             uAbs += std::fabs(wu * xn[t][c]);
             eu += std::fabs(wu) * exn[t][c];
+            vg += wg * wg * vxn[t][c];
+            vu += wu * wu * vxn[t][c];
           }
+          vg += sq3((H + 8) * kUf * gAbs);
+          vu += sq3((H + 8) * kUf * uAbs);
           eg += (H + 8) * kUf * gAbs;
           eu += (H + 8) * kUf * uAbs;
           const double gc = std::min(g, L), uc = std::max(std::min(u, L), -L);
@@ -172,18 +190,21 @@ MoeFloat64Result moeFloat64(const ModelConfig& cfg, int S, int TP, const TensorM
           const double fg = std::fabs(uc + 1) * std::fabs(sg + A * gc * sg * (1 - sg));
           const double fu = std::fabs(gc * sg);
           em[i] = fg * eg + fu * eu + (kU + 16 * kUf) * std::fabs(mid[i]);
+          vm[i] = fg * fg * vg + fu * fu * vu + sq3((kU + 16 * kUf) * std::fabs(mid[i]));
         }
         for (int h = 0; h < H; ++h) {
-          double acc = 0, abs = 0, err = 0;
+          double acc = 0, abs = 0, err = 0, var = 0;
           for (int i = 0; i < IP; ++i) {
             const double w = W2[size_t(h) * IP + i];
             acc += w * mid[i];
             abs += std::fabs(w * mid[i]);
             err += std::fabs(w) * em[i];
+            var += w * w * vm[i];
           }
           const size_t at = (size_t(t) * (K + 1) + term) * H + h;
           v[at] = acc;
           ev[at] = err + (IP + 8) * kUf * abs;
+          vv[at] = var + sq3((IP + 8) * kUf * abs);
         }
       }
     }
@@ -191,11 +212,12 @@ MoeFloat64Result moeFloat64(const ModelConfig& cfg, int S, int TP, const TensorM
     for (int t = 0; t < S; ++t) {
       if (!valid[t]) continue;
       for (int h = 0; h < H; ++h) {
-        double tot = 0, err = 0;
+        double tot = 0, err = 0, var = 0;
         if (experts != MoeExperts::Routed) {
           const size_t at = (size_t(t) * (K + 1)) * H + h;
           tot = v[at];
           err = ev[at] + kU * std::fabs(v[at]);
+          var = vv[at] + sq3(kU * std::fabs(v[at]));
         }
         if (experts != MoeExperts::Shared)
           for (int k = 0; k < K; ++k) {
@@ -203,12 +225,15 @@ MoeFloat64Result moeFloat64(const ModelConfig& cfg, int S, int TP, const TensorM
             const double w = R.weights[size_t(t) * K + k];
             const double p = w * v[at];
             err += std::fabs(w) * ev[at] + std::fabs(v[at]) * dw[size_t(t) * K + k] + (kU + kUf) * std::fabs(p);
+            var += w * w * vv[at] + v[at] * v[at] * vw[size_t(t) * K + k] + sq3(kU * std::fabs(p));
             tot += p;
             err += kU * (std::fabs(tot) + err);
+            var += sq3(kU * std::fabs(tot));
           }
         R.out[size_t(t) * H + h] += tot;
         outAbs[size_t(t) * H + h] += std::fabs(tot);
         rankErr[size_t(t) * H + h] += err;
+        outVar[size_t(t) * H + h] += var;
       }
     }
   }
@@ -216,6 +241,7 @@ MoeFloat64Result moeFloat64(const ModelConfig& cfg, int S, int TP, const TensorM
   for (size_t i = 0; i < R.out.size(); ++i) {
     const double e1 = rankErr[i] + TP * kUf * (outAbs[i] + rankErr[i]);
     R.bound[i] = 2.0 * (e1 + kU * (std::fabs(R.out[i]) + e1));
+    R.sigma[i] = std::sqrt(outVar[i] + sq3(TP * kUf * outAbs[i]) + sq3(kU * std::fabs(R.out[i])));
   }
   return R;
 }

@@ -9,11 +9,17 @@
 //
 // Next to every output it carries a first-order bound on |reference - float64| (see
 // MoeFloat64.cpp): every bf16 rounding point of the reference contributes at most
-// u = 2^-9 (bf16's unit roundoff) of the value it rounds, every f32 chain of n adds at most
+// u = 2^-8 (bf16's unit roundoff: 8 significant bits, half its 2^-7 epsilon) of the value it rounds, every f32 chain of n adds at most
 // n 2^-24 of its absolute sum, and these errors are propagated through the GEMVs, SwiGLU
 // and the routing weights with absolute values; the bound is twice that first-order sum
 // (the factor covers the second-order terms). It depends on TP: the reference rounds each
 // rank's partial.
+//
+// `sigma` is the statistical counterpart: each rounding error taken as independent uniform
+// noise in [-u |v|, u |v|] (variance (u v)^2 / 3), propagated as variances (squared weights
+// through the GEMVs, squared slopes through SwiGLU and the routing weights). The reference's
+// error is a sum of many such terms, close to normal: |error| beyond 8 sigma has probability
+// about 1e-15 an element.
 #pragma once
 #include <vector>
 
@@ -31,6 +37,7 @@ struct MoeFloat64Result {
   std::vector<double> margin;   // [S]: selection value of the last pick minus the best unpicked
   std::vector<double> out;      // [S, hidden]
   std::vector<double> bound;    // [S, hidden]: first-order bound on |reference out - out|
+  std::vector<double> sigma;    // [S, hidden]: its standard deviation, rounding errors as noise
 };
 
 /// `in` as for moeReference (ssq is not read). TP names the ranks' weight tensors and
