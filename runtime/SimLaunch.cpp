@@ -70,6 +70,18 @@ inline int64_t sx(uint64_t v, int bits) {
 }
 inline uint64_t lowMask(int bits) { return bits >= 64 ? ~0ull : ((1ull << bits) - 1); }
 
+// memcpy of a register element: fixed sizes compile to plain moves.
+inline void copyN(uint8_t* d, const uint8_t* s, int n) {
+  switch (n) {
+    case 1: *d = *s; break;
+    case 2: std::memcpy(d, s, 2); break;
+    case 4: std::memcpy(d, s, 4); break;
+    case 8: std::memcpy(d, s, 8); break;
+    case 16: std::memcpy(d, s, 16); break;
+    default: std::memcpy(d, s, static_cast<size_t>(n)); break;
+  }
+}
+
 #define FOR_LANES(exec, l) \
   for (uint64_t m_ = (exec); m_; m_ &= m_ - 1) \
     if (const int l = __builtin_ctzll(m_); true)
@@ -673,13 +685,13 @@ SimLaunch::Status SimLaunch::step(SimWave& w) {
       if (ct.lanes == 1) {
         FOR_LANES(exec, l) {
           const uint32_t src = fr[in.opd[0] + l] ? in.opd[1] : in.opd[2];
-          std::memcpy(fr + in.res + n * l, fr + src + n * l, n);
+          copyN(fr + in.res + n * l, fr + src + n * l, n);
         }
       } else {
         FOR_LANES(exec, l) for (int e = 0; e < L; ++e) {
           const uint32_t src = fr[in.opd[0] + l * L + e] ? in.opd[1] : in.opd[2];
           const size_t o = (static_cast<size_t>(l) * L + e) * eb;
-          std::memcpy(fr + in.res + o, fr + src + o, eb);
+          copyN(fr + in.res + o, fr + src + o, eb);
         }
       }
       break;
@@ -692,7 +704,7 @@ SimLaunch::Status SimLaunch::step(SimWave& w) {
       const int n = in.rt.bytes();
       const bool boolSide = in.rt.scalar == Scalar::I1 || in.t0.scalar == Scalar::I1;
       if (!boolSide) {
-        FOR_LANES(exec, l) std::memcpy(fr + in.res + n * l, fr + in.opd[0] + n * l, n);
+        FOR_LANES(exec, l) copyN(fr + in.res + n * l, fr + in.opd[0] + n * l, n);
         break;
       }
       // i1 vectors pack one bit an element (element 0 in bit 0).
@@ -782,21 +794,21 @@ SimLaunch::Status SimLaunch::step(SimWave& w) {
     // --- vectors ----------------------------------------------------------------------------
     case OpCode::Extract: {
       const int eb = in.rt.bytes(), L = in.t0.lanes, i = static_cast<int>(op.attrs.imm);
-      FOR_LANES(exec, l) std::memcpy(fr + in.res + eb * l, fr + in.opd[0] + (static_cast<size_t>(l) * L + i) * eb, eb);
+      FOR_LANES(exec, l) copyN(fr + in.res + eb * l, fr + in.opd[0] + (static_cast<size_t>(l) * L + i) * eb, eb);
       break;
     }
     case OpCode::Insert: {
       const int n = in.rt.bytes(), eb = in.rt.elemBytes(), i = static_cast<int>(op.attrs.imm);
       FOR_LANES(exec, l) {
-        std::memcpy(fr + in.res + n * l, fr + in.opd[0] + n * l, n);
-        std::memcpy(fr + in.res + n * l + eb * i, fr + in.opd[1] + eb * l, eb);
+        copyN(fr + in.res + n * l, fr + in.opd[0] + n * l, n);
+        copyN(fr + in.res + n * l + eb * i, fr + in.opd[1] + eb * l, eb);
       }
       break;
     }
     case OpCode::Splat: {
       const int eb = in.rt.elemBytes(), L = in.rt.lanes;
       FOR_LANES(exec, l) for (int e = 0; e < L; ++e)
-        std::memcpy(fr + in.res + (static_cast<size_t>(l) * L + e) * eb, fr + in.opd[0] + eb * l, eb);
+        copyN(fr + in.res + (static_cast<size_t>(l) * L + e) * eb, fr + in.opd[0] + eb * l, eb);
       break;
     }
 
@@ -826,7 +838,7 @@ SimLaunch::Status SimLaunch::step(SimWave& w) {
       const ir::AddrSpace sp = in.t0.space;
       FOR_LANES(exec, l) {
         const uint8_t* src = access(w, in, l, sp, ptrAt(w, in.opd[0], in.t0, l), n, atomic, nullptr);
-        std::memcpy(fr + in.res + n * l, src, n);
+        copyN(fr + in.res + n * l, src, n);
         if (in.rt.scalar == Scalar::I1)
           for (int e = 0; e < in.rt.lanes; ++e) fr[in.res + n * l + e] &= 1;
       }
@@ -844,7 +856,7 @@ SimLaunch::Status SimLaunch::step(SimWave& w) {
       FOR_LANES(exec, l) {
         SimMemory::Allocation* a = nullptr;
         uint8_t* dst = access(w, in, l, sp, ptrAt(w, in.opd[0], in.t0, l), n, atomic, &a);
-        std::memcpy(dst, fr + in.opd[1] + n * l, n);
+        copyN(dst, fr + in.opd[1] + n * l, n);
         if (a && a->watched) wakeWatchers(a, ptrAt(w, in.opd[0], in.t0, l), n);
       }
       if (sp != ir::AddrSpace::Lds) stats_.globalBytesStored += static_cast<int64_t>(n) * std::popcount(exec);
@@ -927,7 +939,7 @@ SimLaunch::Status SimLaunch::step(SimWave& w) {
       const int n = in.rt.bytes();
       FOR_LANES(exec, l) {
         const int src = ld<int32_t>(fr + in.opd[1] + 4 * l) & 63;
-        if ((exec >> src) & 1) std::memcpy(fr + in.res + n * l, fr + in.opd[0] + n * src, n);
+        if ((exec >> src) & 1) copyN(fr + in.res + n * l, fr + in.opd[0] + n * src, n);
         else std::memset(fr + in.res + n * l, 0, n);
       }
       break;
@@ -947,7 +959,7 @@ SimLaunch::Status SimLaunch::step(SimWave& w) {
       const int n = in.rt.bytes();
       if (!exec) break;
       const int first = __builtin_ctzll(exec);
-      FOR_LANES(exec, l) std::memcpy(fr + in.res + n * l, fr + in.opd[0] + n * first, n);
+      FOR_LANES(exec, l) copyN(fr + in.res + n * l, fr + in.opd[0] + n * first, n);
       break;
     }
     case OpCode::Mfma: {
@@ -1059,12 +1071,12 @@ SimLaunch::Status SimLaunch::step(SimWave& w) {
     // --- variables --------------------------------------------------------------------------
     case OpCode::VarLoad: {
       const int n = in.rt.bytes();
-      FOR_LANES(exec, l) std::memcpy(fr + in.res + n * l, fr + in.var + n * l, n);
+      FOR_LANES(exec, l) copyN(fr + in.res + n * l, fr + in.var + n * l, n);
       break;
     }
     case OpCode::VarStore: {
       const int n = in.t0.bytes();
-      FOR_LANES(exec, l) std::memcpy(fr + in.var + n * l, fr + in.opd[0] + n * l, n);
+      FOR_LANES(exec, l) copyN(fr + in.var + n * l, fr + in.opd[0] + n * l, n);
       break;
     }
 
