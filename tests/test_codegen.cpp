@@ -407,3 +407,65 @@ TEST_CASE("compiles on several threads at once", "[codegen]") {
     CHECK(results[i].info.kernelSymbol == fmt::format("monogen_test_codegen_all_ops_S{}_TP1", i + 1));
   }
 }
+
+TEST_CASE("ops over every type width and vector shape lower and compile", "[codegen]") {
+  Plan p = basePlan("test.codegen.types", 4096);
+  Builder b(p.kernel);
+  Args a = args(b);
+  Val tid = b.tid(), lane = b.lane();
+  Val row = b.ptrAdd(a.in, b.zext(tid, Type::i64()) * 16);
+  const Type bf8 = Type::vec(Type::bf16(), 8), f4 = Type::vec(Type::f32(), 4), i2 = Type::vec(Type::i32(), 2);
+  // bf16 vectors: arithmetic, min/max, compare, select, conversions.
+  Val v = b.load(bf8, row);
+  Val w = b.load(bf8, b.ptrAdd(row, int64_t{8192}));
+  Val bsum = b.max(b.min(v * w + v, w - v), v / w);
+  Val bsel = b.select(b.cmp(CmpPred::Olt, v, w), bsum, v);
+  Val wide = b.bf16ToF32(bsel);  // <8 x f32>
+  Val f4v = b.load(f4, b.ptrAdd(a.out, int64_t{16}));
+  f4v = b.fma(b.extract(f4v, 0), b.extract(f4v, 1), b.extract(wide, 7)) + b.extract(f4v / f4v, 2);
+  // Narrow and wide integers, and integer vectors.
+  Val i16v = b.trunc(tid, Type::i16());
+  i16v = (i16v * i16v) + b.udiv(i16v, b.constInt(Type::i16(), 3)) + (i16v >> b.constInt(Type::i16(), 17));
+  Val i8v = b.trunc(tid, Type::i8()) ^ b.constInt(Type::i8(), 0x5a);
+  Val i64v = b.sext(tid, Type::i64());
+  i64v = i64v / b.i64(-3) + i64v % b.i64(7) + b.urem(i64v, b.i64(11)) + (i64v << b.i64(70));
+  Val iv2 = b.load(i2, b.ptrAdd(a.err, int64_t{0}));
+  iv2 = (iv2 << b.splat(b.i32(33), 2)) + b.umax(iv2, b.splat(lane, 2));
+  // Booleans in memory and in variables; shuffles and readfirstlane of every width.
+  Val flag = b.load(Type::i1(), b.ptrAdd(a.err, int64_t{12}));
+  Var bv = b.var(flag, "bv");
+  b.set(bv, b.get(bv) ^ (lane > 5));
+  b.store(b.ptrAdd(a.err, int64_t{13}), b.shuffle(b.get(bv), lane + 1));
+  Val sb = b.shuffle(b.extract(v, 0), lane ^ 3);
+  Val s8 = b.shuffle(v, lane ^ 7);
+  Val sp = b.shuffle(a.out, lane);
+  Val lds = b.intToPtr(tid * 8, AddrSpace::Lds);
+  Val slds = b.shuffle(lds, lane ^ 1);
+  Val rp = b.readFirstLane(a.out);
+  Val r64 = b.readFirstLane(i64v);
+  Val rb = b.readFirstLane(b.extract(w, 1));
+  Val r16 = b.readFirstLane(i16v);
+  // LDS atomics and ordered accesses of non-integer types.
+  b.store(slds, b.f32(1.0));
+  b.atomicRmw(RmwOp::Add, lds, b.f32(2.0), MemOrder::Relaxed, MemScope::Workgroup);
+  b.atomicRmw(RmwOp::UMax, b.ptrAdd(lds, int64_t{4}), tid, MemOrder::AcqRel, MemScope::Workgroup);
+  b.cmpXchg(b.ptrAdd(a.flags, int64_t{0}), i64v, r64, MemOrder::SeqCst, MemScope::System);
+  b.fence(MemOrder::SeqCst, MemScope::Workgroup);
+  b.fence(MemOrder::AcqRel, MemScope::System);
+  Val fa = b.load(Type::f32(), lds, MemOrder::Acquire, MemScope::Workgroup);
+  Val pa = b.load(Type::ptr(AddrSpace::Global), b.ptrAdd(a.flags, int64_t{8}), MemOrder::Acquire, MemScope::Agent);
+  b.store(pa, fa, MemOrder::Release, MemScope::System);
+  b.store(b.ptrAdd(rp, int64_t{32}), b.roundBf16(f4v), MemOrder::Relaxed, MemScope::Agent);
+  b.store(b.ptrAdd(sp, int64_t{64}), s8);
+  b.store(b.ptrAdd(sp, int64_t{80}), b.bitcast(b.zext(i8v, Type::i32()) + b.zext(r16, Type::i32()), Type::f32()));
+  b.store(b.ptrAdd(sp, int64_t{84}), sb);
+  b.store(b.ptrAdd(sp, int64_t{88}), rb);
+  b.store(b.ptrAdd(sp, int64_t{96}), iv2);
+  b.store(b.ptrAdd(sp, int64_t{104}), r64 + b.zext(b.ptrToInt(slds), Type::i64()));
+  b.publish(b.ptrAdd(a.flags, int64_t{16}), b.i32(1), a.tag, MemOrder::Relaxed, MemScope::Workgroup);
+  b.wait(b.ptrAdd(a.flags, int64_t{24}), a.tag, a.bound, a.err, b.i32(9), 2, MemOrder::Relaxed, MemScope::Agent);
+
+  const codegen::CodeObject co = codegen::compile(p);
+  CHECK(co.info.scratchBytes == 0);
+  CHECK(co.info.ldsBytes == 4096);
+}
