@@ -246,7 +246,7 @@ class Flattener {
   std::vector<uint32_t> pcRes_;
   std::vector<std::array<uint32_t, 5>> pcOpd_;
   std::vector<Loop> loops_;
-  int opCounter_ = 0;
+  int opCounter_ = 1;  // 1-based preorder, as ir/Verifier numbers ops ("op #N")
   int maxDepth_ = 0;
 };
 

@@ -40,7 +40,7 @@ struct SimInst {
   uint32_t opd[5] = {kSimNoSlot, kSimNoSlot, kSimNoSlot, kSimNoSlot, kSimNoSlot};
   int32_t target = -1;       // jump target (pc)
   int32_t depth = 0;         // mask-stack index of a control pseudo-op
-  int32_t opNum = 0;         // the op's preorder number in the function (stable, for messages)
+  int32_t opNum = 0;         // the op's 1-based preorder number in the function, as the verifier counts
   uint32_t var = kSimNoSlot; // VarLoad/VarStore: the variable's slot
   const ir::Op* op = nullptr;
 };

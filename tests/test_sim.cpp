@@ -259,7 +259,8 @@ TEST_CASE("sim: for and while loops with per-lane bounds; lanes leave independen
            });
   b.store(at(3), b.get(steps));
   // a value defined in the loop body and used after the loop keeps each lane's last value,
-  // even though the condition region's temporaries are written by lanes about to leave
+  // even though the condition region's temporaries are written by lanes about to leave (the
+  // verifier rejects such IR; the sim still gives it a defined meaning)
   ir::Var y = b.var(b.i32(0), "y");
   Val last;
   b.while_([&] {
@@ -606,6 +607,18 @@ TEST_CASE("sim: an out-of-bounds access names the op, the stage and the nearest 
                                           Catch::Contains("op #") && Catch::Contains("out_buffer") &&
                                           Catch::Contains("test.sim-S1-TP1") && Catch::Contains("lane 0") &&
                                           Catch::Contains("4 bytes past its end"));
+  }
+  SECTION("the op number is the verifier's 1-based preorder number") {
+    Kit k(1, 64);
+    auto& b = k.b;
+    Val out = k.gptr(0);                                 // #1 arg
+    b.stage(1, [&] {                                     // #2 stage
+      Val v = b.load(Type::i32(), b.ptrAdd(out, 256));   // #3 const, #4 ptr_add, #5 load
+      b.store(out, v);
+    });
+    const uint64_t o = k.alloc(256, "out");
+    REQUIRE_THROWS_WITH(k.run({{o}}), Catch::Contains("op #5 load") && Catch::Contains("stage 'second'") &&
+                                          Catch::Contains("0 bytes past its end"));
   }
   SECTION("lds") {
     Kit k(1, 64, 1024);
