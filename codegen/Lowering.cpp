@@ -11,6 +11,7 @@
 #include <cctype>
 
 #include <llvm/ADT/APFloat.h>
+#include <llvm/ADT/APInt.h>
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/DerivedTypes.h>
 #include <llvm/IR/Function.h>
@@ -222,8 +223,13 @@ class Lowerer {
     const ir::Type rt = op.result ? t(op.result) : ir::Type{};
     switch (op.code) {
       // --- values ---
-      case OpCode::ConstInt:
-        return def(op, llvm::ConstantInt::get(ty(rt), static_cast<uint64_t>(op.attrs.imm), true));
+      case OpCode::ConstInt: {
+        // The immediate's low bits (an i1 is 0 or 1; 0xffffffff and -1 are the same i32).
+        const unsigned bits = static_cast<unsigned>(rt.elemBits());
+        uint64_t u = static_cast<uint64_t>(op.attrs.imm);
+        if (bits < 64) u &= (uint64_t{1} << bits) - 1;
+        return def(op, llvm::ConstantInt::get(ty(rt), llvm::APInt(bits, u)));
+      }
       case OpCode::ConstFloat: {
         llvm::APFloat f(op.attrs.fimm);
         bool lost = false;

@@ -164,3 +164,36 @@ TEST_CASE("f32 -> bf16 rounds to nearest even like the model", "[codegen][numeri
   CHECK(got.at(4) == 0x3f82u);
   compare(cases, got);
 }
+
+TEST_CASE("integer constants, shift amounts and divisions fold as the IR defines them", "[codegen][numerics]") {
+  struct IntCase {
+    const char* what;
+    uint32_t expected;
+    std::function<Val(Builder&)> emit;
+  };
+  const std::vector<IntCase> cs = {
+      {"i32 0xffffffff", 0xffffffffu, [](Builder& b) { return b.constInt(Type::i32(), 0xffffffffLL); }},
+      {"zext i8 -1", 255u, [](Builder& b) { return b.zext(b.constInt(Type::i8(), -1), Type::i32()); }},
+      {"zext i1 true", 1u, [](Builder& b) { return b.zext(b.i1(true), Type::i32()); }},
+      {"sext i1 true", 0xffffffffu, [](Builder& b) { return b.sext(b.i1(true), Type::i32()); }},
+      {"zext i16 0x12345", 0x2345u, [](Builder& b) { return b.zext(b.constInt(Type::i16(), 0x12345), Type::i32()); }},
+      {"1 << 33", 2u, [](Builder& b) { return b.i32(1) << b.i32(33); }},
+      {"-1 lshr 36", 0x0fffffffu, [](Builder& b) { return b.lshr(b.i32(-1), b.i32(36)); }},
+      {"-16 ashr 34", static_cast<uint32_t>(-4), [](Builder& b) { return b.i32(-16) >> b.i32(34); }},
+      {"i64 1 << 65 (low)", 2u, [](Builder& b) { return b.trunc(b.i64(1) << b.i64(65), Type::i32()); }},
+      {"-7 / 2", static_cast<uint32_t>(-3), [](Builder& b) { return b.i32(-7) / b.i32(2); }},
+      {"-7 % 2", static_cast<uint32_t>(-1), [](Builder& b) { return b.i32(-7) % b.i32(2); }},
+      {"udiv -7 2", 0x7ffffffcu, [](Builder& b) { return b.udiv(b.i32(-7), b.i32(2)); }},
+      {"min -3 2", static_cast<uint32_t>(-3), [](Builder& b) { return b.min(b.i32(-3), b.i32(2)); }},
+      {"umin -3 2", 2u, [](Builder& b) { return b.umin(b.i32(-3), b.i32(2)); }},
+      {"fptosi -2.75", static_cast<uint32_t>(-2), [](Builder& b) { return b.fpToSi(b.f32(-2.75), Type::i32()); }},
+      {"minnum(NaN, 3)", 0x40400000u,
+       [](Builder& b) { return b.bitcast(b.min(b.f32(NAN), b.f32(3.0)), Type::i32()); }},
+      {"popcount i64", 64u, [](Builder& b) { return b.popcount(b.i64(-1)); }},
+      {"fdiv 1/3", num::f32ToBits(1.0f / 3.0f), [](Builder& b) { return b.bitcast(b.f32(1.0) / b.f32(3.0), Type::i32()); }},
+  };
+  auto got = fold(static_cast<int>(cs.size()), [&](Builder& b, int i) { return cs[i].emit(b); });
+  std::vector<Case> cases;
+  for (const auto& c : cs) cases.push_back({c.what, c.expected});
+  compare(cases, got);
+}
