@@ -298,8 +298,11 @@ TEST_CASE("sim: temporaries reuse register slots") {
   for (int i = 0; i < 1000; ++i) v = v + 1;
   b.store(b.ptrAdd(out, b.sext(b.lane() * 4, Type::i64())), v);
   const uint64_t o = k.alloc(256, "out");
-  k.run({{o}});
+  auto st = k.run({{o}});
   CHECK(k.read<int32_t>(o, 64)[63] == 1063);
+  CHECK(st.globalBytesStored == 256);
+  CHECK(st.globalBytesLoaded == 0);
+  CHECK(st.steps >= 2000);
   CHECK(k.dev.lastFrameBytes() <= 4096);  // 2000 i32 values without reuse would be 512 KiB
 }
 
