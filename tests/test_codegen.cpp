@@ -469,3 +469,40 @@ TEST_CASE("ops over every type width and vector shape lower and compile", "[code
   CHECK(co.info.scratchBytes == 0);
   CHECK(co.info.ldsBytes == 4096);
 }
+
+TEST_CASE("malformed kernels are CodegenErrors naming the variant and the op", "[codegen]") {
+  SECTION("LDS use without an LDS allocation") {
+    Plan p = basePlan("test.codegen.no_lds", 0);
+    Builder b(p.kernel);
+    b.store(b.intToPtr(b.tid() * 4, AddrSpace::Lds), b.tid());
+    try {
+      codegen::compile(p);
+      FAIL("compiled");
+    } catch (const CodegenError& e) {
+      CHECK(e.where().find("test.codegen.no_lds-S1-TP1, op int_to_ptr") == 0);
+      CHECK(std::string(e.what()).find("ldsBytes = 0") != std::string::npos);
+    }
+  }
+  SECTION("a value used outside the region that defines it") {
+    Plan p = basePlan("test.codegen.scope", 0);
+    Builder b(p.kernel);
+    Args a = args(b);
+    Val inner;
+    b.if_(b.tid() < 3, [&] { inner = b.tid() * 2; });
+    b.store(a.err, inner);
+    const std::string msg = codegenError([&] { codegen::compile(p); }, p);
+    CHECK(msg.find("does not verify") != std::string::npos);
+  }
+  SECTION("an argument index past the Plan's arguments") {
+    Plan p = basePlan("test.codegen.arg", 0);
+    Builder b(p.kernel);
+    b.store(b.arg(0, Type::ptr(AddrSpace::Global), "out"), b.arg(9, Type::i32(), "nine"));
+    try {
+      codegen::llvmIr(p, false);
+      FAIL("lowered");
+    } catch (const CodegenError& e) {
+      CHECK(e.where().find("test.codegen.arg-S1-TP1, op arg") == 0);
+      CHECK(std::string(e.what()).find("index 9 out of range") != std::string::npos);
+    }
+  }
+}
