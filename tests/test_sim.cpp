@@ -722,7 +722,7 @@ TEST_CASE("sim: the same seed gives the same run, different seeds different inte
   CHECK(differ == 4);
 }
 
-TEST_CASE("sim: a full-size launch (4 ranks x 256 CTAs x 512 threads) runs in seconds") {
+static void fullSizeLaunch(int tp) {
   Kit k(256, 512, 2048);
   auto& b = k.b;
   Val out = k.gptr(0);
@@ -748,7 +748,7 @@ TEST_CASE("sim: a full-size launch (4 ranks x 256 CTAs x 512 threads) runs in se
   });
   std::vector<uint64_t> outs;
   std::vector<std::vector<uint64_t>> args;
-  for (int r = 0; r < 4; ++r) {
+  for (int r = 0; r < tp; ++r) {
     outs.push_back(k.alloc(256 * 8 * 4, "out", r));
     args.push_back({outs.back()});
   }
@@ -757,7 +757,7 @@ TEST_CASE("sim: a full-size launch (4 ranks x 256 CTAs x 512 threads) runs in se
   auto st = k.run(args, 7);
   const double cpu = static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  WARN("full-size launch: " << st.steps << " ops, " << st.ticks << " ticks, " << secs << " s wall, " << cpu
+  WARN("full-size launch, TP " << tp << ": " << st.steps << " ops, " << st.ticks << " ticks, " << secs << " s wall, " << cpu
                             << " s cpu, frame " << k.dev.lastFrameBytes() << " bytes a wave");
   CHECK(secs < 10.0);
   // Host model of one CTA.
@@ -772,7 +772,7 @@ TEST_CASE("sim: a full-size launch (4 ranks x 256 CTAs x 512 threads) runs in se
       }
       for (int t = 0; t < 512; ++t) xs[t] = (v[t] + v[(t + 1) % 512]) & 0xffff;
     }
-    for (int r = 0; r < 4; ++r) {
+    for (int r = 0; r < tp; ++r) {
       auto got = k.read<int32_t>(outs[r], 256 * 8);
       for (int w = 0; w < 8; ++w) {
         int32_t sum = 0;
@@ -782,6 +782,9 @@ TEST_CASE("sim: a full-size launch (4 ranks x 256 CTAs x 512 threads) runs in se
     }
   }
 }
+
+TEST_CASE("sim: a full-size launch (4 ranks x 256 CTAs x 512 threads) runs in seconds") { fullSizeLaunch(4); }
+TEST_CASE("sim: a full-size launch at TP 8 (16384 waves)", "[.perf]") { fullSizeLaunch(8); }
 
 TEST_CASE("sim: many waves wait on one pair while data stores hit the same buffer; a plain store wakes them") {
   Kit k(256, 64);
