@@ -59,7 +59,7 @@ std::string llvmIr(const ir::Plan& plan, bool optimized) {
 }
 
 std::string isaText(const ir::Plan& plan) {
-  detail::checkPlanLds(plan);
+  detail::checkPlan(plan);
   Session s(plan);
   auto m = detail::lower(plan, s.ctx, *s.tm);
   detail::optimize(*m, *s.tm);
@@ -69,7 +69,7 @@ std::string isaText(const ir::Plan& plan) {
 }
 
 CodeObject compile(const ir::Plan& plan) {
-  detail::checkPlanLds(plan);
+  detail::checkPlan(plan);
   CodeObject co;
   Session s(plan);
   auto t = Clock::now();

@@ -44,6 +44,7 @@ std::string sanitize(const std::string& name);
 namespace monogen::codegen::detail {
 /// Limits.cpp: VGPR + AGPR a wave uses, as counted against the unified register budget.
 int unifiedRegisters(const CodeObjectInfo& info);
-/// Limits.cpp: throws CodegenError naming the variant when the Plan's LDS is over the target's.
-void checkPlanLds(const ir::Plan& plan);
+/// Limits.cpp: throws CodegenError naming the variant when the Plan is not for gfx950:sramecc+:xnack-,
+/// its CTA size is not a whole number of waves up to the maximum, or its LDS is over the target's.
+void checkPlan(const ir::Plan& plan);
 }  // namespace monogen::codegen::detail

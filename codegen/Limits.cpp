@@ -20,7 +20,15 @@ int detail::unifiedRegisters(const CodeObjectInfo& info) {
   return std::max(info.vgprs, (arch + 3) / 4 * 4 + info.agprs);
 }
 
-void detail::checkPlanLds(const ir::Plan& plan) {
+void detail::checkPlan(const ir::Plan& plan) {
+  const std::string built = std::string(kCpu) + ":sramecc+:xnack-";
+  if (plan.target.targetId() != built)
+    throw CodegenError(plan.key.variantName(),
+                       fmt::format("the Plan targets {}; this code generator builds {}", plan.target.targetId(), built));
+  if (plan.grid.threads <= 0 || plan.grid.threads > plan.target.maxThreads || plan.grid.threads % plan.target.waveSize)
+    throw CodegenError(plan.key.variantName(),
+                       fmt::format("a CTA of {} threads; expected a multiple of {} up to {}", plan.grid.threads,
+                                   plan.target.waveSize, plan.target.maxThreads));
   if (plan.ldsBytes > plan.target.ldsBytes)
     throw CodegenError(plan.key.variantName(),
                        fmt::format("the Plan allocates {} bytes of LDS; the limit is {} bytes ({} KiB per CU)",

@@ -506,3 +506,18 @@ TEST_CASE("malformed kernels are CodegenErrors naming the variant and the op", "
     }
   }
 }
+
+TEST_CASE("a Plan for another target or CTA size is refused before lowering", "[codegen]") {
+  Plan p = basePlan("test.codegen.target", 0);
+  Builder b(p.kernel);
+  b.store(b.arg(3, Type::ptr(AddrSpace::Global), "err"), b.tid());
+  p.target.arch = "gfx942";
+  CHECK(codegenError([&] { codegen::compile(p); }, p).find("the Plan targets gfx942:sramecc+:xnack-") !=
+        std::string::npos);
+  p.target.arch = "gfx950";
+  p.grid.threads = 500;
+  CHECK(codegenError([&] { codegen::compile(p); }, p).find("a CTA of 500 threads") != std::string::npos);
+  p.grid.threads = 256;
+  const codegen::CodeObject co = codegen::compile(p);
+  CHECK(co.info.maxFlatWorkgroupSize == 256);
+}
