@@ -225,7 +225,12 @@ SimLaunch::SimLaunch(SimMemory& mem, const ir::Plan& plan, const SimProgram& pro
   frames_ = static_cast<uint8_t*>(std::calloc(nWave * prog.frameBytes + 64, 1));
   const size_t lds = static_cast<size_t>(plan.ldsBytes);
   ldsAll_ = static_cast<uint8_t*>(std::calloc(nCta * lds + 64, 1));
-  if (!frames_ || !ldsAll_) throw SimError(v, "out of host memory for wave frames or LDS");
+  if (!frames_ || !ldsAll_) {
+    std::free(frames_);
+    std::free(ldsAll_);
+    throw SimError(v, fmt::format("out of host memory for {} wave frames of {} bytes or {} CTAs' LDS", nWave,
+                                  prog.frameBytes, nCta));
+  }
   waves_.resize(nWave);
   ctas_.resize(nCta);
   runnable_.reserve(nWave);
