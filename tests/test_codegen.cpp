@@ -521,3 +521,38 @@ TEST_CASE("a Plan for another target or CTA size is refused before lowering", "[
   const codegen::CodeObject co = codegen::compile(p);
   CHECK(co.info.maxFlatWorkgroupSize == 256);
 }
+
+TEST_CASE("compile time of a larger kernel (run explicitly)", "[.bench]") {
+  // Nine stages, each a K loop of 16 unrolled bf16 MFMAs fed from global memory and LDS, a
+  // wave butterfly, a barrier, a publish and a wait: roughly the shape of the FFN launch.
+  Plan p = basePlan("test.codegen.bench", 64 * 1024);
+  Builder b(p.kernel);
+  Args a = args(b);
+  const Type bf8 = Type::vec(Type::bf16(), 8);
+  for (int s = 0; s < 9; ++s) {
+    b.stage(0, [&] {
+      Val tid = b.tid();
+      Var acc = b.var(b.splat(b.f32(0), 4), "acc");
+      b.for_(b.i32(0), a.seed, b.i32(1), [&](Val k) {
+        for (int u = 0; u < 16; ++u) {
+          Val off = b.zext((k * 16 + u) * 512 + tid, Type::i64()) * 16;
+          Val x = b.load(bf8, b.ptrAdd(a.in, off));
+          Val y = b.load(bf8, b.intToPtr(((tid + u * 512) * 16) & 65535, AddrSpace::Lds));
+          b.set(acc, b.mfma(MfmaKind::F32_16x16x32_BF16, x, y, b.get(acc)));
+        }
+      });
+      Val v = b.butterfly(b.extract(b.get(acc), 0) + b.extract(b.get(acc), 3), {32, 16, 8, 4, 2, 1});
+      b.store(b.intToPtr(tid * 4, AddrSpace::Lds), v);
+      b.barrier();
+      b.if_(tid == 0, [&] { b.publish(b.ptrAdd(a.flags, int64_t{8} * s), b.fpToSi(v, Type::i32()), a.tag); });
+      Val got = b.wait(b.ptrAdd(a.flags, int64_t{8} * (s + 1)), a.tag, a.bound, a.err, b.i32(s + 1), s + 1);
+      b.store(b.ptrAdd(a.out, b.zext(tid, Type::i64()) * 4 + 2048 * s), v + b.siToFp(got));
+    });
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  const codegen::CodeObject co = codegen::compile(p);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  WARN(fmt::format("compile: {:.3f} s (lower {:.3f}, O3 {:.3f}, codegen {:.3f}, link {:.3f}); {} VGPR, {} AGPR, {} bytes",
+                   secs, co.times.lower, co.times.optimize, co.times.codegen, co.times.link, co.info.vgprs,
+                   co.info.agprs, co.bytes.size()));
+}
