@@ -572,6 +572,8 @@ TEST_CASE("MoeTiling derives the seeds' constants and the reduced ones", "[moe][
   CHECK(f.routerWaveK == 48);
   CHECK(f.routerChunks == 3);
   CHECK(f.routerTasks == 128);
+  CHECK(f.routePartsPerQuarter == 4);
+  CHECK(f.routeExpertsPerLane == 2);
   CHECK(f.upTiles == 48);
   CHECK(f.upWaveSteps == 6);
   CHECK(f.downTasks == 384);

@@ -38,6 +38,7 @@ MoeTiling MoeTiling::derive(const ModelConfig& cfg, int tp, const std::string& w
   t.routerTasks = t.routerTiles * t.routerParts;
   t.routeQuarters = 4;
   t.routePartsPerQuarter = t.routerParts / t.routeQuarters;
+  t.routeExpertsPerLane = (cfg.experts + t.waveLanes - 1) / t.waveLanes;
 
   need(cfg.intermediate % tp == 0, fmt::format("intermediate {} does not split over TP {}", cfg.intermediate, tp));
   t.interPerRank = cfg.intermediate / tp;

@@ -35,6 +35,8 @@ struct MoeTiling {
   // --- route: the parts summed in 4 quarters, then the quarters in order ---
   int routeQuarters = 4;          // wave 0 sums 4 quarter sums in order
   int routePartsPerQuarter = 4;   // a thread sums routerParts / 4 parts in order
+  int routeExpertsPerLane = 2;    // wave 0's experts a lane (lane + 64 i): ceil(experts / 64);
+                                  // a lane's local pick prefers its lower expert on a tie
 
   // --- A16W4 (MXFP4 weights x bf16 activations) on v_mfma_f32_16x16x32_bf16 ---
   int kStep = 128;        // K of one A16W4 step: 4 lane groups x 32 K (one e8m0 block each),
