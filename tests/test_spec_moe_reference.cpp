@@ -198,6 +198,29 @@ TEST_CASE("moe reference agrees with the float64 model (reduced config, S x TP)"
     }
 }
 
+// The full model's router and up tiling (hidden 6144: 16 router parts, 4 a quarter; 6 up
+// steps a wave on all 8 waves), with few experts to stay fast.
+TEST_CASE("moe reference at hidden 6144 agrees with the float64 model", "[moe][reference][wide]") {
+  ModelConfig cfg = ModelConfig::reduced();
+  cfg.hidden = 6144;
+  const MoeTiling T = MoeTiling::derive(cfg, 2);
+  REQUIRE(T.routerParts == 16);
+  REQUIRE(T.upWaveSteps == 6);
+  REQUIRE(T.upWaves == 8);
+  const int S = 2, TP = 2;
+  const TensorMap logical = logicalWeights(cfg, 0x5eed0002);
+  const TensorMap in = makeInputs(cfg, S, TP, logical, 0x2000);
+  const TensorMap ref = moeReference(cfg, S, TP, in);
+  const MoeFloat64Result d = moeFloat64(cfg, S, TP, in);
+  for (int i = 0; i < S * cfg.topk; ++i) REQUIRE(ref.at("picks").as<int32_t>()[i] == d.picks[i]);
+  const Agreement a = compare(cfg, S, ref, d);
+  std::printf("moe hidden 6144 S=%d TP=%d: max |ref - f64| %.3e, max err / sigma %.2f, rms err / rms out %.3e\n", S,
+              TP, a.maxErr, a.maxSigmas, a.rmsErr / a.rmsOut);
+  CHECK(a.over == 0);
+  CHECK(a.overSigma == 0);
+  CHECK(a.rmsErr <= 3.0 / 256.0 * a.rmsOut);
+}
+
 // ---------------------------------------------------------------------------------- routing
 
 TEST_CASE("routing: exact ties pick the lower expert", "[moe][route]") {
