@@ -284,7 +284,10 @@ TensorMap moeReference(const ModelConfig& cfg, int S, int TP, const TensorMap& i
       Slot s{e, {}, {}};
       for (int t = 0; t < S; ++t) {
         int pick = -1;
-        for (int k = 0; k < K; ++k)  // a repeated pick (degenerate): the last k
+        // a repeated pick (the degenerate route above): the slot keeps the last k, as the
+        // kernel's last store wins; the other k's CONTRIB row stays 0 here (the kernel never
+        // writes it: a stale LDS value times its weight 0)
+        for (int k = 0; k < K; ++k)
           if (picksT.as<int32_t>()[t * K + k] == e) pick = t * K + k;
         if (pick >= 0) {
           s.rows.push_back(t);
