@@ -284,9 +284,9 @@ TensorMap moeReference(const ModelConfig& cfg, int S, int TP, const TensorMap& i
       Slot s{e, {}, {}};
       for (int t = 0; t < S; ++t) {
         int pick = -1;
-        // a repeated pick (the degenerate route above): the slot keeps the last k, as the
-        // kernel's last store wins; the other k's CONTRIB row stays 0 here (the kernel never
-        // writes it: a stale LDS value times its weight 0)
+        // a repeated pick (the degenerate route above): the reference keeps the last k (the
+        // kernel's stores of the same column race: undefined there); the other k's CONTRIB
+        // row stays 0 here (the kernel's is stale LDS, times its weight 0)
         for (int k = 0; k < K; ++k)
           if (picksT.as<int32_t>()[t * K + k] == e) pick = t * K + k;
         if (pick >= 0) {
