@@ -409,10 +409,10 @@ class Lowerer {
       case OpCode::Add: return fp ? b_.CreateFAdd(a, c) : b_.CreateAdd(a, c);
       case OpCode::Sub: return fp ? b_.CreateFSub(a, c) : b_.CreateSub(a, c);
       case OpCode::Mul: return fp ? b_.CreateFMul(a, c) : b_.CreateMul(a, c);
-      case OpCode::Div: return fp ? b_.CreateFDiv(a, c) : b_.CreateSDiv(a, c);
-      case OpCode::Rem: ints(); return b_.CreateSRem(a, c);
-      case OpCode::UDiv: ints(); return b_.CreateUDiv(a, c);
-      case OpCode::URem: ints(); return b_.CreateURem(a, c);
+      case OpCode::Div: return fp ? b_.CreateFDiv(a, c) : signedDivRem(a, c, false);
+      case OpCode::Rem: ints(); return signedDivRem(a, c, true);
+      case OpCode::UDiv: ints(); return b_.CreateUDiv(a, safeDivisor(c, nullptr));
+      case OpCode::URem: ints(); return b_.CreateURem(a, safeDivisor(c, nullptr));
       case OpCode::And: ints(); return b_.CreateAnd(a, c);
       case OpCode::Or: ints(); return b_.CreateOr(a, c);
       case OpCode::Xor: ints(); return b_.CreateXor(a, c);
@@ -426,6 +426,22 @@ class Lowerer {
       case OpCode::UMax: ints(); return intrinsic(llvm::Intrinsic::umax, {a->getType()}, {a, c});
       default: fail(op, "not a binary op");
     }
+  }
+  /// Integer division without LLVM's undefined cases, as the Sim device defines them:
+  /// x / -1 wraps (INT_MIN / -1 is INT_MIN) and x % -1 is 0. A zero divisor (an error on the
+  /// Sim device) divides by 1 instead of being poison. Constant divisors fold the selects away.
+  llvm::Value* safeDivisor(llvm::Value* c, llvm::Value* minusOne) {
+    llvm::Type* t = c->getType();
+    llvm::Value* bad = b_.CreateICmpEQ(c, llvm::Constant::getNullValue(t));
+    if (minusOne) bad = b_.CreateOr(bad, minusOne);
+    return b_.CreateSelect(bad, llvm::ConstantInt::get(t, 1), c);
+  }
+  llvm::Value* signedDivRem(llvm::Value* a, llvm::Value* c, bool rem) {
+    llvm::Type* t = c->getType();
+    llvm::Value* m1 = b_.CreateICmpEQ(c, llvm::Constant::getAllOnesValue(t));
+    llvm::Value* d = safeDivisor(c, m1);
+    if (rem) return b_.CreateSelect(m1, llvm::Constant::getNullValue(t), b_.CreateSRem(a, d));
+    return b_.CreateSelect(m1, b_.CreateNeg(a), b_.CreateSDiv(a, d));
   }
   llvm::Value* shiftAmount(llvm::Value* c, const ir::Type& at) {
     return b_.CreateAnd(c, llvm::ConstantInt::get(c->getType(), at.elemBits() - 1));

@@ -64,7 +64,7 @@ Plan everyOpPlan() {
     Val x = tid + a.seed;
     x = x - b.i32(1);
     x = x * 3;
-    x = x / b.i32(7);
+    x = x / (lane - 7);  // a variable divisor: the -1 / 0 guards stay
     x = x + (tid % 5);
     x = x + b.udiv(tid, b.i32(3)) + b.urem(tid, b.i32(6));
     x = (x & 0xff) | (x ^ lane);
