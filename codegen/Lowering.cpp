@@ -6,6 +6,14 @@
 // entry-block allocas in addrspace(5) that SROA/mem2reg turn into SSA values. Structured
 // control flow becomes ordinary branches and loops. No fast-math flags are ever set: f32 and
 // bf16 arithmetic stays IEEE, so the optimizer cannot change a result the Sim device computes.
+//
+// Where LLVM leaves a case undefined the lowering defines it as the Sim device does: shift
+// amounts are taken modulo the width, x / -1 wraps and x % -1 is 0 (a zero divisor divides by
+// 1 instead of being poison), FPToSI saturates (NaN -> 0). The fp4/e8m0/fp8 conversions are
+// integer/float arithmetic equal to ir/Numerics.h bit for bit (tests/test_codegen_numerics.cpp).
+// Not bit-equal to the Sim: Exp2 (v_exp_f32), Rcp and Rsq (v_rcp_f32 / v_rsq_f32, about 1 ulp),
+// and MFMA internals (see ir/Mfma.h). Memory accesses are assumed naturally aligned (the
+// largest power of two dividing the size, at most 16 bytes).
 #include <fmt/format.h>
 
 #include <cctype>
@@ -631,13 +639,11 @@ class Lowerer {
     auto* i64 = b_.getInt64Ty();
 
     llvm::Value* t0 = intrinsic(llvm::Intrinsic::amdgcn_s_memrealtime, {}, {});
-    llvm::BasicBlock* pre = b_.GetInsertBlock();
     llvm::BasicBlock* poll = llvm::BasicBlock::Create(ctx_, "wait.poll", f_);
     llvm::BasicBlock* check = llvm::BasicBlock::Create(ctx_, "wait.check", f_);
     llvm::BasicBlock* timeout = llvm::BasicBlock::Create(ctx_, "wait.timeout", f_);
     llvm::BasicBlock* sleep = llvm::BasicBlock::Create(ctx_, "wait.sleep", f_);
     llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, "wait.done", f_);
-    (void)pre;
     b_.CreateBr(poll);
 
     b_.SetInsertPoint(poll);
