@@ -10,7 +10,7 @@
 int main(int argc, char** argv) {
   using namespace monogen::tools;
   CLI::App app{"monogen: fused decode monokernels for AMD MI350X/MI355X (gfx950), generated from a C++ DSL"};
-  app.require_subcommand(1);
+  app.require_subcommand(0, 1);
   std::vector<std::pair<CLI::App*, Run>> commands;
   auto add = [&](Run (*f)(CLI::App&)) {
     const size_t before = app.get_subcommands({}).size();
@@ -29,6 +29,8 @@ int main(int argc, char** argv) {
   try {
     for (auto& [sub, run] : commands)
       if (sub->parsed()) return run();
+    std::fprintf(stderr, "monogen: a command is required: emit, dump, info or sim (monogen --help)\n");
+    return 2;
   } catch (const monogen::Error& e) {
     std::fprintf(stderr, "monogen: %s\n", e.what());
     return 2;
