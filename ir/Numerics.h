@@ -38,6 +38,16 @@ inline float e8m0ToF32(uint32_t e) {
 /// fp4 code times an f32 scale, as the IR's Fp4ToF32 defines it (one f32 rounding).
 inline float fp4ToF32(uint32_t code, float scale) { return fp4E2m1ToF32(code) * scale; }
 
+/// The IR's Exp2 (declared model): exp2 in double, rounded once to f32. Correctly rounded
+/// except within one double ulp of an f32 rounding boundary, and the same on every host with
+/// an IEEE double exp2 accurate to < 1 double ulp. gfx950's v_exp_f32 is about 1 ulp.
+inline float exp2(float x) { return static_cast<float>(std::exp2(static_cast<double>(x))); }
+/// The IR's Rcp and Rsq (declared models): correctly rounded 1 / x and 1 / sqrt(x) in f32.
+/// gfx950's v_rcp_f32 / v_rsq_f32 are about 1 ulp; stages that must match the reference bit
+/// for bit use Div and Sqrt, which are correctly rounded on both.
+inline float rcp(float x) { return 1.0f / x; }
+inline float rsq(float x) { return 1.0f / std::sqrt(x); }
+
 /// OCP e4m3fn byte -> f32, exact. 0x7f / 0xff are NaN; no infinities.
 inline float fp8E4m3ToF32(uint32_t b) {
   b &= 0xffu;

@@ -4,7 +4,7 @@
 // - ints wrap (two's complement); shift amounts are taken modulo the bit width; signed division
 //   truncates, INT_MIN / -1 wraps to INT_MIN (remainder 0); division by zero is a SimError.
 // - f32 is IEEE binary32 with round-to-nearest-even; Div and Sqrt are correctly rounded, Fma has
-//   one rounding. Rcp is 1.0f / x, Rsq is 1.0f / std::sqrt(x) and Exp2 is std::exp2(float): this
+//   one rounding. Rcp, Rsq and Exp2 are ir/Numerics.h's declared models (num::rcp, rsq, exp2): this
 //   is the declared model; the hardware's v_rcp_f32 / v_rsq_f32 / v_exp_f32 are approximations
 //   within 1 ulp of it. Min/Max on floats are std::fmin/std::fmax (IEEE minNum/maxNum).
 // - bf16 arithmetic computes in f32 and rounds the result with ir::num::f32ToBf16 (RNE).
@@ -791,9 +791,9 @@ SimLaunch::Status SimLaunch::step(SimWave& w) {
       break;
 
     // --- math -------------------------------------------------------------------------------
-    case OpCode::Exp2: fltUn(in, exec, fr, [](float x) { return std::exp2(x); }); break;
-    case OpCode::Rcp: fltUn(in, exec, fr, [](float x) { return 1.0f / x; }); break;
-    case OpCode::Rsq: fltUn(in, exec, fr, [](float x) { return 1.0f / std::sqrt(x); }); break;
+    case OpCode::Exp2: fltUn(in, exec, fr, [](float x) { return ir::num::exp2(x); }); break;
+    case OpCode::Rcp: fltUn(in, exec, fr, [](float x) { return ir::num::rcp(x); }); break;
+    case OpCode::Rsq: fltUn(in, exec, fr, [](float x) { return ir::num::rsq(x); }); break;
     case OpCode::Sqrt: fltUn(in, exec, fr, [](float x) { return std::sqrt(x); }); break;
 
     // --- vectors ----------------------------------------------------------------------------

@@ -19,7 +19,7 @@ namespace num = ir::num;
 
 // ---------------------------------------------------------------- declared scalar models
 
-float moeExp2(float x) { return static_cast<float>(std::exp2(static_cast<double>(x))); }
+float moeExp2(float x) { return ir::num::exp2(x); }
 
 float moeSigmoid(float x) {
   const float kLog2e = 1.44269504088896340736f;  // f32(log2 e) = 0x3fb8aa3b
