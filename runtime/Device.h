@@ -24,6 +24,9 @@ class Device {
   virtual std::string name() const = 0;
   /// How many ranks a launch may span (rank r runs on device r).
   virtual int maxRanks() const = 0;
+  /// Whether a launch runs the code object (HIP) or the kernel IR itself (Sim): the
+  /// generate-and-launch API compiles only for devices that need it.
+  virtual bool runsCodeObjects() const { return true; }
 
   /// `bytes` of device memory on `rank`, aligned to at least `align`. Throws RuntimeError.
   virtual uint64_t alloc(int rank, int64_t bytes, const std::string& name, int64_t align = 256) = 0;

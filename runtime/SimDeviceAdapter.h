@@ -12,6 +12,7 @@ class SimDeviceAdapter : public Device {
 
   std::string name() const override { return "sim"; }
   int maxRanks() const override { return maxRanks_; }
+  bool runsCodeObjects() const override { return false; }
   uint64_t alloc(int rank, int64_t bytes, const std::string& name, int64_t align = 256) override;
   void free(int rank, uint64_t addr) override {}  // SimMemory keeps every allocation
   void upload(int rank, uint64_t dst, const void* src, int64_t bytes) override;

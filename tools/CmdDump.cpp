@@ -3,6 +3,7 @@
 
 #include "codegen/Compiler.h"
 #include "ir/Printer.h"
+#include "specs/minimax_m3/Generate.h"
 #include "tools/Commands.h"
 #include "tools/Variant.h"
 
@@ -21,7 +22,7 @@ Run addDump(CLI::App& app) {
       ->capture_default_str();
   return [o] {
     const auto cfg = configOf(o->v);
-    const ir::Plan plan = planOf(cfg, keyOf(o->v, cfg, o->v.rows, o->v.tp));
+    const ir::Plan plan = specs::minimax_m3::verifiedPlan(cfg, keyOf(o->v, cfg, o->v.rows, o->v.tp));
     if (o->what == "plan") fmt::print("{}", ir::printPlan(plan));
     if (o->what == "ir") fmt::print("{}\n{}", ir::printPlan(plan), ir::printKernel(plan));
     if (o->what == "llvm") fmt::print("{}", codegen::llvmIr(plan, true));

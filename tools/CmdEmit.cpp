@@ -26,12 +26,12 @@ std::string bytesOf(const std::vector<uint8_t>& b) { return std::string(b.begin(
 
 int emitOne(const EmitOptions& o) {
   const auto cfg = configOf(o.v);
-  auto cache = openCache(o.v);
-  BuiltVariant b = buildVariant(cfg, keyOf(o.v, cfg, o.v.rows, o.v.tp), cache.get());
-  writeFileAtomically(o.out, bytesOf(b.entry->bytes));
+  auto gen = generatorOf(o.v, cfg);
+  BuiltVariant b = buildVariant(gen, keyOf(o.v, cfg, o.v.rows, o.v.tp));
+  writeFileAtomically(o.out, bytesOf(b.bytes()));
   fmt::print("{}: {} bytes, {} VGPR, {} AGPR, {} SGPR, {} B LDS, {} B scratch ({} in {:.2f} s)\n", o.out,
-             b.entry->bytes.size(), b.info.vgprs, b.info.agprs, b.info.sgprs, b.info.ldsBytes, b.info.scratchBytes,
-             runtime::cacheSourceName(b.source), b.seconds);
+             b.bytes().size(), b.info.vgprs, b.info.agprs, b.info.sgprs, b.info.ldsBytes, b.info.scratchBytes,
+             runtime::cacheSourceName(b.variant->source), b.seconds);
   return 0;
 }
 
@@ -41,7 +41,7 @@ int emitAll(const EmitOptions& o) {
   fs::create_directories(o.out, ec);
   if (!fs::is_directory(o.out)) throw InputError(o.out, "cannot create the output directory");
   const auto cfg = configOf(o.v);
-  auto cache = openCache(o.v);
+  auto gen = generatorOf(o.v, cfg);
   std::vector<std::pair<int, int>> variants;
   for (int tp : {1, 2, 4, 8})
     for (int s = 1; s <= cfg.maxRows; ++s) variants.push_back({s, tp});
@@ -59,13 +59,13 @@ int emitAll(const EmitOptions& o) {
       const auto [s, tp] = variants[i];
       try {
         const ir::Key key = keyOf(o.v, cfg, s, tp);
-        BuiltVariant b = buildVariant(cfg, key, cache.get());
+        BuiltVariant b = buildVariant(gen, key);
         const std::string file = (fs::path(o.out) / (key.variantName() + ".co")).string();
-        writeFileAtomically(file, bytesOf(b.entry->bytes));
+        writeFileAtomically(file, bytesOf(b.bytes()));
         std::lock_guard<std::mutex> g(mu);
         fmt::print("[{:2}/{}] S={:<2} TP={} {:>3} VGPR {:>3} AGPR {:>6} B LDS  {:<8} {:5.2f} s  {}\n", ++done,
                    variants.size(), s, tp, b.info.vgprs, b.info.agprs, b.info.ldsBytes,
-                   runtime::cacheSourceName(b.source), b.seconds, file);
+                   runtime::cacheSourceName(b.variant->source), b.seconds, file);
         std::fflush(stdout);
       } catch (...) {
         std::lock_guard<std::mutex> g(mu);

@@ -18,7 +18,7 @@ Run addInfo(CLI::App& app) {
   c->add_option("--tp,-T", o->tps, "TP sizes to list (default 1 2 4 8)")->check(CLI::IsMember({1, 2, 4, 8}));
   return [o] {
     const auto cfg = configOf(o->v);
-    auto cache = openCache(o->v);
+    auto gen = generatorOf(o->v, cfg);
     std::vector<int> rows = o->rows, tps = o->tps;
     if (rows.empty())
       for (int s = 1; s <= cfg.maxRows; ++s) rows.push_back(s);
@@ -27,10 +27,10 @@ Run addInfo(CLI::App& app) {
                "SGPR", "LDS B", "scratch", "vspill", "sspill", "code B", "kernarg", "source");
     for (int tp : tps)
       for (int s : rows) {
-        BuiltVariant b = buildVariant(cfg, keyOf(o->v, cfg, s, tp), cache.get());
+        BuiltVariant b = buildVariant(gen, keyOf(o->v, cfg, s, tp));
         fmt::print("{:>3} {:>3} {:>5} {:>5} {:>5} {:>8} {:>8} {:>7} {:>7} {:>9} {:>8}  {} {:.2f} s\n", s, tp,
                    b.info.vgprs, b.info.agprs, b.info.sgprs, b.info.ldsBytes, b.info.scratchBytes, b.info.vgprSpills,
-                   b.info.sgprSpills, b.entry->bytes.size(), b.info.kernargBytes, runtime::cacheSourceName(b.source),
+                   b.info.sgprSpills, b.bytes().size(), b.info.kernargBytes, runtime::cacheSourceName(b.variant->source),
                    b.seconds);
         std::fflush(stdout);
       }

@@ -1,5 +1,6 @@
 // monogen sim: runs one variant on the Sim device (every CTA of every rank) and compares its
-// outputs with the native reference, bit for bit. Exit 0 only when every output is bit-exact.
+// outputs with the native reference, bit for bit. Exit 0 only when every output is bit-exact
+// and every rank's error word is 0 (a launch with an error word set is never called bit-exact).
 #include <fmt/format.h>
 
 #include <chrono>
@@ -48,7 +49,10 @@ Run addSim(CLI::App& app) {
       const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       const auto mismatch = mm::firstMismatch(last.outputs, want);
       fmt::print("  seed {:<4} {:>10} ops {:>8} ticks {:6.2f} s  ", so.seed, last.stats.steps, last.stats.ticks, sec);
-      if (mismatch) {
+      if (!last.valid) {  // an error word is set: no output of this launch is a result
+        ++bad;
+        fmt::print("INVALID: {}\n", last.error);
+      } else if (mismatch) {
         ++bad;
         fmt::print("MISMATCH: {}[{}] = {}, reference {}\n", mismatch->tensor, mismatch->index, mismatch->got,
                    mismatch->want);
@@ -64,7 +68,7 @@ Run addSim(CLI::App& app) {
       runtime::writeSafetensors((std::filesystem::path(o->save) / "reference.safetensors").string(), want);
       fmt::print("saved inputs, outputs and reference to {}\n", o->save);
     }
-    fmt::print("verdict: {}\n", bad ? fmt::format("MISMATCH under {} of {} seeds", bad, o->seeds)
+    fmt::print("verdict: {}\n", bad ? fmt::format("MISMATCH or INVALID under {} of {} seeds", bad, o->seeds)
                                     : fmt::format("bit-exact under {} seed{}", o->seeds, o->seeds > 1 ? "s" : ""));
     return bad ? 1 : 0;
   };

@@ -11,5 +11,6 @@ Run addEmit(CLI::App& app);   // monogen emit: code objects, one variant or all
 Run addDump(CLI::App& app);   // monogen dump: plan, kernel IR, LLVM IR or ISA
 Run addInfo(CLI::App& app);   // monogen info: the resource table per variant
 Run addSim(CLI::App& app);    // monogen sim: run on the Sim device against the reference
+Run addTrace(CLI::App& app);  // monogen trace: the traced variant on the Sim device -> trace JSON
 
 }  // namespace monogen::tools

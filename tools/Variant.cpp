@@ -8,10 +8,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "codegen/Toolchain.h"
 #include "ir/Error.h"
-#include "ir/Verifier.h"
-#include "specs/minimax_m3/Spec.h"
+#include "specs/minimax_m3/Generate.h"
 
 namespace monogen::tools {
 
@@ -54,34 +52,18 @@ ir::Key keyOf(const VariantOptions& o, const mm::ModelConfig& cfg, int rows, int
   return k;
 }
 
-ir::Plan planOf(const mm::ModelConfig& cfg, const ir::Key& key) {
-  ir::Plan plan = mm::buildPlan(cfg, key);
-  ir::verify(plan);
-  return plan;
+runtime::Generator generatorOf(const VariantOptions& o, const mm::ModelConfig& cfg) {
+  return mm::makeGenerator(cfg, o.noCache ? nullptr : mm::defaultCache());
 }
 
-BuiltVariant buildVariant(const mm::ModelConfig& cfg, const ir::Key& key, runtime::Cache* cache) {
+BuiltVariant buildVariant(runtime::Generator& gen, const ir::Key& key) {
   const auto t0 = std::chrono::steady_clock::now();
-  BuiltVariant v;
-  v.plan = planOf(cfg, key);
-  auto compile = [&] { return codegen::compile(v.plan).bytes; };
-  if (cache) {
-    v.entry = cache->get(key, compile, &v.source);
-  } else {
-    auto e = std::make_shared<runtime::CacheEntry>();
-    e->keyText = key.canonical();
-    e->bytes = compile();
-    v.entry = e;
-  }
-  v.info = codegen::readMetadata(v.entry->bytes);
-  codegen::checkLimits(v.info, v.plan);
-  v.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return v;
-}
-
-std::unique_ptr<runtime::Cache> openCache(const VariantOptions& o) {
-  if (o.noCache) return nullptr;
-  return std::make_unique<runtime::Cache>(runtime::Cache::defaultDir(), codegen::toolchainId());
+  BuiltVariant b;
+  b.variant = gen.variant(key, true);
+  b.info = codegen::readMetadata(b.variant->code->bytes);
+  codegen::checkLimits(b.info, b.variant->plan);
+  b.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return b;
 }
 
 void writeFileAtomically(const std::string& path, const std::string& bytes) {

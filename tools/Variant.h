@@ -9,6 +9,7 @@
 #include "codegen/Compiler.h"
 #include "ir/Plan.h"
 #include "runtime/Cache.h"
+#include "runtime/Generator.h"
 #include "specs/minimax_m3/ModelConfig.h"
 
 namespace monogen::tools {
@@ -33,23 +34,22 @@ specs::minimax_m3::ModelConfig configOf(const VariantOptions& o);
 /// The key for (rows, tp) with the options' knobs. Throws InputError on an unknown arch.
 ir::Key keyOf(const VariantOptions& o, const specs::minimax_m3::ModelConfig& cfg, int rows, int tp);
 
-/// A built variant: its verified Plan, and its checked code object when compiled.
+/// A built variant: its verified Plan and checked code object, and how long it took.
 struct BuiltVariant {
-  ir::Plan plan;
-  std::shared_ptr<const runtime::CacheEntry> entry;  // null when not compiled
+  std::shared_ptr<const runtime::Variant> variant;
   codegen::CodeObjectInfo info;
-  runtime::CacheSource source = runtime::CacheSource::Compiled;
   double seconds = 0;
+  const ir::Plan& plan() const { return variant->plan; }
+  const std::vector<uint8_t>& bytes() const { return variant->code->bytes; }
 };
 
-/// The verified Plan of a key.
-ir::Plan planOf(const specs::minimax_m3::ModelConfig& cfg, const ir::Key& key);
+/// The generate-and-launch API's Generator for the options: their config and cache (the
+/// default directory, or memory only with --no-cache).
+runtime::Generator generatorOf(const VariantOptions& o, const specs::minimax_m3::ModelConfig& cfg);
 
-/// Plan, verify, compile (through `cache` when given), read back and check the metadata.
-BuiltVariant buildVariant(const specs::minimax_m3::ModelConfig& cfg, const ir::Key& key, runtime::Cache* cache);
-
-/// The cache the options ask for: the default directory, or none with --no-cache.
-std::unique_ptr<runtime::Cache> openCache(const VariantOptions& o);
+/// The variant's code object (compiled or cached), its metadata read back and checked against
+/// the Plan and the target's limits (a cached file is checked like a fresh one).
+BuiltVariant buildVariant(runtime::Generator& gen, const ir::Key& key);
 
 /// Writes bytes to path through a temp file and a rename: never a half-written file.
 void writeFileAtomically(const std::string& path, const std::string& bytes);

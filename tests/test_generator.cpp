@@ -1,0 +1,103 @@
+// The generate-and-launch API: Plans built once, code objects compiled once and only for
+// devices that run them, arguments checked before anything runs.
+#include <catch2/catch.hpp>
+#include <thread>
+
+#include "ir/Error.h"
+#include "runtime/SimDeviceAdapter.h"
+#include "specs/minimax_m3/Generate.h"
+#include "specs/minimax_m3/Spec.h"
+
+using namespace monogen;
+namespace mm = monogen::specs::minimax_m3;
+
+namespace {
+
+// Every argument of the Plan on every rank, as fresh zeroed device buffers (the peers table
+// lists every rank's "sym" buffer). Zero inputs: the point is the API path, not the numerics.
+std::vector<runtime::RankArgs> zeroArgs(runtime::Device& dev, const ir::Plan& plan) {
+  const int tp = plan.key.tp;
+  std::vector<runtime::RankArgs> ranks(tp);
+  std::vector<uint64_t> sym(tp);
+  for (int r = 0; r < tp; ++r)
+    for (const ir::KernelArg& a : plan.args)
+      if (a.isPointer && a.role != ir::ArgRole::Peers) {
+        const auto dt = *runtime::dtypeFor(a.elem);
+        const uint64_t addr = dev.alloc(r, std::max<int64_t>(a.bytes(), 8), a.name, std::max(a.align, 256));
+        ranks[r][a.name] = runtime::LaunchArg::tensor(addr, dt, a.shape);
+        if (a.name == "sym") sym[r] = addr;
+      }
+  for (int r = 0; r < tp; ++r)
+    for (const ir::KernelArg& a : plan.args) {
+      if (a.role == ir::ArgRole::Peers) {
+        const uint64_t table = dev.alloc(r, 8 * tp, "peers", 256);
+        dev.upload(r, table, sym.data(), 8 * tp);
+        ranks[r][a.name] = runtime::LaunchArg::peerTable(table, sym);
+      } else if (!a.isPointer) {
+        int64_t v = a.name == "rank" ? r : a.name == "wait_ticks" ? 100'000 : a.name == "tag" ? 7 : 0;
+        ranks[r][a.name] = runtime::LaunchArg::scalar(v);
+      }
+    }
+  return ranks;
+}
+
+}  // namespace
+
+TEST_CASE("a variant's Plan is built once and its code object compiled once", "[generator]") {
+  const auto cfg = mm::ModelConfig::reduced();
+  runtime::Generator gen = mm::makeGenerator(cfg, nullptr);
+  const ir::Key key = mm::makeKey(cfg, 3, 2);
+  auto v = gen.variant(key, false);
+  CHECK(gen.plansBuilt() == 1);
+  CHECK(gen.compiles() == 0);
+  CHECK(v->code == nullptr);
+  CHECK(v->plan.key.rows == 3);
+
+  std::vector<std::thread> ts;
+  for (int i = 0; i < 4; ++i) ts.emplace_back([&] { gen.variant(key, true); });
+  for (auto& t : ts) t.join();
+  CHECK(gen.plansBuilt() == 1);
+  CHECK(gen.compiles() == 1);
+  REQUIRE(gen.variant(key)->code);
+  CHECK(gen.variant(key)->code->bytes.size() > 1000);
+  gen.variant(mm::makeKey(cfg, 4, 2));
+  CHECK(gen.plansBuilt() == 2);
+  CHECK(gen.compiles() == 2);
+}
+
+TEST_CASE("a bad key is refused when its Plan is built", "[generator]") {
+  const auto cfg = mm::ModelConfig::reduced();
+  runtime::Generator gen = mm::makeGenerator(cfg, nullptr);
+  ir::Key key = mm::makeKey(cfg, 3, 2);
+  key.tp = 3;
+  CHECK_THROWS_AS(gen.variant(key), InputError);
+  key.tp = 2;
+  key.rows = 17;
+  CHECK_THROWS_AS(gen.variant(key), InputError);
+}
+
+TEST_CASE("launching on the Sim device checks the arguments and compiles nothing", "[generator]") {
+  const auto cfg = mm::ModelConfig::reduced();
+  runtime::Generator gen = mm::makeGenerator(cfg, nullptr);
+  const ir::Key key = mm::makeKey(cfg, 2, 2);
+  runtime::SimDeviceAdapter dev;
+  auto ranks = zeroArgs(dev, gen.variant(key, false)->plan);
+  gen.launch(dev, key, ranks);
+  CHECK(gen.compiles() == 0);
+  CHECK(dev.lastStats().steps > 0);
+  CHECK(dev.lastStats().waitTimeouts == 0);
+
+  // A missing argument, a wrong shape and a missing rank are refused before anything runs.
+  const int64_t stepsBefore = dev.lastStats().steps;
+  auto bad = ranks;
+  bad[1].erase("res_in");
+  CHECK_THROWS_WITH(gen.launch(dev, key, bad), Catch::Contains("res_in") && Catch::Contains("rank 1"));
+  bad = ranks;
+  bad[0]["part"].shape = {3, cfg.hidden};
+  CHECK_THROWS_WITH(gen.launch(dev, key, bad), Catch::Contains("part"));
+  bad = ranks;
+  bad.pop_back();
+  CHECK_THROWS_AS(gen.launch(dev, key, bad), InputError);
+  CHECK(dev.lastStats().steps == stepsBefore);
+  CHECK(gen.compiles() == 0);
+}
