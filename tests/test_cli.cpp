@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 namespace fs = std::filesystem;
@@ -163,4 +164,45 @@ TEST_CASE("sim prints a bit-exact verdict and saves safetensors", "[cli]") {
   // The saved inputs replay to the same verdict.
   r = sh(kMonogen + " sim --rows 3 --tp 2 --config reduced --inputs " + save + "/inputs.safetensors");
   CHECK(r.code == 0);
+}
+
+TEST_CASE("emit --all: every variant, and the S x TP matrix reads as gfx950 code objects", "[cli]") {
+  TempDir d;
+  const std::string dir = (d.path / "objs").string();
+  const Result r = sh(withCache(d) + kMonogen + " emit --all -o " + dir);
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("[64/64]") != std::string::npos);  // progress
+  CHECK(r.out.find("emitted 64 variants") != std::string::npos);
+  for (int s : {1, 3, 8, 9, 16})
+    for (int tp : {1, 2, 4, 8}) {
+      const std::string name = "minimax_m3.ffn-S" + std::to_string(s) + "-TP" + std::to_string(tp);
+      INFO(name);
+      const Result notes = sh(kReadelf + " --notes -h " + dir + "/" + name + ".co");
+      REQUIRE(notes.code == 0);
+      CHECK(notes.out.find("DYN (Shared object file)") != std::string::npos);
+      CHECK(notes.out.find("gfx950:sramecc+:xnack-") != std::string::npos);
+      CHECK(notes.out.find("monogen_minimax_m3_ffn_S" + std::to_string(s) + "_TP" + std::to_string(tp)) !=
+            std::string::npos);
+      CHECK(notes.out.find(".private_segment_fixed_size: 0") != std::string::npos);
+      CHECK(notes.out.find(".vgpr_spill_count: 0") != std::string::npos);
+      // The kernarg layout: every argument of the Plan, at the Plan's offset.
+      const Result plan = sh(kMonogen + " dump --what plan --rows " + std::to_string(s) + " --tp " + std::to_string(tp));
+      REQUIRE(plan.code == 0);
+      int checked = 0;
+      std::istringstream lines(plan.out);
+      for (std::string line; std::getline(lines, line);) {
+        const auto at = line.find("@kernarg ");
+        if (at == std::string::npos) continue;
+        std::istringstream f(line);
+        std::string idx, argName;
+        f >> idx >> argName;
+        const int offset = std::stoi(line.substr(at + 9));
+        const std::string meta = ".name:           " + argName + "\n        .offset:         " + std::to_string(offset);
+        INFO(argName << " at " << offset);
+        CHECK(notes.out.find(meta) != std::string::npos);
+        ++checked;
+      }
+      CHECK(checked >= 10);
+    }
 }
