@@ -84,12 +84,19 @@ struct MemRegion {
 
 /// An array of 8-byte (value, tag) pairs inside a region. A pair is valid for a launch when
 /// its tag equals the launch's tag; pairs are never reset.
+///
+/// parityHalves: the array is two halves of pairs / 2 pairs each, and a launch publishes and
+/// waits on half (tag & 1) alone, so a fast rank's next launch (the other parity) never
+/// overwrites pairs a slow rank has not read yet. A launch covers one half exactly once.
 struct FlagArray {
   std::string name;
   std::string region;
-  int64_t pairs = 0;
+  int64_t pairs = 0;  // every pair of the array (both halves when parityHalves)
   bool peer = false;  // written by other ranks (lives in the symmetric buffer)
   std::string doc;
+  bool parityHalves = false;
+  /// Pairs one launch publishes (a rank's share for a peer array): one half, or all.
+  int64_t launchPairs() const { return parityHalves ? pairs / 2 : pairs; }
 };
 
 /// An LDS pool: named, sized for this variant, at a byte offset; may alias another pool.

@@ -156,7 +156,8 @@ std::string printPlan(const Plan& p) {
                     r.bytes, r.doc));
   add("  flags ((value, tag) pairs, never reset):");
   for (const FlagArray& f : p.flags)
-    add(fmt::format("    {:<10} in {:<10} {} pairs{}  {}", f.name, f.region, f.pairs, f.peer ? " (peer)" : "", f.doc));
+    add(fmt::format("    {:<10} in {:<10} {} pairs{}  {}", f.name, f.region, f.pairs,
+                    std::string(f.peer ? " (peer)" : "") + (f.parityHalves ? " (2 parity halves, tag & 1)" : ""), f.doc));
   add(fmt::format("  lds pools ({} of {} bytes):", p.ldsBytes, p.target.ldsBytes));
   for (const LdsPool& l : p.pools)
     add(fmt::format("    {:<10} [{:#x}, {:#x}) {} bytes{}  {}", l.name, l.offset, l.offset + l.bytes, l.bytes,

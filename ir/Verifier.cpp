@@ -76,6 +76,9 @@ void checkRegions(const Plan& p, Problems& out) {
     if (f.pairs * 8 > it->bytes)
       out.add("flag '" + f.name + "'",
               fmt::format("{} pairs need {} bytes, region '{}' has {}", f.pairs, f.pairs * 8, f.region, it->bytes));
+    if (f.parityHalves && f.pairs % 2 != 0)
+      out.add("flag '" + f.name + "'",
+              fmt::format("{} pairs cannot be two parity halves: expected an even count", f.pairs));
   }
 }
 
@@ -136,12 +139,16 @@ void checkStages(const Plan& p, Problems& out) {
       int64_t published = 0;
       for (const FlagUse& u : p.stages[pubs[0]].publishes)
         if (u.flag == f.name) published += u.pairs;
-      const int64_t expect = f.pairs * (f.peer ? p.key.tp : 1);
+      const int64_t expect = f.launchPairs() * (f.peer ? p.key.tp : 1);
       if (published != expect)
-        out.add(where, fmt::format("stage '{}' publishes {} pairs a launch; the array holds {}{}, each to be "
+        out.add(where, fmt::format("stage '{}' publishes {} pairs a launch; the array holds {}{}{}, each to be "
                                    "published exactly once",
                                    p.stages[pubs[0]].name, published, expect,
-                                   f.peer ? fmt::format(" ({} a rank x {} ranks)", f.pairs, p.key.tp) : ""));
+                                   f.peer ? fmt::format(" ({} a rank x {} ranks)", f.launchPairs(), p.key.tp) : "",
+                                   f.parityHalves ? fmt::format(" in the launch's parity half (of {} pairs in "
+                                                                "two halves)",
+                                                                f.pairs)
+                                                  : ""));
     }
   }
   for (const auto& [flag, pubs] : publishers)

@@ -105,6 +105,38 @@ TEST_CASE("verifier: a waited flag needs exactly one publisher covering it once"
   CHECK(anyContains(verifyAll(p), "(8 a rank x 2 ranks)"));
 }
 
+TEST_CASE("verifier: a parity-halved flag array is published one half a launch", "[ir]") {
+  // F's region holds 16 pairs as two halves of 8; a launch publishes half (tag & 1): 8 pairs.
+  Plan p = twoStagePlan();
+  p.flags[0].pairs = 16;
+  p.flags[0].parityHalves = true;
+  CHECK(verifyAll(p).empty());
+  CHECK(p.flags[0].launchPairs() == 8);
+  CHECK(printPlan(p).find("2 parity halves") != std::string::npos);
+
+  // publishing both halves in one launch breaks the one-publisher-per-pair-per-launch rule
+  p.stages[0].publishes = {{"F", 16}};
+  CHECK(anyContains(verifyAll(p), "publishes 16 pairs a launch; the array holds 8 in the launch's parity half"));
+
+  // a peer array: one half a rank, every rank
+  p = twoStagePlan();
+  p.flags[0].pairs = 16;
+  p.flags[0].parityHalves = true;
+  p.flags[0].peer = true;
+  p.key.tp = 2;
+  p.stages[0].publishes = {{"F", 16}};
+  p.stages[1].waits = {{"F", 16}};
+  CHECK(verifyAll(p).empty());
+  p.stages[0].publishes = {{"F", 32}};
+  CHECK(anyContains(verifyAll(p), "(8 a rank x 2 ranks) in the launch's parity half"));
+
+  // halves need an even count
+  p = twoStagePlan();
+  p.flags[0].pairs = 15;
+  p.flags[0].parityHalves = true;
+  CHECK(anyContains(verifyAll(p), "cannot be two parity halves"));
+}
+
 TEST_CASE("verifier: a wait on a later stage's flag is a cycle", "[ir]") {
   Plan p = twoStagePlan();
   std::swap(p.stages[0].publishes, p.stages[1].publishes);
