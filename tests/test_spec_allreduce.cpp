@@ -89,7 +89,8 @@ TEST_CASE("allreduce layout: every S and TP builds, verifies, and its regions an
             if (areas[j].buffer == a.buffer)
               CHECK((a.offset >= areas[j].offset + areas[j].bytes || areas[j].offset >= a.offset + a.bytes));
         }
-        CHECK(L.attn.pairs == int64_t{TP} * S * cfg.hidden / 2);
+        CHECK(L.attn.pairs == 2 * int64_t{TP} * S * cfg.hidden / 2);  // two parity halves
+        CHECK(L.attn.parity);
         CHECK(L.ssq.pairs == int64_t{S} * (cfg.hidden / 32));
         CHECK(L.sres.bytes == int64_t{S} * cfg.hidden * 4);
         for (const Pool& p : L.pools()) CHECK(p.offset + p.bytes <= L.ldsBytes);

@@ -1,5 +1,6 @@
 #include "specs/minimax_m3/KernelContext.h"
 
+#include "ir/Error.h"
 namespace monogen::specs::minimax_m3 {
 
 using ir::AddrSpace;
@@ -26,10 +27,56 @@ KernelContext::KernelContext(const ModelConfig& cfg, const Layout& layout, const
     Val addr = b.load(Type::i64(), b.ptrAdd(peers, int64_t{p} * 8));
     peerSym.push_back(b.named(b.intToPtr(addr, AddrSpace::Peer), "sym_r" + std::to_string(p)));
   }
+  parity = b.named(tag & i32(1), "parity");
+  if (plan.key.trace) {
+    trace = ptrArg(arg::kTrace);
+    Val n = b.named(i32(0), "trace_stages");  // the stage count, set by finishTrace
+    traceStages_ = n.v;
+  }
 }
 
 Val KernelContext::pairAt(Val base, const Area& area, Val index) {
+  if (area.parity)  // this launch's half: pairs (tag & 1) x pairs / 2 ..
+    return b.ptrAdd(base, i32(area.offset) + (parity * i32(area.pairs / 2) + index) * i32(kPairBytes));
   return b.ptrAdd(base, i32(area.offset) + index * i32(kPairBytes));
+}
+
+void KernelContext::fail(Val code) {
+  b.cmpXchg(err, i32(0), code, ir::MemOrder::Relaxed, ir::MemScope::Agent);
+  b.atomicRmw(ir::RmwOp::Add, b.ptrAdd(err, int64_t{4}), i32(1), ir::MemOrder::Relaxed, ir::MemScope::Agent);
+}
+
+void KernelContext::stage(int index, const std::function<void()>& body) {
+  if (!trace.v) {
+    b.stage(index, body);
+    return;
+  }
+  auto stamp = [&](int end) {
+    b.if_(tid == i32(0), [&] {
+      Val n = b.wrap(traceStages_);
+      Val at = ((block * n + i32(index)) * i32(2) + i32(end)) * i32(8);
+      b.store(b.ptrAdd(trace, at), b.realtime());
+    });
+  };
+  b.stage(index, [&] {
+    stamp(0);
+    body();
+    stamp(1);
+  });
+}
+
+void KernelContext::finishTrace(ir::Plan& plan) {
+  if (!trace.v) return;
+  const int64_t n = static_cast<int64_t>(plan.stages.size());
+  bool set = false;
+  for (ir::Op& op : plan.kernel.body.ops)
+    if (op.result == traceStages_) {
+      op.attrs.imm = n;
+      set = true;
+    }
+  if (!set) throw IrError(plan.key.variantName(), "the trace's stage count is not in the kernel's prologue");
+  ir::KernelArg& a = plan.args.at(plan.argIndex(arg::kTrace));
+  a.shape = {L.blocks, n, 2};
 }
 
 Val KernelContext::elemAt(Val base, const Area& area, Val index, int elemBytes) {

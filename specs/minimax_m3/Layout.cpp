@@ -25,6 +25,12 @@ class AreaAlloc {
     a.peer = peer;
     return a;
   }
+  /// Two parity halves of `pairsPerHalf` pairs each (a launch uses half tag & 1).
+  Area parityPairs(std::string name, int64_t pairsPerHalf, bool peer, std::string doc) {
+    Area a = pairs(std::move(name), 2 * pairsPerHalf, peer, std::move(doc));
+    a.parity = true;
+    return a;
+  }
   int64_t end() const { return end_; }
 
  private:
@@ -34,7 +40,7 @@ class AreaAlloc {
 
 }  // namespace
 
-std::vector<Area> Layout::areas() const { return {sres, ssq, attn}; }
+std::vector<Area> Layout::areas() const { return {sres, ssq, marks, attn, faults}; }
 std::vector<Pool> Layout::pools() const { return {red}; }
 std::vector<Placement> Layout::placements() const { return {push, reduce}; }
 
@@ -71,12 +77,17 @@ Layout Layout::make(const ModelConfig& cfg, int rows, int tp) {
                          "f32 [S][hidden]: the all-reduced bf16 + residual in f32, the norm's input");
   L.ssq = scratch.pairs("SSQ", int64_t{rows} * taskCount, false,
                         "pairs [S][reduce tasks]: a reduce task's f32 sum of squares of its 32 columns, a row");
+  L.marks = scratch.pairs("MARKS", cfg.blocks, false,
+                          "pairs [blocks]: CTA b's mark (value and tag: the launch's tag) once its work is done");
   L.scratchBytes = scratch.end();
 
   AreaAlloc sym("sym");
-  L.attn = sym.pairs("ATTN", int64_t{tp} * rows * (cfg.hidden / 2), true,
-                     "pairs [src rank][S][hidden / 2]: each rank's o_proj partial as bf16 pairs, pushed by "
-                     "the source rank");
+  L.attn = sym.parityPairs("ATTN", int64_t{tp} * rows * (cfg.hidden / 2), true,
+                           "pairs [parity][src rank][S][hidden / 2]: each rank's o_proj partial as bf16 pairs, "
+                           "pushed by the source rank into half (tag & 1)");
+  L.faults = sym.parityPairs("FAULTS", tp, true,
+                             "pairs [parity][src rank]: the handshake's failure flags, each rank's error word "
+                             "(0: no failure), published by the source rank at the step's last launch");
   L.symBytes = sym.end();
 
   // red: the block sums' words, WAVES a slot (block_sum: each wave's butterfly, then the waves

@@ -42,6 +42,7 @@ struct Area {
   int64_t pairs = 0;  // (value, tag) pairs when it is a flag array, else 0
   bool peer = false;  // a flag array other ranks write
   std::string doc;
+  bool parity = false;  // two halves of pairs / 2 pairs; a launch uses half (tag & 1) (seeds: peer_half_bytes)
 };
 
 /// An LDS pool.
@@ -71,6 +72,9 @@ struct Layout {
   // --- the symmetric peer buffer ("sym"): ATTN pairs [src rank][S][hidden / 2] ---
   Area attn;
   int64_t symBytes = 0;
+  // --- the finish stages (StageFinish.cpp): MARKS pairs [blocks] in scratch (a CTA's "launch
+  // done" mark), FAULTS pairs [src rank] in sym (the handshake's failure flags, parity halves) ---
+  Area marks, faults;
   // --- LDS: red, the block sums' words (WAVES words a slot) ---
   Pool red;
   int redSlots = 0;

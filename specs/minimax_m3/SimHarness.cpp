@@ -9,6 +9,7 @@
 #include "runtime/Launch.h"
 #include "specs/minimax_m3/KernelContext.h"
 #include "specs/minimax_m3/Reference.h"
+#include "specs/minimax_m3/Sites.h"
 #include "specs/minimax_m3/Spec.h"
 
 namespace monogen::specs::minimax_m3 {
@@ -134,7 +135,21 @@ SimSession::SimSession(const ModelConfig& cfg, const ir::Key& key)
     b.scratch = mem.alloc(L.scratchBytes, r, rankName("scratch", r));
     b.peers = mem.alloc(int64_t{L.tp} * 8, r, rankName("peers", r));
     b.err = mem.alloc(8, r, rankName("err", r));
+    b.epoch = mem.alloc(4, r, rankName("epoch", r));  // kept across launches, like the flags
+    b.inject = mem.alloc(8, r, rankName("inject", r));
+    if (plan_.key.trace) b.trace = mem.alloc(plan_.arg(arg::kTrace).bytes(), r, rankName("trace", r));
   }
+}
+
+uint64_t SimSession::bufferOf(const std::string& name, int r) const {
+  if (r < 0 || r >= static_cast<int>(bufs_.size()))
+    throw InputError(plan_.key.variantName(), fmt::format("rank {}: expected 0..{}", r, bufs_.size() - 1));
+  const RankBuffers& b = bufs_[r];
+  if (name == "scratch") return b.scratch;
+  if (name == "sym") return b.sym;
+  if (name == "epoch") return b.epoch;
+  if (name == "err") return b.err;
+  throw InputError(plan_.key.variantName(), fmt::format("buffer '{}': expected scratch, sym, epoch or err", name));
 }
 
 SimRun SimSession::launch(const TensorMap& inputs, const runtime::SimOptions& opts, const LaunchParams& params) {
@@ -159,6 +174,12 @@ SimRun SimSession::launch(const TensorMap& inputs, const runtime::SimOptions& op
                 rowBytes);
     std::memcpy(mem.host(b.resIn, rowBytes), res.data.data(), rowBytes);
     std::memset(mem.host(b.err, 8), 0, 8);
+    const int32_t inject[2] = {params.injectRank >= 0 ? params.injectRank + 1 : 0, params.injectTicks};
+    std::memcpy(mem.host(b.inject, 8), inject, 8);
+    if (b.trace) {
+      const int64_t tb = plan_.arg(arg::kTrace).bytes();
+      std::memset(mem.host(b.trace, tb), 0, tb);
+    }
     std::vector<uint64_t> peers;
     for (int p = 0; p < L.tp; ++p) peers.push_back(r == params.lostFrom && p == params.lostTo ? lost : bufs_[p].sym);
     std::memcpy(mem.host(b.peers, int64_t{L.tp} * 8), peers.data(), peers.size() * 8);
@@ -176,7 +197,11 @@ SimRun SimSession::launch(const TensorMap& inputs, const runtime::SimOptions& op
         {arg::kTag, LaunchArg::scalar(tag)},
         {arg::kRank, LaunchArg::scalar(r)},
         {arg::kWaitTicks, LaunchArg::scalar(params.waitTicks)},
+        {arg::kEpoch, LaunchArg::tensor(b.epoch, DType::I32, {1})},
+        {arg::kHandshake, LaunchArg::scalar(params.handshake ? 1 : 0)},
+        {arg::kInject, LaunchArg::tensor(b.inject, DType::I32, {2})},
     });
+    if (b.trace) ranks.back()[arg::kTrace] = LaunchArg::tensor(b.trace, DType::I64, plan_.arg(arg::kTrace).shape);
   }
   // Checked against the Plan (presence, dtypes, shapes, alignment, peer table) before anything runs.
   const runtime::PackedLaunch packed = runtime::packLaunch(plan_, ranks);
@@ -204,9 +229,38 @@ SimRun SimSession::launch(const TensorMap& inputs, const runtime::SimOptions& op
     run.outputs[rankName("sres", r)] = std::move(sres);
     run.outputs[rankName("ssq", r)] = std::move(ssq);
     run.outputs[rankName("ssq_tag", r)] = std::move(ssqTag);
+    HostTensor epoch = HostTensor::zeros(DType::I32, {1});
+    std::memcpy(epoch.data.data(), mem.host(b.epoch, 4), 4);
+    run.outputs[rankName("epoch", r)] = std::move(epoch);
+    if (b.trace) {
+      HostTensor tr = HostTensor::zeros(DType::U64, plan_.arg(arg::kTrace).shape);
+      std::memcpy(tr.data.data(), mem.host(b.trace, static_cast<int64_t>(tr.data.size())), tr.data.size());
+      run.outputs[rankName("trace", r)] = std::move(tr);
+    }
+    const int32_t* ew = err.as<int32_t>();
+    if (ew[0] != 0 && run.error.empty())
+      run.error = fmt::format("rank {}: error word {:#x} (site {}, rank {}, token {}), {} failure{}", r, ew[0],
+                              errorSite(ew[0]), errorRank(ew[0]), errorToken(ew[0]), ew[1], ew[1] == 1 ? "" : "s");
     run.outputs[rankName("err", r)] = std::move(err);
   }
+  run.valid = run.error.empty();
   return run;
+}
+
+runtime::TraceBuffers traceOf(const ir::Plan& plan, const SimRun& run) {
+  runtime::TraceBuffers t;
+  t.name = plan.key.variantName();
+  t.blocks = plan.grid.blocks;
+  t.clockHz = plan.target.clockHz;
+  for (const ir::Stage& s : plan.stages) t.stages.push_back(s.name);
+  for (int r = 0; r < plan.key.tp; ++r) {
+    auto it = run.outputs.find(rankName("trace", r));
+    if (it == run.outputs.end())
+      throw InputError(t.name, fmt::format("no trace of rank {}: build the variant with the trace knob", r));
+    const uint64_t* p = it->second.as<uint64_t>();
+    t.ranks.emplace_back(p, p + it->second.numel());
+  }
+  return t;
 }
 
 SimRun runOnSim(const ModelConfig& cfg, const ir::Key& key, const TensorMap& inputs, const runtime::SimOptions& opts,

@@ -17,6 +17,7 @@
 #include "ir/Plan.h"
 #include "runtime/SimDevice.h"
 #include "runtime/Tensor.h"
+#include "runtime/Trace.h"
 #include "specs/minimax_m3/Layout.h"
 #include "specs/minimax_m3/ModelConfig.h"
 
@@ -34,11 +35,20 @@ struct LaunchParams {
   std::map<int, int32_t> rankTag; // rank -> a different tag for that rank alone
   int lostFrom = -1, lostTo = -1; // rank lostFrom's peers entry for rank lostTo points at a
                                   // buffer nobody reads: its pushes to lostTo never land
+  bool handshake = false;         // the step's last launch: trade the ranks' failure flags
+  int injectRank = -1;            // fault injection: this rank stalls at the handshake, then fails
+  int32_t injectTicks = 0;        // ... for this many realtime ticks
 };
 
+/// One launch's results. `valid` is false when any rank's error word is set: then no output
+/// of the launch is to be taken as a result (`error` says which rank failed where), whatever
+/// its bits are. Outputs also hold "epoch.r<r>" (i32 [1]) and, with the trace knob,
+/// "trace.r<r>" (u64 [blocks][stages][2]).
 struct SimRun {
   runtime::TensorMap outputs;
   runtime::SimStats stats;
+  bool valid = false;
+  std::string error;  // empty when valid: "rank 1: error word 0x10b (site 11, rank 1, token 0), 1 failure"
 };
 
 /// Every rank's buffers on one Sim device, kept across launches (flags are never reset; a new
@@ -49,12 +59,16 @@ class SimSession {
   const ir::Plan& plan() const { return plan_; }
   const Layout& layout() const { return layout_; }
   runtime::SimDevice& device() { return dev_; }
+  /// Device address of rank r's "scratch", "sym", "epoch" or "err" buffer (for tests that look
+  /// inside them); throws InputError for another name or rank.
+  uint64_t bufferOf(const std::string& name, int r) const;
   /// Uploads the inputs, runs every rank at once and reads every rank's results back.
   SimRun launch(const runtime::TensorMap& inputs, const runtime::SimOptions& opts, const LaunchParams& params = {});
 
  private:
   struct RankBuffers {
     uint64_t part = 0, resIn = 0, resOut = 0, scratch = 0, sym = 0, peers = 0, err = 0, lost = 0;
+    uint64_t epoch = 0, inject = 0, trace = 0;
   };
   ModelConfig cfg_;
   ir::Plan plan_;
@@ -62,6 +76,10 @@ class SimSession {
   runtime::SimDevice dev_;
   std::vector<RankBuffers> bufs_;
 };
+
+/// The trace knob's buffers of a run (its "trace.r<r>" outputs) with the Plan's stage names and
+/// clock, for runtime::decodeTrace / chromeTrace. Throws InputError when the run has no trace.
+runtime::TraceBuffers traceOf(const ir::Plan& plan, const SimRun& run);
 
 /// One launch on a fresh Sim device.
 SimRun runOnSim(const ModelConfig& cfg, const ir::Key& key, const runtime::TensorMap& inputs,

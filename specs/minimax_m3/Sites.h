@@ -17,8 +17,10 @@ enum Site : int32_t {
   kSiteUp = 6,      // up: XRDY / the table's slots
   kSiteDown = 7,    // down: UPF of the slot's tiles
   kSiteFinal = 8,   // final: the ranks' FFN pairs
-  kSiteEpoch = 9,   // epoch end: every CTA's mark
-  kSiteInject = 10, // fault injection (qualification)
+  kSiteEpoch = 9,   // epoch end: every CTA's mark (rank: this rank, token: the CTA whose mark is missing)
+  kSiteInject = 10, // fault injection (qualification; rank: the stalled rank, this one)
+  kSiteHandshake = 11,  // the step's last launch: a rank's failure flag (rank: the failed rank,
+                        // token: the site in its error word, 0 when its flag never came)
 };
 
 /// The error word's value for a wait at `site` on a pair `rank` owed for row `token`.

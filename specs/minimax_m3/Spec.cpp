@@ -105,10 +105,11 @@ ir::Plan buildPlan(const ModelConfig& cfg, const ir::Key& keyIn) {
   plan.key = key;
   plan.grid = ir::Grid{cfg.blocks, cfg.threads};
   plan.args = kernelArgs(L);
+  for (const KernelArg& a : finishArgs(L, key)) plan.args.push_back(a);  // epoch, handshake, inject, trace
 
   for (const Area& a : L.areas()) {
     plan.regions.push_back(ir::MemRegion{a.name, a.buffer, a.offset, a.bytes, a.doc});
-    if (a.pairs > 0) plan.flags.push_back(ir::FlagArray{a.name, a.name, a.pairs, a.peer, a.doc});
+    if (a.pairs > 0) plan.flags.push_back(ir::FlagArray{a.name, a.name, a.pairs, a.peer, a.doc, a.parity});
   }
   for (const Pool& p : L.pools()) plan.pools.push_back(ir::LdsPool{p.name, p.offset, p.bytes, "", p.doc});
   plan.ldsBytes = L.ldsBytes;
@@ -152,9 +153,10 @@ ir::Plan buildPlan(const ModelConfig& cfg, const ir::Key& keyIn) {
   plan.kernel.name = "monogen_minimax_m3_ffn";
   ir::Builder b(plan.kernel);
   KernelContext c(cfg, L, plan, b);
-  b.stage(plan.stageIndex(L.push.name), [&] { c.forEachTask(L.push, [&](ir::Val t) { stagePush(c, t); }); });
-  b.stage(plan.stageIndex(L.reduce.name),
+  c.stage(plan.stageIndex(L.push.name), [&] { c.forEachTask(L.push, [&](ir::Val t) { stagePush(c, t); }); });
+  c.stage(plan.stageIndex(L.reduce.name),
           [&] { c.forEachTask(L.reduce, [&](ir::Val t) { stageReduce(c, t); }); });
+  addFinishStages(c, plan);  // mark, epoch, handshake: the last stages (every stage above goes through c.stage)
   return plan;
 }
 

@@ -1,0 +1,348 @@
+// The launch's contracts and robustness on the Sim device: parity halves of the peer regions,
+// the epoch and every CTA's mark, the cross-rank fault handshake with injected stalls, the
+// harness refusing to call a launch with an error word valid, and the trace knob.
+#include <sys/wait.h>
+
+#include <array>
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <set>
+#include <nlohmann/json.hpp>
+
+#include "ir/Verifier.h"
+#include "runtime/Trace.h"
+#include "specs/minimax_m3/Layout.h"
+#include "specs/minimax_m3/SimHarness.h"
+#include "specs/minimax_m3/Sites.h"
+#include "specs/minimax_m3/Spec.h"
+
+using namespace monogen;
+using namespace monogen::specs::minimax_m3;
+using runtime::HostTensor;
+using runtime::TensorMap;
+
+namespace {
+
+runtime::SimOptions schedSeed(uint64_t s) {
+  static constexpr int kQuantum[] = {32, 1, 7, 32, 2, 16, 3, 64};
+  runtime::SimOptions o;
+  o.seed = s;
+  o.maxQuantum = kQuantum[s % 8];
+  return o;
+}
+
+int32_t errWord(const SimRun& run, int r) { return run.outputs.at(fmt::format("err.r{}", r)).as<int32_t>()[0]; }
+int32_t errCount(const SimRun& run, int r) { return run.outputs.at(fmt::format("err.r{}", r)).as<int32_t>()[1]; }
+int32_t epochOf(const SimRun& run, int r) { return run.outputs.at(fmt::format("epoch.r{}", r)).as<int32_t>()[0]; }
+
+/// The stamp of rank r, CTA c, stage s, start (0) or end (1).
+uint64_t stamp(const SimRun& run, const ir::Plan& plan, int r, int c, int s, int end) {
+  const auto& t = run.outputs.at(fmt::format("trace.r{}", r));
+  return t.as<uint64_t>()[(static_cast<size_t>(c) * plan.stages.size() + s) * 2 + end];
+}
+
+std::string errText(int32_t w) {
+  return fmt::format("{:#x} (site {}, rank {}, token {})", w, errorSite(w), errorRank(w), errorToken(w));
+}
+
+}  // namespace
+
+TEST_CASE("robust plan: parity halves, marks, faults and the finish stages verify for every S and TP",
+          "[spec][robust]") {
+  const ModelConfig cfg = ModelConfig::reduced();
+  for (int S : {1, 5, 16})
+    for (int TP : {1, 2, 4, 8})
+      for (bool trace : {false, true}) {
+        INFO(fmt::format("S={} TP={} trace={}", S, TP, trace));
+        ir::Key key = makeKey(cfg, S, TP);
+        key.trace = trace;
+        const ir::Plan plan = buildPlan(cfg, key);
+        const auto problems = ir::verifyAll(plan);
+        INFO((problems.empty() ? std::string() : problems.front()));
+        CHECK(problems.empty());
+        const Layout L = Layout::make(cfg, S, TP);
+        CHECK(plan.flag("ATTN").parityHalves);
+        CHECK(plan.flag("ATTN").launchPairs() == int64_t{TP} * S * cfg.hidden / 2);
+        CHECK(plan.flag("FAULTS").parityHalves);
+        CHECK(plan.flag("FAULTS").peer);
+        CHECK(plan.flag("FAULTS").pairs == 2 * TP);
+        CHECK_FALSE(plan.flag("MARKS").parityHalves);
+        CHECK(plan.flag("MARKS").pairs == cfg.blocks);
+        CHECK(L.attn.bytes == 2 * int64_t{TP} * S * (cfg.hidden / 2) * kPairBytes);
+        const int n = static_cast<int>(plan.stages.size());
+        REQUIRE(n >= 5);
+        CHECK(plan.stages[n - 3].name == "mark");
+        CHECK(plan.stages[n - 3].everyCta);
+        CHECK(plan.stages[n - 2].name == "epoch");
+        CHECK(plan.stages[n - 1].name == "handshake");
+        CHECK(plan.argIndex("epoch") >= 0);
+        CHECK(plan.argIndex("handshake") >= 0);
+        CHECK(plan.arg("inject").shape == std::vector<int64_t>{2});
+        if (trace) {
+          CHECK(plan.arg("trace").shape == std::vector<int64_t>{cfg.blocks, n, 2});
+        } else {
+          CHECK(plan.argIndex("trace") < 0);
+        }
+      }
+}
+
+TEST_CASE("robust sim: back-to-back launches on the same buffers alternate parity halves and stay bit-exact",
+          "[spec][robust][sim]") {
+  const ModelConfig cfg = ModelConfig::reduced();
+  const int S = 3, TP = 4;
+  SimSession session(cfg, makeKey(cfg, S, TP));
+  const Layout& L = session.layout();
+  runtime::SimMemory& mem = session.device().memory();
+  const int64_t half = L.attn.pairs / 2;
+  // the tag of rank 0's ATTN pair i of half h (pair 0 is [src 0][row 0][pair 0])
+  auto attnTag = [&](int r, int h, int64_t i) {
+    const uint8_t* p = mem.host(session.bufferOf("sym", r) + L.attn.offset + (h * half + i) * kPairBytes, 8);
+    int32_t t;
+    std::memcpy(&t, p + 4, 4);
+    return t;
+  };
+  const int32_t tags[] = {101, 102, 103, 104, 105};
+  for (int k = 0; k < 5; ++k) {
+    INFO(fmt::format("launch {} tag {}", k, tags[k]));
+    const TensorMap in = makeInputs(cfg, S, TP, 40 + k);
+    LaunchParams p;
+    p.tag = tags[k];
+    p.handshake = k == 4;  // the step's last launch
+    const SimRun run = session.launch(in, schedSeed(k + 1), p);
+    const auto mm = firstMismatch(run.outputs, referenceOutputs(cfg, S, TP, in));
+    INFO((mm ? describe(*mm) : run.error));
+    CHECK(run.valid);
+    CHECK_FALSE(mm.has_value());
+    CHECK(run.stats.waitTimeouts == 0);
+    for (int r = 0; r < TP; ++r) {
+      CHECK(epochOf(run, r) == tags[k]);
+      // this launch's half carries its tag, the other half the previous launch's (or nothing yet)
+      const int h = tags[k] & 1;
+      for (int64_t i : {int64_t{0}, half / 2, half - 1}) {
+        CHECK(attnTag(r, h, i) == tags[k]);
+        CHECK(attnTag(r, h ^ 1, i) == (k == 0 ? 0 : tags[k - 1]));
+      }
+    }
+  }
+}
+
+TEST_CASE("robust sim: a dropped mark keeps the epoch and names the epoch site and the CTA", "[spec][robust][sim]") {
+  const ModelConfig cfg = ModelConfig::reduced();
+  const int S = 2, TP = 2;
+  const TensorMap in = makeInputs(cfg, S, TP, 3);
+  for (int drop : {0, 7, cfg.blocks - 1}) {
+    INFO(fmt::format("drop mark of CTA {}", drop));
+    ir::Key key = makeKey(cfg, S, TP);
+    key.dropMark = drop;
+    SimSession session(cfg, key);
+    LaunchParams p;
+    p.waitTicks = 20'000;
+    p.tag = 11;
+    const SimRun run = session.launch(in, schedSeed(2), p);
+    CHECK_FALSE(run.valid);
+    CHECK(run.error.find("site 9") != std::string::npos);
+    for (int r = 0; r < TP; ++r) {
+      const int32_t w = errWord(run, r);
+      INFO(fmt::format("rank {}: {}, {} failures", r, errText(w), errCount(run, r)));
+      CHECK(errorSite(w) == kSiteEpoch);
+      CHECK(errorRank(w) == r);
+      CHECK(errorToken(w) == drop);
+      CHECK(errCount(run, r) == 1);
+      CHECK(epochOf(run, r) == 0);  // the epoch did not move
+    }
+    // the outputs are still the reference's bits, but the launch is not valid
+    TensorMap want = referenceOutputs(cfg, S, TP, in);
+    for (int r = 0; r < TP; ++r) want.erase(fmt::format("err.r{}", r));
+    CHECK_FALSE(firstMismatch(run.outputs, want).has_value());
+    // the next launch on the same buffers: the epoch still stays at 0 (the mark is still dropped)
+    p.tag = 12;
+    const SimRun again = session.launch(in, schedSeed(3), p);
+    for (int r = 0; r < TP; ++r) CHECK(epochOf(again, r) == 0);
+  }
+  // without the knob the epoch moves on to the tag
+  SimSession ok(cfg, makeKey(cfg, S, TP));
+  LaunchParams p;
+  p.tag = 11;
+  const SimRun run = ok.launch(in, schedSeed(2), p);
+  CHECK(run.valid);
+  for (int r = 0; r < TP; ++r) CHECK(epochOf(run, r) == 11);
+}
+
+TEST_CASE("robust sim: a stalled rank is in every rank's error word within the bound", "[spec][robust][sim]") {
+  const ModelConfig cfg = ModelConfig::reduced();
+  const int S = 2, TP = 4, stalled = 2;
+  ir::Key key = makeKey(cfg, S, TP);
+  key.trace = true;  // CTA 0's handshake end stamp: when a rank's error word was final
+  const TensorMap in = makeInputs(cfg, S, TP, 8);
+  const int64_t W = 20'000;  // the wait bound
+
+  SimSession base(cfg, key);
+  LaunchParams p0;
+  p0.handshake = true;
+  p0.waitTicks = W;
+  const SimRun ok = base.launch(in, schedSeed(1), p0);
+  REQUIRE(ok.valid);
+  for (int r = 0; r < TP; ++r) REQUIRE(errWord(ok, r) == 0);
+  const int64_t clean = ok.stats.ticks;
+
+  const ir::Plan& plan = base.plan();
+  const int hs = plan.stageIndex("handshake"), ep = plan.stageIndex("epoch");
+  const int64_t start = runtime::SimOptions{}.clockStart;
+
+  for (int64_t ticks : {int64_t{5'000}, int64_t{60'000}}) {  // within the bound, and past it
+    INFO(fmt::format("rank {} stalls {} ticks; wait bound {}; a clean launch takes {} ticks", stalled, ticks, W,
+                     clean));
+    SimSession session(cfg, key);
+    LaunchParams p = p0;
+    p.injectRank = stalled;
+    p.injectTicks = static_cast<int32_t>(ticks);
+    const SimRun run = session.launch(in, schedSeed(4), p);
+    CHECK_FALSE(run.valid);
+    CHECK_FALSE(run.error.empty());
+    int64_t lastReport = 0;
+    std::string times;
+    for (int r = 0; r < TP; ++r) {
+      const int32_t w = errWord(run, r);
+      const int64_t reported = static_cast<int64_t>(stamp(run, plan, r, 0, hs, 1)) - start;
+      const int64_t handshakeAt = static_cast<int64_t>(stamp(run, plan, r, 0, hs, 0)) - start;
+      const int64_t epochAt = static_cast<int64_t>(stamp(run, plan, r, 0, ep, 0)) - start;
+      INFO(fmt::format("rank {}: {} ({} failures); epoch stage at {}, handshake at {}, final at tick {}", r,
+                       errText(w), errCount(run, r), epochAt, handshakeAt, reported));
+      if (r == stalled) {
+        CHECK(errorSite(w) == kSiteInject);
+        CHECK(errorRank(w) == stalled);
+        CHECK(reported >= epochAt + ticks);
+      } else {
+        CHECK(errorSite(w) == kSiteHandshake);
+        CHECK(errorRank(w) == stalled);
+        // within the bound the stalled rank's flag comes and names its site; past it the wait
+        // runs out first (token 0)
+        CHECK(errorToken(w) == (ticks < W ? kSiteInject : 0));
+        // a rank's error word is final at most one wait bound after its handshake starts
+        CHECK(reported - handshakeAt <= W + 1000);
+      }
+      lastReport = std::max(lastReport, reported);
+      times += fmt::format(" r{}:{}", r, reported);
+    }
+    // every rank's error word is final by the stalled rank's stall past a clean launch (with a
+    // clean launch's slack for the other interleaving): no rank waits longer than that
+    CHECK(lastReport <= 2 * clean + ticks);
+    CHECK(run.stats.ticks <= 2 * clean + ticks);
+    WARN(fmt::format("stall {} ticks, bound {}: every rank reported by tick {} (clean launch {} ticks, launch {} "
+                     "ticks); error word final per rank at tick{}",
+                     ticks, W, lastReport, clean, run.stats.ticks, times));
+  }
+}
+
+TEST_CASE("robust sim: a fault before the handshake reaches every rank; other launches do not trade",
+          "[spec][robust][sim]") {
+  const ModelConfig cfg = ModelConfig::reduced();
+  const int S = 2, TP = 4;
+  const TensorMap in = makeInputs(cfg, S, TP, 9);
+  LaunchParams p;
+  p.waitTicks = 20'000;
+  p.lostFrom = 3;  // rank 3's pushes to rank 1 never land: rank 1's reduce fails
+  p.lostTo = 1;
+  SECTION("not the step's last launch: only rank 1 knows") {
+    const SimRun run = runOnSim(cfg, makeKey(cfg, S, TP), in, schedSeed(3), p);
+    CHECK_FALSE(run.valid);
+    CHECK(errorSite(errWord(run, 1)) == kSiteReduce);
+    for (int r : {0, 2, 3}) CHECK(errWord(run, r) == 0);
+  }
+  SECTION("the step's last launch: every rank names rank 1") {
+    p.handshake = true;
+    const SimRun run = runOnSim(cfg, makeKey(cfg, S, TP), in, schedSeed(3), p);
+    CHECK_FALSE(run.valid);
+    CHECK(errorSite(errWord(run, 1)) == kSiteReduce);
+    CHECK(errorRank(errWord(run, 1)) == 3);
+    // the others name rank 1: its flag (token: site reduce) or, as rank 1 spent a wait bound
+    // or more in its reduce, the bound of their own wait for it (token 0)
+    for (int r : {0, 2, 3}) {
+      INFO(fmt::format("rank {}: {}", r, errText(errWord(run, r))));
+      CHECK(errorSite(errWord(run, r)) == kSiteHandshake);
+      CHECK(errorRank(errWord(run, r)) == 1);
+      CHECK((errorToken(errWord(run, r)) == kSiteReduce || errorToken(errWord(run, r)) == 0));
+    }
+  }
+}
+
+TEST_CASE("robust sim: the trace has every CTA of every rank, stages in order", "[spec][robust][sim][trace]") {
+  const ModelConfig cfg = ModelConfig::reduced();
+  const int S = 3, TP = 2;
+  ir::Key key = makeKey(cfg, S, TP);
+  key.trace = true;
+  SimSession session(cfg, key);
+  const TensorMap in = makeInputs(cfg, S, TP, 5);
+  LaunchParams p;
+  p.handshake = true;
+  const SimRun run = session.launch(in, schedSeed(5), p);
+  REQUIRE(run.valid);
+  // the trace knob changes no output bit
+  CHECK_FALSE(firstMismatch(run.outputs, referenceOutputs(cfg, S, TP, in)).has_value());
+
+  const runtime::TraceBuffers tb = traceOf(session.plan(), run);
+  const int ns = static_cast<int>(tb.stages.size());
+  const auto spans = runtime::decodeTrace(tb);
+  CHECK(spans.size() == static_cast<size_t>(TP) * cfg.blocks * ns);  // every CTA stamps every stage
+  const nlohmann::json j = nlohmann::json::parse(runtime::chromeTrace(tb).dump());
+  std::set<std::pair<int, int>> threads;
+  std::map<std::pair<int, int>, std::vector<const nlohmann::json*>> byThread;
+  for (const auto& e : j.at("traceEvents")) {
+    const std::pair<int, int> who{e.at("pid").get<int>(), e.at("tid").get<int>()};
+    if (e.at("ph") == "M" && e.at("name") == "thread_name") threads.insert(who);
+    if (e.at("ph") == "X") byThread[who].push_back(&e);
+  }
+  CHECK(threads.size() == static_cast<size_t>(TP) * cfg.blocks);
+  CHECK(byThread.size() == static_cast<size_t>(TP) * cfg.blocks);
+  double lastEnd = 0;
+  for (const auto& [who, evs] : byThread) {
+    INFO(fmt::format("rank {} CTA {}", who.first, who.second));
+    REQUIRE(evs.size() == static_cast<size_t>(ns));
+    double prevEnd = -1;
+    uint64_t prevEndTick = 0;
+    for (int s = 0; s < ns; ++s) {
+      const auto& e = *evs[s];
+      CHECK(e.at("name") == tb.stages[s]);
+      const double ts = e.at("ts"), dur = e.at("dur");
+      const uint64_t a = e.at("args").at("start_tick"), b = e.at("args").at("end_tick");
+      CHECK(dur >= 0);
+      CHECK(b >= a);
+      CHECK(a >= prevEndTick);       // a CTA's stages in program order
+      CHECK(ts >= prevEnd - 1e-9);   // (microseconds, up to rounding)
+      prevEnd = ts + dur;
+      prevEndTick = b;
+    }
+    lastEnd = std::max(lastEnd, prevEnd);
+  }
+  // the whole trace spans about the launch: ticks at 100 MHz are 0.01 us
+  CHECK(lastEnd <= static_cast<double>(run.stats.ticks) * 0.01 + 1e-6);
+  CHECK(lastEnd > 0);
+}
+
+TEST_CASE("monogen sim: a launch with an error word set is never called bit-exact", "[spec][robust][cli]") {
+  const std::string exe = std::string(MONOGEN_BINARY_DIR) + "/tools/monogen";
+  auto sh = [](const std::string& cmd, int& code) {
+    std::string out;
+    FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+    REQUIRE(p);
+    std::array<char, 4096> buf{};
+    size_t n;
+    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+    const int status = pclose(p);
+    code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return out;
+  };
+  int code = -1;
+  // CTA 3 drops its mark: every output bit still matches the reference, but the error word is set
+  const std::string out = sh(exe + " sim --rows 2 --tp 2 --config reduced --drop-mark 3", code);
+  INFO(out);
+  CHECK(code == 1);
+  CHECK(out.find("INVALID: rank 0: error word") != std::string::npos);
+  CHECK(out.find("site 9") != std::string::npos);
+  CHECK(out.find("verdict: bit-exact") == std::string::npos);
+}

@@ -1,0 +1,75 @@
+// monogen trace: runs the traced variant (the trace knob) on the Sim device, every CTA of every
+// rank, and writes its per-CTA, per-stage stamps as Chrome / Perfetto trace-event JSON: one
+// process a rank, one thread a CTA, one complete event a stage. On the Sim the stamps are the
+// simulated 100 MHz realtime clock. Exit 0 when the launch's outputs are valid and bit-exact.
+#include <fmt/format.h>
+
+#include "ir/Error.h"
+#include "runtime/Trace.h"
+#include "specs/minimax_m3/SimHarness.h"
+#include "tools/Commands.h"
+#include "tools/Variant.h"
+
+namespace monogen::tools {
+
+namespace mm = specs::minimax_m3;
+
+Run addTrace(CLI::App& app) {
+  struct Options {
+    VariantOptions v;
+    uint64_t seed = 1;
+    std::string out;
+    bool handshake = false;
+    int injectRank = -1;
+    int32_t injectTicks = 0;
+    int64_t waitTicks = 100'000'000;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* c = app.add_subcommand("trace", "run the traced variant on the Sim device and write trace-event JSON");
+  addVariantOptions(c, o->v, true);
+  c->add_option("--seed", o->seed, "scheduler and input seed")->capture_default_str();
+  c->add_option("-o,--output", o->out, "the trace-event JSON file to write (chrome://tracing, ui.perfetto.dev)")
+      ->required();
+  c->add_flag("--handshake", o->handshake, "run it as the step's last launch (the ranks trade failure flags)");
+  c->add_option("--inject-rank", o->injectRank, "fault injection: this rank stalls at the handshake, then fails")
+      ->check(CLI::Range(-1, 7));
+  c->add_option("--inject-ticks", o->injectTicks, "fault injection: the stall in 100 MHz ticks")
+      ->check(CLI::Range(0, 1 << 30));
+  c->add_option("--wait-ticks", o->waitTicks, "a wait's bound in 100 MHz ticks")->capture_default_str();
+  return [o] {
+    const auto cfg = configOf(o->v);
+    ir::Key key = keyOf(o->v, cfg, o->v.rows, o->v.tp);
+    key.trace = true;
+    if (o->injectRank >= key.tp)
+      throw InputError("--inject-rank", fmt::format("rank {}: expected -1 (none) or 0..{}", o->injectRank, key.tp - 1));
+    const runtime::TensorMap inputs = mm::makeInputs(cfg, key.rows, key.tp, o->seed);
+    mm::LaunchParams p;
+    p.handshake = o->handshake || o->injectRank >= 0;
+    p.injectRank = o->injectRank;
+    p.injectTicks = o->injectTicks;
+    p.waitTicks = o->waitTicks;
+    runtime::SimOptions so;
+    so.seed = o->seed;
+    mm::SimSession session(cfg, key);
+    const mm::SimRun run = session.launch(inputs, so, p);
+    const runtime::TraceBuffers tb = mm::traceOf(session.plan(), run);
+    const nlohmann::json j = runtime::chromeTrace(tb);
+    writeFileAtomically(o->out, j.dump(1) + "\n");
+    size_t spans = 0;
+    for (const auto& e : j.at("traceEvents"))
+      if (e.at("ph") == "X") ++spans;
+    fmt::print("{} on the Sim device: {} ranks x {} CTAs, {} stages, {} ticks ({:.2f} us)\n", key.variantName(),
+               key.tp, cfg.blocks, tb.stages.size(), run.stats.ticks,
+               static_cast<double>(run.stats.ticks) * 1e6 / static_cast<double>(tb.clockHz));
+    fmt::print("wrote {} stage events to {}\n", spans, o->out);
+    if (!run.valid) {
+      fmt::print("verdict: INVALID: {}\n", run.error);
+      return 1;
+    }
+    const auto mismatch = mm::firstMismatch(run.outputs, mm::referenceOutputs(cfg, key.rows, key.tp, inputs));
+    fmt::print("verdict: {}\n", mismatch ? "MISMATCH: " + mm::describe(*mismatch) : std::string("bit-exact"));
+    return mismatch ? 1 : 0;
+  };
+}
+
+}  // namespace monogen::tools
