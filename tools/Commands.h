@@ -12,5 +12,6 @@ Run addDump(CLI::App& app);   // monogen dump: plan, kernel IR, LLVM IR or ISA
 Run addInfo(CLI::App& app);   // monogen info: the resource table per variant
 Run addSim(CLI::App& app);    // monogen sim: run on the Sim device against the reference
 Run addTrace(CLI::App& app);  // monogen trace: the traced variant on the Sim device -> trace JSON
+Run addBench(CLI::App& app);  // monogen bench: Sim-device bytes read vs the minimum, per S, TP, experts
 
 }  // namespace monogen::tools

@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   add(addInfo);
   add(addSim);
   add(addTrace);
+  add(addBench);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -30,7 +31,7 @@ int main(int argc, char** argv) {
   try {
     for (auto& [sub, run] : commands)
       if (sub->parsed()) return run();
-    std::fprintf(stderr, "monogen: a command is required: emit, dump, info, sim or trace (monogen --help)\n");
+    std::fprintf(stderr, "monogen: a command is required: emit, dump, info, sim, trace or bench (monogen --help)\n");
     return 2;
   } catch (const monogen::Error& e) {
     std::fprintf(stderr, "monogen: %s\n", e.what());

@@ -1,0 +1,418 @@
+#include "specs/minimax_m3/MoeInputs.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <set>
+
+#include "ir/Error.h"
+#include "ir/Numerics.h"
+#include "specs/minimax_m3/MoeReference.h"
+#include "specs/minimax_m3/MoeTiling.h"
+#include "specs/minimax_m3/Reference.h"
+#include "specs/minimax_m3/WeightContract.h"
+
+namespace monogen::specs::minimax_m3 {
+
+using runtime::DType;
+using runtime::HostTensor;
+using runtime::TensorMap;
+namespace num = ir::num;
+
+namespace {
+
+constexpr const char* kWhere = "moe inputs";
+
+uint64_t mix(uint64_t z) {  // splitmix64's finalizer
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/// splitmix64 stream with exact f32 conversions only: the same numbers on every host.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : s_(seed) {}
+  uint64_t next() { return mix(s_ += 0x9e3779b97f4a7c15ull); }
+  float uniform() { return static_cast<float>(next() >> 40) * (1.0f / 16777216.0f); }  // [0, 1), exact
+  /// Irwin-Hall(4) scaled to unit variance: about normal.
+  float normal() { return ((uniform() + uniform()) + (uniform() + uniform()) - 2.0f) * 1.7320508f; }
+  /// Uniform in [-a, a).
+  float sym(float a) { return (uniform() * 2.0f - 1.0f) * a; }
+  int below(int n) { return static_cast<int>(next() % static_cast<uint64_t>(n)); }
+
+ private:
+  uint64_t s_;
+};
+
+/// One stream a purpose, so changing one option never shifts another's numbers.
+Rng stream(uint64_t seed, uint64_t purpose) { return Rng(mix(seed * 0x100000001b3ull + purpose * 0x9e3779b97f4a7c15ull)); }
+
+/// 8 bytes of logical weight tensor `tag` at (expert, row, 8-byte group): a pure function.
+uint64_t weightBits(uint64_t seed, uint64_t tag, int64_t e, int64_t row, int64_t group) {
+  uint64_t h = mix(seed ^ (tag * 0xd1b54a32d192ed03ull));
+  h = mix(h ^ static_cast<uint64_t>(e) * 0x9e3779b97f4a7c15ull);
+  h = mix(h ^ static_cast<uint64_t>(row) * 0xc2b2ae3d27d4eb4full);
+  return mix(h ^ static_cast<uint64_t>(group) * 0x165667b19e3779f9ull);
+}
+uint8_t weightByte(uint64_t seed, uint64_t tag, int64_t e, int64_t row, int64_t col) {
+  return static_cast<uint8_t>(weightBits(seed, tag, e, row, col / 8) >> (8 * (col % 8)));
+}
+/// An e8m0 scale around `base` (base - 1 a quarter of the time, base + 1 a quarter).
+uint8_t scaleOf(uint8_t b, int base) {
+  const int k = b % 8;
+  return static_cast<uint8_t>(base + (k < 2 ? -1 : k < 6 ? 0 : 1));
+}
+int ceilLog2(double x) { return static_cast<int>(std::ceil(std::log2(x))); }
+
+enum Tag : uint64_t { kW13 = 1, kS13 = 2, kW2 = 3, kS2 = 4 };
+
+/// What the routing options come to.
+struct RoutingPlan {
+  int valid = 0;                         // valid rows (the first `valid`)
+  int n = 0;                             // steered distinct experts (0: natural)
+  std::vector<int> chosen;               // C, in assignment order
+  std::vector<std::vector<int>> assign;  // valid row -> its topk experts
+  std::vector<int> nanExperts;
+  int tieGroup = 0;                      // 0: no ties
+};
+
+RoutingPlan planRouting(const ModelConfig& cfg, int S, int TP, uint64_t seed, const LaunchInputOptions& o) {
+  MoeTiling::derive(cfg, TP, kWhere);
+  if (S < 1 || S > cfg.maxRows)
+    throw InputError(kWhere, fmt::format("S = {}: expected 1..{}", S, cfg.maxRows));
+  if (o.paddedRows < 0 || o.paddedRows > S)
+    throw InputError(kWhere, fmt::format("paddedRows = {}: expected 0..S ({})", o.paddedRows, S));
+  if (o.distinctExperts < 0)
+    throw InputError(kWhere, fmt::format("distinctExperts = {}: expected >= 0 (0: natural)", o.distinctExperts));
+  const int E = cfg.experts, K = cfg.topk;
+  RoutingPlan p;
+  p.valid = S - o.paddedRows;
+  p.n = o.distinctExperts;
+  if (o.sameExpert && o.distinctPerToken)
+    throw InputError(kWhere, "sameExpert and distinctPerToken contradict each other");
+  if (o.sameExpert) {
+    if (p.n != 0 && p.n != K)
+      throw InputError(kWhere, fmt::format("sameExpert means {} distinct experts (top-k), not distinctExperts = {}",
+                                           K, p.n));
+    p.n = K;
+  }
+  if (o.distinctPerToken) {
+    const int want = p.valid * K;
+    if (p.n != 0 && p.n != want)
+      throw InputError(kWhere, fmt::format("distinctPerToken means {} distinct experts ({} valid rows x top-k {}), "
+                                           "not distinctExperts = {}",
+                                           want, p.valid, K, p.n));
+    if (want > E)
+      throw InputError(kWhere, fmt::format("distinctPerToken needs {} valid rows x top-k {} = {} experts; the "
+                                           "config has {}",
+                                           p.valid, K, want, E));
+    p.n = want;
+  }
+  if (p.n > 0) {
+    if (p.valid < 1) throw InputError(kWhere, "steering the routing needs at least one valid row");
+    const int most = std::min(E, p.valid * K);
+    if (p.n < K || p.n > most)
+      throw InputError(kWhere, fmt::format("distinctExperts = {}: expected top-k {} .. min(experts {}, valid rows {} "
+                                           "x top-k) = {}",
+                                           p.n, K, E, p.valid, most));
+    if (o.ties) throw InputError(kWhere, "ties apply to natural routing only (distinctExperts = 0)");
+    Rng g = stream(seed, 11);
+    std::vector<int> all(static_cast<size_t>(E));
+    for (int e = 0; e < E; ++e) all[e] = e;
+    for (int i = 0; i < p.n; ++i) std::swap(all[i], all[i + g.below(E - i)]);  // Fisher-Yates prefix
+    p.chosen.assign(all.begin(), all.begin() + p.n);
+    for (int v = 0; v < p.valid; ++v) {
+      std::vector<int> a;
+      for (int j = 0; j < K; ++j) a.push_back(p.chosen[(v * K + j) % p.n]);
+      p.assign.push_back(a);
+    }
+  }
+  if (o.ties) p.tieGroup = K >= 3 ? K - 1 : K + 1;
+  if (o.nanLogits) {
+    std::vector<bool> inC(static_cast<size_t>(E), false);
+    for (int e : p.chosen) inC[e] = true;
+    std::vector<int> out;
+    for (int e = 0; e < E; ++e)
+      if (!inC[e]) out.push_back(e);
+    const int want = std::max(1, E / 8);
+    if (p.n > 0 && out.empty())
+      throw InputError(kWhere, "nanLogits with distinctExperts = experts leaves no expert outside the steered set");
+    if (p.n == 0 && E - want < K)
+      throw InputError(kWhere, fmt::format("nanLogits: {} NaN experts leave fewer than top-k {}", want, K));
+    Rng g = stream(seed, 12);
+    const int cnt = std::min<int>(want, static_cast<int>(out.size()));
+    for (int i = 0; i < cnt; ++i) std::swap(out[i], out[i + g.below(static_cast<int>(out.size()) - i)]);
+    p.nanExperts.assign(out.begin(), out.begin() + cnt);
+    std::sort(p.nanExperts.begin(), p.nanExperts.end());
+  }
+  return p;
+}
+
+HostTensor bf16Of(const std::vector<float>& v, std::vector<int64_t> shape) {
+  HostTensor t = HostTensor::zeros(DType::BF16, std::move(shape));
+  for (size_t i = 0; i < v.size(); ++i) t.as<uint16_t>()[i] = num::f32ToBf16(v[i]);
+  return t;
+}
+
+/// Rank `rank`'s w13 / s13 / w2 / s2 of the logical model `seed`, in the contract layout.
+void rankWeights(const ModelConfig& cfg, int TP, int rank, uint64_t seed, TensorMap& out) {
+  const int64_t e1 = cfg.expertsWithShared(), H = cfg.hidden, I = cfg.intermediate, IP = cfg.interPerRank(TP);
+  const int base13 = 127 - ceilLog2(std::sqrt(double(H)) * 1.5);  // gate / up std about 1 .. 4
+  const int base2 = 127 - ceilLog2(std::sqrt(double(I)) * 3.0);   // down std about 1
+  HostTensor w13 = HostTensor::zeros(DType::U8, {e1, 2 * IP, H / 2});
+  HostTensor s13 = HostTensor::zeros(DType::U8, {e1, 2 * IP, H / 32});
+  HostTensor w2 = HostTensor::zeros(DType::U8, {e1, H, IP / 2});
+  HostTensor s2 = HostTensor::zeros(DType::U8, {e1, H, IP / 32});
+  const int64_t kb13 = H / 2, kb2 = IP / 2;
+  for (int64_t e = 0; e < e1; ++e) {
+    uint8_t* w13e = w13.data.data() + e * 2 * IP * kb13;
+    for (int64_t r = 0; r < 2 * IP; ++r) {
+      const int64_t src = r < IP ? rank * IP + r : I + rank * IP + (r - IP);  // logical gate / up row
+      for (int64_t c = 0; c < kb13; c += 16) {  // 16 bytes stay contiguous in the shuffle
+        const uint64_t lo = weightBits(seed, kW13, e, src, c / 8), hi = weightBits(seed, kW13, e, src, c / 8 + 1);
+        uint8_t* d = w13e + shuffledOffset16x16(r, c, kb13);
+        std::memcpy(d, &lo, 8);  // little-endian hosts (the project's: x86-64 / aarch64)
+        std::memcpy(d + 8, &hi, 8);
+      }
+      for (int64_t b = 0; b < H / 32; ++b)
+        s13.data[(e * 2 * IP + r) * (H / 32) + b] = scaleOf(weightByte(seed, kS13, e, src, b), base13);
+    }
+    uint8_t* w2e = w2.data.data() + e * H * kb2;
+    for (int64_t h = 0; h < H; ++h) {
+      for (int64_t c = 0; c < kb2; c += 16) {
+        const int64_t lc = rank * kb2 + c;  // logical byte column (I / 2 a row)
+        const uint64_t lo = weightBits(seed, kW2, e, h, lc / 8), hi = weightBits(seed, kW2, e, h, lc / 8 + 1);
+        uint8_t* d = w2e + shuffledOffset16x16(h, c, kb2);
+        std::memcpy(d, &lo, 8);
+        std::memcpy(d + 8, &hi, 8);
+      }
+      for (int64_t b = 0; b < IP / 32; ++b)
+        s2.data[(e * H + h) * (IP / 32) + b] = scaleOf(weightByte(seed, kS2, e, h, rank * (IP / 32) + b), base2);
+    }
+  }
+  out[rankName("w13", rank)] = std::move(w13);
+  out[rankName("s13", rank)] = std::move(s13);
+  out[rankName("w2", rank)] = std::move(w2);
+  out[rankName("s2", rank)] = std::move(s2);
+}
+
+const HostTensor& need(const TensorMap& in, const std::string& name, DType dt, const std::vector<int64_t>& shape) {
+  auto it = in.find(name);
+  if (it == in.end()) throw InputError(kWhere, fmt::format("missing tensor '{}'", name));
+  if (it->second.dtype != dt || (!shape.empty() && it->second.shape != shape))
+    throw InputError(kWhere, fmt::format("tensor '{}': expected {} [{}], given {} [{}]", name,
+                                         runtime::dtypeName(dt), fmt::join(shape, ", "),
+                                         runtime::dtypeName(it->second.dtype), fmt::join(it->second.shape, ", ")));
+  return it->second;
+}
+
+}  // namespace
+
+std::string LaunchInputOptions::describe() const {
+  std::string s = distinctExperts ? fmt::format("experts={}", distinctExperts) : "natural";
+  if (paddedRows) s += fmt::format(" padded={}", paddedRows);
+  if (ties) s += " ties";
+  if (nanLogits) s += " nan-logits";
+  if (sameExpert) s += " same-expert";
+  if (distinctPerToken) s += " distinct-per-token";
+  return s;
+}
+
+std::vector<int> steeredExperts(const ModelConfig& cfg, int S, int TP, uint64_t seed, const LaunchInputOptions& opt) {
+  std::vector<int> c = planRouting(cfg, S, TP, seed, opt).chosen;
+  std::sort(c.begin(), c.end());
+  return c;
+}
+
+TensorMap makeLaunchInputs(const ModelConfig& cfg, int S, int TP, uint64_t seed, const LaunchInputOptions& opt) {
+  const RoutingPlan p = planRouting(cfg, S, TP, seed, opt);
+  const int H = cfg.hidden, E = cfg.experts, K = cfg.topk;
+  const int blk = H / 16;  // a row's signature block (hidden is a multiple of 256)
+  TensorMap m;
+
+  // ---- activations: parts summing to about N(0, 1/4), residual about N(0, 1/4) + a row's signature ----
+  {
+    Rng g = stream(seed, 1);
+    std::vector<std::vector<float>> parts(static_cast<size_t>(TP), std::vector<float>(size_t(S) * H));
+    std::vector<float> res(size_t(S) * H);
+    const float partStd = 0.5f / std::sqrt(static_cast<float>(TP));  // the reduced sum: about N(0, 1/4)
+    for (int t = 0; t < S; ++t)
+      for (int c = 0; c < H; ++c) {
+        const size_t i = size_t(t) * H + c;
+        for (int r = 0; r < TP; ++r) parts[r][i] = g.normal() * partStd;
+        const bool sig = p.n > 0 && t < p.valid && c / blk == t % 16;
+        res[i] = g.normal() * 0.5f + (sig ? 4.0f : 0.0f);
+      }
+    for (int r = 0; r < TP; ++r) m[rankName("part", r)] = bf16Of(parts[r], {S, H});
+    m["res_in"] = bf16Of(res, {S, H});
+  }
+  {
+    HostTensor slots = HostTensor::zeros(DType::I64, {S});
+    for (int t = 0; t < S; ++t) slots.as<int64_t>()[t] = t < p.valid ? t : -1;
+    m["slots"] = std::move(slots);
+  }
+  // push + reduce's results (the MoE reference's inputs)
+  {
+    std::vector<const uint16_t*> parts;
+    for (int r = 0; r < TP; ++r) parts.push_back(m.at(rankName("part", r)).as<uint16_t>());
+    const AllReduceResult ar = referenceAllReduce(S, H, parts, m.at("res_in").as<uint16_t>());
+    HostTensor sres = HostTensor::zeros(DType::F32, {S, H});
+    std::memcpy(sres.data.data(), ar.sres.data(), sres.data.size());
+    const int64_t T = static_cast<int64_t>(ar.ssq.size()) / S;
+    HostTensor ssq = HostTensor::zeros(DType::F32, {S, T});
+    std::memcpy(ssq.data.data(), ar.ssq.data(), ssq.data.size());
+    m["sres"] = std::move(sres);
+    m["ssq"] = std::move(ssq);
+  }
+
+  // ---- norm weight: bf16 in [-1/8, 1/8) ----
+  {
+    Rng g = stream(seed, 2);
+    std::vector<float> w(static_cast<size_t>(H));
+    for (float& x : w) x = g.sym(0.125f);
+    m["norm_w"] = bf16Of(w, {H});
+  }
+
+  // ---- router and bias ----
+  {
+    Rng g = stream(seed, 3);
+    HostTensor rw = HostTensor::zeros(DType::F32, {E, H});
+    HostTensor bias = HostTensor::zeros(DType::F32, {E});
+    float* w = rw.as<float>();
+    float* b = bias.as<float>();
+    if (p.n == 0) {
+      // logits about N(0, 4): uniform rows of std 2 / sqrt(hidden) against unit-rms XN
+      const float a = 2.0f * 1.7320508f / std::sqrt(static_cast<float>(H));
+      for (int64_t i = 0; i < int64_t(E) * H; ++i) w[i] = g.sym(a);
+      for (int e = 0; e < E; ++e) b[e] = g.sym(0.0625f);
+      if (p.tieGroup > 0)  // a group shares its first expert's row and bias
+        for (int e = 0; e < E; ++e) {
+          const int lead = e - e % p.tieGroup;
+          if (lead != e) {
+            std::copy_n(w + int64_t(lead) * H, H, w + int64_t(e) * H);
+            b[e] = b[lead];
+          }
+        }
+    } else {
+      for (int64_t i = 0; i < int64_t(E) * H; ++i) w[i] = g.sym(0.004f);
+      std::vector<bool> inC(static_cast<size_t>(E), false);
+      for (int e : p.chosen) inC[e] = true;
+      for (int e = 0; e < E; ++e) b[e] = inC[e] ? 2.0f + g.uniform() * 0.0625f : g.sym(0.0625f);
+      for (int v = 0; v < p.valid; ++v)
+        for (int e : p.chosen) {
+          const bool mine = std::find(p.assign[v].begin(), p.assign[v].end(), e) != p.assign[v].end();
+          for (int c = (v % 16) * blk; c < (v % 16 + 1) * blk; ++c) w[int64_t(e) * H + c] = mine ? 0.08f : -0.08f;
+        }
+    }
+    for (int e : p.nanExperts) w[int64_t(e) * H + (e * 7) % H] = std::numeric_limits<float>::quiet_NaN();
+    m["router_w"] = std::move(rw);
+    m["bias"] = std::move(bias);
+  }
+
+  // ---- expert weights, every rank ----
+  for (int r = 0; r < TP; ++r) rankWeights(cfg, TP, r, seed, m);
+  (void)K;
+  return m;
+}
+
+TensorMap rankContract(const TensorMap& in, int rank) {
+  TensorMap w;
+  for (const char* n : {"w13", "s13", "w2", "s2"}) {
+    auto it = in.find(rankName(n, rank));
+    if (it == in.end()) throw InputError(kWhere, fmt::format("missing tensor '{}'", rankName(n, rank)));
+    w[n] = it->second;
+  }
+  for (const char* n : {"router_w", "bias", "norm_w"}) {
+    auto it = in.find(n);
+    if (it == in.end()) throw InputError(kWhere, fmt::format("missing tensor '{}'", n));
+    w[n] = it->second;
+  }
+  return w;
+}
+
+TensorMap moeRouting(const ModelConfig& cfg, int S, int TP, const TensorMap& in) {
+  // The same expressions, in the same order, as moeReference's norm, router and route.
+  const MoeTiling T = MoeTiling::derive(cfg, TP, "moeRouting");
+  const int H = cfg.hidden, E = cfg.experts, K = cfg.topk;
+  const HostTensor& sres = need(in, "sres", DType::F32, {S, H});
+  const HostTensor& ssq = need(in, "ssq", DType::F32, {});
+  if (ssq.shape.size() != 2 || ssq.shape[0] != S || ssq.shape[1] < 1 || ssq.shape[1] > cfg.threads)
+    throw InputError(kWhere, fmt::format("ssq: expected F32 [{}, T] with 1 <= T <= {}", S, cfg.threads));
+  const int nParts = static_cast<int>(ssq.shape[1]);
+  const HostTensor& normW = need(in, "norm_w", DType::BF16, {H});
+  const HostTensor& routerW = need(in, "router_w", DType::F32, {E, H});
+  const HostTensor& bias = need(in, "bias", DType::F32, {E});
+  const std::vector<bool> valid = moeValidRows(in, S);
+  const float eps = static_cast<float>(cfg.rmsEps);
+  const float neg = -std::numeric_limits<float>::infinity();
+  HostTensor logitsT = HostTensor::zeros(DType::F32, {S, E});
+  HostTensor picksT = HostTensor::zeros(DType::I32, {S, K});
+  HostTensor weightsT = HostTensor::zeros(DType::F32, {S, K});
+  std::vector<float> xn(static_cast<size_t>(H)), parts(static_cast<size_t>(T.routerParts));
+  for (int t = 0; t < S; ++t) {
+    const float var = blockSum(ssq.as<float>() + int64_t(t) * nParts, nParts, cfg.threads) / static_cast<float>(H);
+    const float rstd = 1.0f / std::sqrt(var + eps);
+    for (int c = 0; c < H; ++c) {
+      const float x = sres.as<float>()[int64_t(t) * H + c];
+      const float w = num::bf16ToF32(normW.as<uint16_t>()[c]);
+      const float xr = x * rstd;
+      const float o = xr * (1.0f + w);
+      xn[c] = num::roundBf16(o);
+    }
+    std::vector<float> sc(static_cast<size_t>(E)), val(static_cast<size_t>(E));
+    for (int e = 0; e < E; ++e) {
+      const float* wRow = routerW.as<float>() + int64_t(e) * H;
+      for (int q = 0; q < T.routerParts; ++q) parts[q] = routerPart(wRow, xn.data(), T, q);
+      float tot = 0.0f;
+      for (int q = 0; q < T.routeQuarters; ++q) {
+        float part = 0.0f;
+        for (int j = 0; j < T.routePartsPerQuarter; ++j) part = part + parts[q * T.routePartsPerQuarter + j];
+        tot = tot + part;
+      }
+      logitsT.as<float>()[int64_t(t) * E + e] = tot;
+      sc[e] = moeSigmoid(tot);
+      val[e] = sc[e] + bias.as<float>()[e];
+      if (std::isnan(val[e])) val[e] = neg;
+      if (std::isnan(sc[e])) sc[e] = 0.0f;
+    }
+    std::vector<bool> taken(static_cast<size_t>(E), false);
+    float total = 0.0f;
+    std::vector<int> id(static_cast<size_t>(K));
+    std::vector<float> w(static_cast<size_t>(K));
+    for (int k = 0; k < K; ++k) {
+      float best = neg;
+      for (int e = 0; e < E; ++e) best = std::fmax(best, taken[e] ? neg : val[e]);
+      int win = 0;
+      for (int e = E - 1; e >= 0; --e)
+        if ((taken[e] ? neg : val[e]) == best) win = e;
+      taken[win] = true;
+      total = total + sc[win];
+      id[k] = win;
+      w[k] = sc[win];
+    }
+    const float scale = static_cast<float>(cfg.routedScale) / std::fmax(total, 1e-20f);
+    for (int k = 0; k < K; ++k) {
+      picksT.as<int32_t>()[t * K + k] = valid[t] ? id[k] : -1;
+      weightsT.as<float>()[t * K + k] = w[k] * scale;
+    }
+  }
+  TensorMap out;
+  out["logits"] = std::move(logitsT);
+  out["picks"] = std::move(picksT);
+  out["weights"] = std::move(weightsT);
+  return out;
+}
+
+std::vector<int> distinctPicked(const HostTensor& picks) {
+  if (picks.dtype != DType::I32) throw InputError(kWhere, "picks: expected I32 [S, topk]");
+  std::set<int> s;
+  for (int64_t i = 0; i < picks.numel(); ++i)
+    if (picks.as<int32_t>()[i] >= 0) s.insert(picks.as<int32_t>()[i]);
+  return {s.begin(), s.end()};
+}
+
+}  // namespace monogen::specs::minimax_m3

@@ -1,0 +1,89 @@
+// Seeded, platform-independent inputs for the whole MiniMax-M3 FFN launch (all-reduce + MoE)
+// on every rank of a TP group, in the weight contract's layout, with the routing steered to a
+// chosen number of distinct experts when asked.
+//
+// The tensors (names as moeReference's `in` and the Sim harness take them):
+//   part.rR   BF16 [S, hidden]   rank R's o_proj partial (R = 0 .. TP-1)
+//   res_in    BF16 [S, hidden]   the residual
+//   slots     I64  [S]           a valid row's slot (its row index); padded rows -1
+//   sres      F32  [S, hidden]   \ what push + reduce leave (referenceAllReduce of the parts and
+//   ssq       F32  [S, hidden/32] / the residual): moeReference's inputs, derived, not free
+//   norm_w    BF16 [hidden]      Gemma RMSNorm weight (small: the norm scales by 1 + w)
+//   router_w  F32  [E, hidden]
+//   bias      F32  [E]           e_score_correction_bias (selection only)
+//   w13.rR, s13.rR, w2.rR, s2.rR rank R's contract tensors (WeightContract.h): AITER
+//                                (16,16)-shuffled MXFP4, row-major e8m0 scales
+//
+// The expert weights are a function of (seed, tensor, expert, logical row, logical 8-byte
+// group) alone, so every TP splits the same logical model. Scales put gate / up / down values
+// at O(1) with some past the SwiGLU clamp (7). Sizes: the reduced config (hidden 1536, 16
+// experts, I 768) holds 17 x 1.88 MB = 32 MB of expert weights across the ranks together; the
+// full config (hidden 6144, 128 experts, I 3072) 129 x 30.1 MB = 3.9 GB, whatever the TP.
+//
+// Routing (LaunchInputOptions):
+// - natural (distinctExperts = 0): router rows with about unit-variance logits, a small bias;
+// - distinctExperts = N (topk <= N <= min(E, valid rows x topk)): a seeded set C of N experts
+//   gets bias 2 + [0, 1/16), every other expert a bias in [-1/16, 1/16), so C outscores the
+//   rest in sigmoid + bias (sigmoid is in [0, 1]). Valid row v is assigned the topk experts
+//   C[(v topk + j) % N], j < topk, which together cover C; row v's residual carries +4 on its
+//   own block of hidden / 16 columns (block v), and a C expert's router row holds +0.08 on
+//   block v where the expert is row v's and -0.08 where it is not, so within C a row's own
+//   experts score sigmoid ~ 1 and the others ~ 0 (logits about +-25 at the reduced config,
+//   +-100 at the full one, against a noise of about 2 and 4).
+// - sameExpert: every valid row picks the same topk experts (N = topk).
+// - distinctPerToken: no two valid rows share an expert (N = valid rows x topk <= E).
+// - ties: experts come in groups of topk - 1 (topk + 1 when topk <= 2) with the same router
+//   row and bias: sigmoid + bias ties exactly in every row, and a row's last pick falls inside
+//   a group, so the top-k's tie rule (the lower expert) decides it. Natural routing only.
+// - nanLogits: a NaN in the router rows of max(1, E / 8) experts (outside C when steering), so
+//   their logits are NaN in every row (never picked; the route maps them to -inf).
+// - paddedRows = P: the last P rows are padded (slot -1); picks and N count valid rows only.
+// Combinations that contradict each other throw InputError.
+//
+// Named LaunchInputOptions / makeLaunchInputs (not MoeInputOptions / makeMoeInputs): the Sim
+// harness (SimHarness.h) declares its own MoeInputOptions / makeMoeInputs in this namespace.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/Tensor.h"
+#include "specs/minimax_m3/ModelConfig.h"
+
+namespace monogen::specs::minimax_m3 {
+
+struct LaunchInputOptions {
+  int distinctExperts = 0;  // 0: natural routing
+  int paddedRows = 0;       // the last paddedRows rows get slot -1
+  bool ties = false;
+  bool nanLogits = false;
+  bool sameExpert = false;
+  bool distinctPerToken = false;
+  /// "natural", "experts=8 padded=2 ties ..." (for messages and safetensors metadata).
+  std::string describe() const;
+};
+
+/// The whole launch's inputs for S rows on TP ranks (see the header comment). Throws
+/// InputError naming the option when the options cannot be met (e.g. N > valid rows x topk).
+runtime::TensorMap makeLaunchInputs(const ModelConfig& cfg, int S, int TP, uint64_t seed,
+                                 const LaunchInputOptions& opt = {});
+
+/// The expert set C the inputs were steered to (ascending), as makeLaunchInputs chose it for these
+/// arguments; empty for natural routing. (Recomputed from the seed; costs no weights.)
+std::vector<int> steeredExperts(const ModelConfig& cfg, int S, int TP, uint64_t seed, const LaunchInputOptions& opt);
+
+/// Rank `rank`'s weight-contract map (w13, s13, w2, s2, router_w, bias, norm_w) out of a
+/// makeLaunchInputs map, named as checkContract expects. Copies the tensors.
+runtime::TensorMap rankContract(const runtime::TensorMap& in, int rank);
+
+/// The routing alone of moeReference on `in` (norm from sres / ssq, the router's logits in the
+/// reference's sum order, the top-k of sigmoid + bias): "logits" F32 [S, E], "picks" I32
+/// [S, topk] (-1 for padded rows), "weights" F32 [S, topk]. Bit-identical to moeReference's
+/// tensors of the same names (tests/test_spec_inputs.cpp checks it) without the expert GEMVs,
+/// so it is cheap at the full config. Reads sres, ssq, norm_w, router_w, bias, slots.
+runtime::TensorMap moeRouting(const ModelConfig& cfg, int S, int TP, const runtime::TensorMap& in);
+
+/// The distinct routed experts among picks (I32 [S, topk]; -1 entries ignored), ascending.
+std::vector<int> distinctPicked(const runtime::HostTensor& picks);
+
+}  // namespace monogen::specs::minimax_m3

@@ -1,0 +1,31 @@
+#include "specs/minimax_m3/SaveLaunch.h"
+
+#include "runtime/Safetensors.h"
+
+namespace monogen::specs::minimax_m3 {
+
+void saveLaunch(const std::filesystem::path& dir, const ModelConfig& cfg, int S, int TP,
+                const runtime::TensorMap& inputs, const runtime::TensorMap& outputs,
+                const runtime::TensorMap& reference, const std::map<std::string, std::string>& metadata) {
+  std::filesystem::create_directories(dir);
+  std::map<std::string, std::string> meta = metadata;
+  meta["config"] = cfg.canonical();
+  meta["rows"] = std::to_string(S);
+  meta["tp"] = std::to_string(TP);
+  runtime::writeSafetensors(dir / "inputs.safetensors", inputs, meta);
+  runtime::writeSafetensors(dir / "outputs.safetensors", outputs, meta);
+  if (!reference.empty()) runtime::writeSafetensors(dir / "reference.safetensors", reference, meta);
+}
+
+SavedLaunch loadLaunch(const std::filesystem::path& dir) {
+  SavedLaunch s;
+  runtime::SafetensorsFile in = runtime::readSafetensorsFile(dir / "inputs.safetensors");
+  s.inputs = std::move(in.tensors);
+  s.metadata = std::move(in.metadata);
+  s.outputs = runtime::readSafetensors(dir / "outputs.safetensors");
+  if (std::filesystem::exists(dir / "reference.safetensors"))
+    s.reference = runtime::readSafetensors(dir / "reference.safetensors");
+  return s;
+}
+
+}  // namespace monogen::specs::minimax_m3

@@ -1,0 +1,36 @@
+// Saves one whole launch as .safetensors (runtime/Safetensors.h): every input (the weights in
+// the contract layout, the partials, the residual, the slots, and the derived sres / ssq) and
+// every output the harness returned (out, res_out, picks, ... whatever its map holds), plus an
+// optional reference. For `monogen sim --save DIR` and for handing a launch to another tool.
+//
+// DIR/inputs.safetensors     the inputs map as given (e.g. makeLaunchInputs's)
+// DIR/outputs.safetensors    the harness's outputs (SimRun::outputs)
+// DIR/reference.safetensors  the reference's outputs, when given (non-empty)
+// Each file's __metadata__ holds the launch description: "config" (ModelConfig::canonical()),
+// "rows", "tp", plus the caller's entries (e.g. "seed", "inputs" = LaunchInputOptions::describe()).
+#pragma once
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include "runtime/Tensor.h"
+#include "specs/minimax_m3/ModelConfig.h"
+
+namespace monogen::specs::minimax_m3 {
+
+struct SavedLaunch {
+  runtime::TensorMap inputs, outputs, reference;  // reference empty when none was saved
+  std::map<std::string, std::string> metadata;    // inputs.safetensors' __metadata__
+};
+
+/// Creates `dir` if need be and writes the files above (each through a temp file and a rename).
+/// Throws InputError if an input or output is not a valid tensor, RuntimeError if a file
+/// cannot be written.
+void saveLaunch(const std::filesystem::path& dir, const ModelConfig& cfg, int S, int TP,
+                const runtime::TensorMap& inputs, const runtime::TensorMap& outputs,
+                const runtime::TensorMap& reference = {}, const std::map<std::string, std::string>& metadata = {});
+
+/// Reads back what saveLaunch wrote (reference.safetensors is optional).
+SavedLaunch loadLaunch(const std::filesystem::path& dir);
+
+}  // namespace monogen::specs::minimax_m3

@@ -1,0 +1,217 @@
+// monogen bench: the bytes a launch asks from global memory on the Sim device against the
+// minimum a rank must read (specs/minimax_m3/BytesModel.h), per (S, TP, distinct experts).
+//
+// A cell builds the whole launch's inputs with the routing steered to N distinct experts
+// (makeLaunchInputs), checks the picks (moeRouting, the reference's routing), runs the launch on
+// the Sim device for every rank (runOnSim) and reads SimStats: globalBytesLoaded and
+// bytesLoadedByStage, all ranks together, so a rank's share is total / TP. The table shows a
+// rank's bytes, the minimum, their ratio, and the stages that read the most. While the kernel
+// lacks some of the launch's stages the bench says which, and shows a second ratio against the
+// minimum of the stages the kernel has. No timing: the Sim device's counts are exact.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <set>
+#include <sstream>
+
+#include "ir/Error.h"
+#include "runtime/SimDevice.h"
+#include "specs/minimax_m3/BytesModel.h"
+#include "specs/minimax_m3/MoeInputs.h"
+#include "specs/minimax_m3/SimHarness.h"
+#include "specs/minimax_m3/Spec.h"
+#include "tools/Commands.h"
+
+namespace monogen::tools {
+
+namespace mm = specs::minimax_m3;
+
+namespace {
+
+/// "1,4,8" or "1-4,8" -> {1, 2, 3, 4, 8}; "natural" counts as 0 when allowNatural.
+std::vector<int> parseList(const std::string& text, const char* option, bool allowNatural) {
+  std::vector<int> out;
+  std::stringstream ss(text);
+  std::string item;
+  auto num = [&](const std::string& s) {
+    if (allowNatural && s == "natural") return 0;
+    size_t pos = 0;
+    int v = 0;
+    try {
+      v = std::stoi(s, &pos);
+    } catch (const std::exception&) {
+      pos = 0;
+    }
+    if (pos == 0 || pos != s.size() || v < 0)
+      throw InputError(option, fmt::format("'{}' in '{}': expected a list of numbers like 1,4,8 or 1-16{}", s, text,
+                                           allowNatural ? " (natural: 0)" : ""));
+    return v;
+  };
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    const size_t dash = item.find('-', 1);
+    if (dash == std::string::npos) {
+      out.push_back(num(item));
+    } else {
+      const int a = num(item.substr(0, dash)), b = num(item.substr(dash + 1));
+      if (b < a) throw InputError(option, fmt::format("range '{}' runs backwards", item));
+      for (int v = a; v <= b; ++v) out.push_back(v);
+    }
+  }
+  if (out.empty()) throw InputError(option, fmt::format("'{}': no values", text));
+  return out;
+}
+
+std::string kib(int64_t bytes) { return fmt::format("{:.1f}", static_cast<double>(bytes) / 1024.0); }
+
+const char* const kLaunchStages[] = {"push", "reduce", "norm", "router", "route", "table", "up", "down", "final"};
+
+}  // namespace
+
+Run addBench(CLI::App& app) {
+  struct Options {
+    std::string config = "reduced";
+    std::string rows = "1,8,16", tp = "1,4", experts = "4,8,16";
+    uint64_t seed = 1;
+    bool breakdown = false;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* c = app.add_subcommand(
+      "bench", "bytes a launch reads on the Sim device against the minimum, per rows, TP and distinct experts");
+  c->add_option("--config", o->config, "model dims: reduced, full (MiniMax-M3.1-Flash) or a config.json path")
+      ->capture_default_str();
+  c->add_option("--rows,-S", o->rows, "rows S: a list like 1,4,8 or 1-16")->capture_default_str();
+  c->add_option("--tp,-T", o->tp, "TP sizes: a list of 1, 2, 4, 8")->capture_default_str();
+  c->add_option("--experts,-N", o->experts,
+                "distinct routed experts the rows pick (router-bias steering); 0 or natural: unsteered. Cells "
+                "with N > min(E, S x top-k) are skipped")
+      ->capture_default_str();
+  c->add_option("--seed", o->seed, "input and scheduler seed")->capture_default_str();
+  c->add_flag("--breakdown", o->breakdown, "print each cell's minimum by tensor and its stages' bytes");
+  return [o] {
+    const mm::ModelConfig cfg = mm::ModelConfig::byName(o->config);
+    cfg.validate("--config");
+    const std::vector<int> rowsList = parseList(o->rows, "--rows", false);
+    const std::vector<int> tpList = parseList(o->tp, "--tp", false);
+    const std::vector<int> expList = parseList(o->experts, "--experts", true);
+    for (int s : rowsList)
+      if (s < 1 || s > cfg.maxRows) throw InputError("--rows", fmt::format("S = {}: expected 1..{}", s, cfg.maxRows));
+    for (int t : tpList)
+      if (t != 1 && t != 2 && t != 4 && t != 8) throw InputError("--tp", fmt::format("TP = {}: expected 1, 2, 4 or 8", t));
+
+    struct Cell {
+      int s, tp, n;
+    };
+    std::vector<Cell> cells;
+    for (int s : rowsList)
+      for (int t : tpList)
+        for (int n : expList) {
+          if (n != 0 && (n < cfg.topk || n > std::min(cfg.experts, s * cfg.topk))) {
+            std::fprintf(stderr, "bench: skipping S=%d N=%d: needs top-k %d <= N <= min(E %d, S x top-k %d)\n", s, n,
+                         cfg.topk, cfg.experts, s * cfg.topk);
+            continue;
+          }
+          cells.push_back({s, t, n});
+        }
+    if (cells.empty()) throw InputError("bench", "no (rows, TP, experts) cell is valid");
+
+    fmt::print("monogen bench: global-memory bytes a rank's launch reads on the Sim device vs the minimum\n");
+    fmt::print("config: {}\n", cfg.canonical());
+    fmt::print("a rank's bytes = SimStats::globalBytesLoaded / TP (all ranks run at once); KiB = 1024 bytes\n");
+    fmt::print("minimum: BytesModel (each weight / scale byte of the shared + picked experts once, router, bias,\n"
+               "norm weight, partial, residual, slots, the peers' (value, tag) pairs of both all-reduces)\n");
+
+    std::set<std::string> reported;  // kernel stage lists already printed
+    std::vector<std::string> lines;
+    const std::string head = fmt::format("{:>3} {:>3} {:>4} {:>6} {:>12} {:>12} {:>7} {:>12} {:>7}  {}", "S", "TP",
+                                         "N", "picked", "sim KiB", "min KiB", "ratio", "have-min KiB", "ratio",
+                                         "top stages (share of sim bytes)");
+    int bad = 0;
+    for (size_t i = 0; i < cells.size(); ++i) {
+      const Cell& cl = cells[i];
+      const auto t0 = std::chrono::steady_clock::now();
+      std::fprintf(stderr, "[%zu/%zu] S=%d TP=%d N=%s ...", i + 1, cells.size(), cl.s, cl.tp,
+                   cl.n ? std::to_string(cl.n).c_str() : "natural");
+      std::fflush(stderr);
+      mm::LaunchInputOptions io;
+      io.distinctExperts = cl.n;
+      const runtime::TensorMap inputs = mm::makeLaunchInputs(cfg, cl.s, cl.tp, o->seed, io);
+      const runtime::TensorMap routing = mm::moeRouting(cfg, cl.s, cl.tp, inputs);
+      const int picked = static_cast<int>(mm::distinctPicked(routing.at("picks")).size());
+      if (cl.n != 0 && picked != cl.n) {
+        ++bad;
+        std::fprintf(stderr, " steering missed: %d distinct experts picked, %d asked\n", picked, cl.n);
+      }
+      const mm::MinimumBytes minB = mm::minimumBytes(cfg, cl.s, cl.tp, picked);
+
+      const ir::Key key = mm::makeKey(cfg, cl.s, cl.tp);
+      mm::SimSession session(cfg, key);
+      std::vector<std::string> have;
+      for (const auto& st : session.plan().stages) have.push_back(st.name);
+      std::vector<std::string> missing;
+      for (const char* st : kLaunchStages)
+        if (std::find(have.begin(), have.end(), st) == have.end()) missing.push_back(st);
+      const std::string haveText = fmt::format("{}", fmt::join(have, ", "));
+      if (!reported.count(haveText)) {
+        reported.insert(haveText);
+        lines.push_back(fmt::format("kernel stages ({}): {}{}", key.variantName(), haveText,
+                                    missing.empty() ? ""
+                                                    : fmt::format("; NOT in the kernel yet: {} (the sim counts only "
+                                                                  "the stages above; see have-min)",
+                                                                  fmt::join(missing, ", "))));
+      }
+      runtime::SimOptions so;
+      so.seed = o->seed;
+      std::string row;
+      try {
+        const mm::SimRun run = session.launch(inputs, so);
+        if (auto it = run.outputs.find("picks.r0"); it != run.outputs.end() && it->second.numel() == routing.at("picks").numel() &&
+                                                    it->second.data != routing.at("picks").data) {
+          ++bad;
+          lines.push_back(fmt::format("  S={} TP={} N={}: the kernel's picks.r0 differ from the reference routing",
+                                      cl.s, cl.tp, cl.n));
+        }
+        const int64_t perRank = run.stats.globalBytesLoaded / cl.tp;
+        const int64_t haveMin = minB.totalOf(have);
+        std::vector<std::pair<int64_t, std::string>> byStage;
+        for (const auto& [name, b] : run.stats.bytesLoadedByStage) byStage.push_back({b, name});
+        std::sort(byStage.rbegin(), byStage.rend());
+        std::string top;
+        for (size_t k = 0; k < byStage.size() && k < 3; ++k)
+          top += fmt::format("{}{} {:.0f}%", k ? ", " : "", byStage[k].second,
+                             100.0 * static_cast<double>(byStage[k].first) /
+                                 static_cast<double>(std::max<int64_t>(1, run.stats.globalBytesLoaded)));
+        row = fmt::format("{:>3} {:>3} {:>4} {:>6} {:>12} {:>12} {:>7.2f} {:>12} {:>7.2f}  {}", cl.s, cl.tp,
+                          cl.n ? std::to_string(cl.n) : "nat", picked, kib(perRank), kib(minB.total()),
+                          static_cast<double>(perRank) / static_cast<double>(minB.total()), kib(haveMin),
+                          haveMin ? static_cast<double>(perRank) / static_cast<double>(haveMin) : 0.0, top);
+        if (o->breakdown) {
+          row += "\n      minimum a rank:\n";
+          std::istringstream d(minB.describe());
+          for (std::string l; std::getline(d, l);) row += "        " + l + "\n";
+          row += "      sim bytes a rank by stage:";
+          for (const auto& [b, name] : byStage) row += fmt::format(" {} {}", name, b / cl.tp);
+        }
+      } catch (const monogen::Error& e) {
+        ++bad;
+        row = fmt::format("{:>3} {:>3} {:>4} {:>6}  launch failed: {}", cl.s, cl.tp, cl.n ? std::to_string(cl.n) : "nat",
+                          picked, e.what());
+      }
+      lines.push_back(row);
+      const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::fprintf(stderr, " %.2f s\n", sec);
+    }
+    // the stage lists first, then the table
+    for (const std::string& l : lines)
+      if (l.rfind("kernel stages", 0) == 0) fmt::print("{}\n", l);
+    fmt::print("{}\n", head);
+    for (const std::string& l : lines)
+      if (l.rfind("kernel stages", 0) != 0) fmt::print("{}\n", l);
+    std::fflush(stdout);
+    return bad ? 1 : 0;
+  };
+}
+
+}  // namespace monogen::tools
