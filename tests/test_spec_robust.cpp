@@ -346,3 +346,36 @@ TEST_CASE("monogen sim: a launch with an error word set is never called bit-exac
   CHECK(out.find("site 9") != std::string::npos);
   CHECK(out.find("verdict: bit-exact") == std::string::npos);
 }
+
+TEST_CASE("robust sim: the handshake under many interleavings, every TP", "[spec][robust][sim]") {
+  const ModelConfig cfg = ModelConfig::reduced();
+  for (int TP : {1, 2, 8})
+    for (int S : {1, 7})
+      for (uint64_t sched = 1; sched <= 4; ++sched) {
+        INFO(fmt::format("S={} TP={} scheduler seed {}", S, TP, sched));
+        SimSession session(cfg, makeKey(cfg, S, TP));
+        const TensorMap in = makeInputs(cfg, S, TP, 7 * S + TP + sched);
+        LaunchParams p;
+        p.tag = static_cast<int32_t>(1000 + sched);
+        p.handshake = true;
+        p.waitTicks = 50'000;
+        const SimRun ok = session.launch(in, schedSeed(sched), p);
+        CHECK(ok.valid);
+        CHECK_FALSE(firstMismatch(ok.outputs, referenceOutputs(cfg, S, TP, in)).has_value());
+        for (int r = 0; r < TP; ++r) CHECK(epochOf(ok, r) == p.tag);
+        // the next launch on the same buffers, the last rank stalled within the bound
+        p.tag += 1;
+        p.injectRank = TP - 1;
+        p.injectTicks = 3'000;
+        const SimRun bad = session.launch(in, schedSeed(sched + 4), p);
+        CHECK_FALSE(bad.valid);
+        for (int r = 0; r < TP; ++r) {
+          const int32_t w = errWord(bad, r);
+          INFO(fmt::format("rank {}: {}", r, errText(w)));
+          CHECK(errorSite(w) == (r == TP - 1 ? kSiteInject : kSiteHandshake));
+          CHECK(errorRank(w) == TP - 1);
+          if (r != TP - 1) CHECK(errorToken(w) == kSiteInject);
+          CHECK(epochOf(bad, r) == p.tag);  // every CTA finished: the epoch moves on, the error word says why not valid
+        }
+      }
+}
