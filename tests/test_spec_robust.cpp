@@ -239,7 +239,7 @@ TEST_CASE("robust sim: a stalled rank is in every rank's error word within the b
   }
 }
 
-TEST_CASE("robust sim: a fault before the handshake reaches every rank; other launches do not trade",
+TEST_CASE("robust sim: a fault before the handshake reaches every rank, other launches do not trade",
           "[spec][robust][sim]") {
   const ModelConfig cfg = ModelConfig::reduced();
   const int S = 2, TP = 4;
