@@ -379,3 +379,23 @@ TEST_CASE("robust sim: the handshake under many interleavings, every TP", "[spec
         }
       }
 }
+
+TEST_CASE("monogen sim: an injected stall is in every rank's error word and the verdict refuses it",
+          "[spec][robust][cli]") {
+  const std::string exe = std::string(MONOGEN_BINARY_DIR) + "/tools/monogen";
+  std::string out;
+  FILE* p = popen((exe + " sim --rows 2 --tp 4 --config reduced --inject-rank 1 --inject-ticks 3000 --wait-ticks "
+                         "20000 2>&1")
+                      .c_str(),
+                  "r");
+  REQUIRE(p);
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  const int status = pclose(p);
+  INFO(out);
+  CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 1));
+  // rank 0 is the first rank reported: it names rank 1 (site handshake), whose error word is the inject site
+  CHECK(out.find("INVALID: rank 0: error word 0xa010b (site 11, rank 1, token 10)") != std::string::npos);
+  CHECK(out.find("verdict: bit-exact") == std::string::npos);
+}

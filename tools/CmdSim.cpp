@@ -22,6 +22,7 @@ Run addSim(CLI::App& app) {
     uint64_t seed = 1;
     int seeds = 1;
     std::string inputs, save;
+    mm::LaunchParams launch;
   };
   auto o = std::make_shared<Options>();
   CLI::App* c = app.add_subcommand("sim", "run a variant on the Sim device and compare with the reference");
@@ -31,6 +32,13 @@ Run addSim(CLI::App& app) {
   c->add_option("--inputs", o->inputs, "a .safetensors file of inputs (as --save writes them)")
       ->check(CLI::ExistingFile);
   c->add_option("--save", o->save, "write inputs.safetensors, outputs.safetensors and reference.safetensors here");
+  c->add_option("--wait-ticks", o->launch.waitTicks, "a wait's bound in 100 MHz ticks")->capture_default_str();
+  c->add_flag("--handshake", o->launch.handshake, "run it as the step's last launch (the ranks trade failure flags)");
+  c->add_option("--inject-rank", o->launch.injectRank,
+                "fault injection (implies --handshake): this rank stalls at the handshake, then fails")
+      ->check(CLI::Range(-1, 7));
+  c->add_option("--inject-ticks", o->launch.injectTicks, "fault injection: the stall in 100 MHz ticks")
+      ->check(CLI::Range(0, 1 << 30));
   return [o] {
     const auto cfg = configOf(o->v);
     const ir::Key key = keyOf(o->v, cfg, o->v.rows, o->v.tp);
@@ -39,13 +47,17 @@ Run addSim(CLI::App& app) {
     const runtime::TensorMap want = mm::referenceOutputs(cfg, key.rows, key.tp, inputs);
     fmt::print("{} on the Sim device: {} ranks x {} CTAs x {} threads\n", key.variantName(), key.tp, cfg.blocks,
                cfg.threads);
+    mm::LaunchParams launch = o->launch;
+    if (launch.injectRank >= key.tp)
+      throw InputError("--inject-rank", fmt::format("rank {}: expected -1 (none) or 0..{}", launch.injectRank, key.tp - 1));
+    launch.handshake = launch.handshake || launch.injectRank >= 0;  // the stall happens at the handshake
     int bad = 0;
     mm::SimRun last;
     for (int i = 0; i < o->seeds; ++i) {
       runtime::SimOptions so;
       so.seed = o->seed + static_cast<uint64_t>(i);
       const auto t0 = std::chrono::steady_clock::now();
-      last = mm::runOnSim(cfg, key, inputs, so);
+      last = mm::runOnSim(cfg, key, inputs, so, launch);
       const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       const auto mismatch = mm::firstMismatch(last.outputs, want);
       fmt::print("  seed {:<4} {:>10} ops {:>8} ticks {:6.2f} s  ", so.seed, last.stats.steps, last.stats.ticks, sec);
