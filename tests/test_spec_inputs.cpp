@@ -98,6 +98,16 @@ TEST_CASE("launch inputs: natural routing is unsteered and the inputs are determ
   CHECK(a.at("router_w").data != c.at("router_w").data);
   CHECK(a.at("w13.r1").data != c.at("w13.r1").data);
   CHECK(steeredExperts(cfg, 8, 2, 3, {}).empty());
+  // without the expert weights: the same routing inputs, no w13 / s13 / w2 / s2
+  LaunchInputOptions noW;
+  noW.expertWeights = false;
+  const TensorMap r = makeLaunchInputs(cfg, 8, 2, 3, noW);
+  CHECK(r.size() == a.size() - 8);
+  CHECK(r.count("w13.r0") == 0);
+  for (const auto& [name, t] : r) {
+    INFO(name);
+    CHECK(a.at(name).data == t.data);
+  }
   const TensorMap ref = referenceChecked(cfg, 8, 2, a);
   const int n = static_cast<int>(distinctPicked(ref.at("picks")).size());
   CHECK(n >= cfg.topk);

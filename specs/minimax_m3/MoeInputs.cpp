@@ -314,7 +314,8 @@ TensorMap makeLaunchInputs(const ModelConfig& cfg, int S, int TP, uint64_t seed,
   }
 
   // ---- expert weights, every rank ----
-  for (int r = 0; r < TP; ++r) rankWeights(cfg, TP, r, seed, m);
+  if (opt.expertWeights)
+    for (int r = 0; r < TP; ++r) rankWeights(cfg, TP, r, seed, m);
   (void)K;
   return m;
 }

@@ -59,6 +59,9 @@ struct LaunchInputOptions {
   bool nanLogits = false;
   bool sameExpert = false;
   bool distinctPerToken = false;
+  /// false: leave out w13 / s13 / w2 / s2 (routing-only inputs: the bytes model or the routing
+  /// at the full config without generating its 3.9 GB of expert weights). Not in describe().
+  bool expertWeights = true;
   /// "natural", "experts=8 padded=2 ties ..." (for messages and safetensors metadata).
   std::string describe() const;
 };
