@@ -94,7 +94,7 @@ TEST_CASE("allreduce layout: every S and TP builds, verifies, and its regions an
         CHECK(L.ssq.pairs == int64_t{S} * (cfg.hidden / 32));
         CHECK(L.sres.bytes == int64_t{S} * cfg.hidden * 4);
         for (const Pool& p : L.pools()) CHECK(p.offset + p.bytes <= L.ldsBytes);
-        CHECK(L.red.bytes == int64_t{L.redSlots} * (cfg.threads / 64) * 4);
+        CHECK(L.red.bytes >= int64_t{L.redSlots} * (cfg.threads / 64) * 4);
 
         const ir::Plan plan = buildPlan(cfg, makeKey(cfg, S, TP));
         CHECK(plan.ldsBytes <= plan.target.ldsBytes);

@@ -1,6 +1,9 @@
 #include "specs/minimax_m3/KernelContext.h"
 
 #include "ir/Error.h"
+
+#include "specs/minimax_m3/Sites.h"
+
 namespace monogen::specs::minimax_m3 {
 
 using ir::AddrSpace;
@@ -23,6 +26,8 @@ KernelContext::KernelContext(const ModelConfig& cfg, const Layout& layout, const
   tag = b.arg(plan.argIndex(arg::kTag), Type::i32(), arg::kTag);
   rank = b.arg(plan.argIndex(arg::kRank), Type::i32(), arg::kRank);
   waitTicks = b.arg(plan.argIndex(arg::kWaitTicks), Type::i64(), arg::kWaitTicks);
+  plan_ = &plan;
+  experts = plan.key.experts;
   for (int p = 0; p < L.tp; ++p) {
     Val addr = b.load(Type::i64(), b.ptrAdd(peers, int64_t{p} * 8));
     peerSym.push_back(b.named(b.intToPtr(addr, AddrSpace::Peer), "sym_r" + std::to_string(p)));
@@ -87,6 +92,42 @@ Val KernelContext::elemAt(Val base, Val index, int elemBytes) { return b.ptrAdd(
 
 void KernelContext::ctaSync(bool drain) {
   if (drain) b.fence(ir::MemOrder::Release, ir::MemScope::Agent);
+  b.barrier();
+}
+
+void KernelContext::moeValues() {
+  auto ptrArg = [&](const char* name) { return b.arg(plan_->argIndex(name), Type::ptr(AddrSpace::Global), name); };
+  normW = ptrArg(arg::kNormW);
+  routerW = ptrArg(arg::kRouterW);
+  bias = ptrArg(arg::kBias);
+  w13 = ptrArg(arg::kW13);
+  s13 = ptrArg(arg::kS13);
+  w2 = ptrArg(arg::kW2);
+  s2 = ptrArg(arg::kS2);
+  slots = ptrArg(arg::kSlots);
+  out = ptrArg(arg::kOut);
+  wave = b.named(b.wave(), "wave");
+  red = b.named(b.intToPtr(b.i32(L.red.offset), AddrSpace::Lds), "red");
+  tab = b.named(b.intToPtr(b.i32(L.tab.offset), AddrSpace::Lds), "tab");
+  contrib = b.named(b.intToPtr(b.i32(L.contrib.offset), AddrSpace::Lds), "contrib");
+}
+
+Val KernelContext::blockSum(Val v) {
+  v = b.butterfly(v, {32, 16, 8, 4, 2, 1});
+  b.barrier();  // the previous block sum's readers are done with red
+  b.if_(lane == i32(0), [&] { b.store(b.ptrAdd(red, wave * i32(4)), v); });
+  b.barrier();
+  Val tot = b.f32(0.0);
+  for (int w = 0; w < L.waves; ++w) tot = tot + b.load(Type::f32(), b.ptrAdd(red, int64_t{w} * 4));
+  return tot;
+}
+
+void KernelContext::awaitX(int site) {
+  b.if_(tid < i32(L.rows), [&] {
+    Val code = i32(errorCode(site, 0, 0)) | rank << i32(8) | tid << i32(16);
+    b.wait(pairAt(scratch, L.xrdy, tid), tag, waitTicks, err, code, site, ir::MemOrder::Acquire,
+           ir::MemScope::Agent);
+  });
   b.barrier();
 }
 

@@ -28,6 +28,15 @@ inline constexpr const char* kEpoch = "epoch";          // the finish stages' co
 inline constexpr const char* kHandshake = "handshake";
 inline constexpr const char* kInject = "inject";
 inline constexpr const char* kTrace = "trace";          // only when key.trace
+inline constexpr const char* kNormW = "norm_w";
+inline constexpr const char* kRouterW = "router_w";
+inline constexpr const char* kBias = "bias";
+inline constexpr const char* kW13 = "w13";
+inline constexpr const char* kS13 = "s13";
+inline constexpr const char* kW2 = "w2";
+inline constexpr const char* kS2 = "s2";
+inline constexpr const char* kSlots = "slots";
+inline constexpr const char* kOut = "out";
 }  // namespace arg
 
 struct KernelContext {
@@ -51,6 +60,25 @@ struct KernelContext {
   std::vector<ir::Val> peerSym; // every rank's symmetric buffer (peer pointers), rank order
   ir::Val parity;               // i32: tag & 1, the half of a parity-halved area this launch uses
   ir::Val trace;                // key.trace: u64 [blocks][stages][2], the stages' start / end stamps
+  // --- the MoE's arguments (weight contract) ---
+  ir::Val normW, routerW, bias, w13, s13, w2, s2, slots, out;
+  ir::Val wave;                 // the thread's wave
+  ir::Val red, tab, contrib;    // LDS pools
+  ir::Experts experts = ir::Experts::All;
+  /// Emits the MoE's argument pointers, wave id and LDS pools above into the current region
+  /// (each MoE stage calls it first: short live ranges keep the kernel's SGPRs in budget).
+  void moeValues();
+  const ir::Plan* plan_ = nullptr;
+
+  /// i32 word `index` of the table pool.
+  ir::Val tabAt(int word, ir::Val index) { return b.ptrAdd(tab, (i32(word) + index) * i32(4)); }
+  ir::Val tabLd(int word, ir::Val index) { return b.load(ir::Type::i32(), tabAt(word, index)); }
+  void tabSt(int word, ir::Val index, ir::Val v) { b.store(tabAt(word, index), v); }
+  /// The seeds' block_sum: v (f32) summed over the CTA, each wave's butterfly (32 .. 1), then
+  /// 0 + wave_0 + ... in order through `red`. Every thread gets the sum. CTA-uniform flow only.
+  ir::Val blockSum(ir::Val v);
+  /// The CTA waits for XRDY of every row (thread t < S polls row t), then syncs.
+  void awaitX(int site);
 
   /// i32 literal.
   ir::Val i32(int64_t v) { return b.i32(v); }

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "ir/Error.h"
 
 namespace monogen::specs::minimax_m3 {
@@ -40,9 +42,11 @@ class AreaAlloc {
 
 }  // namespace
 
-std::vector<Area> Layout::areas() const { return {sres, ssq, marks, attn, faults}; }
-std::vector<Pool> Layout::pools() const { return {red}; }
-std::vector<Placement> Layout::placements() const { return {push, reduce}; }
+std::vector<Area> Layout::areas() const {
+  return {sres, ssq, xn, rstd, xrdy, logit, routeA, mid, upf, tabDump, marks, attn, ffn, faults};
+}
+std::vector<Pool> Layout::pools() const { return {red, tab, contrib}; }
+std::vector<Placement> Layout::placements() const { return {push, reduce, norm, router, route, table, up, down, final}; }
 
 Layout Layout::make(const ModelConfig& cfg, int rows, int tp) {
   const std::string where = "minimax_m3 layout";
@@ -77,6 +81,33 @@ Layout Layout::make(const ModelConfig& cfg, int rows, int tp) {
                          "f32 [S][hidden]: the all-reduced bf16 + residual in f32, the norm's input");
   L.ssq = scratch.pairs("SSQ", int64_t{rows} * taskCount, false,
                         "pairs [S][reduce tasks]: a reduce task's f32 sum of squares of its 32 columns, a row");
+
+  // --- the MoE (seeds 002: norm, router, route, table, up, down, final) ---
+  const MoeTiling T = MoeTiling::derive(cfg, tp, where);
+  L.tiling = T;
+  L.experts = cfg.experts;
+  L.topk = cfg.topk;
+  L.norm = Placement{"norm", rows, 0};
+  L.router = Placement{"router", int64_t{T.routerTiles} * T.routerParts, 0};
+  L.route = Placement{"route", rows, 0};
+  L.table = Placement{"table", cfg.blocks, 0};
+  L.up = Placement{"up", int64_t{T.maxSlots} * T.upTiles, 0};
+  L.down = Placement{"down", T.downTasks, 0};
+  L.final = Placement{"final", taskCount, 0};
+  L.xn = scratch.bytes("XN", int64_t{rows} * cfg.hidden * 2, "bf16 [S][hidden]: the norm's output, the GEMVs' X");
+  L.rstd = scratch.bytes("RSTD", int64_t{rows} * 4, "f32 [S]: the norm's 1 / sqrt(var + eps) a row");
+  L.xrdy = scratch.pairs("XRDY", rows, false, "pairs [S]: XN of row t is written (after the norm CTA's stores)");
+  L.logit = scratch.pairs("LOGIT", int64_t{rows} * cfg.experts * T.routerParts, false,
+                          "pairs [S][E][router parts]: a router part's f32 logit partial");
+  L.routeA = scratch.pairs("ROUTE", int64_t{rows} * 2 * cfg.topk, false,
+                           "pairs [S][2 topk]: row t's picks (expert, -1 for a padded row), then their f32 weights");
+  L.mid = scratch.bytes("MID", int64_t{T.maxSlots} * 16 * T.interPerRank * 2,
+                        "bf16 [maxSlots][16][I/TP]: SwiGLU-OAI of a slot column's gate and up rows");
+  L.upf = scratch.pairs("UPF", int64_t{T.maxSlots} * T.upTiles, false,
+                        "pairs [maxSlots][upTiles]: MID tile pair j of slot u is written");
+  L.tabDumpWords = 1 + 2 * int64_t{T.maxSlots} + 2 * int64_t{T.maxSlots} * 16;
+  L.tabDump = scratch.bytes("TABDUMP", L.tabDumpWords * 4,
+                            "i32: CTA 0's slot table (count, expert[], count[], row[][16], pick[][16]) for checks");
   L.marks = scratch.pairs("MARKS", cfg.blocks, false,
                           "pairs [blocks]: CTA b's mark (value and tag: the launch's tag) once its work is done");
   L.scratchBytes = scratch.end();
@@ -85,6 +116,8 @@ Layout Layout::make(const ModelConfig& cfg, int rows, int tp) {
   L.attn = sym.parityPairs("ATTN", int64_t{tp} * rows * (cfg.hidden / 2), true,
                            "pairs [parity][src rank][S][hidden / 2]: each rank's o_proj partial as bf16 pairs, "
                            "pushed by the source rank into half (tag & 1)");
+  L.ffn = sym.pairs("FFN", int64_t{tp} * rows * (cfg.hidden / 2), true,
+                    "pairs [src rank][S][hidden / 2]: each rank's combined MoE partial as bf16 pairs");
   L.faults = sym.parityPairs("FAULTS", tp, true,
                              "pairs [parity][src rank]: the handshake's failure flags, each rank's error word "
                              "(0: no failure), published by the source rank at the step's last launch");
@@ -92,10 +125,31 @@ Layout Layout::make(const ModelConfig& cfg, int rows, int tp) {
 
   // red: the block sums' words, WAVES a slot (block_sum: each wave's butterfly, then the waves
   // in order). One slot: the norm's sum of squares.
+  // The router's and up's wave partials use it too: 256 f32 a wave (router), 2 x 256 (up).
   L.redSlots = 1;
-  L.red = Pool{"red", 0, int64_t{L.redSlots} * L.waves * 4,
-               "f32 [slots][WAVES]: a block sum's per-wave partials (slot 0: the norm's sum of squares)"};
-  L.ldsBytes = L.red.offset + L.red.bytes;
+  const int64_t redBytes = std::max<int64_t>(int64_t{L.redSlots} * L.waves * 4, int64_t{2} * L.waves * 256 * 4);
+  L.red = Pool{"red", 0, redBytes,
+               "f32: a block sum's per-wave partials (norm); the router's and up's per-wave 16x16 tiles"};
+  {
+    auto& w = L.tw;
+    int at = 0;
+    const int n = cfg.maxRows * cfg.topk;
+    w.pickE = at, at += n;
+    w.pickW = at, at += n;
+    w.mask = at, at += cfg.experts;
+    w.eslot = at, at += cfg.experts;
+    w.slotE = at, at += T.maxSlots;
+    w.slotMask = at, at += T.maxSlots;
+    w.slotRow = at, at += T.maxSlots * 16;
+    w.slotPick = at, at += T.maxSlots * 16;
+    w.misc = at, at += 2 + L.waves;
+    w.words = at;
+  }
+  L.tab = Pool{"tab", alignUp(L.red.offset + L.red.bytes, kRegionAlign), int64_t{L.tw.words} * 4,
+               "i32: the slot table (picks, weights, expert masks, slots, their rows and picks)"};
+  L.contrib = Pool{"contrib", alignUp(L.tab.offset + L.tab.bytes, kRegionAlign), int64_t{T.contribPicks} * 16 * 4,
+                   "f32 [contribPicks][16]: a down task's GEMV of each pick's row"};
+  L.ldsBytes = L.contrib.offset + L.contrib.bytes;
   return L;
 }
 

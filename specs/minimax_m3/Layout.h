@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "specs/minimax_m3/ModelConfig.h"
+#include "specs/minimax_m3/MoeTiling.h"
 
 namespace monogen::specs::minimax_m3 {
 
@@ -65,12 +66,26 @@ struct Layout {
   // --- placements, in launch order ---
   Placement push;    // hidden / 32 tasks: this rank's partial -> every rank's ATTN
   Placement reduce;  // hidden / 32 tasks: ATTN in rank order + residual -> res_out, SRES, SSQ
+  Placement norm;    // S tasks: SSQ -> rstd, XN (bf16), XRDY
+  Placement router;  // routerTiles x routerParts tasks: LOGIT parts
+  Placement route;   // S tasks: LOGIT -> ROUTE (picks, weights)
+  Placement table;   // every CTA: ROUTE -> the slot table in LDS
+  Placement up;      // slots x upTiles tasks (a runtime count, at most maxSlots x upTiles): MID, UPF
+  Placement down;    // downTasks tasks: every slot's GEMV of MID + the combine -> every rank's FFN
+  Placement final;   // hidden / 32 tasks: FFN in rank order -> out
+  MoeTiling tiling;
 
   // --- per-rank scratch ("scratch"): SRES f32 [S][hidden], SSQ pairs [S][reduce tasks] ---
   Area sres, ssq;
   int64_t scratchBytes = 0;
   // --- the symmetric peer buffer ("sym"): ATTN pairs [src rank][S][hidden / 2] ---
   Area attn;
+  // MoE scratch: XN bf16 [S][hidden], RSTD f32 [S], XRDY pairs [S], LOGIT pairs [S][E][parts],
+  // ROUTE pairs [S][2 topk] (picks, then weights), MID bf16 [maxSlots][16][I/TP],
+  // UPF pairs [maxSlots][upTiles], TABDUMP i32 (CTA 0's slot table, for the harness)
+  Area xn, rstd, xrdy, logit, routeA, mid, upf, tabDump;
+  // the MoE's peer region: FFN pairs [src rank][S][hidden / 2]
+  Area ffn;
   int64_t symBytes = 0;
   // --- the finish stages (StageFinish.cpp): MARKS pairs [blocks] in scratch (a CTA's "launch
   // done" mark), FAULTS pairs [src rank] in sym (the handshake's failure flags, parity halves) ---
@@ -78,7 +93,16 @@ struct Layout {
   // --- LDS: red, the block sums' words (WAVES words a slot) ---
   Pool red;
   int redSlots = 0;
+  // LDS: the slot table (i32 words at the offsets below), CONTRIB f32 [contribPicks][16]
+  Pool tab, contrib;
+  struct TableWords {
+    int pickE = 0, pickW = 0, mask = 0, eslot = 0, slotE = 0, slotMask = 0, slotRow = 0, slotPick = 0,
+        misc = 0, words = 0;  // misc: [0] slot count, [1] valid-row mask, [2..] per-wave counts
+  } tw;
   int64_t ldsBytes = 0;
+  // TABDUMP's i32 words: [0] slot count, then expert [maxSlots], count [maxSlots], row [maxSlots][16],
+  // pick [maxSlots][16]
+  int64_t tabDumpWords = 0;
 
   /// Every area and pool in allocation order (for the Plan and the overlap checks).
   std::vector<Area> areas() const;
@@ -91,6 +115,11 @@ struct Layout {
   }
   /// Pair index in SSQ of row t, reduce task `task`.
   int64_t ssqPair(int t, int64_t task) const { return static_cast<int64_t>(t) * reduce.tasks + task; }
+  /// Pair index in LOGIT of row t, expert e, router part p.
+  int64_t logitPair(int t, int e, int p) const {
+    return (static_cast<int64_t>(t) * experts + e) * tiling.routerParts + p;
+  }
+  int experts = 0, topk = 0;
 
   /// The layout of (S, TP) on cfg. Throws InputError listing the allowed values on a bad S or TP
   /// (S in 1..cfg.maxRows, TP in {1, 2, 4, 8}) or a config the tiling does not fit.

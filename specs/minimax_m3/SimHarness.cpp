@@ -8,6 +8,8 @@
 #include "ir/Numerics.h"
 #include "runtime/Launch.h"
 #include "specs/minimax_m3/KernelContext.h"
+#include "specs/minimax_m3/MoeReference.h"
+#include "specs/minimax_m3/WeightContract.h"
 #include "specs/minimax_m3/Reference.h"
 #include "specs/minimax_m3/Sites.h"
 #include "specs/minimax_m3/Spec.h"
@@ -72,7 +74,99 @@ const HostTensor& need(const TensorMap& m, const std::string& name, DType d, con
 
 std::string rankName(const char* base, int r) { return fmt::format("{}.r{}", base, r); }
 
+/// The MoE's kernel arguments a rank's buffers hold (per rank: the expert weights; the rest are
+/// the same on every rank).
+const char* const kMoeArgs[] = {arg::kNormW, arg::kRouterW, arg::kBias, arg::kW13, arg::kS13,
+                                arg::kW2,    arg::kS2,      arg::kSlots, arg::kOut};
+bool perRankWeight(const std::string& n) { return n == arg::kW13 || n == arg::kS13 || n == arg::kW2 || n == arg::kS2; }
+
+DType dtypeOf(ir::Scalar s) {
+  switch (s) {
+    case ir::Scalar::BF16: return DType::BF16;
+    case ir::Scalar::F32: return DType::F32;
+    case ir::Scalar::I32: return DType::I32;
+    case ir::Scalar::I64: return DType::I64;
+    default: return DType::U8;
+  }
+}
+
 }  // namespace
+
+TensorMap makeMoeInputs(const ModelConfig& cfg, int rows, int tp, uint64_t seed, const MoeInputOptions& opt) {
+  TensorMap m = makeInputs(cfg, rows, tp, seed);
+  Rng g(seed * 0x9e3779b97f4a7c15ull + 0x6d6f65ull);
+  const int64_t H = cfg.hidden, E = cfg.experts, E1 = cfg.expertsWithShared(), I = cfg.intermediate;
+  HostTensor normW = HostTensor::zeros(DType::BF16, {H});
+  for (int64_t i = 0; i < H; ++i) normW.as<uint16_t>()[i] = bf(g.bit(), 127 - 8 + g.below(8), g.below(128));
+  HostTensor routerW = HostTensor::zeros(DType::F32, {E, H});
+  HostTensor bias = HostTensor::zeros(DType::F32, {E});
+  if (!opt.tiedBias) {
+    for (int64_t i = 0; i < E * H; ++i)
+      routerW.as<float>()[i] = num::bitsToF32(g.bit() << 31 | (127 - 9 + g.below(5)) << 23 | g.below(1u << 23));
+    for (int64_t e = 0; e < E; ++e)
+      bias.as<float>()[e] = num::bitsToF32(g.bit() << 31 | (127 - 8 + g.below(4)) << 23 | g.below(1u << 23));
+  }
+  if (opt.sameExpert)
+    for (int64_t e = 0; e < E; ++e) bias.as<float>()[e] = (e % 5 == 2) ? 4.0f : 0.0f;
+  if (opt.nanRouter) {
+    const float nan = num::bitsToF32(0x7fc00000u);
+    for (int64_t e = 0; e < E; ++e) {
+      if (e % 5 == 1) routerW.as<float>()[e * H + (e * 37) % H] = nan;  // logit NaN: sigmoid NaN, weight 0
+      if (e % 7 == 3) bias.as<float>()[e] = nan;                         // selection value NaN: never preferred
+    }
+  }
+  m["norm_w"] = std::move(normW);
+  m["router_w"] = std::move(routerW);
+  m["bias"] = std::move(bias);
+
+  TensorMap logical;
+  auto bytes = [&](std::vector<int64_t> shape, bool scale) {
+    HostTensor t = HostTensor::zeros(DType::U8, std::move(shape));
+    uint8_t* p = t.data.data();
+    const int64_t n = static_cast<int64_t>(t.data.size());
+    if (scale) {
+      for (int64_t i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(127 - 4 + g.below(5));
+    } else {
+      for (int64_t i = 0; i < n; i += 8) {
+        uint64_t v = g.next();
+        for (int64_t k = i; k < std::min(n, i + 8); ++k, v >>= 8) p[k] = static_cast<uint8_t>(v);
+      }
+    }
+    return t;
+  };
+  logical["w13"] = bytes({E1, 2 * I, H / 2}, false);
+  logical["s13"] = bytes({E1, 2 * I, H / 32}, true);
+  logical["w2"] = bytes({E1, H, I / 2}, false);
+  logical["s2"] = bytes({E1, H, I / 32}, true);
+  for (int r = 0; r < tp; ++r)
+    for (auto& [name, t] : rankExpertTensors(cfg, tp, r, logical)) m[rankName(name.c_str(), r)] = std::move(t);
+  HostTensor slots = HostTensor::zeros(DType::I64, {rows});
+  for (int t = 0; t < rows; ++t) slots.as<int64_t>()[t] = t;
+  for (int t : opt.padded)
+    if (t >= 0 && t < rows) slots.as<int64_t>()[t] = -1;
+  m["slots"] = std::move(slots);
+  return m;
+}
+
+TensorMap moeReferenceOutputs(const ModelConfig& cfg, int rows, int tp, const TensorMap& inputs,
+                              const TensorMap& runOutputs, ir::Experts experts) {
+  TensorMap in;
+  in["sres"] = runOutputs.at("sres.r0");
+  in["ssq"] = runOutputs.at("ssq.r0");
+  for (const char* n : {"norm_w", "router_w", "bias", "slots"}) in[n] = inputs.at(n);
+  for (int r = 0; r < tp; ++r)
+    for (const char* n : {"w13", "s13", "w2", "s2"}) in[rankName(n, r)] = inputs.at(rankName(n, r));
+  const TensorMap ref = moeReference(cfg, rows, tp, in, static_cast<MoeExperts>(static_cast<int>(experts)));
+  TensorMap out;
+  for (int r = 0; r < tp; ++r) {
+    for (const char* n : {"rstd", "xn", "picks", "weights", "slot_expert", "slot_count", "slot_row", "slot_pick",
+                          "out"})
+      out[rankName(n, r)] = ref.at(n);
+    out[rankName("mid", r)] = ref.at(rankName("mid", r));
+    out[rankName("down", r)] = ref.at(rankName("down", r));
+  }
+  return out;
+}
 
 TensorMap makeInputs(const ModelConfig& cfg, int rows, int tp, uint64_t seed) {
   Layout::make(cfg, rows, tp);  // validates S and TP
@@ -137,6 +231,7 @@ SimSession::SimSession(const ModelConfig& cfg, const ir::Key& key)
     b.err = mem.alloc(8, r, rankName("err", r));
     b.epoch = mem.alloc(4, r, rankName("epoch", r));  // kept across launches, like the flags
     b.inject = mem.alloc(8, r, rankName("inject", r));
+    for (const char* n : kMoeArgs) b.moe[n] = mem.alloc(plan_.arg(n).bytes(), r, rankName(n, r));
     if (plan_.key.trace) b.trace = mem.alloc(plan_.arg(arg::kTrace).bytes(), r, rankName("trace", r));
   }
 }
@@ -180,6 +275,18 @@ SimRun SimSession::launch(const TensorMap& inputs, const runtime::SimOptions& op
       const int64_t tb = plan_.arg(arg::kTrace).bytes();
       std::memset(mem.host(b.trace, tb), 0, tb);
     }
+    for (const char* n : kMoeArgs) {
+      const ir::KernelArg& ka = plan_.arg(n);
+      uint8_t* dst = mem.host(b.moe.at(n), ka.bytes());
+      const std::string key = perRankWeight(n) ? rankName(n, r) : std::string(n);
+      if (std::string(n) == arg::kOut) continue;
+      if (auto it = inputs.find(key); it != inputs.end()) {
+        need(inputs, key, dtypeOf(ka.elem), ka.shape);
+        std::memcpy(dst, it->second.data.data(), ka.bytes());
+      } else {
+        std::memset(dst, 0, ka.bytes());  // no MoE inputs: zero weights, every row valid (slot 0)
+      }
+    }
     std::vector<uint64_t> peers;
     for (int p = 0; p < L.tp; ++p) peers.push_back(r == params.lostFrom && p == params.lostTo ? lost : bufs_[p].sym);
     std::memcpy(mem.host(b.peers, int64_t{L.tp} * 8), peers.data(), peers.size() * 8);
@@ -202,6 +309,10 @@ SimRun SimSession::launch(const TensorMap& inputs, const runtime::SimOptions& op
         {arg::kInject, LaunchArg::tensor(b.inject, DType::I32, {2})},
     });
     if (b.trace) ranks.back()[arg::kTrace] = LaunchArg::tensor(b.trace, DType::I64, plan_.arg(arg::kTrace).shape);
+    for (const char* n : kMoeArgs) {
+      const ir::KernelArg& ka = plan_.arg(n);
+      ranks.back()[n] = LaunchArg::tensor(b.moe.at(n), dtypeOf(ka.elem), ka.shape);
+    }
   }
   // Checked against the Plan (presence, dtypes, shapes, alignment, peer table) before anything runs.
   const runtime::PackedLaunch packed = runtime::packLaunch(plan_, ranks);
@@ -242,9 +353,64 @@ SimRun SimSession::launch(const TensorMap& inputs, const runtime::SimOptions& op
       run.error = fmt::format("rank {}: error word {:#x} (site {}, rank {}, token {}), {} failure{}", r, ew[0],
                               errorSite(ew[0]), errorRank(ew[0]), errorToken(ew[0]), ew[1], ew[1] == 1 ? "" : "s");
     run.outputs[rankName("err", r)] = std::move(err);
+    readMoe(r, params.rankTag.count(0) ? params.rankTag.at(0) : params.tag, run.outputs);
   }
   run.valid = run.error.empty();
   return run;
+}
+
+void SimSession::readMoe(int r, int32_t tag, TensorMap& o) {
+  runtime::SimMemory& mem = dev_.memory();
+  const Layout& L = layout_;
+  const RankBuffers& b = bufs_[r];
+  const int S = L.rows, H = L.hidden, K = L.topk, IP = L.tiling.interPerRank;
+  auto copy = [&](uint64_t addr, DType d, std::vector<int64_t> shape) {
+    HostTensor t = HostTensor::zeros(d, std::move(shape));
+    std::memcpy(t.data.data(), mem.host(addr, static_cast<int64_t>(t.data.size())), t.data.size());
+    return t;
+  };
+  o[rankName("xn", r)] = copy(b.scratch + L.xn.offset, DType::BF16, {S, H});
+  o[rankName("rstd", r)] = copy(b.scratch + L.rstd.offset, DType::F32, {S});
+  o[rankName("out", r)] = copy(b.moe.at(arg::kOut), DType::BF16, {S, H});
+  const int32_t* route = reinterpret_cast<const int32_t*>(mem.host(b.scratch + L.routeA.offset, L.routeA.bytes));
+  HostTensor picks = HostTensor::zeros(DType::I32, {S, K}), weights = HostTensor::zeros(DType::F32, {S, K});
+  for (int t = 0; t < S; ++t)
+    for (int k = 0; k < K; ++k) {
+      picks.as<int32_t>()[t * K + k] = route[2 * (t * 2 * K + k)];
+      std::memcpy(weights.as<float>() + t * K + k, route + 2 * (t * 2 * K + K + k), 4);
+    }
+  o[rankName("picks", r)] = std::move(picks);
+  o[rankName("weights", r)] = std::move(weights);
+  // CTA 0's slot table
+  const int32_t* tab = reinterpret_cast<const int32_t*>(mem.host(b.scratch + L.tabDump.offset, L.tabDump.bytes));
+  const int maxSlots = L.tiling.maxSlots;
+  const int n = std::max(0, std::min(tab[0], maxSlots));
+  HostTensor se = HostTensor::zeros(DType::I32, {n}), sc = HostTensor::zeros(DType::I32, {n});
+  HostTensor sr = HostTensor::zeros(DType::I32, {n, 16}), sp = HostTensor::zeros(DType::I32, {n, 16});
+  HostTensor mid = HostTensor::zeros(DType::BF16, {n, 16, IP});
+  const uint16_t* midSrc = reinterpret_cast<const uint16_t*>(mem.host(b.scratch + L.mid.offset, L.mid.bytes));
+  for (int u = 0; u < n; ++u) {
+    se.as<int32_t>()[u] = tab[1 + u];
+    sc.as<int32_t>()[u] = tab[1 + maxSlots + u];
+    for (int col = 0; col < 16; ++col) {
+      sr.as<int32_t>()[u * 16 + col] = tab[1 + 2 * maxSlots + u * 16 + col];
+      sp.as<int32_t>()[u * 16 + col] = tab[1 + 2 * maxSlots + maxSlots * 16 + u * 16 + col];
+      if (col < sc.as<int32_t>()[u])
+        std::memcpy(mid.as<uint16_t>() + (int64_t(u) * 16 + col) * IP, midSrc + (int64_t(u) * 16 + col) * IP, IP * 2);
+    }
+  }
+  o[rankName("slot_expert", r)] = std::move(se);
+  o[rankName("slot_count", r)] = std::move(sc);
+  o[rankName("slot_row", r)] = std::move(sr);
+  o[rankName("slot_pick", r)] = std::move(sp);
+  o[rankName("mid", r)] = std::move(mid);
+  // rank r's combined partial as rank 0 received it (FFN[src = r])
+  HostTensor down = HostTensor::zeros(DType::BF16, {S, H});
+  const int32_t* ffn = reinterpret_cast<const int32_t*>(mem.host(bufs_[0].sym + L.ffn.offset, L.ffn.bytes));
+  const int64_t half = L.ffn.parity ? (tag & 1) * (L.ffn.pairs / 2) : 0;  // this launch's parity half
+  for (int64_t i = 0; i < int64_t{S} * H / 2; ++i)
+    std::memcpy(down.as<uint16_t>() + 2 * i, ffn + 2 * (half + int64_t{r} * S * (H / 2) + i), 4);
+  o[rankName("down", r)] = std::move(down);
 }
 
 runtime::TraceBuffers traceOf(const ir::Plan& plan, const SimRun& run) {

@@ -28,6 +28,28 @@ namespace monogen::specs::minimax_m3 {
 /// zeros, large magnitudes that cancel across ranks, subnormal and tiny values.
 runtime::TensorMap makeInputs(const ModelConfig& cfg, int rows, int tp, uint64_t seed);
 
+/// What the MoE half of the inputs looks like (makeMoeInputs).
+struct MoeInputOptions {
+  std::vector<int> padded;       // rows whose slot is -1
+  bool nanRouter = false;        // NaN in some router weights / biases (some experts' logits NaN)
+  bool sameExpert = false;       // the bias steers every row to the same top-k experts
+  bool distinctExperts = false;  // the bias steers each row to its own experts (as far as E allows)
+  bool tiedBias = false;         // zero router weights and bias: every logit ties
+};
+
+/// makeInputs plus the MoE's: norm_w, router_w, bias, every rank's w13 / s13 / w2 / s2 (the
+/// weight contract's layout, from seeded logical MXFP4 weights), slots (I64 [S]). Weight scales
+/// stay near 2^0 so the GEMVs' sums stay finite.
+runtime::TensorMap makeMoeInputs(const ModelConfig& cfg, int rows, int tp, uint64_t seed,
+                                 const MoeInputOptions& opt = {});
+
+/// moeReference's outputs in runOnSim's naming for every rank r: rstd.rR, xn.rR, picks.rR,
+/// weights.rR, slot_expert.rR, slot_count.rR, slot_row.rR, slot_pick.rR (CTA 0's table),
+/// mid.rR (used columns), down.rR (rank R's partial as every rank received it, read on rank 0)
+/// and out.rR, fed `run`'s own sres.r0 / ssq.r0. The knob comes from `experts`.
+runtime::TensorMap moeReferenceOutputs(const ModelConfig& cfg, int rows, int tp, const runtime::TensorMap& inputs,
+                                       const runtime::TensorMap& runOutputs, ir::Experts experts = ir::Experts::All);
+
 /// How one launch is fed, with the fault knobs the tests use.
 struct LaunchParams {
   int32_t tag = 0x2a5eed01;       // the launch's tag (never 0)
@@ -69,7 +91,9 @@ class SimSession {
   struct RankBuffers {
     uint64_t part = 0, resIn = 0, resOut = 0, scratch = 0, sym = 0, peers = 0, err = 0, lost = 0;
     uint64_t epoch = 0, inject = 0, trace = 0;
+    std::map<std::string, uint64_t> moe;  // the MoE's arguments by name
   };
+  void readMoe(int rank, int32_t tag, runtime::TensorMap& outputs);
   ModelConfig cfg_;
   ir::Plan plan_;
   Layout layout_;

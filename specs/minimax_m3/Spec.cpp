@@ -59,7 +59,7 @@ KernelArg scalarArg(std::string name, Scalar elem, std::string doc) {
 }
 
 std::vector<KernelArg> kernelArgs(const Layout& L) {
-  const int64_t S = L.rows, H = L.hidden;
+  const int64_t S = L.rows, H = L.hidden, E1 = L.experts + 1, IP = L.tiling.interPerRank;
   return {
       ptrArg(arg::kPart, Scalar::BF16, {S, H}, ArgRole::Input, 16, "bf16 [S, hidden]: this rank's o_proj partial"),
       ptrArg(arg::kResIn, Scalar::BF16, {S, H}, ArgRole::Input, 16, "bf16 [S, hidden]: the residual stream in"),
@@ -77,6 +77,19 @@ std::vector<KernelArg> kernelArgs(const Layout& L) {
       scalarArg(arg::kTag, Scalar::I32, "i32: this launch's tag, never 0 and new every launch (flags are never reset)"),
       scalarArg(arg::kRank, Scalar::I32, "i32: this rank, 0..TP-1"),
       scalarArg(arg::kWaitTicks, Scalar::I64, "i64: a wait's bound in 100 MHz realtime ticks"),
+      // the MoE's weights (WeightContract.h) and its rows and output
+      ptrArg(arg::kNormW, Scalar::BF16, {H}, ArgRole::Weight, 16, "bf16 [hidden]: Gemma RMSNorm weight (scale 1 + w)"),
+      ptrArg(arg::kRouterW, Scalar::F32, {L.experts, H}, ArgRole::Weight, 16, "f32 [E, hidden]: router weight"),
+      ptrArg(arg::kBias, Scalar::F32, {L.experts}, ArgRole::Weight, 16,
+             "f32 [E]: e_score_correction_bias (selection only)"),
+      ptrArg(arg::kW13, Scalar::I8, {E1, 2 * IP, H / 2}, ArgRole::Weight, 16,
+             "fp4x2 [E+1, 2 I/TP, hidden/2]: gate then up rows, AITER (16,16)-shuffled"),
+      ptrArg(arg::kS13, Scalar::I8, {E1, 2 * IP, H / 32}, ArgRole::Weight, 16, "e8m0 [E+1, 2 I/TP, hidden/32], row-major"),
+      ptrArg(arg::kW2, Scalar::I8, {E1, H, IP / 2}, ArgRole::Weight, 16,
+             "fp4x2 [E+1, hidden, I/TP/2]: AITER (16,16)-shuffled"),
+      ptrArg(arg::kS2, Scalar::I8, {E1, H, IP / 32}, ArgRole::Weight, 16, "e8m0 [E+1, hidden, I/TP/32], row-major"),
+      ptrArg(arg::kSlots, Scalar::I64, {S}, ArgRole::Input, 8, "i64 [S]: a row is valid when its slot >= 0 (padded: -1)"),
+      ptrArg(arg::kOut, Scalar::BF16, {S, H}, ArgRole::Output, 16, "bf16 [S, hidden]: the reduced MoE output"),
   };
 }
 
@@ -135,6 +148,46 @@ ir::Plan buildPlan(const ModelConfig& cfg, const ir::Key& keyIn) {
                "SSQ (the task's sum of squares, a pair a row)";
   plan.stages = {push, reduce};
 
+  // --- the MoE ---
+  const int64_t S = L.rows;
+  auto stage = [&](const Placement& p, std::vector<ir::FlagUse> waits, std::vector<ir::FlagUse> pubs,
+                   std::string doc) {
+    ir::Stage s;
+    s.name = p.name;
+    s.tasks = p.tasks;
+    s.base = p.base;
+    s.waits = std::move(waits);
+    s.publishes = std::move(pubs);
+    s.doc = std::move(doc);
+    plan.stages.push_back(s);
+    return plan.stages.size() - 1;
+  };
+  stage(L.norm, {{L.ssq.name, ssqPairs}}, {{L.xrdy.name, S}},
+        "Gemma RMSNorm: SSQ parts block-summed -> rstd; bf16((x rstd)(1 + w)) -> XN; XRDY");
+  stage(L.router, {{L.xrdy.name, S * L.router.tasks}}, {{L.logit.name, L.logit.pairs}},
+        "FP32 router weight x f32(XN) on v_mfma_f32_16x16x4_f32, 16 experts x a K part a task -> LOGIT");
+  if (kRoutedStagesInKernel) {
+    stage(L.route, {{L.logit.name, L.logit.pairs}}, {{L.routeA.name, L.routeA.pairs}},
+          "the parts summed in quarters, sigmoid, + bias for selection, top-k, renormalized x routed scale");
+    {
+      const size_t i = stage(L.table, {{L.routeA.name, L.routeA.pairs * L.blocks}}, {},
+                             "every CTA: the picks -> the slot table in LDS (slot 0 the shared expert)");
+      plan.stages[i].everyCta = true;
+    }
+    const int64_t upPairs = L.upf.pairs;
+    {
+      const size_t i = stage(L.up, {{L.xrdy.name, S}}, {{L.upf.name, upPairs}},
+                             "16 gate + 16 up rows of a slot's expert a task, A16W4 MFMA, SwiGLU-OAI -> MID (bf16), "
+                             "UPF; the task count is the table's slots x upTiles (bounded here)");
+      plan.stages[i].runtimeTasks = true;
+    }
+    const int64_t ffnPairs = int64_t{L.tp} * L.tp * L.rows * (L.hidden / 2);
+    stage(L.down, {{L.upf.name, upPairs}}, {{L.ffn.name, ffnPairs}},
+          "16 hidden rows a task: every slot's A16W4 GEMV of MID -> CONTRIB (LDS), the combine -> every rank's FFN");
+    stage(L.final, {{L.ffn.name, ffnPairs}}, {},
+          "the ranks' combined partials in rank order, f32 -> bf16 -> out");
+  }
+
   plan.facts = {
       {"hidden", std::to_string(L.hidden)},
       {"S", std::to_string(L.rows)},
@@ -148,6 +201,7 @@ ir::Plan buildPlan(const ModelConfig& cfg, const ir::Key& keyIn) {
       {"sym bytes", std::to_string(L.symBytes)},
       {"lds bytes", std::to_string(L.ldsBytes)},
       {"error code", "site | rank << 8 | token << 16 (reduce: site 1, the source rank)"},
+      {"moe tiling", L.tiling.describe()},
   };
 
   plan.kernel.name = "monogen_minimax_m3_ffn";
@@ -156,6 +210,38 @@ ir::Plan buildPlan(const ModelConfig& cfg, const ir::Key& keyIn) {
   c.stage(plan.stageIndex(L.push.name), [&] { c.forEachTask(L.push, [&](ir::Val t) { stagePush(c, t); }); });
   c.stage(plan.stageIndex(L.reduce.name),
           [&] { c.forEachTask(L.reduce, [&](ir::Val t) { stageReduce(c, t); }); });
+  c.stage(plan.stageIndex(L.norm.name), [&] {
+    c.moeValues();
+    c.forEachTask(L.norm, [&](ir::Val t) { stageNorm(c, t); });
+  });
+  c.stage(plan.stageIndex(L.router.name), [&] {
+    c.moeValues();
+    c.forEachTask(L.router, [&](ir::Val t) { stageRouter(c, t); });
+  });
+  if (kRoutedStagesInKernel) {
+    c.stage(plan.stageIndex(L.route.name), [&] {
+      c.moeValues();
+      c.forEachTask(L.route, [&](ir::Val t) { stageRoute(c, t); });
+    });
+    c.stage(plan.stageIndex(L.table.name), [&] {
+      c.moeValues();
+      stageTable(c);
+    });
+    c.stage(plan.stageIndex(L.up.name), [&] {
+      c.moeValues();
+      c.awaitX(kSiteUp);
+      c.forEachTask(L.up, [&](ir::Val t) { stageUp(c, t); });
+    });
+    c.stage(plan.stageIndex(L.down.name), [&] {
+      c.moeValues();
+      awaitUp(c);
+      c.forEachTask(L.down, [&](ir::Val t) { stageDown(c, t); });
+    });
+    c.stage(plan.stageIndex(L.final.name), [&] {
+      c.moeValues();
+      c.forEachTask(L.final, [&](ir::Val t) { stageFinal(c, t); });
+    });
+  }
   addFinishStages(c, plan);  // mark, epoch, handshake: the last stages (every stage above goes through c.stage)
   return plan;
 }

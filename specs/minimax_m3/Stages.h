@@ -12,6 +12,23 @@ namespace monogen::specs::minimax_m3 {
 void stagePush(KernelContext& c, ir::Val task);
 /// reduce: the ranks' pairs 16 task .. in rank order + residual -> res_out, SRES, SSQ.
 void stageReduce(KernelContext& c, ir::Val task);
+/// norm: row `task`'s SSQ parts -> rstd, XN (bf16), XRDY.
+void stageNorm(KernelContext& c, ir::Val task);
+/// router: tile task / parts, K part task % parts -> LOGIT parts of every row.
+void stageRouter(KernelContext& c, ir::Val task);
+/// route: row `task`'s LOGIT parts -> picks and weights (ROUTE).
+void stageRoute(KernelContext& c, ir::Val task);
+/// table (every CTA, once): ROUTE -> the slot table in LDS (CTA 0 also dumps it to TABDUMP).
+void stageTable(KernelContext& c);
+/// up: slot task / upTiles, tile pair task % upTiles (a task past the slots does nothing but
+/// the CTA's barriers) -> MID, UPF.
+void stageUp(KernelContext& c, ir::Val task);
+/// down: hidden rows 16 task .. of every slot, the combine -> every rank's FFN.
+void stageDown(KernelContext& c, ir::Val task);
+/// down's wait: UPF of every slot's tile pairs (once a CTA, before its down tasks).
+void awaitUp(KernelContext& c);
+/// final: pairs 16 task .. of the ranks' FFN partials in rank order -> out.
+void stageFinal(KernelContext& c, ir::Val task);
 
 /// The finish stages' control arguments (StageFinish.cpp): epoch, handshake, inject, and the
 /// trace buffer when key.trace (its stage count is set by addFinishStages).

@@ -1,0 +1,108 @@
+#include "ir/Op.h"
+#include "specs/minimax_m3/Sites.h"
+#include "specs/minimax_m3/Stages.h"
+
+namespace monogen::specs::minimax_m3 {
+
+using ir::MemOrder;
+using ir::MemScope;
+using ir::MfmaKind;
+using ir::Type;
+using ir::Val;
+
+Val a16w4Step(ir::Builder& b, Val acc, Val w4, Val scaleByte, const Val x[4]);  // StageUp.cpp
+
+// awaitUp: before its down tasks the CTA waits for UPF of every slot's tile pairs (acquire,
+// agent scope; site down; a thread a pair; the seeds poll a slot's flags a wave instead).
+// Hidden rows 16 task .. (the seeds' stage_down). A slot a wave, round robin: wave w takes slots
+// w, w + WAVES, .. of the table and runs the slot's GEMV over I/TP: A the expert's w2 rows 16 task +
+// lane % 16 (shuffled fp4x2 + e8m0), B the MID column min(lane % 16, cnt - 1) of the slot, K
+// steps 0 .. from 0 (a16w4Dot's order; a lane group past I/TP adds +0 products). Lane (g, c)'s
+// element i, row 4 g + i, goes to CONTRIB[pick of column c][row] for c < cnt. After the CTA's
+// barrier, thread (t, r2) < 8 S combines rows 2 r2, 2 r2 + 1 of row t (AITER's stage 2): tot =
+// bf16(CONTRIB[shared]) (unless routed only), then for k in top-k order tot = bf16(tot +
+// bf16(weight_k x CONTRIB[t topk + k])) (unless shared only); a padded row's partial is 0. The
+// bf16 pair goes to pair [my rank][t][8 task + r2] of every rank's FFN in rank order (relaxed,
+// system scope: the pair carries its value).
+void awaitUp(KernelContext& c) {
+  ir::Builder& b = c.b;
+  const Layout& L = c.L;
+  const MoeTiling& T = L.tiling;
+  Val n = c.tabLd(L.tw.misc, c.i32(0)) * c.i32(T.upTiles);
+  b.for_(c.tid, n, c.i32(L.threads), [&](Val i) {
+    Val code = c.i32(errorCode(kSiteDown, 0, 0)) | c.rank << c.i32(8);
+    b.wait(c.pairAt(c.scratch, L.upf, i), c.tag, c.waitTicks, c.err, code, kSiteDown);
+  });
+  c.ctaSync(false);
+}
+
+void stageDown(KernelContext& c, Val task) {
+  ir::Builder& b = c.b;
+  const Layout& L = c.L;
+  const MoeTiling& T = L.tiling;
+  const auto& W = L.tw;
+  const int H = L.hidden, IP = T.interPerRank, S = L.rows, K = L.topk;
+  Val nSlots = c.tabLd(W.misc, c.i32(0));
+  Val g = c.lane / c.i32(16), col = c.lane % c.i32(16);
+
+  b.for_(c.wave, nSlots, c.i32(L.waves), [&](Val u) {
+    Val e = c.tabLd(W.slotE, u);
+    Val cnt = b.popcount(c.tabLd(W.slotMask, u));
+    Val xcol = b.max(b.min(col, cnt - c.i32(1)), c.i32(0));
+    Val pick = c.tabLd(W.slotPick, u * c.i32(16) + xcol);
+    ir::Var accV = b.var(b.splat(b.f32(0.0), 4), "acc");
+    Val wrow = task * c.i32(16) + col;
+    b.for_(c.i32(0), c.i32(T.downSteps), c.i32(1), [&](Val st) {
+      Val k0 = st * c.i32(T.kStep) + g * c.i32(32);
+      Val live = k0 < c.i32(IP);  // a partial last step: its lane groups past I/TP add +0 products
+      Val kc = b.select(live, k0, c.i32(0));
+      Val x[4];
+      for (int d = 0; d < 4; ++d) {
+        Val v = b.load(Type::vec(Type::bf16(), 8),
+                       c.elemAt(c.scratch, L.mid, (u * c.i32(16) + xcol) * c.i32(IP) + kc + c.i32(8 * d), 2));
+        x[d] = b.select(live, v, b.splat(b.bf16(0.0), 8));
+      }
+      Val kb = kc / c.i32(2);
+      Val off = (wrow / c.i32(16)) * c.i32(16 * (IP / 2)) + (kb / c.i32(32)) * c.i32(512) +
+                ((kb / c.i32(16)) % c.i32(2)) * c.i32(256) + (wrow % c.i32(16)) * c.i32(16);
+      Val w4 = b.load(Type::vec(Type::i32(), 4), b.ptrAdd(c.w2, e * c.i32(H * (IP / 2)) + off));
+      w4 = b.select(live, w4, b.splat(c.i32(0), 4));  // code 0: +0
+      Val sAt = (e * c.i32(H) + wrow) * c.i32(IP / 32) + kc / c.i32(32);
+      Val s = b.select(live, b.zext(b.load(Type::i8(), b.ptrAdd(c.s2, sAt)), Type::i32()), c.i32(127));
+      b.set(accV, a16w4Step(b, b.get(accV), w4, s, x));
+    });
+    Val acc = b.get(accV);
+    b.if_(col < cnt, [&] {
+      for (int i = 0; i < 4; ++i)
+        b.store(b.ptrAdd(c.contrib, (pick * c.i32(16) + g * c.i32(4) + c.i32(i)) * c.i32(4)), b.extract(acc, i));
+    });
+  });
+  c.ctaSync(false);
+
+  b.if_(c.tid < c.i32(S * 8), [&] {
+    Val t = c.tid / c.i32(8), r2 = c.tid % c.i32(8);
+    Val vmask = c.tabLd(W.misc, c.i32(1));
+    Val valid = ((vmask >> t) & c.i32(1)) != c.i32(0);
+    auto contribAt = [&](Val p, Val r) { return b.load(Type::f32(), b.ptrAdd(c.contrib, (p * c.i32(16) + r) * c.i32(4))); };
+    Val o[2];
+    for (int h = 0; h < 2; ++h) {
+      Val r = r2 * c.i32(2) + c.i32(h);
+      Val tot = b.f32(0.0);
+      if (c.experts != ir::Experts::Routed) tot = b.roundBf16(contribAt(c.i32(K * S) + t, r));
+      if (c.experts != ir::Experts::Shared)
+        for (int k = 0; k < K; ++k) {
+          Val w = b.bitcast(c.tabLd(W.pickW, t * c.i32(K) + c.i32(k)), Type::f32());
+          Val v = contribAt(t * c.i32(K) + c.i32(k), r);
+          tot = b.roundBf16(tot + b.roundBf16(w * v));
+        }
+      o[h] = b.f32ToBf16(b.select(valid, tot, b.f32(0.0)));
+    }
+    Val word = b.bitcast(b.insert(b.splat(o[0], 2), o[1], 1), Type::i32());
+    Val at = (c.rank * c.i32(S) + t) * c.i32(H / 2) + task * c.i32(8) + r2;
+    for (int p = 0; p < L.tp; ++p)
+      b.publish(c.pairAt(c.peerSym[p], L.ffn, at), word, c.tag, MemOrder::Relaxed, MemScope::System);
+  });
+  c.ctaSync(false);  // CONTRIB is free for the next task
+}
+
+}  // namespace monogen::specs::minimax_m3

@@ -1,0 +1,113 @@
+#include "ir/Op.h"
+#include "specs/minimax_m3/Sites.h"
+#include "specs/minimax_m3/Stages.h"
+#include "specs/minimax_m3/WeightContract.h"
+
+namespace monogen::specs::minimax_m3 {
+
+using ir::MemOrder;
+using ir::MemScope;
+using ir::MfmaKind;
+using ir::Type;
+using ir::Val;
+
+// One A16W4 step of 4 chained v_mfma_f32_16x16x32_bf16 (the seeds' step_mfma): lane group g =
+// lane / 16 holds K 32 g .. 32 g + 31 of the step as one 16-byte fp4x2 load of the shuffled
+// tile (`w4`: dword d = K 32 g + 8 d .., low nibble first) and one e8m0 scale byte; MFMA d's A
+// is bf16(fp4 x 2^(s-127)) of its dword, its B `x[d]` (8 bf16 at K 32 g + 8 d ..).
+Val a16w4Step(ir::Builder& b, Val acc, Val w4, Val scaleByte, const Val x[4]) {
+  Val scale = b.e8m0ToF32(scaleByte);
+  for (int d = 0; d < 4; ++d) {
+    Val word = b.extract(w4, d);
+    Val a = b.splat(b.bf16(0.0), 8);
+    for (int e = 0; e < 8; ++e) {
+      Val code = b.lshr(word, b.i32(4 * e)) & b.i32(0xf);
+      a = b.insert(a, b.f32ToBf16(b.fp4ToF32(code, scale)), e);
+    }
+    acc = b.mfma(MfmaKind::F32_16x16x32_BF16, a, x[d], acc);
+  }
+  return acc;
+}
+
+// Slot u = task / upTiles, tile pair j = task % upTiles (the seeds' stage_up); a task past the
+// table's slots only keeps the CTA's barriers. The slot's expert e, its cnt columns (rows); lane
+// column c = lane % 16 reads row slotRow[u][min(c, cnt - 1)] of XN. Wave w runs K steps [w
+// upWaveSteps, ..) of the gate rows 16 j .. and the up rows I/TP + 16 j .. of e's w13 from 0
+// (a16w4Step; a16w4Dot's order); the waves' accumulators go to red and thread (r, c) < 256 sums
+// them in order (0 + w_0 + ...), gate and up alike; for c < cnt it stores bf16(SwiGLU-OAI(gate,
+// up)) to MID[u][c][16 j + r]. After the CTA's stores drain, thread 0 publishes UPF[u][j].
+void stageUp(KernelContext& c, Val task) {
+  ir::Builder& b = c.b;
+  const Layout& L = c.L;
+  const MoeTiling& T = L.tiling;
+  const auto& W = L.tw;
+  const int H = L.hidden, IP = T.interPerRank;
+  Val nSlots = c.tabLd(W.misc, c.i32(0));
+  Val valid = task < nSlots * c.i32(T.upTiles);
+  Val u = b.min(task / c.i32(T.upTiles), c.i32(T.maxSlots - 1)), j = task % c.i32(T.upTiles);
+  Val e = c.tabLd(W.slotE, u);
+  Val cnt = b.popcount(c.tabLd(W.slotMask, u));
+  Val g = c.lane / c.i32(16), col = c.lane % c.i32(16);
+
+  b.if_(valid, [&] {
+    Val xcol = b.max(b.min(col, cnt - c.i32(1)), c.i32(0));
+    Val row = b.max(c.tabLd(W.slotRow, u * c.i32(16) + xcol), c.i32(0));
+    ir::Var accG = b.var(b.splat(b.f32(0.0), 4), "acc_gate");
+    ir::Var accU = b.var(b.splat(b.f32(0.0), 4), "acc_up");
+    for (int i = 0; i < T.upWaveSteps; ++i) {
+      Val st = c.wave * c.i32(T.upWaveSteps) + c.i32(i);
+      b.if_(st < c.i32(T.upSteps), [&] {
+        Val k0 = st * c.i32(T.kStep) + g * c.i32(32);
+        Val x[4];
+        for (int d = 0; d < 4; ++d)
+          x[d] = b.load(Type::vec(Type::bf16(), 8), c.elemAt(c.scratch, L.xn, row * c.i32(H) + k0 + c.i32(8 * d), 2));
+        for (int h = 0; h < 2; ++h) {
+          Val wrow = c.i32(h * IP) + j * c.i32(16) + col;  // gate rows, then up rows
+          // shuffledOffset16x16(wrow, k0 / 2, H / 2): row tile, 32-byte K tile, 16-byte half, row
+          Val kb = k0 / c.i32(2);
+          Val off = (wrow / c.i32(16)) * c.i32(16 * (H / 2)) + (kb / c.i32(32)) * c.i32(512) +
+                    ((kb / c.i32(16)) % c.i32(2)) * c.i32(256) + (wrow % c.i32(16)) * c.i32(16);
+          Val expertBytes = e * c.i32(2 * IP * (H / 2));
+          Val w4 = b.load(Type::vec(Type::i32(), 4), b.ptrAdd(c.w13, expertBytes + off));
+          Val sAt = (e * c.i32(2 * IP) + wrow) * c.i32(H / 32) + k0 / c.i32(32);  // scaleIndex
+          Val s = b.zext(b.load(Type::i8(), b.ptrAdd(c.s13, sAt)), Type::i32());
+          ir::Var acc = h == 0 ? accG : accU;
+          b.set(acc, a16w4Step(b, b.get(acc), w4, s, x));
+        }
+      });
+    }
+    for (int h = 0; h < 2; ++h) {
+      Val acc = b.get(h == 0 ? accG : accU);
+      for (int i = 0; i < 4; ++i) {
+        Val at = c.i32(h * L.waves * 256) + c.wave * c.i32(256) + (g * c.i32(4) + c.i32(i)) * c.i32(16) + col;
+        b.store(b.ptrAdd(c.red, at * c.i32(4)), b.extract(acc, i));
+      }
+    }
+  });
+  c.ctaSync(false);
+  b.if_(valid & (c.tid < c.i32(256)), [&] {
+    Val r = c.tid / c.i32(16), cc = c.tid % c.i32(16);
+    Val gate = b.f32(0.0), up = b.f32(0.0);
+    for (int w = 0; w < L.waves; ++w) {
+      gate = gate + b.load(Type::f32(), b.ptrAdd(c.red, (c.i32(w * 256) + c.tid) * c.i32(4)));
+      up = up + b.load(Type::f32(), b.ptrAdd(c.red, (c.i32((L.waves + w) * 256) + c.tid) * c.i32(4)));
+    }
+    b.if_(cc < cnt, [&] {
+      const float limit = static_cast<float>(c.cfg.swigluLimit), alpha = static_cast<float>(c.cfg.swigluAlpha);
+      const float kLog2e = 1.44269504088896340736f;
+      Val gl = b.min(gate, b.f32(limit));
+      Val ul = b.max(b.min(up, b.f32(limit)), b.f32(-static_cast<double>(limit)));
+      Val z = b.f32(static_cast<double>(alpha)) * gl;
+      Val sig = b.f32(1.0) / (b.f32(1.0) + b.exp2((-z) * b.f32(static_cast<double>(kLog2e))));
+      Val v = (gl * sig) * (ul + b.f32(1.0));
+      Val at = (u * c.i32(16) + cc) * c.i32(IP) + j * c.i32(16) + r;
+      b.store(c.elemAt(c.scratch, L.mid, at, 2), b.f32ToBf16(v));
+    });
+  });
+  c.ctaSync(/*drain=*/true);
+  b.if_(valid & (c.tid == c.i32(0)), [&] {
+    b.publish(c.pairAt(c.scratch, L.upf, task), c.i32(1), c.tag, MemOrder::Release, MemScope::Agent);
+  });
+}
+
+}  // namespace monogen::specs::minimax_m3

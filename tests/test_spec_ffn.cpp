@@ -1,0 +1,184 @@
+// The MiniMax-M3 FFN launch's MoE stages (norm, router, route, table, up, down, final) on the
+// Sim device against the native MoE reference (MoeReference), bit for bit, fed the kernel's own
+// all-reduce outputs (SRES, SSQ), which test_spec_allreduce checks against their reference.
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+
+#include "codegen/Compiler.h"
+#include "ir/Error.h"
+#include "ir/Verifier.h"
+#include "specs/minimax_m3/Layout.h"
+#include "specs/minimax_m3/MoeReference.h"
+#include "specs/minimax_m3/SimHarness.h"
+#include "specs/minimax_m3/Spec.h"
+
+using namespace monogen;
+using namespace monogen::specs::minimax_m3;
+using runtime::HostTensor;
+using runtime::TensorMap;
+
+namespace {
+
+runtime::SimOptions schedSeed(uint64_t s) {
+  static constexpr int kQuantum[] = {32, 1, 7, 32, 2, 16, 3, 64};
+  runtime::SimOptions o;
+  o.seed = s;
+  o.maxQuantum = kQuantum[s % 8];
+  return o;
+}
+
+/// The outputs checked (the stages in the kernel so far).
+const char* const kCheckedAll[] = {"rstd", "xn", "picks", "weights", "slot_expert", "slot_count", "slot_row",
+                                   "slot_pick", "mid", "down", "out"};
+const int kChecked = kRoutedStagesInKernel ? 11 : 2;  // norm only: rstd, xn (the router's parts are internal)
+
+TensorMap checkedOnly(const TensorMap& m) {
+  TensorMap r;
+  for (const auto& [name, t] : m)
+    for (int i = 0; i < kChecked; ++i)
+      if (name.rfind(std::string(kCheckedAll[i]) + ".r", 0) == 0) r[name] = t;
+  return r;
+}
+
+/// Runs (S, TP) and checks the all-reduce and every MoE output of every rank, bit for bit.
+TensorMap checkMoe(const ModelConfig& cfg, int S, int TP, const TensorMap& in, uint64_t sched,
+                   ir::Experts experts = ir::Experts::All) {
+  INFO(fmt::format("S={} TP={} scheduler seed {} quantum {} experts {}", S, TP, sched, schedSeed(sched).maxQuantum,
+                   ir::expertsName(experts)));
+  ir::Key key = makeKey(cfg, S, TP);
+  key.experts = experts;
+  const SimRun run = runOnSim(cfg, key, in, schedSeed(sched));
+  auto mm = firstMismatch(run.outputs, referenceOutputs(cfg, S, TP, in));
+  INFO((mm ? "all-reduce: " + describe(*mm) : std::string("all-reduce: no mismatch")));
+  CHECK_FALSE(mm.has_value());
+  const TensorMap want = checkedOnly(moeReferenceOutputs(cfg, S, TP, in, run.outputs, experts));
+  mm = firstMismatch(run.outputs, want);
+  INFO((mm ? "moe: " + describe(*mm) : std::string("moe: no mismatch")));
+  CHECK_FALSE(mm.has_value());
+  CHECK(run.stats.waitTimeouts == 0);
+  for (int r = 0; r < TP; ++r) CHECK(run.outputs.at(fmt::format("err.r{}", r)).as<int32_t>()[0] == 0);
+  return run.outputs;
+}
+
+}  // namespace
+
+TEST_CASE("ffn sim: the MoE stages equal the reference bit for bit (reduced config)", "[spec][ffn]") {
+  const ModelConfig cfg = ModelConfig::reduced();
+  const auto t0 = std::chrono::steady_clock::now();
+  int runs = 0;
+  for (int S : {1, 3, 4, 5, 8, 9, 16})
+    for (int TP : {1, 2, 4, 8})
+      for (uint64_t sched : {uint64_t(1) + (S + TP) % 8}) {
+        checkMoe(cfg, S, TP, makeMoeInputs(cfg, S, TP, 100 * S + TP + sched), sched);
+        ++runs;
+      }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  WARN(fmt::format("{} reduced-config launches in {:.1f} s", runs, secs));
+}
+
+TEST_CASE("ffn sim: more scheduler seeds", "[spec][ffn][.slow]") {
+  const ModelConfig cfg = ModelConfig::reduced();
+  for (int S : {1, 3, 4, 5, 8, 9, 16})
+    for (int TP : {1, 2, 4, 8})
+      for (uint64_t sched = 1; sched <= 8; ++sched) checkMoe(cfg, S, TP, makeMoeInputs(cfg, S, TP, 31 * S + TP + sched), sched);
+}
+
+TEST_CASE("ffn sim: adversarial routing through the kernel", "[spec][ffn][routed]") {
+  if (!kRoutedStagesInKernel) return;  // route .. final are not in the kernel yet (Spec.h)
+  const ModelConfig cfg = ModelConfig::reduced();
+  SECTION("every logit ties (zero router weights and bias): ties go to the lower expert") {
+    MoeInputOptions o;
+    o.tiedBias = true;
+    const TensorMap in = makeMoeInputs(cfg, 5, 2, 21, o);
+    const TensorMap out = checkMoe(cfg, 5, 2, in, 2);
+    const int32_t* p = out.at("picks.r0").as<int32_t>();
+    for (int t = 0; t < 5; ++t)
+      for (int k = 0; k < cfg.topk; ++k) CHECK(p[t * cfg.topk + k] == k);
+  }
+  SECTION("NaN logits (router weights) and NaN selection values (bias)") {
+    MoeInputOptions o;
+    o.nanRouter = true;
+    for (int TP : {1, 4}) checkMoe(cfg, 8, TP, makeMoeInputs(cfg, 8, TP, 22, o), 5);
+  }
+  SECTION("every row on the same experts") {
+    MoeInputOptions o;
+    o.sameExpert = true;
+    const TensorMap out = checkMoe(cfg, 9, 2, makeMoeInputs(cfg, 9, 2, 23, o), 6);
+    CHECK(out.at("slot_count.r0").numel() == 1 + cfg.topk);
+  }
+  SECTION("every row on distinct experts") {
+    // a seed whose reference picks are all distinct (S topk = 8 of the 16 experts)
+    const int S = 2, TP = 2;
+    bool found = false;
+    for (uint64_t seed = 1; seed < 60 && !found; ++seed) {
+      const TensorMap in = makeMoeInputs(cfg, S, TP, seed);
+      // the picks depend only on SRES / SSQ (the all-reduce reference) and the router
+      TensorMap rin;
+      const TensorMap ar = referenceOutputs(cfg, S, TP, in);
+      rin["sres"] = ar.at("sres.r0");
+      rin["ssq"] = ar.at("ssq.r0");
+      for (const char* n : {"norm_w", "router_w", "bias", "slots"}) rin[n] = in.at(n);
+      for (int r = 0; r < TP; ++r)
+        for (const char* n : {"w13", "s13", "w2", "s2"}) rin[fmt::format("{}.r{}", n, r)] = in.at(fmt::format("{}.r{}", n, r));
+      const TensorMap want = moeReference(cfg, S, TP, rin);
+      const int32_t* p = want.at("picks").as<int32_t>();
+      std::set<int> seen(p, p + S * cfg.topk);
+      if (static_cast<int>(seen.size()) != S * cfg.topk) continue;
+      found = true;
+      const TensorMap out = checkMoe(cfg, S, TP, in, 7);
+      CHECK(out.at("slot_count.r0").numel() == 1 + S * cfg.topk);
+    }
+    CHECK(found);
+  }
+  SECTION("padded rows: no picks, no slot columns, a zero partial") {
+    MoeInputOptions o;
+    o.padded = {0, 3, 4};
+    const TensorMap out = checkMoe(cfg, 5, 4, makeMoeInputs(cfg, 5, 4, 24, o), 3);
+    CHECK(out.at("picks.r0").as<int32_t>()[0] == -1);
+    o.padded = {0, 1, 2};  // every row padded
+    checkMoe(cfg, 3, 2, makeMoeInputs(cfg, 3, 2, 25, o), 4);
+  }
+}
+
+TEST_CASE("ffn sim: the experts knob sums one side only", "[spec][ffn][routed]") {
+  if (!kRoutedStagesInKernel) return;  // route .. final are not in the kernel yet (Spec.h)
+  const ModelConfig cfg = ModelConfig::reduced();
+  for (ir::Experts e : {ir::Experts::Shared, ir::Experts::Routed})
+    for (int TP : {1, 2}) checkMoe(cfg, 4, TP, makeMoeInputs(cfg, 4, TP, 40 + TP), 2, e);
+}
+
+TEST_CASE("ffn sim: full hidden 6144 with 16 experts at S=8 TP=4 and S=1 TP=4", "[spec][ffn][full][.slow]") {
+  ModelConfig cfg = ModelConfig::flash();
+  cfg.experts = 16;  // the full 129 experts' weights are about 2.4 GB a launch's inputs
+  for (int S : {8, 1}) checkMoe(cfg, S, 4, makeMoeInputs(cfg, S, 4, 90 + S), 3);
+}
+
+namespace {
+void compileVariant(const ModelConfig& cfg, int S, int TP) {
+  INFO(fmt::format("S={} TP={}", S, TP));
+  const ir::Plan plan = buildPlan(cfg, makeKey(cfg, S, TP));
+  ir::verify(plan);
+  const codegen::CodeObject co = codegen::compile(plan);  // checkLimits: no scratch, no spills
+  CHECK(co.info.scratchBytes == 0);
+  CHECK(co.info.ldsBytes <= plan.target.ldsBytes);
+}
+}  // namespace
+
+TEST_CASE("ffn codegen: a few variants compile with no scratch, within the limits", "[spec][ffn][codegen]") {
+  // with kRoutedStagesInKernel, route and down spill SGPRs on gfx950 (Spec.h)
+  const ModelConfig cfg = ModelConfig::flash();
+  for (auto [S, TP] : {std::pair{1, 1}, std::pair{8, 4}, std::pair{16, 8}}) compileVariant(cfg, S, TP);
+}
+
+TEST_CASE("ffn codegen: every S x TP variant compiles with no scratch, within the limits", "[spec][ffn][codegen][.slow]") {
+  const ModelConfig cfg = ModelConfig::flash();
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int S = 1; S <= cfg.maxRows; ++S)
+    for (int TP : {1, 2, 4, 8}) compileVariant(cfg, S, TP);
+  WARN(fmt::format("64 variants compiled in {:.1f} s",
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()));
+}
