@@ -107,7 +107,10 @@ TensorMap makeMoeInputs(const ModelConfig& cfg, int rows, int tp, uint64_t seed,
       bias.as<float>()[e] = num::bitsToF32(g.bit() << 31 | (127 - 8 + g.below(4)) << 23 | g.below(1u << 23));
   }
   if (opt.sameExpert)
-    for (int64_t e = 0; e < E; ++e) bias.as<float>()[e] = (e % 5 == 2) ? 4.0f : 0.0f;
+  {
+    for (int64_t e = 0; e < E; ++e) bias.as<float>()[e] = 0.0f;
+    for (int i = 0; i < cfg.topk; ++i) bias.as<float>()[(3 + 5 * i) % E] = 4.0f;  // topk experts, every row
+  }
   if (opt.nanRouter) {
     const float nan = num::bitsToF32(0x7fc00000u);
     for (int64_t e = 0; e < E; ++e) {
