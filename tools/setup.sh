@@ -20,6 +20,6 @@ if ((${#missing[@]})); then
 fi
 
 echo "== configuring"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 echo "== building"
 cmake --build build -j"$(nproc)"
