@@ -382,7 +382,7 @@ class Lowerer {
       case OpCode::For: return lowerFor(op, in(0), in(1), in(2));
       case OpCode::While: return lowerWhile(op);
       case OpCode::StageScope:
-        // The trace knob may later bracket the region with timestamps; not needed yet.
+        // Tracing is the spec's: its stages store realtime stamps themselves (KernelContext::stage).
         if (op.regions.empty()) fail(op, "a stage has no region");
         region(op.regions[0]);
         return;

@@ -6,13 +6,15 @@
 
 namespace monogen::runtime {
 
-/// splitmix64: one step of the seeding sequence.
-inline uint64_t simSplitMix64(uint64_t& state) {
-  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+/// splitmix64's finalizer: a 64-bit mix, also usable as a hash.
+inline uint64_t splitMix64Mix(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);
 }
+
+/// splitmix64: one step of the sequence (the Sim's seeding, the specs' input streams).
+inline uint64_t simSplitMix64(uint64_t& state) { return splitMix64Mix(state += 0x9e3779b97f4a7c15ull); }
 
 /// xoshiro256**, seeded from splitmix64(seed).
 class SimRng {

@@ -1,5 +1,7 @@
 #include "specs/minimax_m3/MoeInputs.h"
 
+#include "runtime/SimRng.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -26,11 +28,7 @@ namespace {
 
 constexpr const char* kWhere = "moe inputs";
 
-uint64_t mix(uint64_t z) {  // splitmix64's finalizer
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
+uint64_t mix(uint64_t z) { return runtime::splitMix64Mix(z); }
 
 /// splitmix64 stream with exact f32 conversions only: the same numbers on every host.
 class Rng {

@@ -1,5 +1,7 @@
 #include "specs/minimax_m3/SimHarness.h"
 
+#include "runtime/SimRng.h"
+
 #include <fmt/format.h>
 
 #include <cstring>
@@ -27,12 +29,7 @@ namespace {
 class Rng {
  public:
   explicit Rng(uint64_t seed) : s_(seed) {}
-  uint64_t next() {
-    uint64_t z = (s_ += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
+  uint64_t next() { return runtime::simSplitMix64(s_); }
   uint32_t below(uint32_t n) { return static_cast<uint32_t>(next() % n); }
   uint32_t bit() { return static_cast<uint32_t>(next() >> 63); }
 
