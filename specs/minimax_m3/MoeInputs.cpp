@@ -347,7 +347,6 @@ TensorMap moeRouting(const ModelConfig& cfg, int S, int TP, const TensorMap& in)
   const HostTensor& bias = need(in, "bias", DType::F32, {E});
   const std::vector<bool> valid = moeValidRows(in, S);
   const float eps = static_cast<float>(cfg.rmsEps);
-  const float neg = -std::numeric_limits<float>::infinity();
   HostTensor logitsT = HostTensor::zeros(DType::F32, {S, E});
   HostTensor picksT = HostTensor::zeros(DType::I32, {S, K});
   HostTensor weightsT = HostTensor::zeros(DType::F32, {S, K});
@@ -362,7 +361,6 @@ TensorMap moeRouting(const ModelConfig& cfg, int S, int TP, const TensorMap& in)
       const float o = xr * (1.0f + w);
       xn[c] = num::roundBf16(o);
     }
-    std::vector<float> sc(static_cast<size_t>(E)), val(static_cast<size_t>(E));
     for (int e = 0; e < E; ++e) {
       const float* wRow = routerW.as<float>() + int64_t(e) * H;
       for (int q = 0; q < T.routerParts; ++q) parts[q] = routerPart(wRow, xn.data(), T, q);
@@ -373,31 +371,9 @@ TensorMap moeRouting(const ModelConfig& cfg, int S, int TP, const TensorMap& in)
         tot = tot + part;
       }
       logitsT.as<float>()[int64_t(t) * E + e] = tot;
-      sc[e] = moeSigmoid(tot);
-      val[e] = sc[e] + bias.as<float>()[e];
-      if (std::isnan(val[e])) val[e] = neg;
-      if (std::isnan(sc[e])) sc[e] = 0.0f;
     }
-    std::vector<bool> taken(static_cast<size_t>(E), false);
-    float total = 0.0f;
-    std::vector<int> id(static_cast<size_t>(K));
-    std::vector<float> w(static_cast<size_t>(K));
-    for (int k = 0; k < K; ++k) {
-      float best = neg;
-      for (int e = 0; e < E; ++e) best = std::fmax(best, taken[e] ? neg : val[e]);
-      int win = 0;
-      for (int e = E - 1; e >= 0; --e)
-        if ((taken[e] ? neg : val[e]) == best) win = e;
-      taken[win] = true;
-      total = total + sc[win];
-      id[k] = win;
-      w[k] = sc[win];
-    }
-    const float scale = static_cast<float>(cfg.routedScale) / std::fmax(total, 1e-20f);
-    for (int k = 0; k < K; ++k) {
-      picksT.as<int32_t>()[t * K + k] = valid[t] ? id[k] : -1;
-      weightsT.as<float>()[t * K + k] = w[k] * scale;
-    }
+    routeToken(logitsT.as<float>() + int64_t(t) * E, bias.as<float>(), E, K, static_cast<float>(cfg.routedScale),
+               valid[t], picksT.as<int32_t>() + t * K, weightsT.as<float>() + t * K);
   }
   TensorMap out;
   out["logits"] = std::move(logitsT);

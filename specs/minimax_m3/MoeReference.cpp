@@ -85,6 +85,38 @@ float blockSum(const float* vals, int n, int threads) {
 
 // ---------------------------------------------------------------- helpers
 
+void routeToken(const float* logits, const float* bias, int E, int K, float routedScale, bool valid,
+                int32_t* picks, float* weights) {
+  const float neg = -std::numeric_limits<float>::infinity();
+  std::vector<float> sc(static_cast<size_t>(E)), val(static_cast<size_t>(E));
+  for (int e = 0; e < E; ++e) {
+    sc[e] = moeSigmoid(logits[e]);
+    val[e] = sc[e] + bias[e];
+    if (std::isnan(val[e])) val[e] = neg;
+    if (std::isnan(sc[e])) sc[e] = 0.0f;
+  }
+  std::vector<bool> taken(static_cast<size_t>(E), false);
+  float total = 0.0f;
+  std::vector<int> id(static_cast<size_t>(K));
+  std::vector<float> w(static_cast<size_t>(K));
+  for (int k = 0; k < K; ++k) {
+    float best = neg;
+    for (int e = 0; e < E; ++e) best = std::fmax(best, taken[e] ? neg : val[e]);
+    int win = 0;
+    for (int e = E - 1; e >= 0; --e)
+      if ((taken[e] ? neg : val[e]) == best) win = e;
+    taken[win] = true;
+    total = total + sc[win];
+    id[k] = win;
+    w[k] = sc[win];
+  }
+  const float scale = routedScale / std::fmax(total, 1e-20f);
+  for (int k = 0; k < K; ++k) {
+    picks[k] = valid ? id[k] : -1;
+    weights[k] = w[k] * scale;
+  }
+}
+
 std::string rankName(const std::string& base, int rank) { return base + ".r" + std::to_string(rank); }
 
 namespace {
@@ -235,36 +267,9 @@ TensorMap moeReference(const ModelConfig& cfg, int S, int TP, const TensorMap& i
   // same): that pick repeats with weight 0.
   HostTensor picksT = HostTensor::zeros(DType::I32, {S, K});
   HostTensor weightsT = HostTensor::zeros(DType::F32, {S, K});
-  const float neg = -std::numeric_limits<float>::infinity();
-  for (int t = 0; t < S; ++t) {
-    std::vector<float> sc(static_cast<size_t>(E)), val(static_cast<size_t>(E));
-    for (int e = 0; e < E; ++e) {
-      sc[e] = moeSigmoid(logitsT.as<float>()[int64_t(t) * E + e]);
-      val[e] = sc[e] + bias.as<float>()[e];
-      if (std::isnan(val[e])) val[e] = neg;
-      if (std::isnan(sc[e])) sc[e] = 0.0f;
-    }
-    std::vector<bool> taken(static_cast<size_t>(E), false);
-    float total = 0.0f;
-    std::vector<int> id(static_cast<size_t>(K));
-    std::vector<float> w(static_cast<size_t>(K));
-    for (int k = 0; k < K; ++k) {
-      float best = neg;
-      for (int e = 0; e < E; ++e) best = std::fmax(best, taken[e] ? neg : val[e]);
-      int win = 0;
-      for (int e = E - 1; e >= 0; --e)
-        if ((taken[e] ? neg : val[e]) == best) win = e;
-      taken[win] = true;
-      total = total + sc[win];
-      id[k] = win;
-      w[k] = sc[win];
-    }
-    const float scale = static_cast<float>(cfg.routedScale) / std::fmax(total, 1e-20f);
-    for (int k = 0; k < K; ++k) {
-      picksT.as<int32_t>()[t * K + k] = valid[t] ? id[k] : -1;
-      weightsT.as<float>()[t * K + k] = w[k] * scale;
-    }
-  }
+  for (int t = 0; t < S; ++t)
+    routeToken(logitsT.as<float>() + int64_t(t) * E, bias.as<float>(), E, K, static_cast<float>(cfg.routedScale),
+               valid[t], picksT.as<int32_t>() + t * K, weightsT.as<float>() + t * K);
 
   // ---- table (load_table + shared_slot) ----
   struct Slot {
