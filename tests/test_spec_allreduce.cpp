@@ -16,6 +16,7 @@
 #include "specs/minimax_m3/SimHarness.h"
 #include "specs/minimax_m3/Sites.h"
 #include "specs/minimax_m3/Spec.h"
+#include "test_spec_util.h"
 
 using namespace monogen;
 using namespace monogen::specs::minimax_m3;
@@ -24,15 +25,6 @@ using runtime::TensorMap;
 
 namespace {
 
-/// Scheduler seed s; the quantum (ops a wave runs before the scheduler picks again) cycles
-/// through fine and coarse interleavings with the seed.
-runtime::SimOptions schedSeed(uint64_t s) {
-  static constexpr int kQuantum[] = {32, 1, 7, 32, 2, 16, 3, 64};
-  runtime::SimOptions o;
-  o.seed = s;
-  o.maxQuantum = kQuantum[s % 8];
-  return o;
-}
 
 /// Runs (S, TP) under a scheduler seed and checks every rank's outputs and tags.
 void checkRun(const ModelConfig& cfg, int S, int TP, uint64_t inputSeed, uint64_t sched) {

@@ -15,6 +15,7 @@
 #include "specs/minimax_m3/MoeReference.h"
 #include "specs/minimax_m3/SimHarness.h"
 #include "specs/minimax_m3/Spec.h"
+#include "test_spec_util.h"
 
 using namespace monogen;
 using namespace monogen::specs::minimax_m3;
@@ -23,13 +24,6 @@ using runtime::TensorMap;
 
 namespace {
 
-runtime::SimOptions schedSeed(uint64_t s) {
-  static constexpr int kQuantum[] = {32, 1, 7, 32, 2, 16, 3, 64};
-  runtime::SimOptions o;
-  o.seed = s;
-  o.maxQuantum = kQuantum[s % 8];
-  return o;
-}
 
 /// The outputs checked (the stages in the kernel so far).
 const char* const kCheckedAll[] = {"rstd", "xn", "picks", "weights", "slot_expert", "slot_count", "slot_row",

@@ -20,6 +20,7 @@
 #include "specs/minimax_m3/SimHarness.h"
 #include "specs/minimax_m3/Sites.h"
 #include "specs/minimax_m3/Spec.h"
+#include "test_spec_util.h"
 
 using namespace monogen;
 using namespace monogen::specs::minimax_m3;
@@ -28,13 +29,6 @@ using runtime::TensorMap;
 
 namespace {
 
-runtime::SimOptions schedSeed(uint64_t s) {
-  static constexpr int kQuantum[] = {32, 1, 7, 32, 2, 16, 3, 64};
-  runtime::SimOptions o;
-  o.seed = s;
-  o.maxQuantum = kQuantum[s % 8];
-  return o;
-}
 
 int32_t errWord(const SimRun& run, int r) { return run.outputs.at(fmt::format("err.r{}", r)).as<int32_t>()[0]; }
 int32_t errCount(const SimRun& run, int r) { return run.outputs.at(fmt::format("err.r{}", r)).as<int32_t>()[1]; }
