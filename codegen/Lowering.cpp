@@ -24,6 +24,7 @@
 #include <llvm/IR/DerivedTypes.h>
 #include <llvm/IR/Function.h>
 #include <llvm/IR/GlobalVariable.h>
+#include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/IntrinsicsAMDGPU.h>
 #include <llvm/IR/LLVMContext.h>
@@ -284,6 +285,14 @@ class Lowerer {
       case OpCode::BF16ToF32: return def(op, b_.CreateFPExt(in(0), ty(rt)));
       case OpCode::F32ToBF16: return def(op, b_.CreateFPTrunc(in(0), ty(rt)));  // RNE
       case OpCode::Fp4ToF32: return def(op, fp4ToF32(in(0), in(1)));
+      case OpCode::Fp4x8ToBF16x8: {
+        llvm::Value* r = llvm::PoisonValue::get(ty(rt));
+        for (int e = 0; e < 8; ++e) {
+          llvm::Value* code = b_.CreateLShr(in(0), static_cast<uint64_t>(4 * e));
+          r = b_.CreateInsertElement(r, b_.CreateFPTrunc(fp4ToF32(code, in(1)), b_.getBFloatTy()), static_cast<uint64_t>(e));
+        }
+        return def(op, r);
+      }
       case OpCode::E8m0ToF32: return def(op, e8m0ToF32(in(0)));
       case OpCode::Fp8ToF32: return def(op, fp8ToF32(in(0)));
       case OpCode::F32ToFp8: return def(op, f32ToFp8(in(0)));
@@ -381,11 +390,15 @@ class Lowerer {
       case OpCode::If: return lowerIf(op, in(0));
       case OpCode::For: return lowerFor(op, in(0), in(1), in(2));
       case OpCode::While: return lowerWhile(op);
-      case OpCode::StageScope:
+      case OpCode::StageScope: {
         // Tracing is the spec's: its stages store realtime stamps themselves (KernelContext::stage).
         if (op.regions.empty()) fail(op, "a stage has no region");
+        llvm::Value* outer = stageKernarg_;
+        stageKernarg_ = opaqueKernargPtr();
         region(op.regions[0]);
+        stageKernarg_ = outer;
         return;
+      }
     }
     fail(op, "no lowering for this opcode");
   }
@@ -395,11 +408,38 @@ class Lowerer {
     return vars_[op.attrs.var];
   }
 
+  /// The kernarg segment pointer behind an empty asm, one per stage. A stage reads its arguments
+  /// through it, so LLVM cannot hoist those s_loads (or CSE them with another stage's) to the kernel
+  /// entry: an argument's SGPRs are live in the stages that use it only, not the whole kernel.
+  llvm::Value* opaqueKernargPtr() {
+    llvm::Type* cp = llvm::PointerType::get(ctx_, 4);
+    llvm::Value* kp = intrinsic(llvm::Intrinsic::amdgcn_kernarg_segment_ptr, {}, {});
+    auto* asmTy = llvm::FunctionType::get(cp, {cp}, false);
+    auto* barrier = llvm::InlineAsm::get(asmTy, "; stage arguments $0", "=s,0", /*hasSideEffects=*/true);
+    return b_.CreateCall(asmTy, barrier, {kp}, "stage.args");
+  }
+
+  /// Argument i read from the stage's kernarg pointer: an invariant, uniform load (an s_load).
+  llvm::Value* loadStageArg(size_t i) {
+    const ir::KernelArg& a = plan_.args[i];
+    llvm::Type* at = f_->getArg(static_cast<unsigned>(i))->getType();
+    const int off = kernargOffsets_.at(i);
+    llvm::Value* addr = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), stageKernarg_, static_cast<uint64_t>(off));
+    llvm::LoadInst* ld = b_.CreateAlignedLoad(at, addr, naturalAlign(off | a.kernargSize() | 8), a.name);
+    ld->setMetadata(llvm::LLVMContext::MD_invariant_load, llvm::MDNode::get(ctx_, {}));
+    ld->setMetadata(llvm::LLVMContext::MD_noundef, llvm::MDNode::get(ctx_, {}));
+    if (a.isPointer) {
+      auto* al = llvm::ConstantAsMetadata::get(b_.getInt64(static_cast<uint64_t>(a.align)));
+      ld->setMetadata(llvm::LLVMContext::MD_align, llvm::MDNode::get(ctx_, {al}));
+    }
+    return ld;
+  }
+
   llvm::Value* lowerArg(const ir::Op& op, const ir::Type& rt) {
     const int64_t i = op.attrs.imm;
     if (i < 0 || static_cast<size_t>(i) >= plan_.args.size())
       fail(op, fmt::format("argument index {} out of range (the Plan has {})", i, plan_.args.size()));
-    llvm::Value* p = f_->getArg(static_cast<unsigned>(i));
+    llvm::Value* p = stageKernarg_ ? loadStageArg(static_cast<size_t>(i)) : f_->getArg(static_cast<unsigned>(i));
     llvm::Type* want = ty(rt);
     if (p->getType() == want) return p;
     if (p->getType()->isPointerTy() && want->isIntegerTy(64)) return b_.CreatePtrToInt(p, want);
@@ -735,6 +775,8 @@ class Lowerer {
   llvm::GlobalVariable* lds_ = nullptr;
   std::vector<llvm::Value*> vals_;
   std::vector<llvm::AllocaInst*> vars_;
+  std::vector<int> kernargOffsets_ = plan_.kernargOffsets();
+  llvm::Value* stageKernarg_ = nullptr;  // the current stage's kernarg pointer (opaqueKernargPtr)
 };
 
 }  // namespace

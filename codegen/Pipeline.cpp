@@ -28,6 +28,7 @@ void initAmdgpu() {
     LLVMInitializeAMDGPUTarget();
     LLVMInitializeAMDGPUTargetMC();
     LLVMInitializeAMDGPUAsmPrinter();
+    LLVMInitializeAMDGPUAsmParser();  // the stage-argument barrier is an (empty) inline asm
   });
 }
 }  // namespace
