@@ -183,6 +183,11 @@ Val Builder::fp4ToF32(Val code, Val scale) {
          "expected (i32 code, f32 scale)");
   return emit(OpCode::Fp4ToF32, Type::f32(), {code.v, scale.v});
 }
+Val Builder::fp4x8ToBf16x8(Val word, Val scale) {
+  expect(word.type() == Type::i32() && scale.type() == Type::f32(), OpCode::Fp4x8ToBF16x8,
+         "expected (i32 word of 8 codes, f32 scale)");
+  return emit(OpCode::Fp4x8ToBF16x8, Type::vec(Type::bf16(), 8), {word.v, scale.v});
+}
 Val Builder::e8m0ToF32(Val code) {
   expect(code.type() == Type::i32(), OpCode::E8m0ToF32, "expected i32, got " + code.type().str());
   return emit(OpCode::E8m0ToF32, Type::f32(), {code.v});

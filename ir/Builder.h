@@ -71,6 +71,8 @@ class Builder {
   Val bf16ToF32(Val a);
   Val f32ToBf16(Val a);
   Val fp4ToF32(Val code, Val scale);
+  /// The 8 fp4 codes of an i32 (low nibble first), each bf16(e2m1(code) * scale): one A16W4 MFMA operand.
+  Val fp4x8ToBf16x8(Val word, Val scale);
   Val e8m0ToF32(Val code);
   Val fp8ToF32(Val code);
   Val f32ToFp8(Val a);

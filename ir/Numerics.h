@@ -37,6 +37,10 @@ inline float e8m0ToF32(uint32_t e) {
 }
 /// fp4 code times an f32 scale, as the IR's Fp4ToF32 defines it (one f32 rounding).
 inline float fp4ToF32(uint32_t code, float scale) { return fp4E2m1ToF32(code) * scale; }
+/// Code e (bits 4e .. 4e + 3) of an fp4x8 word as the IR's Fp4x8ToBF16x8 defines it.
+inline uint16_t fp4x8ElemToBf16(uint32_t word, int e, float scale) {
+  return f32ToBf16(fp4ToF32((word >> (4 * e)) & 0xf, scale));
+}
 
 /// The IR's Exp2 (declared model): exp2 in double, rounded once to f32. Correctly rounded
 /// except within one double ulp of an f32 rounding boundary, and the same on every host with

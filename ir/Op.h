@@ -53,6 +53,7 @@ enum class OpCode : uint16_t {
   BF16ToF32,    ///< Exact widening of bf16 to f32.
   F32ToBF16,    ///< f32 -> bf16, round to nearest even (NaN stays NaN, quiet).
   Fp4ToF32,     ///< (code i32 low 4 bits, scale f32) -> e2m1(code) * scale.
+  Fp4x8ToBF16x8,  ///< (word i32: 8 e2m1 codes, low nibble first; scale f32) -> bf16x8, e = bf16(e2m1(code e) * scale).
   E8m0ToF32,    ///< i32 low 8 bits as an e8m0 scale: 2^(e-127); 255 is NaN.
   Fp8ToF32,     ///< i32 low 8 bits as OCP e4m3fn -> f32 (exact).
   F32ToFp8,     ///< f32 -> OCP e4m3fn byte in an i32: RNE, saturating to +-448, NaN -> 0x7f.

@@ -42,6 +42,7 @@ const char* opName(OpCode c) {
     case OpCode::BF16ToF32: return "bf16_to_f32";
     case OpCode::F32ToBF16: return "f32_to_bf16";
     case OpCode::Fp4ToF32: return "fp4_to_f32";
+    case OpCode::Fp4x8ToBF16x8: return "fp4x8_to_bf16x8";
     case OpCode::E8m0ToF32: return "e8m0_to_f32";
     case OpCode::Fp8ToF32: return "fp8_to_f32";
     case OpCode::F32ToFp8: return "f32_to_fp8";

@@ -780,6 +780,13 @@ SimLaunch::Status SimLaunch::step(SimWave& w) {
       FOR_LANES(exec, l) st<float>(fr + in.res + 4 * l, ir::num::fp4ToF32(ld<uint32_t>(fr + in.opd[0] + 4 * l),
                                                                            ld<float>(fr + in.opd[1] + 4 * l)));
       break;
+    case OpCode::Fp4x8ToBF16x8:
+      FOR_LANES(exec, l) {
+        const uint32_t w = ld<uint32_t>(fr + in.opd[0] + 4 * l);
+        const float s = ld<float>(fr + in.opd[1] + 4 * l);
+        for (int e = 0; e < 8; ++e) st<uint16_t>(fr + in.res + 16 * l + 2 * e, ir::num::fp4x8ElemToBf16(w, e, s));
+      }
+      break;
     case OpCode::E8m0ToF32:
       FOR_LANES(exec, l) st<float>(fr + in.res + 4 * l, ir::num::e8m0ToF32(ld<uint32_t>(fr + in.opd[0] + 4 * l)));
       break;

@@ -115,6 +115,31 @@ TEST_CASE("e8m0 decode and fp4 e2m1 times a scale equal the model", "[codegen][n
   compare(cases, got);
 }
 
+TEST_CASE("fp4x8 -> bf16x8 (A16W4 operands) equals the model, element by element", "[codegen][numerics]") {
+  // Every code in every position, a few scales (subnormal 2^-127, 1, large, overflowing to inf, NaN).
+  const uint32_t scales[] = {0, 1, 127, 130, 254, 255};
+  const uint32_t words[] = {0x76543210u, 0xfedcba98u, 0x0f1e2d3cu, 0x89abcdefu};
+  std::vector<Case> cases;
+  for (uint32_t s : scales)
+    for (uint32_t w : words)
+      for (int e = 0; e < 8; e += 2) {  // an i32 slot holds two bf16 (elements e, e + 1)
+        const uint32_t lo = num::fp4x8ElemToBf16(w, e, num::e8m0ToF32(s));
+        const uint32_t hi = num::fp4x8ElemToBf16(w, e + 1, num::e8m0ToF32(s));
+        cases.push_back({fmt::format("fp4x8ToBf16x8(0x{:08x}, e8m0 {})[{}..{}]", w, s, e, e + 1), lo | hi << 16,
+                         s == 255});
+      }
+  auto got = fold(static_cast<int>(cases.size()), [&](Builder& b, int i) {
+    const int e = (i % 4) * 2, w = (i / 4) % 4, s = i / 16;
+    Val v = b.fp4x8ToBf16x8(b.i32(words[w]), b.e8m0ToF32(b.i32(scales[s])));
+    Val pair = b.splat(b.bf16(0.0), 2);
+    pair = b.insert(pair, b.extract(v, e), 0);
+    pair = b.insert(pair, b.extract(v, e + 1), 1);
+    return b.bitcast(pair, Type::i32());
+  });
+  CHECK(got.at(16 * 2) == 0x3f000000u);  // word 0x76543210 at scale 2^0: codes 0, 1 -> bf16 0 and 0.5
+  compare(cases, got);
+}
+
 TEST_CASE("f32 -> fp8 e4m3fn (RNE, saturating) equals the model", "[codegen][numerics]") {
   std::vector<float> xs = {0.0f, -0.0f, 448.0f, -448.0f, 449.0f, 463.9f, 464.0f, 480.0f, 1e6f, -1e30f,
                            INFINITY, -INFINITY, NAN, -NAN, f(0x3c800000) /* 2^-6 */, f(0x3c000000) /* 2^-7 */,
