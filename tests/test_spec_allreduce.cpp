@@ -158,7 +158,7 @@ TEST_CASE("allreduce sim: push + reduce equal the reference bit for bit (reduced
   int runs = 0;
   for (int S : {1, 3, 8, 9, 16})
     for (int TP : {1, 2, 4, 8})
-      for (uint64_t sched = 1; sched <= 8; ++sched) {
+      for (uint64_t sched : {uint64_t(1) + (S + TP) % 8, uint64_t(1) + (S + TP + 4) % 8}) {  // two of the 8 quanta
         checkRun(cfg, S, TP, /*inputSeed=*/1000 * S + 10 * TP + sched, sched);
         ++runs;
       }

@@ -25,16 +25,15 @@ using runtime::TensorMap;
 namespace {
 
 
-/// The outputs checked (the stages in the kernel so far).
-const char* const kCheckedAll[] = {"rstd", "xn", "picks", "weights", "slot_expert", "slot_count", "slot_row",
-                                   "slot_pick", "mid", "down", "out"};
-const int kChecked = kRoutedStagesInKernel ? 11 : 2;  // norm only: rstd, xn (the router's parts are internal)
+/// The outputs checked: every stage's (the router's parts are internal; route checks them).
+const char* const kChecked[] = {"rstd", "xn", "picks", "weights", "slot_expert", "slot_count", "slot_row",
+                                "slot_pick", "mid", "down", "out"};
 
 TensorMap checkedOnly(const TensorMap& m) {
   TensorMap r;
   for (const auto& [name, t] : m)
-    for (int i = 0; i < kChecked; ++i)
-      if (name.rfind(std::string(kCheckedAll[i]) + ".r", 0) == 0) r[name] = t;
+    for (const char* c : kChecked)
+      if (name.rfind(std::string(c) + ".r", 0) == 0) r[name] = t;
   return r;
 }
 
@@ -50,6 +49,7 @@ TensorMap checkMoe(const ModelConfig& cfg, int S, int TP, const TensorMap& in, u
   INFO((mm ? "all-reduce: " + describe(*mm) : std::string("all-reduce: no mismatch")));
   CHECK_FALSE(mm.has_value());
   const TensorMap want = checkedOnly(moeReferenceOutputs(cfg, S, TP, in, run.outputs, experts));
+  REQUIRE(want.size() == std::size(kChecked) * static_cast<size_t>(TP));  // every output of every rank
   mm = firstMismatch(run.outputs, want);
   INFO((mm ? "moe: " + describe(*mm) : std::string("moe: no mismatch")));
   CHECK_FALSE(mm.has_value());
@@ -82,7 +82,6 @@ TEST_CASE("ffn sim: more scheduler seeds", "[spec][ffn][.slow]") {
 }
 
 TEST_CASE("ffn sim: adversarial routing through the kernel", "[spec][ffn][routed]") {
-  if (!kRoutedStagesInKernel) return;  // route .. final are not in the kernel yet (Spec.h)
   const ModelConfig cfg = ModelConfig::reduced();
   SECTION("every logit ties (zero router weights and bias): ties go to the lower expert") {
     MoeInputOptions o;
@@ -139,7 +138,6 @@ TEST_CASE("ffn sim: adversarial routing through the kernel", "[spec][ffn][routed
 }
 
 TEST_CASE("ffn sim: the experts knob sums one side only", "[spec][ffn][routed]") {
-  if (!kRoutedStagesInKernel) return;  // route .. final are not in the kernel yet (Spec.h)
   const ModelConfig cfg = ModelConfig::reduced();
   for (ir::Experts e : {ir::Experts::Shared, ir::Experts::Routed})
     for (int TP : {1, 2}) checkMoe(cfg, 4, TP, makeMoeInputs(cfg, 4, TP, 40 + TP), 2, e);
@@ -163,7 +161,6 @@ void compileVariant(const ModelConfig& cfg, int S, int TP) {
 }  // namespace
 
 TEST_CASE("ffn codegen: a few variants compile with no scratch, within the limits", "[spec][ffn][codegen]") {
-  // with kRoutedStagesInKernel, route and down spill SGPRs on gfx950 (Spec.h)
   const ModelConfig cfg = ModelConfig::flash();
   for (auto [S, TP] : {std::pair{1, 1}, std::pair{8, 4}, std::pair{16, 8}}) compileVariant(cfg, S, TP);
 }

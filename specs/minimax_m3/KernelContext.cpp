@@ -11,32 +11,54 @@ using ir::Type;
 using ir::Val;
 
 KernelContext::KernelContext(const ModelConfig& cfg, const Layout& layout, const ir::Plan& plan, ir::Builder& b)
-    : cfg(cfg), L(layout), b(b) {
+    : cfg(cfg), L(layout), b(b), experts(plan.key.experts), plan_(&plan) {
+  if (plan.key.trace) {
+    Val n = b.named(i32(0), "trace_stages");  // the stage count, set by finishTrace
+    traceStages_ = n.v;
+  }
+}
+
+Val KernelContext::argPtr(const char* name) {
+  return b.arg(plan_->argIndex(name), Type::ptr(AddrSpace::Global), name);
+}
+
+void KernelContext::bindStage() {
   tid = b.named(b.tid(), "tid");
   lane = b.named(b.lane(), "lane");
   block = b.named(b.block(), "block");
-  auto ptrArg = [&](const char* name) { return b.arg(plan.argIndex(name), Type::ptr(AddrSpace::Global), name); };
-  part = ptrArg(arg::kPart);
-  resIn = ptrArg(arg::kResIn);
-  resOut = ptrArg(arg::kResOut);
-  scratch = ptrArg(arg::kScratch);
-  sym = ptrArg(arg::kSym);
-  Val peers = ptrArg(arg::kPeers);
-  err = ptrArg(arg::kErr);
-  tag = b.arg(plan.argIndex(arg::kTag), Type::i32(), arg::kTag);
-  rank = b.arg(plan.argIndex(arg::kRank), Type::i32(), arg::kRank);
-  waitTicks = b.arg(plan.argIndex(arg::kWaitTicks), Type::i64(), arg::kWaitTicks);
-  plan_ = &plan;
-  experts = plan.key.experts;
+  wave = b.named(b.wave(), "wave");
+  part = argPtr(arg::kPart);
+  resIn = argPtr(arg::kResIn);
+  resOut = argPtr(arg::kResOut);
+  scratch = argPtr(arg::kScratch);
+  sym = argPtr(arg::kSym);
+  err = argPtr(arg::kErr);
+  tag = b.arg(plan_->argIndex(arg::kTag), Type::i32(), arg::kTag);
+  rank = b.arg(plan_->argIndex(arg::kRank), Type::i32(), arg::kRank);
+  waitTicks = b.arg(plan_->argIndex(arg::kWaitTicks), Type::i64(), arg::kWaitTicks);
+  parity = b.named(tag & i32(1), "parity");
+  if (plan_->key.trace) trace = argPtr(arg::kTrace);
+  normW = argPtr(arg::kNormW);
+  routerW = argPtr(arg::kRouterW);
+  bias = argPtr(arg::kBias);
+  w13 = argPtr(arg::kW13);
+  s13 = argPtr(arg::kS13);
+  w2 = argPtr(arg::kW2);
+  s2 = argPtr(arg::kS2);
+  slots = argPtr(arg::kSlots);
+  out = argPtr(arg::kOut);
+  red = b.named(b.intToPtr(b.i32(L.red.offset), AddrSpace::Lds), "red");
+  tab = b.named(b.intToPtr(b.i32(L.tab.offset), AddrSpace::Lds), "tab");
+  contrib = b.named(b.intToPtr(b.i32(L.contrib.offset), AddrSpace::Lds), "contrib");
+  peerSym.clear();
+}
+
+void KernelContext::loadPeers() {
+  Val peers = argPtr(arg::kPeers);
+  peerSym.clear();
   for (int p = 0; p < L.tp; ++p) {
     Val addr = b.load(Type::i64(), b.ptrAdd(peers, int64_t{p} * 8));
     peerSym.push_back(b.named(b.intToPtr(addr, AddrSpace::Peer), "sym_r" + std::to_string(p)));
-  }
-  parity = b.named(tag & i32(1), "parity");
-  if (plan.key.trace) {
-    trace = ptrArg(arg::kTrace);
-    Val n = b.named(i32(0), "trace_stages");  // the stage count, set by finishTrace
-    traceStages_ = n.v;
   }
 }
 
@@ -52,8 +74,11 @@ void KernelContext::fail(Val code) {
 }
 
 void KernelContext::stage(int index, const std::function<void()>& body) {
-  if (!trace.v) {
-    b.stage(index, body);
+  if (!plan_->key.trace) {
+    b.stage(index, [&] {
+      bindStage();
+      body();
+    });
     return;
   }
   auto stamp = [&](int end) {
@@ -64,6 +89,7 @@ void KernelContext::stage(int index, const std::function<void()>& body) {
     });
   };
   b.stage(index, [&] {
+    bindStage();
     stamp(0);
     body();
     stamp(1);
@@ -93,23 +119,6 @@ Val KernelContext::elemAt(Val base, Val index, int elemBytes) { return b.ptrAdd(
 void KernelContext::ctaSync(bool drain) {
   if (drain) b.fence(ir::MemOrder::Release, ir::MemScope::Agent);
   b.barrier();
-}
-
-void KernelContext::moeValues() {
-  auto ptrArg = [&](const char* name) { return b.arg(plan_->argIndex(name), Type::ptr(AddrSpace::Global), name); };
-  normW = ptrArg(arg::kNormW);
-  routerW = ptrArg(arg::kRouterW);
-  bias = ptrArg(arg::kBias);
-  w13 = ptrArg(arg::kW13);
-  s13 = ptrArg(arg::kS13);
-  w2 = ptrArg(arg::kW2);
-  s2 = ptrArg(arg::kS2);
-  slots = ptrArg(arg::kSlots);
-  out = ptrArg(arg::kOut);
-  wave = b.named(b.wave(), "wave");
-  red = b.named(b.intToPtr(b.i32(L.red.offset), AddrSpace::Lds), "red");
-  tab = b.named(b.intToPtr(b.i32(L.tab.offset), AddrSpace::Lds), "tab");
-  contrib = b.named(b.intToPtr(b.i32(L.contrib.offset), AddrSpace::Lds), "contrib");
 }
 
 Val KernelContext::blockSum(Val v) {

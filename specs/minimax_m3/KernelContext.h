@@ -40,8 +40,9 @@ inline constexpr const char* kOut = "out";
 }  // namespace arg
 
 struct KernelContext {
-  /// Emits the kernel's prologue (ids, arguments, every rank's sym address) into b's current
-  /// region; the stages then use these values.
+  /// Binds the spec to b. Nothing is computed in the kernel's prologue: every stage (stage())
+  /// binds its own ids, arguments and LDS pools, so a value's registers are live in one stage at
+  /// most, and stages talk through memory only.
   KernelContext(const ModelConfig& cfg, const Layout& layout, const ir::Plan& plan, ir::Builder& b);
 
   const ModelConfig& cfg;
@@ -57,7 +58,7 @@ struct KernelContext {
   ir::Val err;                  // the error word and its count
   ir::Val tag, rank;            // i32: the launch's tag (never 0), this rank
   ir::Val waitTicks;            // i64: a wait's bound in 100 MHz ticks
-  std::vector<ir::Val> peerSym; // every rank's symmetric buffer (peer pointers), rank order
+  std::vector<ir::Val> peerSym; // every rank's symmetric buffer, rank order (after loadPeers())
   ir::Val parity;               // i32: tag & 1, the half of a parity-halved area this launch uses
   ir::Val trace;                // key.trace: u64 [blocks][stages][2], the stages' start / end stamps
   // --- the MoE's arguments (weight contract) ---
@@ -65,9 +66,9 @@ struct KernelContext {
   ir::Val wave;                 // the thread's wave
   ir::Val red, tab, contrib;    // LDS pools
   ir::Experts experts = ir::Experts::All;
-  /// Emits the MoE's argument pointers, wave id and LDS pools above into the current region
-  /// (each MoE stage calls it first: short live ranges keep the kernel's SGPRs in budget).
-  void moeValues();
+  /// Loads every rank's symmetric-buffer address (peers[0 .. TP)) into peerSym, for the stages
+  /// that write to peers (push, down, epoch).
+  void loadPeers();
   const ir::Plan* plan_ = nullptr;
 
   /// i32 word `index` of the table pool.
@@ -82,6 +83,7 @@ struct KernelContext {
 
   /// i32 literal.
   ir::Val i32(int64_t v) { return b.i32(v); }
+  ir::Val argPtr(const char* name);  // a global-pointer argument of the Plan, by name
   /// `base` + `area`.offset + index * 8: pair `index` of a flag array. For a parity-halved
   /// area (area.parity) it is pair `index` of this launch's half (tag & 1).
   ir::Val pairAt(ir::Val base, const Area& area, ir::Val index);
@@ -108,6 +110,8 @@ struct KernelContext {
   void forEachTask(const Placement& p, const std::function<void(ir::Val task)>& body);
 
  private:
+  /// The stage's ids, arguments, parity and LDS pools, emitted at its top (stage() calls it).
+  void bindStage();
   ir::Value traceStages_;  // the ConstInt holding the trace's stage count (set by finishTrace)
 };
 

@@ -30,8 +30,8 @@ void ModelConfig::validate(const std::string& where) const {
     if (!ok) throw InputError(where, what);
   };
   need(hidden > 0 && hidden % 256 == 0, fmt::format("hidden_size {} must be a positive multiple of 256", hidden));
-  need(experts >= topk && experts % 16 == 0 && experts <= 256,
-       fmt::format("{} routed experts: expected a multiple of 16 in [16, 256], at least top-k", experts));
+  need(experts >= topk && experts % 16 == 0 && experts <= 128,
+       fmt::format("{} routed experts: expected a multiple of 16 in [16, 128] (route: two experts a lane of one wave), at least top-k", experts));
   need(topk >= 1 && topk <= 8, fmt::format("top-k {} must be in 1..8", topk));
   need(sharedExperts == 1, fmt::format("{} shared experts: the launch fuses exactly one", sharedExperts));
   need(intermediate > 0 && intermediate % (8 * 32) == 0,

@@ -166,27 +166,25 @@ ir::Plan buildPlan(const ModelConfig& cfg, const ir::Key& keyIn) {
         "Gemma RMSNorm: SSQ parts block-summed -> rstd; bf16((x rstd)(1 + w)) -> XN; XRDY");
   stage(L.router, {{L.xrdy.name, S * L.router.tasks}}, {{L.logit.name, L.logit.pairs}},
         "FP32 router weight x f32(XN) on v_mfma_f32_16x16x4_f32, 16 experts x a K part a task -> LOGIT");
-  if (kRoutedStagesInKernel) {
-    stage(L.route, {{L.logit.name, L.logit.pairs}}, {{L.routeA.name, L.routeA.pairs}},
-          "the parts summed in quarters, sigmoid, + bias for selection, top-k, renormalized x routed scale");
-    {
-      const size_t i = stage(L.table, {{L.routeA.name, L.routeA.pairs * L.blocks}}, {},
-                             "every CTA: the picks -> the slot table in LDS (slot 0 the shared expert)");
-      plan.stages[i].everyCta = true;
-    }
-    const int64_t upPairs = L.upf.pairs;
-    {
-      const size_t i = stage(L.up, {{L.xrdy.name, S}}, {{L.upf.name, upPairs}},
-                             "16 gate + 16 up rows of a slot's expert a task, A16W4 MFMA, SwiGLU-OAI -> MID (bf16), "
-                             "UPF; the task count is the table's slots x upTiles (bounded here)");
-      plan.stages[i].runtimeTasks = true;
-    }
-    const int64_t ffnPairs = int64_t{L.tp} * L.tp * L.rows * (L.hidden / 2);
-    stage(L.down, {{L.upf.name, upPairs}}, {{L.ffn.name, ffnPairs}},
-          "16 hidden rows a task: every slot's A16W4 GEMV of MID -> CONTRIB (LDS), the combine -> every rank's FFN");
-    stage(L.final, {{L.ffn.name, ffnPairs}}, {},
-          "the ranks' combined partials in rank order, f32 -> bf16 -> out");
+  stage(L.route, {{L.logit.name, L.logit.pairs}}, {{L.routeA.name, L.routeA.pairs}},
+        "the parts summed in quarters, sigmoid, + bias for selection, top-k, renormalized x routed scale");
+  {
+    const size_t i = stage(L.table, {{L.routeA.name, L.routeA.pairs * L.blocks}}, {},
+                           "every CTA: the picks -> the slot table in LDS (slot 0 the shared expert)");
+    plan.stages[i].everyCta = true;
   }
+  const int64_t upPairs = L.upf.pairs;
+  {
+    const size_t i = stage(L.up, {{L.xrdy.name, S}}, {{L.upf.name, upPairs}},
+                           "16 gate + 16 up rows of a slot's expert a task, A16W4 MFMA, SwiGLU-OAI -> MID (bf16), "
+                           "UPF; the task count is the table's slots x upTiles (bounded here)");
+    plan.stages[i].runtimeTasks = true;
+  }
+  const int64_t ffnPairs = int64_t{L.tp} * L.tp * L.rows * (L.hidden / 2);
+  stage(L.down, {{L.upf.name, upPairs}}, {{L.ffn.name, ffnPairs}},
+        "16 hidden rows a task: every slot's A16W4 GEMV of MID -> CONTRIB (LDS), the combine -> every rank's FFN");
+  stage(L.final, {{L.ffn.name, ffnPairs}}, {},
+        "the ranks' combined partials in rank order, f32 -> bf16 -> out");
 
   plan.facts = {
       {"hidden", std::to_string(L.hidden)},
@@ -207,41 +205,36 @@ ir::Plan buildPlan(const ModelConfig& cfg, const ir::Key& keyIn) {
   plan.kernel.name = "monogen_minimax_m3_ffn";
   ir::Builder b(plan.kernel);
   KernelContext c(cfg, L, plan, b);
-  c.stage(plan.stageIndex(L.push.name), [&] { c.forEachTask(L.push, [&](ir::Val t) { stagePush(c, t); }); });
+  c.stage(plan.stageIndex(L.push.name), [&] {
+    c.loadPeers();
+    c.forEachTask(L.push, [&](ir::Val t) { stagePush(c, t); });
+  });
   c.stage(plan.stageIndex(L.reduce.name),
           [&] { c.forEachTask(L.reduce, [&](ir::Val t) { stageReduce(c, t); }); });
   c.stage(plan.stageIndex(L.norm.name), [&] {
-    c.moeValues();
     c.forEachTask(L.norm, [&](ir::Val t) { stageNorm(c, t); });
   });
   c.stage(plan.stageIndex(L.router.name), [&] {
-    c.moeValues();
     c.forEachTask(L.router, [&](ir::Val t) { stageRouter(c, t); });
   });
-  if (kRoutedStagesInKernel) {
-    c.stage(plan.stageIndex(L.route.name), [&] {
-      c.moeValues();
-      c.forEachTask(L.route, [&](ir::Val t) { stageRoute(c, t); });
-    });
-    c.stage(plan.stageIndex(L.table.name), [&] {
-      c.moeValues();
-      stageTable(c);
-    });
-    c.stage(plan.stageIndex(L.up.name), [&] {
-      c.moeValues();
-      c.awaitX(kSiteUp);
-      c.forEachTask(L.up, [&](ir::Val t) { stageUp(c, t); });
-    });
-    c.stage(plan.stageIndex(L.down.name), [&] {
-      c.moeValues();
-      awaitUp(c);
-      c.forEachTask(L.down, [&](ir::Val t) { stageDown(c, t); });
-    });
-    c.stage(plan.stageIndex(L.final.name), [&] {
-      c.moeValues();
-      c.forEachTask(L.final, [&](ir::Val t) { stageFinal(c, t); });
-    });
-  }
+  c.stage(plan.stageIndex(L.route.name), [&] {
+    c.forEachTask(L.route, [&](ir::Val t) { stageRoute(c, t); });
+  });
+  c.stage(plan.stageIndex(L.table.name), [&] {
+    stageTable(c);
+  });
+  c.stage(plan.stageIndex(L.up.name), [&] {
+    c.awaitX(kSiteUp);
+    c.forEachTask(L.up, [&](ir::Val t) { stageUp(c, t); });
+  });
+  c.stage(plan.stageIndex(L.down.name), [&] {
+    c.loadPeers();
+    awaitUp(c);
+    c.forEachTask(L.down, [&](ir::Val t) { stageDown(c, t); });
+  });
+  c.stage(plan.stageIndex(L.final.name), [&] {
+    c.forEachTask(L.final, [&](ir::Val t) { stageFinal(c, t); });
+  });
   addFinishStages(c, plan);  // mark, epoch, handshake: the last stages (every stage above goes through c.stage)
   return plan;
 }

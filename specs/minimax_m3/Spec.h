@@ -8,11 +8,6 @@ namespace monogen::specs::minimax_m3 {
 
 inline constexpr const char* kSpecId = "minimax_m3.ffn";
 inline constexpr int kSpecVersion = 1;
-/// route, table, up, down and final (StageRoute.cpp .. StageFinal.cpp) are bit-exact against
-/// moeReference on the Sim device, but gfx950 codegen spills SGPRs in route and down, and the
-/// all-reduce tests' Sim launches get slow; they join the kernel when that is fixed. Until then
-/// the kernel's MoE ends after the router (norm, router).
-inline constexpr bool kRoutedStagesInKernel = false;
 
 /// Builds the launch of key (S = key.rows, TP = key.tp) on cfg. key.config must be empty (it is
 /// set to cfg.canonical()) or equal cfg.canonical(). Throws InputError naming the variant on a

@@ -163,13 +163,18 @@ void addFinishStages(KernelContext& c, ir::Plan& plan) {
 
   ir::Builder& b = c.b;
   auto argOf = [&](const char* name, Type t) { return b.arg(plan.argIndex(name), t, name); };
-  Val epochArg = argOf(arg::kEpoch, Type::ptr(AddrSpace::Global));
-  Val handshake = argOf(arg::kHandshake, Type::i32());
-  Val inject = argOf(arg::kInject, Type::ptr(AddrSpace::Global));
   const Placement cta0{"epoch", 1, 0};
   c.stage(first, [&] { stageMark(c, plan.key.dropMark); });
-  c.stage(first + 1, [&] { c.forEachTask(cta0, [&](Val) { stageEpoch(c, epochArg, handshake, inject); }); });
-  c.stage(first + 2, [&] { c.forEachTask(cta0, [&](Val) { stageHandshake(c, handshake); }); });
+  c.stage(first + 1, [&] {
+    c.forEachTask(cta0, [&](Val) {
+      c.loadPeers();
+      stageEpoch(c, argOf(arg::kEpoch, Type::ptr(AddrSpace::Global)), argOf(arg::kHandshake, Type::i32()),
+                 argOf(arg::kInject, Type::ptr(AddrSpace::Global)));
+    });
+  });
+  c.stage(first + 2, [&] {
+    c.forEachTask(cta0, [&](Val) { stageHandshake(c, argOf(arg::kHandshake, Type::i32())); });
+  });
   c.finishTrace(plan);
 }
 

@@ -15,12 +15,13 @@ using ir::Val;
 // part (acquire, agent scope; site route) and sums them in 4 quarters in order: logit = 0 + q_0 +
 // .. + q_3, q = 0 + p_{q P/4} + ... Then sc = sigmoid(logit) = 1 / (1 + exp2((-logit) *
 // f32(log2 e))) (IR Exp2 and Div), val = sc + bias[e] (selection only); a NaN val is -inf (never
-// preferred), a NaN sc is 0 (weight 0). val and sc go to red. Thread 0 then takes the top-k in k
-// rounds: best = max over the experts' val (maxNum), the winner the lowest expert whose val ==
-// best, whose val becomes -inf (taken); w_k = sc[winner], total = 0 + w_0 + w_1 + ... (pick
-// order). scale = f32(routed scale) / max(total, 1e-20), weight_k = w_k * scale. It publishes
-// ROUTE[t][k] = the pick (-1 when row t is padded: slots[t] < 0) and ROUTE[t][topk + k] = the
-// weight's bits (release, agent scope).
+// preferred), a NaN sc is 0 (weight 0). val and sc go to red. Wave 0 (two experts a lane, as the
+// seeds) then takes the top-k in k rounds: best = max over the untaken experts' val (a butterfly;
+// taken ones count as -inf, so when every val is -inf the lowest expert is taken again, as the
+// seeds do), the winner the lowest expert whose val == best; w_k = sc[winner], total = 0 + w_0 +
+// w_1 + ... (pick order). scale = f32(routed scale) / max(total, 1e-20), weight_k = w_k * scale.
+// Lane k publishes ROUTE[t][k] = the pick (-1 when row t is padded: slots[t] < 0) and
+// ROUTE[t][topk + k] = the weight's bits (release, agent scope).
 void stageRoute(KernelContext& c, Val t) {
   ir::Builder& b = c.b;
   const Layout& L = c.L;
@@ -57,34 +58,49 @@ void stageRoute(KernelContext& c, Val t) {
   });
   c.ctaSync(/*drain=*/false);
 
-  b.if_(c.tid == c.i32(0), [&] {
-    Val slot = b.load(Type::i64(), c.elemAt(c.slots, t, 8));
-    Val valid = slot >= b.i64(0);
+  // wave 0 picks: lane l holds experts l and l + 64 (an absent expert is -inf, weight 0, and
+  // loses every tie: its index is above every present one)
+  b.if_(c.wave == c.i32(0), [&] {
+    const double negInf = -static_cast<double>(kInf);
+    Val val[2], sc[2], idx[2];
+    ir::Var taken[2];
+    for (int i = 0; i < 2; ++i) {
+      idx[i] = c.lane + c.i32(64 * i);
+      Val present = idx[i] < c.i32(E);
+      Val at = b.select(present, idx[i], c.i32(0));
+      val[i] = b.select(present, b.load(Type::f32(), redAt(at)), b.f32(negInf));
+      sc[i] = b.select(present, b.load(Type::f32(), redAt(c.i32(E) + at)), b.f32(0.0));
+      taken[i] = b.var(b.i1(false), "taken");
+    }
     ir::Var total = b.var(b.f32(0.0), "total");
-    b.for_(c.i32(0), c.i32(K), c.i32(1), [&](Val k) {
-      ir::Var best = b.var(b.f32(-static_cast<double>(kInf)), "best");
-      b.for_(c.i32(0), c.i32(E), c.i32(1), [&](Val e) { b.set(best, b.max(b.get(best), b.load(Type::f32(), redAt(e)))); });
-      ir::Var win = b.var(c.i32(0), "win");
-      b.for_(c.i32(0), c.i32(E), c.i32(1), [&](Val i) {
-        Val e = c.i32(E - 1) - i;  // descending: the lowest expert on best wins
-        b.set(win, b.select(b.load(Type::f32(), redAt(e)) == b.get(best), e, b.get(win)));
-      });
-      Val wk = b.get(win);
-      b.store(redAt(wk), b.f32(-static_cast<double>(kInf)));
-      Val sk = b.load(Type::f32(), redAt(c.i32(E) + wk));
-      b.set(total, b.get(total) + sk);
-      b.store(redAt(c.i32(2 * E) + k), b.bitcast(wk, Type::f32()));
-      b.store(redAt(c.i32(2 * E + K) + k), sk);
-    });
+    ir::Var myId = b.var(c.i32(0), "my_id");
+    ir::Var myW = b.var(b.f32(0.0), "my_w");
+    for (int k = 0; k < K; ++k) {  // pick k: the best untaken, the lowest expert on a tie
+      Val v0 = b.select(b.get(taken[0]), b.f32(negInf), val[0]);
+      Val v1 = b.select(b.get(taken[1]), b.f32(negInf), val[1]);
+      Val pick1 = v1 > v0;
+      Val v = b.select(pick1, v1, v0);
+      Val idx01 = b.select(pick1, idx[1], idx[0]);
+      Val best = b.butterfly(v, {32, 16, 8, 4, 2, 1}, ir::OpCode::Max);
+      Val win = b.butterfly(b.select(v == best, idx01, c.i32(1 << 20)), {32, 16, 8, 4, 2, 1}, ir::OpCode::Min);
+      Val mine0 = win == idx[0], mine1 = win == idx[1];
+      Val w = b.butterfly(b.select(mine0, sc[0], b.select(mine1, sc[1], b.f32(0.0))), {32, 16, 8, 4, 2, 1},
+                          ir::OpCode::Max);
+      b.set(taken[0], b.get(taken[0]) | mine0);
+      b.set(taken[1], b.get(taken[1]) | mine1);
+      b.set(total, b.get(total) + w);
+      Val here = c.lane == c.i32(k);
+      b.set(myId, b.select(here, win, b.get(myId)));
+      b.set(myW, b.select(here, w, b.get(myW)));
+    }
     Val scale = b.f32(static_cast<double>(static_cast<float>(c.cfg.routedScale))) /
                 b.max(b.get(total), b.f32(static_cast<double>(1e-20f)));
-    b.for_(c.i32(0), c.i32(K), c.i32(1), [&](Val k) {
-      Val at = t * c.i32(2 * K) + k;
-      Val pk = b.bitcast(b.load(Type::f32(), redAt(c.i32(2 * E) + k)), Type::i32());
-      Val wk = b.load(Type::f32(), redAt(c.i32(2 * E + K) + k));
-      b.publish(c.pairAt(c.scratch, L.routeA, at), b.select(valid, pk, c.i32(-1)), c.tag, MemOrder::Release,
-                MemScope::Agent);
-      b.publish(c.pairAt(c.scratch, L.routeA, at + c.i32(K)), b.bitcast(wk * scale, Type::i32()), c.tag,
+    b.if_(c.lane < c.i32(K), [&] {
+      Val valid = b.load(Type::i64(), c.elemAt(c.slots, t, 8)) >= b.i64(0);
+      Val at = t * c.i32(2 * K) + c.lane;
+      b.publish(c.pairAt(c.scratch, L.routeA, at), b.select(valid, b.get(myId), c.i32(-1)), c.tag,
+                MemOrder::Release, MemScope::Agent);
+      b.publish(c.pairAt(c.scratch, L.routeA, at + c.i32(K)), b.bitcast(b.get(myW) * scale, Type::i32()), c.tag,
                 MemOrder::Release, MemScope::Agent);
     });
   });

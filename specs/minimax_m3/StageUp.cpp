@@ -18,13 +18,7 @@ using ir::Val;
 Val a16w4Step(ir::Builder& b, Val acc, Val w4, Val scaleByte, const Val x[4]) {
   Val scale = b.e8m0ToF32(scaleByte);
   for (int d = 0; d < 4; ++d) {
-    Val word = b.extract(w4, d);
-    Val a = b.splat(b.bf16(0.0), 8);
-    for (int e = 0; e < 8; ++e) {
-      Val code = b.lshr(word, b.i32(4 * e)) & b.i32(0xf);
-      a = b.insert(a, b.f32ToBf16(b.fp4ToF32(code, scale)), e);
-    }
-    acc = b.mfma(MfmaKind::F32_16x16x32_BF16, a, x[d], acc);
+    acc = b.mfma(MfmaKind::F32_16x16x32_BF16, b.fp4x8ToBf16x8(b.extract(w4, d), scale), x[d], acc);
   }
   return acc;
 }
