@@ -1,8 +1,9 @@
 // The monogen CLI end to end: bad arguments, emitted code objects read by LLVM's own tools,
-// the cache across processes, dumps, and the sim verdict.
+// the cache across processes, dumps, and the sim verdict over the whole launch.
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <array>
 #include <catch2/catch.hpp>
 #include <cstdio>
@@ -11,7 +12,13 @@
 #include <sstream>
 #include <string>
 
+#include "runtime/Safetensors.h"
+#include "specs/minimax_m3/MoeInputs.h"
+#include "specs/minimax_m3/SaveLaunch.h"
+#include "specs/minimax_m3/SimHarness.h"
+
 namespace fs = std::filesystem;
+namespace mm = monogen::specs::minimax_m3;
 
 namespace {
 
@@ -60,7 +67,19 @@ TEST_CASE("bad arguments are refused with a clear message", "[cli]") {
                         Case{"emit --rows 8 --tp 3 -o x.co", "--tp"},
                         Case{"emit --rows 8 --tp 4 --arch gfx942 -o x.co", "unknown arch 'gfx942'"},
                         Case{"dump --what bogus", "--what"}, Case{"sim --config /nonexistent.json", "/nonexistent.json"},
-                        Case{"frobnicate", "frobnicate"}}) {
+                        Case{"frobnicate", "frobnicate"},
+                        // the stage-parity knob is --sum; --experts is a count of distinct experts
+                        Case{"dump --what plan --config reduced --sum bogus", "--sum"},
+                        Case{"sim --config reduced --rows 2 --tp 2 --experts shared", "--experts"},
+                        Case{"sim --config reduced --rows 2 --tp 2 --experts 3",
+                             "N = 3: expected top-k 4 .. min(experts 16, valid rows 2 x top-k 4) = 8, or 0 for natural"},
+                        Case{"sim --config reduced --rows 2 --tp 2 --experts 9", "N = 9: expected top-k 4 .. min("},
+                        Case{"sim --config reduced --rows 2 --tp 2 --experts -1", "N = -1: expected top-k 4"},
+                        Case{"sim --config reduced --rows 3 --tp 2 --experts 12 --padded-rows 1",
+                             "min(experts 16, valid rows 2 x top-k 4) = 8"},
+                        Case{"sim --config reduced --rows 2 --tp 2 --experts 4 --padded-rows 2", "all 2 rows are padded"},
+                        Case{"sim --config reduced --rows 2 --tp 2 --padded-rows 3", "--padded-rows: K = 3: expected 0..S"},
+                        Case{"sim --config reduced --rows 2 --tp 2 --experts 4 --inputs /", "--inputs excludes --experts"}}) {
     INFO(c.args);
     const Result r = sh(kMonogen + " " + c.args);
     CHECK(r.code != 0);
@@ -152,18 +171,134 @@ TEST_CASE("dump prints the plan, kernel IR, LLVM IR and ISA", "[cli]") {
   CHECK(r.out.find("s_memrealtime") != std::string::npos);
 }
 
-TEST_CASE("sim prints a bit-exact verdict and saves safetensors", "[cli]") {
+namespace {
+
+/// The whole launch's reference for saved inputs, computed here (not by the CLI): the
+/// all-reduce's and the MoE's outputs of every rank.
+monogen::runtime::TensorMap launchReference(const mm::ModelConfig& cfg, int S, int TP,
+                                            const monogen::runtime::TensorMap& in) {
+  monogen::runtime::TensorMap want = mm::referenceOutputs(cfg, S, TP, in);
+  for (auto& [name, t] : mm::moeReferenceOutputs(cfg, S, TP, in, want)) want[name] = std::move(t);
+  return want;
+}
+
+}  // namespace
+
+TEST_CASE("sim runs the whole launch bit-exact, steers to N distinct experts and saves it", "[cli]") {
+  const mm::ModelConfig cfg = mm::ModelConfig::reduced();
   TempDir d;
-  const std::string save = (d.path / "run").string();
-  Result r = sh(kMonogen + " sim --rows 3 --tp 2 --config reduced --seeds 2 --save " + save);
+  const fs::path save = d.path / "run";
+  Result r = sh(kMonogen + " sim --rows 3 --tp 2 --config reduced --seeds 2 --experts 6 --save " + save.string());
   INFO(r.out);
   REQUIRE(r.code == 0);
   CHECK(r.out.find("verdict: bit-exact under 2 seeds") != std::string::npos);
+  CHECK(r.out.find("  seed 2 ") != std::string::npos);  // one line a seed
+  CHECK(r.out.find("pick 6 distinct routed experts") != std::string::npos);
   for (const char* f : {"inputs.safetensors", "outputs.safetensors", "reference.safetensors"})
-    CHECK(fs::file_size(fs::path(save) / f) > 0);
-  // The saved inputs replay to the same verdict.
-  r = sh(kMonogen + " sim --rows 3 --tp 2 --config reduced --inputs " + save + "/inputs.safetensors");
+    CHECK(fs::file_size(save / f) > 0);
+  for (const auto& e : fs::directory_iterator(save)) CHECK(e.path().extension() == ".safetensors");  // no temp files
+
+  const mm::SavedLaunch s = mm::loadLaunch(save);
+  // The inputs: makeLaunchInputs's for the seed and --experts, weights in the contract layout.
+  mm::LaunchInputOptions io;
+  io.distinctExperts = 6;
+  const monogen::runtime::TensorMap gen = mm::makeLaunchInputs(cfg, 3, 2, 1, io);
+  for (const char* n : {"part.r0", "part.r1", "res_in", "slots", "norm_w", "router_w", "bias", "w13.r0", "s13.r0",
+                        "w2.r0", "s2.r0", "w13.r1", "s13.r1", "w2.r1", "s2.r1"}) {
+    INFO(n);
+    REQUIRE(s.inputs.count(n));
+    CHECK(s.inputs.at(n).shape == gen.at(n).shape);
+    CHECK(s.inputs.at(n).data == gen.at(n).data);
+  }
+  CHECK(s.metadata.at("verdict") == "bit-exact");
+  CHECK(s.metadata.at("seed") == "1");
+  CHECK(s.metadata.at("inputs") == "experts=6");
+  CHECK(s.metadata.at("variant") == "minimax_m3.ffn-S3-TP2");
+  CHECK(s.metadata.at("rows") == "3");
+  CHECK(s.metadata.at("tp") == "2");
+
+  // Every output of every rank, against the reference computed here, bit for bit.
+  const monogen::runtime::TensorMap want = launchReference(cfg, 3, 2, s.inputs);
+  for (const char* n : {"res_out", "out", "picks", "weights", "xn", "rstd", "slot_expert", "mid", "down"})
+    for (int rank = 0; rank < 2; ++rank) {
+      const std::string name = std::string(n) + ".r" + std::to_string(rank);
+      INFO(name);
+      REQUIRE(s.outputs.count(name));
+      REQUIRE(s.reference.count(name));
+      CHECK(s.reference.at(name).data == want.at(name).data);
+    }
+  const auto mismatch = mm::firstMismatch(s.outputs, want);
+  INFO((mismatch ? mm::describe(*mismatch) : std::string("no mismatch")));
+  CHECK_FALSE(mismatch.has_value());
+  // The MoE ran on real weights: out is not all zeros.
+  const auto& out = s.outputs.at("out.r0");
+  CHECK(std::any_of(out.data.begin(), out.data.end(), [](uint8_t b) { return b != 0; }));
+  // --experts 6: the kernel's picks on every rank hold exactly 6 distinct experts.
+  for (int rank = 0; rank < 2; ++rank) {
+    INFO("rank " << rank);
+    CHECK(mm::distinctPicked(s.outputs.at("picks.r" + std::to_string(rank))).size() == 6);
+  }
+
+  // The saved launch replays to the same verdict, from the directory or its inputs file.
+  r = sh(kMonogen + " sim --rows 3 --tp 2 --config reduced --seed 3 --inputs " + save.string());
   CHECK(r.code == 0);
+  CHECK(r.out.find("verdict: bit-exact under 1 seed") != std::string::npos);
+  CHECK(r.out.find("experts=6 (from ") != std::string::npos);
+  r = sh(kMonogen + " sim --rows 3 --tp 2 --config reduced --inputs " + (save / "inputs.safetensors").string());
+  CHECK(r.code == 0);
+  // ... but not for other dims
+  r = sh(kMonogen + " sim --rows 4 --tp 2 --config reduced --inputs " + save.string());
+  CHECK(r.code != 0);
+  CHECK(r.out.find("S=3 TP=2, not S=4 TP=2") != std::string::npos);
+
+  // An inputs file that lacks a tensor the launch needs is refused, naming it.
+  monogen::runtime::TensorMap partial = s.inputs;
+  partial.erase("w2.r1");
+  const fs::path partialFile = d.path / "partial.safetensors";
+  monogen::runtime::writeSafetensors(partialFile, partial);
+  r = sh(kMonogen + " sim --rows 3 --tp 2 --config reduced --inputs " + partialFile.string());
+  CHECK(r.code != 0);
+  CHECK(r.out.find("no tensor 'w2.r1'") != std::string::npos);
+  CHECK(r.out.find("seed 1 ") == std::string::npos);  // nothing ran
+}
+
+TEST_CASE("sim --experts with --padded-rows: exactly N distinct picks over the valid rows", "[cli]") {
+  TempDir d;
+  const fs::path save = d.path / "run";
+  const Result r = sh(kMonogen + " sim --rows 3 --tp 1 --config reduced --experts 5 --padded-rows 1 --save " +
+                      save.string());
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("verdict: bit-exact under 1 seed") != std::string::npos);
+  const monogen::runtime::SafetensorsFile f = monogen::runtime::readSafetensorsFile(save / "outputs.safetensors");
+  const monogen::runtime::HostTensor& picks = f.tensors.at("picks.r0");
+  REQUIRE(picks.shape == std::vector<int64_t>{3, 4});
+  CHECK(mm::distinctPicked(picks).size() == 5);
+  for (int k = 0; k < 4; ++k) CHECK(picks.as<int32_t>()[2 * 4 + k] == -1);  // the padded row picks nothing
+  CHECK(f.metadata.at("inputs") == "experts=5 padded=1");
+}
+
+TEST_CASE("sim --save of an INVALID launch saves it, and its metadata says so", "[cli]") {
+  TempDir d;
+  const fs::path save = d.path / "run";
+  const Result r = sh(kMonogen + " sim --rows 2 --tp 2 --config reduced --inject-rank 1 --inject-ticks 3000 --save " +
+                      save.string());
+  INFO(r.out);
+  CHECK(r.code == 1);
+  CHECK(r.out.find("INVALID: rank") != std::string::npos);
+  CHECK(r.out.find("bit-exact") == std::string::npos);  // never called bit-exact
+  const mm::SavedLaunch s = mm::loadLaunch(save);
+  CHECK(s.metadata.at("verdict").rfind("INVALID: rank", 0) == 0);
+  CHECK(s.outputs.count("out.r0"));
+  CHECK(s.outputs.at("err.r1").as<int32_t>()[0] != 0);
+}
+
+TEST_CASE("sim --sum: the stage-parity knob sums one side and stays bit-exact", "[cli]") {
+  const Result r = sh(kMonogen + " sim --rows 2 --tp 2 --config reduced --sum shared --experts 4");
+  INFO(r.out);
+  CHECK(r.code == 0);
+  CHECK(r.out.find("minimax_m3.ffn-S2-TP2-shared on the Sim device") != std::string::npos);
+  CHECK(r.out.find("verdict: bit-exact under 1 seed") != std::string::npos);
 }
 
 TEST_CASE("emit --all: every variant, and the S x TP matrix reads as gfx950 code objects", "[cli]") {

@@ -1,13 +1,26 @@
-// monogen sim: runs one variant on the Sim device (every CTA of every rank) and compares its
-// outputs with the native reference, bit for bit. Exit 0 only when every output is bit-exact
-// and every rank's error word is 0 (a launch with an error word set is never called bit-exact).
+// monogen sim: runs one variant's whole launch (push, reduce, norm, router, route, table, up,
+// down, final) on the Sim device, every CTA of every rank, and compares every output with the
+// native reference bit for bit: the all-reduce's (res_out, sres, ssq, err) and the MoE's (rstd,
+// xn, picks, weights, the slot table, mid, down, out) of every rank. Exit 0 only when every
+// output is bit-exact, every rank's error word is 0 (a launch with an error word set is never
+// called bit-exact) and, with --experts N, the rows pick exactly N distinct routed experts.
+//
+// The inputs are makeLaunchInputs's (weights in the contract layout, partials, residual, slots),
+// steered by --experts / --padded-rows, or read back from what --save wrote (--inputs).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
+#include <map>
+#include <optional>
 
 #include "ir/Error.h"
 #include "runtime/Safetensors.h"
+#include "specs/minimax_m3/MoeInputs.h"
+#include "specs/minimax_m3/MoeReference.h"
+#include "specs/minimax_m3/SaveLaunch.h"
 #include "specs/minimax_m3/SimHarness.h"
 #include "tools/Commands.h"
 #include "tools/Variant.h"
@@ -16,22 +29,123 @@ namespace monogen::tools {
 
 namespace mm = specs::minimax_m3;
 
+namespace {
+
+/// The input options --experts N and --padded-rows K ask for, checked against the config and S:
+/// K in 0..S; N = 0 (natural routing) or top-k .. min(experts, valid rows x top-k).
+mm::LaunchInputOptions inputOptionsOf(const mm::ModelConfig& cfg, int S, int experts, int padded) {
+  if (padded < 0 || padded > S)
+    throw InputError("--padded-rows", fmt::format("K = {}: expected 0..S = 0..{} (the last K rows get slot -1)",
+                                                  padded, S));
+  const int valid = S - padded, K = cfg.topk;
+  if (experts != 0) {
+    if (valid < 1)
+      throw InputError("--experts", fmt::format("N = {}: steering needs a valid row, and all {} rows are padded "
+                                                "(--padded-rows {}); use 0 (natural routing)",
+                                                experts, S, padded));
+    const int most = std::min(cfg.experts, valid * K);
+    if (experts < K || experts > most)
+      throw InputError("--experts",
+                       fmt::format("N = {}: expected top-k {} .. min(experts {}, valid rows {} x top-k {}) = {}, or 0 "
+                                   "for natural routing",
+                                   experts, K, cfg.experts, valid, K, most));
+  }
+  mm::LaunchInputOptions o;
+  o.distinctExperts = experts;
+  o.paddedRows = padded;
+  return o;
+}
+
+/// A launch's inputs and where they came from.
+struct LaunchInputs {
+  runtime::TensorMap tensors;
+  std::map<std::string, std::string> metadata;  // the file's __metadata__ (empty when generated)
+};
+
+/// The inputs --inputs names: a directory --save wrote (loadLaunch) or one inputs .safetensors.
+/// Refuses a launch saved for other dims, and names the first tensor the launch needs that the
+/// file lacks (the Sim harness would run a missing weight as zeros).
+LaunchInputs readInputs(const std::string& path, const mm::ModelConfig& cfg, int S, int TP) {
+  LaunchInputs in;
+  if (std::filesystem::is_directory(path)) {
+    if (!std::filesystem::exists(std::filesystem::path(path) / "inputs.safetensors"))
+      throw InputError("--inputs", fmt::format("directory '{}' has no inputs.safetensors: expected a directory "
+                                               "`monogen sim --save` wrote, or an inputs .safetensors file",
+                                               path));
+    mm::SavedLaunch saved = mm::loadLaunch(path);
+    in.tensors = std::move(saved.inputs);
+    in.metadata = std::move(saved.metadata);
+  } else {
+    runtime::SafetensorsFile f = runtime::readSafetensorsFile(path);
+    in.tensors = std::move(f.tensors);
+    in.metadata = std::move(f.metadata);
+  }
+  const auto meta = [&](const char* k) {
+    auto it = in.metadata.find(k);
+    return it == in.metadata.end() ? std::string() : it->second;
+  };
+  const std::string rows = meta("rows"), tp = meta("tp"), config = meta("config");
+  if ((!rows.empty() && rows != std::to_string(S)) || (!tp.empty() && tp != std::to_string(TP)))
+    throw InputError("--inputs", fmt::format("'{}' holds a launch of S={} TP={}, not S={} TP={}: pass --rows {} --tp {}",
+                                             path, rows, tp, S, TP, rows, tp));
+  if (!config.empty() && config != cfg.canonical())
+    throw InputError("--inputs", fmt::format("'{}' holds a launch of config '{}', not '{}': pass its --config", path,
+                                             config, cfg.canonical()));
+  std::vector<std::string> needed;
+  for (int r = 0; r < TP; ++r) needed.push_back(mm::rankName("part", r));
+  for (const char* n : {"res_in", "slots", "norm_w", "router_w", "bias"}) needed.push_back(n);
+  for (int r = 0; r < TP; ++r)
+    for (const char* n : {"w13", "s13", "w2", "s2"}) needed.push_back(mm::rankName(n, r));
+  for (const std::string& n : needed)
+    if (!in.tensors.count(n))
+      throw InputError("--inputs",
+                       fmt::format("'{}' has no tensor '{}': the launch needs part.rR, res_in, slots, norm_w, "
+                                   "router_w, bias, w13.rR, s13.rR, w2.rR and s2.rR for R = 0..{} (as `monogen sim "
+                                   "--save` writes them)",
+                                   path, n, TP - 1));
+  return in;
+}
+
+/// A run's verdict as the per-seed line prints it: "bit-exact", "MISMATCH: ..." or "INVALID: ...".
+std::string verdictOf(const mm::SimRun& run, const std::optional<mm::Mismatch>& m) {
+  if (!run.valid) return "INVALID: " + run.error;  // an error word is set: no output of this launch is a result
+  if (m && m->index >= 0) return fmt::format("MISMATCH: {}[{}] = {}, reference {}", m->tensor, m->index, m->got, m->want);
+  if (m) return "MISMATCH: " + mm::describe(*m);  // a tensor missing or of another shape
+  return "bit-exact";
+}
+
+}  // namespace
+
 Run addSim(CLI::App& app) {
   struct Options {
     VariantOptions v;
     uint64_t seed = 1;
     int seeds = 1;
+    int experts = 0;     // --experts N: distinct routed experts the rows pick (0: natural routing)
+    int paddedRows = 0;  // --padded-rows K: the last K rows get slot -1
     std::string inputs, save;
     mm::LaunchParams launch;
   };
   auto o = std::make_shared<Options>();
-  CLI::App* c = app.add_subcommand("sim", "run a variant on the Sim device and compare with the reference");
+  CLI::App* c = app.add_subcommand("sim", "run a variant's whole launch on the Sim device and compare with the reference");
   addVariantOptions(c, o->v, true);
   c->add_option("--seed", o->seed, "scheduler seed (and input seed unless --inputs)")->capture_default_str();
   c->add_option("--seeds", o->seeds, "run this many scheduler seeds, seed .. seed + n - 1")->check(CLI::Range(1, 1000));
-  c->add_option("--inputs", o->inputs, "a .safetensors file of inputs (as --save writes them)")
-      ->check(CLI::ExistingFile);
-  c->add_option("--save", o->save, "write inputs.safetensors, outputs.safetensors and reference.safetensors here");
+  CLI::Option* inputs = c->add_option("--inputs", o->inputs,
+                                      "the launch's inputs: a directory --save wrote, or an inputs .safetensors file")
+                            ->check(CLI::ExistingPath);
+  c->add_option("--experts,-N", o->experts,
+                "distinct routed experts the rows pick (router-bias steering): top-k .. min(experts, valid rows x "
+                "top-k); 0: natural routing")
+      ->capture_default_str()
+      ->excludes(inputs);
+  c->add_option("--padded-rows", o->paddedRows, "the last K rows are padded (slot -1): 0..S")
+      ->capture_default_str()
+      ->excludes(inputs);
+  c->add_option("--save", o->save,
+                "write the whole launch here: inputs.safetensors (weights, partials, residual, slots), "
+                "outputs.safetensors and reference.safetensors; their metadata holds the seed, inputs, variant and "
+                "verdict");
   c->add_option("--wait-ticks", o->launch.waitTicks, "a wait's bound in 100 MHz ticks")->capture_default_str();
   c->add_flag("--handshake", o->launch.handshake, "run it as the step's last launch (the ranks trade failure flags)");
   c->add_option("--inject-rank", o->launch.injectRank,
@@ -42,47 +156,82 @@ Run addSim(CLI::App& app) {
   return [o] {
     const auto cfg = configOf(o->v);
     const ir::Key key = keyOf(o->v, cfg, o->v.rows, o->v.tp);
-    const runtime::TensorMap inputs =
-        o->inputs.empty() ? mm::makeInputs(cfg, key.rows, key.tp, o->seed) : runtime::readSafetensors(o->inputs);
-    const runtime::TensorMap want = mm::referenceOutputs(cfg, key.rows, key.tp, inputs);
-    fmt::print("{} on the Sim device: {} ranks x {} CTAs x {} threads\n", key.variantName(), key.tp, cfg.blocks,
-               cfg.threads);
+    const int S = key.rows, TP = key.tp;
     mm::LaunchParams launch = o->launch;
-    if (launch.injectRank >= key.tp)
-      throw InputError("--inject-rank", fmt::format("rank {}: expected -1 (none) or 0..{}", launch.injectRank, key.tp - 1));
+    if (launch.injectRank >= TP)
+      throw InputError("--inject-rank", fmt::format("rank {}: expected -1 (none) or 0..{}", launch.injectRank, TP - 1));
     launch.handshake = launch.handshake || launch.injectRank >= 0;  // the stall happens at the handshake
+    const mm::LaunchInputOptions io = inputOptionsOf(cfg, S, o->experts, o->paddedRows);
+    fmt::print("{} on the Sim device: {} ranks x {} CTAs x {} threads\n", key.variantName(), TP, cfg.blocks,
+               cfg.threads);
+    std::fflush(stdout);
+
+    // The inputs and the reference of every output (the MoE's fed the reference all-reduce's SRES / SSQ).
+    LaunchInputs in;
+    std::string inputsText, inputSeed;
+    if (o->inputs.empty()) {
+      in.tensors = mm::makeLaunchInputs(cfg, S, TP, o->seed, io);
+      inputsText = io.describe();
+      inputSeed = std::to_string(o->seed);
+    } else {
+      in = readInputs(o->inputs, cfg, S, TP);
+      const auto it = in.metadata.find("inputs");
+      inputsText = fmt::format("{} (from {})", it == in.metadata.end() ? "unknown" : it->second, o->inputs);
+      inputSeed = in.metadata.count("seed") ? in.metadata.at("seed") : "unknown";
+    }
+    const runtime::TensorMap& inputs = in.tensors;
+    runtime::TensorMap want = mm::referenceOutputs(cfg, S, TP, inputs);
+    for (auto& [name, t] : mm::moeReferenceOutputs(cfg, S, TP, inputs, want, key.experts)) want[name] = std::move(t);
+    const std::vector<int> picked = mm::distinctPicked(want.at(mm::rankName("picks", 0)));
+    fmt::print("inputs: seed {}, {}; the reference's rows pick {} distinct routed expert{}: {}\n", inputSeed,
+               inputsText, picked.size(), picked.size() == 1 ? "" : "s", fmt::join(picked, " "));
+    const bool steeringMissed = io.distinctExperts != 0 && static_cast<int>(picked.size()) != io.distinctExperts;
+    if (steeringMissed)
+      fmt::print("steering missed: the rows pick {} distinct experts, --experts asked {}\n", picked.size(),
+                 io.distinctExperts);
+    std::fflush(stdout);
+
     int bad = 0;
-    mm::SimRun last;
+    std::optional<mm::SimRun> saved;  // the first failing run, else the last
+    std::string savedVerdict;
+    uint64_t savedSeed = 0;
     for (int i = 0; i < o->seeds; ++i) {
       runtime::SimOptions so;
       so.seed = o->seed + static_cast<uint64_t>(i);
       const auto t0 = std::chrono::steady_clock::now();
-      last = mm::runOnSim(cfg, key, inputs, so, launch);
+      mm::SimRun run = mm::runOnSim(cfg, key, inputs, so, launch);
       const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      const auto mismatch = mm::firstMismatch(last.outputs, want);
-      fmt::print("  seed {:<4} {:>10} ops {:>8} ticks {:6.2f} s  ", so.seed, last.stats.steps, last.stats.ticks, sec);
-      if (!last.valid) {  // an error word is set: no output of this launch is a result
-        ++bad;
-        fmt::print("INVALID: {}\n", last.error);
-      } else if (mismatch) {
-        ++bad;
-        fmt::print("MISMATCH: {}[{}] = {}, reference {}\n", mismatch->tensor, mismatch->index, mismatch->got,
-                   mismatch->want);
-      } else {
-        fmt::print("bit-exact\n");
-      }
+      const std::string verdict = verdictOf(run, mm::firstMismatch(run.outputs, want));
+      const bool ok = verdict == "bit-exact";
+      fmt::print("  seed {:<4} {:>10} ops {:>8} ticks {:6.2f} s  {}\n", so.seed, run.stats.steps, run.stats.ticks, sec,
+                 verdict);
       std::fflush(stdout);
+      if (!ok) ++bad;
+      if (!saved || savedVerdict == "bit-exact") {  // keep the first failing run
+        saved = std::move(run);
+        savedVerdict = verdict;
+        savedSeed = so.seed;
+      }
     }
+    std::string overall = bad ? fmt::format("MISMATCH or INVALID under {} of {} seeds", bad, o->seeds)
+                              : fmt::format("bit-exact under {} seed{}", o->seeds, o->seeds > 1 ? "s" : "");
+    if (steeringMissed)
+      overall += fmt::format("; steering missed: {} distinct experts picked, {} asked", picked.size(),
+                             io.distinctExperts);
     if (!o->save.empty()) {
-      std::filesystem::create_directories(o->save);
-      runtime::writeSafetensors((std::filesystem::path(o->save) / "inputs.safetensors").string(), inputs);
-      runtime::writeSafetensors((std::filesystem::path(o->save) / "outputs.safetensors").string(), last.outputs);
-      runtime::writeSafetensors((std::filesystem::path(o->save) / "reference.safetensors").string(), want);
-      fmt::print("saved inputs, outputs and reference to {}\n", o->save);
+      std::map<std::string, std::string> meta = {{"seed", inputSeed},
+                                                 {"inputs", inputsText},
+                                                 {"variant", key.variantName()},
+                                                 {"sched_seed", std::to_string(savedSeed)},
+                                                 {"verdict", savedVerdict},
+                                                 {"seeds_verdict", overall},
+                                                 {"picked_experts", std::to_string(picked.size())}};
+      mm::saveLaunch(o->save, cfg, S, TP, inputs, saved->outputs, want, meta);
+      fmt::print("saved the launch (inputs, scheduler seed {}'s outputs: {}; reference) to {}\n", savedSeed,
+                 savedVerdict == "bit-exact" ? "bit-exact" : savedVerdict.substr(0, savedVerdict.find(':')), o->save);
     }
-    fmt::print("verdict: {}\n", bad ? fmt::format("MISMATCH or INVALID under {} of {} seeds", bad, o->seeds)
-                                    : fmt::format("bit-exact under {} seed{}", o->seeds, o->seeds > 1 ? "s" : ""));
-    return bad ? 1 : 0;
+    fmt::print("verdict: {}\n", overall);
+    return bad || steeringMissed ? 1 : 0;
   };
 }
 

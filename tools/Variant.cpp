@@ -26,7 +26,7 @@ void addVariantOptions(CLI::App* app, VariantOptions& o, bool rowsTp) {
       ->capture_default_str();
   app->add_option("--config", o.config, "model dims: full (MiniMax-M3.1-Flash), reduced, or a config.json path")
       ->capture_default_str();
-  app->add_option("--experts", o.experts, "which expert terms the combine sums: all, shared or routed")
+  app->add_option("--sum", o.sum, "which expert terms the combine sums: all, shared or routed (the experts knob)")
       ->check(CLI::IsMember({"all", "shared", "routed"}))
       ->capture_default_str();
   app->add_flag("--trace", o.trace, "per-CTA, per-stage timestamps (the trace knob)");
@@ -45,7 +45,7 @@ ir::Key keyOf(const VariantOptions& o, const mm::ModelConfig& cfg, int rows, int
   ir::Key k;
   k.rows = rows;
   k.tp = tp;
-  k.experts = o.experts == "shared" ? ir::Experts::Shared : o.experts == "routed" ? ir::Experts::Routed : ir::Experts::All;
+  k.experts = o.sum == "shared" ? ir::Experts::Shared : o.sum == "routed" ? ir::Experts::Routed : ir::Experts::All;
   k.trace = o.trace;
   k.dropMark = o.dropMark;
   k.config = cfg.canonical();

@@ -19,7 +19,7 @@ struct VariantOptions {
   int tp = 4;
   std::string arch = "gfx950";
   std::string config = "full";
-  std::string experts = "all";
+  std::string sum = "all";  // --sum: which expert terms the combine sums (the key's experts knob)
   bool trace = false;
   int dropMark = -1;
   bool noCache = false;
