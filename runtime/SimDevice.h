@@ -75,7 +75,8 @@ struct SimStats {
   int64_t steps = 0;          // ops executed, all waves
   int64_t ticks = 0;          // simulated realtime clock ticks the launch took
   int64_t waitTimeouts = 0;   // wait lanes that ran past their bound (each sets the error word)
-  int64_t globalBytesLoaded = 0;  // bytes read from device memory (loads, waits, atomics), all ranks
+  int64_t globalBytesLoaded = 0;  // bytes read from device memory (loads, waits, atomics), all ranks; a
+                                  // wave's load counts the union of its lanes' bytes (coalesced)
   int64_t globalBytesStored = 0;  // bytes written (stores, publishes, atomics)
   std::map<std::string, int64_t> bytesLoadedByStage;  // per Plan stage name
 };

@@ -18,6 +18,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <bit>
 #include <climits>
 #include <cmath>
@@ -439,6 +440,26 @@ void SimLaunch::fail(const SimWave& w, const SimInst& in, int lane, const std::s
 // ---------------------------------------------------------------------------------------------
 // Memory
 
+/// The bytes one wave's load asks of memory: the union of its lanes' [addr, addr + n) ranges (lanes
+/// that read the same bytes, a uniform load's for one, are one request, as the memory system
+/// coalesces them).
+namespace {
+int64_t coalescedBytes(uint64_t* addrs, int count, int n) {
+  bool ascending = true;
+  for (int i = 1; i < count && ascending; ++i) ascending = addrs[i] >= addrs[i - 1];
+  if (!ascending) std::sort(addrs, addrs + count);
+  int64_t total = 0;
+  uint64_t end = 0;  // the covered union so far ends here
+  for (int i = 0; i < count; ++i) {
+    const uint64_t lo = addrs[i], hi = lo + static_cast<uint64_t>(n);
+    if (i == 0 || lo >= end) total += n;
+    else if (hi > end) total += static_cast<int64_t>(hi - end);
+    end = i == 0 ? hi : std::max(end, hi);
+  }
+  return total;
+}
+}  // namespace
+
 uint64_t SimLaunch::ptrAt(const SimWave& w, uint32_t slot, const ir::Type& t, int lane) const {
   if (t.space == ir::AddrSpace::Lds) return ld<uint32_t>(w.frame + slot + 4 * lane);
   return ld<uint64_t>(w.frame + slot + 8 * lane);
@@ -848,14 +869,18 @@ SimLaunch::Status SimLaunch::step(SimWave& w) {
       const int n = in.rt.bytes();
       const bool atomic = op.attrs.order != ir::MemOrder::Plain;
       const ir::AddrSpace sp = in.t0.space;
+      uint64_t addrs[64];
+      int na = 0;
       FOR_LANES(exec, l) {
-        const uint8_t* src = access(w, in, l, sp, ptrAt(w, in.opd[0], in.t0, l), n, atomic, nullptr);
+        const uint64_t a = ptrAt(w, in.opd[0], in.t0, l);
+        addrs[na++] = a;
+        const uint8_t* src = access(w, in, l, sp, a, n, atomic, nullptr);
         copyN(fr + in.res + n * l, src, n);
         if (in.rt.scalar == Scalar::I1)
           for (int e = 0; e < in.rt.lanes; ++e) fr[in.res + n * l + e] &= 1;
       }
       if (sp != ir::AddrSpace::Lds) {
-        const int64_t b = static_cast<int64_t>(n) * std::popcount(exec);
+        const int64_t b = coalescedBytes(addrs, na, n);
         stats_.globalBytesLoaded += b;
         stageBytes_[stageSlot] += b;
       }

@@ -1,6 +1,8 @@
 // Sim device: the executable semantics of the kernel IR. Plans are built by hand with ir::Builder.
 #include <catch2/catch.hpp>
 
+#include <functional>
+
 #include <chrono>
 #include <climits>
 #include <cmath>
@@ -304,6 +306,33 @@ TEST_CASE("sim: temporaries reuse register slots") {
   CHECK(st.globalBytesLoaded == 0);
   CHECK(st.steps >= 2000);
   CHECK(k.dev.lastFrameBytes() <= 4096);  // 2000 i32 values without reuse would be 512 KiB
+}
+
+TEST_CASE("sim: a wave's load counts the union of its lanes' bytes") {
+  // four loads a lane: the same word (uniform), its own word, a word shared by lane pairs, and
+  // 8 bytes at 4-byte steps (overlapping neighbours), in a lane order the sort must undo
+  struct Case {
+    const char* what;
+    std::function<Val(ir::Builder&, Val lane)> index;  // i32 byte offset into `in`
+    int bytes;
+    int64_t expected;
+  };
+  const Case cases[] = {
+      {"uniform", [](ir::Builder& b, Val) { return b.i32(12); }, 4, 4},
+      {"contiguous", [](ir::Builder&, Val l) { return l * 4; }, 4, 256},
+      {"pairs share a word", [](ir::Builder&, Val l) { return (l / 2) * 4; }, 4, 128},
+      {"overlapping, reversed", [](ir::Builder& b, Val l) { return (b.i32(63) - l) * 4; }, 8, 64 * 4 + 4},
+  };
+  for (const Case& c : cases) {
+    INFO(c.what);
+    Kit k(1, 64);
+    auto& b = k.b;
+    Val in = k.gptr(0), out = k.gptr(1);
+    Val v = b.load(c.bytes == 4 ? Type::i32() : Type::i64(), b.ptrAdd(in, b.sext(c.index(b, b.lane()), Type::i64())));
+    b.store(b.ptrAdd(out, b.sext(b.lane() * 8, Type::i64())), c.bytes == 4 ? b.zext(v, Type::i64()) : v);
+    const uint64_t i = k.alloc(1024, "in"), o = k.alloc(512, "out");
+    CHECK(k.run({{i, o}}).globalBytesLoaded == c.expected);
+  }
 }
 
 TEST_CASE("sim: barrier orders an LDS exchange across waves") {

@@ -324,9 +324,11 @@ TEST_CASE("allreduce sim: each stage reads its bytes once", "[spec][sim]") {
     INFO(fmt::format("TP={}: push {} bytes, reduce {} bytes", TP, by.count("push") ? by.at("push") : -1,
                      by.count("reduce") ? by.at("reduce") : -1));
     const int64_t pairsPerRank = int64_t{S} * cfg.hidden / 2;
-    // push: every pair of the partial once (4 bytes); reduce: TP waited pairs (8 bytes each) and
+    // push: every pair of the partial once (4 bytes), and each wave's read of the peers table (TP
+    // addresses, a uniform load: one request a wave); reduce: TP waited pairs (8 bytes each) and
     // the residual's pair (4 bytes) for every pair; on every rank
-    CHECK(by.at("push") == TP * pairsPerRank * 4);
+    const int64_t peerTable = int64_t{cfg.blocks} * (cfg.threads / 64) * TP * 8;
+    CHECK(by.at("push") == TP * (pairsPerRank * 4 + peerTable));
     CHECK(by.at("reduce") == TP * pairsPerRank * (8 * TP + 4));
   }
 }
