@@ -50,6 +50,7 @@ void KernelContext::bindStage() {
   red = b.named(b.intToPtr(b.i32(L.red.offset), AddrSpace::Lds), "red");
   tab = b.named(b.intToPtr(b.i32(L.tab.offset), AddrSpace::Lds), "tab");
   contrib = b.named(b.intToPtr(b.i32(L.contrib.offset), AddrSpace::Lds), "contrib");
+  if (L.bstage.bytes > 0) bstage = b.named(b.intToPtr(b.i32(L.bstage.offset), AddrSpace::Lds), "bstage");
   peerSym.clear();
 }
 

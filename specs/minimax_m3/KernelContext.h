@@ -65,6 +65,7 @@ struct KernelContext {
   ir::Val normW, routerW, bias, w13, s13, w2, s2, slots, out;
   ir::Val wave;                 // the thread's wave
   ir::Val red, tab, contrib;    // LDS pools
+  ir::Val bstage;               // LDS pool: the GEMVs' staged B operands (when L.bstage.bytes > 0)
   ir::Experts experts = ir::Experts::All;
   /// Loads every rank's symmetric-buffer address (peers[0 .. TP)) into peerSym, for the stages
   /// that write to peers (push, down, epoch).

@@ -45,7 +45,11 @@ class AreaAlloc {
 std::vector<Area> Layout::areas() const {
   return {sres, ssq, xn, rstd, xrdy, logit, routeA, mid, upf, tabDump, marks, attn, ffn, faults};
 }
-std::vector<Pool> Layout::pools() const { return {red, tab, contrib}; }
+std::vector<Pool> Layout::pools() const {
+  std::vector<Pool> p{red, tab, contrib};
+  if (bstage.bytes > 0) p.push_back(bstage);
+  return p;
+}
 std::vector<Placement> Layout::placements() const { return {push, reduce, norm, router, route, table, up, down, final}; }
 
 Layout Layout::make(const ModelConfig& cfg, int rows, int tp) {
@@ -149,7 +153,20 @@ Layout Layout::make(const ModelConfig& cfg, int rows, int tp) {
                "i32: the slot table (picks, weights, expert masks, slots, their rows and picks)"};
   L.contrib = Pool{"contrib", alignUp(L.tab.offset + L.tab.bytes, kRegionAlign), int64_t{T.contribPicks} * 16 * 4,
                    "f32 [contribPicks][16]: a down task's GEMV of each pick's row"};
-  L.ldsBytes = L.contrib.offset + L.contrib.bytes;
+  {
+    // gfx950's 160 KiB a CTA (the verifier checks the Plan against its target's size again).
+    constexpr int64_t kLdsLimit = 160 * 1024;
+    const int64_t at = alignUp(L.contrib.offset + L.contrib.bytes, kRegionAlign), room = kLdsLimit - at;
+    const int64_t xnBytes = int64_t{rows} * cfg.hidden * 2;
+    L.midWaveBytes = int64_t{rows} * T.interPerRank * 2;
+    L.xnInLds = rows <= 8 && xnBytes <= room;
+    L.midInLds = L.waves * L.midWaveBytes <= room;
+    const int64_t bytes = std::max(L.xnInLds ? xnBytes : 0, L.midInLds ? L.waves * L.midWaveBytes : 0);
+    L.bstage = Pool{"bstage", at, bytes,
+                    "bf16: up's B operands, XN [S][hidden] (S <= 8); down's, a wave's slot's MID columns [S][I/TP] "
+                    "a wave"};
+  }
+  L.ldsBytes = L.bstage.bytes > 0 ? L.bstage.offset + L.bstage.bytes : L.contrib.offset + L.contrib.bytes;
   return L;
 }
 

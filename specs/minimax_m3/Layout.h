@@ -99,6 +99,13 @@ struct Layout {
     int pickE = 0, pickW = 0, mask = 0, eslot = 0, slotE = 0, slotMask = 0, slotRow = 0, slotPick = 0,
         misc = 0, words = 0;  // misc: [0] slot count, [1] valid-row mask, [2..] per-wave counts
   } tw;
+  // LDS: the GEMVs' B operands staged (seed 000), one pool the two stages use apart: XN's rows
+  // for up when xnInLds (S <= 8 and they fit: the CTA copies them once after XRDY), and each
+  // wave's slot's MID columns for down when midInLds (a wave region of midWaveBytes: S columns
+  // of I/TP bf16). Otherwise the stage reads its B operands from global memory.
+  Pool bstage;
+  bool xnInLds = false, midInLds = false;
+  int64_t midWaveBytes = 0;
   int64_t ldsBytes = 0;
   // TABDUMP's i32 words: [0] slot count, then expert [maxSlots], count [maxSlots], row [maxSlots][16],
   // pick [maxSlots][16]

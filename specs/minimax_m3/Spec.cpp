@@ -225,6 +225,7 @@ ir::Plan buildPlan(const ModelConfig& cfg, const ir::Key& keyIn) {
   });
   c.stage(plan.stageIndex(L.up.name), [&] {
     c.awaitX(kSiteUp);
+    if (L.xnInLds) stageXnToLds(c);
     c.forEachTask(L.up, [&](ir::Val t) { stageUp(c, t); });
   });
   c.stage(plan.stageIndex(L.down.name), [&] {

@@ -52,14 +52,27 @@ void stageDown(KernelContext& c, Val task) {
     Val pick = c.tabLd(W.slotPick, u * c.i32(16) + xcol);
     ir::Var accV = b.var(b.splat(b.f32(0.0), 4), "acc");
     Val wrow = task * c.i32(16) + col;
+    // seed 000: the wave copies only the slot's cnt MID columns (contiguous: MID[u][0 .. cnt)) to
+    // its bstage region, 16 bytes a lane a pass, and reads B there; LDS keeps a wave's order
+    Val midAt = c.i32(0);
+    if (L.midInLds) {
+      Val region = b.ptrAdd(c.bstage, c.wave * c.i32(L.midWaveBytes));
+      b.for_(c.lane, cnt * c.i32(IP / 8), c.i32(64), [&](Val i) {
+        Val v = b.load(Type::vec(Type::bf16(), 8), c.elemAt(c.scratch, L.mid, u * c.i32(16 * IP) + i * c.i32(8), 2));
+        b.store(c.elemAt(region, i * c.i32(8), 2), v);
+      });
+      midAt = c.wave * c.i32(L.midWaveBytes / 2);  // bf16 index of the region in bstage
+    }
     b.for_(c.i32(0), c.i32(T.downSteps), c.i32(1), [&](Val st) {
       Val k0 = st * c.i32(T.kStep) + g * c.i32(32);
       Val live = k0 < c.i32(IP);  // a partial last step: its lane groups past I/TP add +0 products
       Val kc = b.select(live, k0, c.i32(0));
       Val x[4];
       for (int d = 0; d < 4; ++d) {
-        Val v = b.load(Type::vec(Type::bf16(), 8),
-                       c.elemAt(c.scratch, L.mid, (u * c.i32(16) + xcol) * c.i32(IP) + kc + c.i32(8 * d), 2));
+        Val v = L.midInLds
+                    ? b.load(Type::vec(Type::bf16(), 8), c.elemAt(c.bstage, midAt + xcol * c.i32(IP) + kc + c.i32(8 * d), 2))
+                    : b.load(Type::vec(Type::bf16(), 8),
+                             c.elemAt(c.scratch, L.mid, (u * c.i32(16) + xcol) * c.i32(IP) + kc + c.i32(8 * d), 2));
         x[d] = b.select(live, v, b.splat(b.bf16(0.0), 8));
       }
       Val kb = kc / c.i32(2);

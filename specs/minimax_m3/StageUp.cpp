@@ -23,9 +23,25 @@ Val a16w4Step(ir::Builder& b, Val acc, Val w4, Val scaleByte, const Val x[4]) {
   return acc;
 }
 
+// XN to LDS (seed 000, when L.xnInLds: S <= 8): a CTA with up tasks (block < the table's slots x
+// upTiles: its first task) copies XN's S rows to the bstage pool, 16 bytes a thread a pass, after
+// awaitX; then the CTA's barrier. Up reads its B operands there.
+void stageXnToLds(KernelContext& c) {
+  ir::Builder& b = c.b;
+  const Layout& L = c.L;
+  Val tasks = c.tabLd(L.tw.misc, c.i32(0)) * c.i32(L.tiling.upTiles);
+  b.if_(c.block < tasks, [&] {
+    b.for_(c.tid, c.i32(int64_t{L.rows} * L.hidden / 8), c.i32(L.threads), [&](Val i) {
+      Val v = b.load(Type::vec(Type::bf16(), 8), c.elemAt(c.scratch, L.xn, i * c.i32(8), 2));
+      b.store(c.elemAt(c.bstage, i * c.i32(8), 2), v);
+    });
+  });
+  c.ctaSync(/*drain=*/false);
+}
+
 // Slot u = task / upTiles, tile pair j = task % upTiles (the seeds' stage_up); a task past the
 // table's slots only keeps the CTA's barriers. The slot's expert e, its cnt columns (rows); lane
-// column c = lane % 16 reads row slotRow[u][min(c, cnt - 1)] of XN. Wave w runs K steps [w
+// column c = lane % 16 reads row slotRow[u][min(c, cnt - 1)] of XN (in LDS when L.xnInLds). Wave w runs K steps [w
 // upWaveSteps, ..) of the gate rows 16 j .. and the up rows I/TP + 16 j .. of e's w13 from 0
 // (a16w4Step; a16w4Dot's order); the waves' accumulators go to red and thread (r, c) < 256 sums
 // them in order (0 + w_0 + ...), gate and up alike; for c < cnt it stores bf16(SwiGLU-OAI(gate,
@@ -53,8 +69,11 @@ void stageUp(KernelContext& c, Val task) {
       b.if_(st < c.i32(T.upSteps), [&] {
         Val k0 = st * c.i32(T.kStep) + g * c.i32(32);
         Val x[4];
-        for (int d = 0; d < 4; ++d)
-          x[d] = b.load(Type::vec(Type::bf16(), 8), c.elemAt(c.scratch, L.xn, row * c.i32(H) + k0 + c.i32(8 * d), 2));
+        for (int d = 0; d < 4; ++d) {
+          Val at = row * c.i32(H) + k0 + c.i32(8 * d);
+          x[d] = b.load(Type::vec(Type::bf16(), 8),
+                        L.xnInLds ? c.elemAt(c.bstage, at, 2) : c.elemAt(c.scratch, L.xn, at, 2));
+        }
         for (int h = 0; h < 2; ++h) {
           Val wrow = c.i32(h * IP) + j * c.i32(16) + col;  // gate rows, then up rows
           // shuffledOffset16x16(wrow, k0 / 2, H / 2): row tile, 32-byte K tile, 16-byte half, row
