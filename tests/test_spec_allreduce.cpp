@@ -276,19 +276,29 @@ TEST_CASE("allreduce sim: a push that never lands sets the error word within the
   CHECK(errorSite(err0[0]) == kSiteReduce);
   CHECK(errorRank(err0[0]) == 2);
   CHECK(errorToken(err0[0]) < S);
-  // every waiting thread of rank 0 timed out once on rank 2's pair: S x hidden / 2 of them
-  CHECK(err0[1] == S * cfg.hidden / 2);
-  CHECK(run.stats.waitTimeouts == S * cfg.hidden / 2);
-  // a CTA runs ceil(tasks / blocks) reduce tasks, each of which waits out the bound at most once
+  // every waiting thread of rank 0 timed out once on rank 2's pair: S x hidden / 2 of them; the
+  // MoE stages behind it may time out too (they count on)
+  CHECK(err0[1] >= S * cfg.hidden / 2);
+  CHECK(run.stats.waitTimeouts >= S * cfg.hidden / 2);
+  // a CTA runs ceil(tasks / blocks) reduce tasks, each of which waits out the bound at most once;
+  // then each later stage that waits (norm .. final, epoch) waits out at most one bound a task
   const int64_t tasksPerCta = (cfg.hidden / 32 + cfg.blocks - 1) / cfg.blocks;
+  const int64_t laterStages = 8;
   CHECK(run.stats.ticks >= p.waitTicks);
-  CHECK(run.stats.ticks <= tasksPerCta * p.waitTicks + 4 * ok.stats.ticks);
-  // the other ranks are untouched
+  CHECK(run.stats.ticks <= (2 * tasksPerCta + laterStages) * p.waitTicks + 4 * ok.stats.ticks);
+  // the other ranks' all-reduce is untouched; their error words, if set, name rank 0 (whose
+  // late FFN partial they waited for), never rank 2
   for (int r = 1; r < TP; ++r) {
-    for (const char* t : {"res_out", "sres", "ssq", "err"}) {
+    for (const char* t : {"res_out", "sres", "ssq"}) {
       const std::string name = fmt::format("{}.r{}", t, r);
       INFO(name);
       CHECK(run.outputs.at(name).data == want.at(name).data);
+    }
+    const int32_t code = run.outputs.at(fmt::format("err.r{}", r)).as<int32_t>()[0];
+    INFO(fmt::format("err.r{} = {:#x}", r, code));
+    if (code != 0) {
+      CHECK(errorSite(code) == kSiteFinal);
+      CHECK(errorRank(code) == 0);
     }
   }
 }
@@ -310,8 +320,9 @@ TEST_CASE("allreduce sim: a rank on a stale tag is named in the others' error wo
   CHECK(errorToken(err0[0]) < S);
   CHECK(errorSite(err1[0]) == kSiteReduce);
   CHECK(errorRank(err1[0]) == 0);  // rank 1 waited (on its own tag) for rank 0's pairs
-  CHECK(err0[1] == S * cfg.hidden / 2);
-  CHECK(err1[1] == S * cfg.hidden / 2);
+  // each rank's reduce waits time out on every pair of the other rank; later stages add theirs
+  CHECK(err0[1] >= S * cfg.hidden / 2);
+  CHECK(err1[1] >= S * cfg.hidden / 2);
 }
 
 TEST_CASE("allreduce sim: each stage reads its bytes once", "[spec][sim]") {

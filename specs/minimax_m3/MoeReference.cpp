@@ -174,7 +174,8 @@ std::vector<bool> moeValidRows(const TensorMap& in, int S) {
 
 // ---------------------------------------------------------------- the launch
 
-TensorMap moeReference(const ModelConfig& cfg, int S, int TP, const TensorMap& in, MoeExperts experts) {
+TensorMap moeReference(const ModelConfig& cfg, int S, int TP, const TensorMap& in, MoeExperts experts,
+                       const TensorMap* acts) {
   const MoeTiling T = MoeTiling::derive(cfg, TP, "moeReference");
   if (S < 1 || S > cfg.maxRows || S > 16)
     throw InputError("moeReference", fmt::format("S = {}: expected 1..{}", S, std::min(cfg.maxRows, 16)));
@@ -185,30 +186,26 @@ TensorMap moeReference(const ModelConfig& cfg, int S, int TP, const TensorMap& i
     experts = static_cast<MoeExperts>(it->second.as<int32_t>()[0]);
   }
   const int H = cfg.hidden, E = cfg.experts, K = cfg.topk, IP = T.interPerRank;
-  const HostTensor& sres = need(in, "sres", DType::F32, {S, H});
-  const HostTensor& ssq = need(in, "ssq", DType::F32, {});
+  const HostTensor& sres = need(acts ? *acts : in, "sres", DType::F32, {S, H});
+  const HostTensor& ssq = need(acts ? *acts : in, "ssq", DType::F32, {});
   if (ssq.shape.size() != 2 || ssq.shape[0] != S || ssq.shape[1] < 1 || ssq.shape[1] > cfg.threads)
     throw InputError("moeReference: ssq", fmt::format("expected F32 [{}, T] with 1 <= T <= {}", S, cfg.threads));
   const int nParts = static_cast<int>(ssq.shape[1]);
   const HostTensor& normW = need(in, "norm_w", DType::BF16, {H});
   const HostTensor& routerW = need(in, "router_w", DType::F32, {E, H});
   const HostTensor& bias = need(in, "bias", DType::F32, {E});
-  std::vector<TensorMap> rankW(static_cast<size_t>(TP));
+  struct RankWeights {
+    const HostTensor *w13, *s13, *w2, *s2;
+  };
+  std::vector<RankWeights> rankW;
   for (int r = 0; r < TP; ++r) {
-    TensorMap m;
-    for (const char* n : {"w13", "s13", "w2", "s2"}) {
-      auto it = in.find(rankName(n, r));
-      if (it != in.end()) m[n] = it->second;
-    }
-    m["router_w"] = routerW;
-    m["bias"] = bias;
-    m["norm_w"] = normW;
     try {
-      checkContract(cfg, TP, m);
+      checkContract(cfg, TP, in, r);
     } catch (const InputError& e) {
       throw InputError(fmt::format("moeReference: rank {}", r), e.what());
     }
-    rankW[r] = std::move(m);
+    auto at = [&](const char* n) { return &in.at(rankName(n, r)); };
+    rankW.push_back({at("w13"), at("s13"), at("w2"), at("s2")});
   }
   const std::vector<bool> valid = moeValidRows(in, S);
 
@@ -332,7 +329,7 @@ TensorMap moeReference(const ModelConfig& cfg, int S, int TP, const TensorMap& i
     for (int u = 0; u < nSlots; ++u) {
       const Slot& sl = slots[u];
       if (sl.rows.empty()) continue;
-      const std::vector<float> w13 = dequant(expertMatrix(rankW[r].at("w13"), rankW[r].at("s13"), sl.expert));
+      const std::vector<float> w13 = dequant(expertMatrix(*rankW[r].w13, *rankW[r].s13, sl.expert));
       // up (stage_up): tile pair j = rows 16 j .. of the gate and the up half. Wave w sums its
       // K steps [w upWaveSteps, ..) from 0 (a16w4Dot); gate = 0 + acc_0 + ... + acc_{waves-1}
       // (waves in order; a wave without steps adds its +0); the same for up;
@@ -352,7 +349,7 @@ TensorMap moeReference(const ModelConfig& cfg, int S, int TP, const TensorMap& i
       }
       // down (stage_down): hidden row h of the slot's expert, one wave over all K2 steps from
       // 0 (a16w4Dot over I / TP, bf16 MID column) -> CONTRIB[pick][h] in f32, not rounded.
-      const std::vector<float> w2 = dequant(expertMatrix(rankW[r].at("w2"), rankW[r].at("s2"), sl.expert));
+      const std::vector<float> w2 = dequant(expertMatrix(*rankW[r].w2, *rankW[r].s2, sl.expert));
       for (size_t c = 0; c < sl.rows.size(); ++c) {
         const std::vector<float> mid = bf16Row(midT.as<uint16_t>() + (int64_t(u) * 16 + c) * IP, IP);
         for (int h = 0; h < H; ++h)

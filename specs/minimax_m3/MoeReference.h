@@ -113,8 +113,9 @@ std::string rankName(const std::string& base, int rank);
 ///     (the down GEMVs a pick: t topk + k routed, topk S + t shared; unwritten rows 0),
 ///     down.rR BF16 [S, hidden] (the rank's combined partial);
 ///   out BF16 [S, hidden].
+/// `acts`, when given, holds sres and ssq instead of `in` (the weights are never copied).
 runtime::TensorMap moeReference(const ModelConfig& cfg, int S, int TP, const runtime::TensorMap& in,
-                                MoeExperts experts = MoeExperts::All);
+                                MoeExperts experts = MoeExperts::All, const runtime::TensorMap* acts = nullptr);
 
 /// The row-valid mask of `in` (slots / valid / all), S rows.
 std::vector<bool> moeValidRows(const runtime::TensorMap& in, int S);

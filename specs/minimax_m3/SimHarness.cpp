@@ -150,13 +150,9 @@ TensorMap makeMoeInputs(const ModelConfig& cfg, int rows, int tp, uint64_t seed,
 
 TensorMap moeReferenceOutputs(const ModelConfig& cfg, int rows, int tp, const TensorMap& inputs,
                               const TensorMap& runOutputs, ir::Experts experts) {
-  TensorMap in;
-  in["sres"] = runOutputs.at("sres.r0");
-  in["ssq"] = runOutputs.at("ssq.r0");
-  for (const char* n : {"norm_w", "router_w", "bias", "slots"}) in[n] = inputs.at(n);
-  for (int r = 0; r < tp; ++r)
-    for (const char* n : {"w13", "s13", "w2", "s2"}) in[rankName(n, r)] = inputs.at(rankName(n, r));
-  const TensorMap ref = moeReference(cfg, rows, tp, in, static_cast<MoeExperts>(static_cast<int>(experts)));
+  const TensorMap acts{{"sres", runOutputs.at("sres.r0")}, {"ssq", runOutputs.at("ssq.r0")}};
+  const TensorMap ref =
+      moeReference(cfg, rows, tp, inputs, static_cast<MoeExperts>(static_cast<int>(experts)), &acts);
   TensorMap out;
   for (int r = 0; r < tp; ++r) {
     for (const char* n : {"rstd", "xn", "picks", "weights", "slot_expert", "slot_count", "slot_row", "slot_pick",

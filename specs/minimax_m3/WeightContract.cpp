@@ -85,17 +85,20 @@ std::vector<ContractEntry> contractEntries(const ModelConfig& cfg, int tp) {
   };
 }
 
-void checkContract(const ModelConfig& cfg, int tp, const TensorMap& w) {
+namespace {
+/// checkContract with `find(name)` naming where contract tensor `name` is (nullptr: missing).
+template <class Find>
+void checkContractWith(const ModelConfig& cfg, int tp, const Find& find) {
   if (tp < 1 || cfg.intermediate % tp != 0 || (cfg.intermediate / tp) % 32 != 0)
     throw InputError("weight contract", fmt::format("TP {}: I / TP must be a multiple of 32 (I = {})", tp,
                                                     cfg.intermediate));
   for (const ContractEntry& e : contractEntries(cfg, tp)) {
     const std::string where = "weight contract: " + e.name;
-    auto it = w.find(e.name);
-    if (it == w.end())
-      throw InputError(where, fmt::format("missing tensor '{}' (expected {} {})", e.name,
+    const auto [found, name] = find(e.name);
+    if (!found)
+      throw InputError(where, fmt::format("missing tensor '{}' (expected {} {})", name,
                                           runtime::dtypeName(e.dtype), shapeText(e.shape)));
-    const HostTensor& t = it->second;
+    const HostTensor& t = *found;
     if (t.dtype != e.dtype || t.shape != e.shape)
       throw InputError(where, fmt::format("tensor '{}': expected {} {}, given {} {}", e.name,
                                           runtime::dtypeName(e.dtype), shapeText(e.shape),
@@ -105,6 +108,23 @@ void checkContract(const ModelConfig& cfg, int tp, const TensorMap& w) {
       throw InputError(where, fmt::format("tensor '{}' {}: holds {} bytes, expected {}", e.name,
                                           shapeText(t.shape), t.data.size(), bytes));
   }
+}
+}  // namespace
+
+void checkContract(const ModelConfig& cfg, int tp, const TensorMap& w) {
+  checkContractWith(cfg, tp, [&](const std::string& n) {
+    auto it = w.find(n);
+    return std::pair{it == w.end() ? nullptr : &it->second, n};
+  });
+}
+
+void checkContract(const ModelConfig& cfg, int tp, const TensorMap& launch, int rank) {
+  checkContractWith(cfg, tp, [&](const std::string& n) {
+    const bool perRank = n == "w13" || n == "s13" || n == "w2" || n == "s2";
+    const std::string name = perRank ? n + ".r" + std::to_string(rank) : n;
+    auto it = launch.find(name);
+    return std::pair{it == launch.end() ? nullptr : &it->second, name};
+  });
 }
 
 float ExpertMatrix::value(int64_t row, int64_t kk) const {

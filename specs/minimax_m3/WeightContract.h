@@ -84,6 +84,9 @@ std::vector<ContractEntry> contractEntries(const ModelConfig& cfg, int tp);
 /// Checks `w` holds every contract tensor with its dtype, shape and byte size. Throws
 /// InputError (where = "weight contract: <tensor>") naming the tensor, expected and given.
 void checkContract(const ModelConfig& cfg, int tp, const runtime::TensorMap& w);
+/// The same check on a launch's map: rank `rank`'s expert tensors under their rank names
+/// ("w13.r<rank>" ..), the shared ones (router_w, bias, norm_w) under their own. Nothing is copied.
+void checkContract(const ModelConfig& cfg, int tp, const runtime::TensorMap& launch, int rank);
 
 /// One expert's matrix of a contract pair (w13/s13 or w2/s2), unshuffled.
 struct ExpertMatrix {
