@@ -62,6 +62,8 @@ TEST_CASE("robust plan: parity halves, marks, faults and the finish stages verif
         const Layout L = Layout::make(cfg, S, TP);
         CHECK(plan.flag("ATTN").parityHalves);
         CHECK(plan.flag("ATTN").launchPairs() == int64_t{TP} * S * cfg.hidden / 2);
+        CHECK(plan.flag("FFN").parityHalves);
+        CHECK(plan.flag("FFN").launchPairs() == int64_t{TP} * S * cfg.hidden / 2);
         CHECK(plan.flag("FAULTS").parityHalves);
         CHECK(plan.flag("FAULTS").peer);
         CHECK(plan.flag("FAULTS").pairs == 2 * TP);
@@ -92,10 +94,9 @@ TEST_CASE("robust sim: back-to-back launches on the same buffers alternate parit
   SimSession session(cfg, makeKey(cfg, S, TP));
   const Layout& L = session.layout();
   runtime::SimMemory& mem = session.device().memory();
-  const int64_t half = L.attn.pairs / 2;
-  // the tag of rank 0's ATTN pair i of half h (pair 0 is [src 0][row 0][pair 0])
-  auto attnTag = [&](int r, int h, int64_t i) {
-    const uint8_t* p = mem.host(session.bufferOf("sym", r) + L.attn.offset + (h * half + i) * kPairBytes, 8);
+  // the tag of rank r's pair i of half h of a parity-halved peer area (pair 0 is [src 0][row 0][pair 0])
+  auto tagAt = [&](const Area& a, int r, int h, int64_t i) {
+    const uint8_t* p = mem.host(session.bufferOf("sym", r) + a.offset + (h * (a.pairs / 2) + i) * kPairBytes, 8);
     int32_t t;
     std::memcpy(&t, p + 4, 4);
     return t;
@@ -103,12 +104,13 @@ TEST_CASE("robust sim: back-to-back launches on the same buffers alternate parit
   const int32_t tags[] = {101, 102, 103, 104, 105};
   for (int k = 0; k < 5; ++k) {
     INFO(fmt::format("launch {} tag {}", k, tags[k]));
-    const TensorMap in = makeInputs(cfg, S, TP, 40 + k);
+    const TensorMap in = makeMoeInputs(cfg, S, TP, 40 + k);
     LaunchParams p;
     p.tag = tags[k];
     p.handshake = k == 4;  // the step's last launch
     const SimRun run = session.launch(in, schedSeed(k + 1), p);
-    const auto mm = firstMismatch(run.outputs, referenceOutputs(cfg, S, TP, in));
+    auto mm = firstMismatch(run.outputs, referenceOutputs(cfg, S, TP, in));
+    if (!mm) mm = firstMismatch(run.outputs, moeReferenceOutputs(cfg, S, TP, in, run.outputs));
     INFO((mm ? describe(*mm) : run.error));
     CHECK(run.valid);
     CHECK_FALSE(mm.has_value());
@@ -117,9 +119,13 @@ TEST_CASE("robust sim: back-to-back launches on the same buffers alternate parit
       CHECK(epochOf(run, r) == tags[k]);
       // this launch's half carries its tag, the other half the previous launch's (or nothing yet)
       const int h = tags[k] & 1;
-      for (int64_t i : {int64_t{0}, half / 2, half - 1}) {
-        CHECK(attnTag(r, h, i) == tags[k]);
-        CHECK(attnTag(r, h ^ 1, i) == (k == 0 ? 0 : tags[k - 1]));
+      for (const Area* a : {&L.attn, &L.ffn}) {
+        INFO(a->name);
+        const int64_t half = a->pairs / 2;
+        for (int64_t i : {int64_t{0}, half / 2, half - 1}) {
+          CHECK(tagAt(*a, r, h, i) == tags[k]);
+          CHECK(tagAt(*a, r, h ^ 1, i) == (k == 0 ? 0 : tags[k - 1]));
+        }
       }
     }
   }

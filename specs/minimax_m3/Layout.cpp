@@ -120,8 +120,10 @@ Layout Layout::make(const ModelConfig& cfg, int rows, int tp) {
   L.attn = sym.parityPairs("ATTN", int64_t{tp} * rows * (cfg.hidden / 2), true,
                            "pairs [parity][src rank][S][hidden / 2]: each rank's o_proj partial as bf16 pairs, "
                            "pushed by the source rank into half (tag & 1)");
-  L.ffn = sym.pairs("FFN", int64_t{tp} * rows * (cfg.hidden / 2), true,
-                    "pairs [src rank][S][hidden / 2]: each rank's combined MoE partial as bf16 pairs");
+  L.ffn = sym.parityPairs("FFN", int64_t{tp} * rows * (cfg.hidden / 2), true,
+                          "pairs [parity][src rank][S][hidden / 2]: each rank's combined MoE partial as bf16 "
+                          "pairs, into half (tag & 1): a rank a launch ahead never overwrites what a slow peer "
+                          "still waits for");
   L.faults = sym.parityPairs("FAULTS", tp, true,
                              "pairs [parity][src rank]: the handshake's failure flags, each rank's error word "
                              "(0: no failure), published by the source rank at the step's last launch");
