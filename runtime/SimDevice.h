@@ -19,6 +19,7 @@
 //   nearest allocation.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -62,12 +63,23 @@ class SimMemory {
   uint64_t next_ = 0x1000'0000;
 };
 
+/// Where a running simulated launch is (SimOptions::progress).
+struct SimProgress {
+  int64_t steps = 0;        // ops executed so far, all waves
+  int64_t ticks = 0;        // the simulated clock
+  int64_t wavesLeft = 0;    // waves not exited
+  int64_t wavesTotal = 0;   // every wave of every CTA of every rank
+};
+
 /// Scheduler and clock knobs of one simulated launch.
 struct SimOptions {
   uint64_t seed = 1;          // the scheduler's interleaving
   int maxQuantum = 32;        // a wave runs 1..maxQuantum ops before the scheduler picks again
   int64_t maxSteps = 4'000'000'000;  // safety net: ops executed across all waves
   int64_t clockStart = 1'000'000;    // the realtime clock's value at launch start
+  /// Called every progressEvery ops (and not at all when empty): for a long launch's progress line.
+  std::function<void(const SimProgress&)> progress;
+  int64_t progressEvery = 20'000'000;
 };
 
 /// What a simulated launch did.

@@ -362,6 +362,7 @@ void SimLaunch::deadlock() {
 }
 
 SimStats SimLaunch::run() {
+  nextProgress_ = std::max<int64_t>(opts_.progressEvery, 1);
   while (live_ > 0) {
     if (runnable_.empty()) {
       while (!deadlines_.empty()) {
@@ -385,6 +386,10 @@ SimStats SimLaunch::run() {
       tickAccum_ %= live_;
     }
     wakeDue();
+    if (opts_.progress && stats_.steps >= nextProgress_) {
+      nextProgress_ = stats_.steps + std::max<int64_t>(opts_.progressEvery, 1);
+      opts_.progress(SimProgress{stats_.steps, now_, live_, static_cast<int64_t>(waves_.size())});
+    }
     if (stats_.steps > opts_.maxSteps)
       throw SimError(plan_.key.variantName(),
                      fmt::format("ran past maxSteps ({} ops executed, {} waves still live at tick {})",

@@ -112,6 +112,7 @@ class SimLaunch {
   int64_t now_ = 0;       // simulated clock ticks since launch start
   int64_t tickAccum_ = 0; // ops not yet turned into ticks
   int64_t live_ = 0;      // waves not exited
+  int64_t nextProgress_ = 0;  // the op count of the next SimOptions::progress call
   SimStats stats_;
   std::vector<int64_t> stageBytes_;  // per stage, + one for "(no stage)"
 };

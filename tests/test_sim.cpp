@@ -335,6 +335,28 @@ TEST_CASE("sim: a wave's load counts the union of its lanes' bytes") {
   }
 }
 
+TEST_CASE("sim: progress reports every progressEvery ops, steps rising, waves counted") {
+  Kit k(2, 128);
+  auto& b = k.b;
+  Val out = k.gptr(0);
+  Val v = b.lane();
+  for (int i = 0; i < 500; ++i) v = v + 1;
+  b.store(b.ptrAdd(out, b.sext((b.block() * 128 + b.tid()) * 4, Type::i64())), v);
+  const uint64_t o = k.alloc(1024, "out");
+  std::vector<runtime::SimProgress> seen;
+  runtime::SimOptions opts;
+  opts.progressEvery = 300;
+  opts.progress = [&](const runtime::SimProgress& p) { seen.push_back(p); };
+  const runtime::SimStats st = k.dev.run(k.plan, {{o}}, opts);
+  REQUIRE(seen.size() >= 2);
+  CHECK(static_cast<int64_t>(seen.size()) <= st.steps / 300);
+  for (size_t i = 0; i < seen.size(); ++i) {
+    CHECK(seen[i].wavesTotal == 4);  // 2 CTAs x 2 waves
+    CHECK(seen[i].steps >= 300 * static_cast<int64_t>(i + 1));
+    if (i) CHECK(seen[i].steps > seen[i - 1].steps);
+  }
+}
+
 TEST_CASE("sim: barrier orders an LDS exchange across waves") {
   for (uint64_t seed = 1; seed <= 4; ++seed) {
     Kit k(2, 256, 1024);

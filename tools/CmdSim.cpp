@@ -199,6 +199,14 @@ Run addSim(CLI::App& app) {
       runtime::SimOptions so;
       so.seed = o->seed + static_cast<uint64_t>(i);
       const auto t0 = std::chrono::steady_clock::now();
+      // a long launch (full dims: minutes) reports on stderr every 20M ops
+      so.progress = [&, seed = so.seed](const runtime::SimProgress& p) {
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        std::fprintf(stderr, "  seed %llu: %lld M ops, %lld ticks, %lld of %lld waves done, %.0f s\n",
+                     static_cast<unsigned long long>(seed), static_cast<long long>(p.steps / 1'000'000),
+                     static_cast<long long>(p.ticks), static_cast<long long>(p.wavesTotal - p.wavesLeft),
+                     static_cast<long long>(p.wavesTotal), s);
+      };
       mm::SimRun run = mm::runOnSim(cfg, key, inputs, so, launch);
       const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       const std::string verdict = verdictOf(run, mm::firstMismatch(run.outputs, want));
