@@ -166,12 +166,6 @@ TEST_CASE("allreduce sim: push + reduce equal the reference bit for bit (reduced
   WARN(fmt::format("{} reduced-config launches in {:.1f} s", runs, secs));
 }
 
-TEST_CASE("allreduce sim: full MiniMax dims at S=8 TP=4 and S=1 TP=4", "[spec][sim][full]") {
-  const ModelConfig cfg = ModelConfig::flash();
-  for (int S : {8, 1})
-    for (uint64_t sched : {1, 7}) checkRun(cfg, S, 4, 77 + S + sched, sched);
-}
-
 TEST_CASE("allreduce sim: flags are never reset, a new tag makes a new launch", "[spec][sim]") {
   const ModelConfig cfg = ModelConfig::reduced();
   const int S = 3, TP = 4;

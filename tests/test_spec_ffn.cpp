@@ -22,43 +22,11 @@ using namespace monogen::specs::minimax_m3;
 using runtime::HostTensor;
 using runtime::TensorMap;
 
-namespace {
-
-
-/// The outputs checked: every stage's (the router's parts are internal; route checks them).
-const char* const kChecked[] = {"rstd", "xn", "picks", "weights", "slot_expert", "slot_count", "slot_row",
-                                "slot_pick", "mid", "down", "out"};
-
-TensorMap checkedOnly(const TensorMap& m) {
-  TensorMap r;
-  for (const auto& [name, t] : m)
-    for (const char* c : kChecked)
-      if (name.rfind(std::string(c) + ".r", 0) == 0) r[name] = t;
-  return r;
-}
-
 /// Runs (S, TP) and checks the all-reduce and every MoE output of every rank, bit for bit.
 TensorMap checkMoe(const ModelConfig& cfg, int S, int TP, const TensorMap& in, uint64_t sched,
                    ir::Experts experts = ir::Experts::All) {
-  INFO(fmt::format("S={} TP={} scheduler seed {} quantum {} experts {}", S, TP, sched, schedSeed(sched).maxQuantum,
-                   ir::expertsName(experts)));
-  ir::Key key = makeKey(cfg, S, TP);
-  key.experts = experts;
-  const SimRun run = runOnSim(cfg, key, in, schedSeed(sched));
-  auto mm = firstMismatch(run.outputs, referenceOutputs(cfg, S, TP, in));
-  INFO((mm ? "all-reduce: " + describe(*mm) : std::string("all-reduce: no mismatch")));
-  CHECK_FALSE(mm.has_value());
-  const TensorMap want = checkedOnly(moeReferenceOutputs(cfg, S, TP, in, run.outputs, experts));
-  REQUIRE(want.size() == std::size(kChecked) * static_cast<size_t>(TP));  // every output of every rank
-  mm = firstMismatch(run.outputs, want);
-  INFO((mm ? "moe: " + describe(*mm) : std::string("moe: no mismatch")));
-  CHECK_FALSE(mm.has_value());
-  CHECK(run.stats.waitTimeouts == 0);
-  for (int r = 0; r < TP; ++r) CHECK(run.outputs.at(fmt::format("err.r{}", r)).as<int32_t>()[0] == 0);
-  return run.outputs;
+  return checkWholeLaunch(cfg, S, TP, in, sched, experts);
 }
-
-}  // namespace
 
 TEST_CASE("ffn sim: the MoE stages equal the reference bit for bit (reduced config)", "[spec][ffn]") {
   const ModelConfig cfg = ModelConfig::reduced();
@@ -141,12 +109,6 @@ TEST_CASE("ffn sim: the experts knob sums one side only", "[spec][ffn][routed]")
   const ModelConfig cfg = ModelConfig::reduced();
   for (ir::Experts e : {ir::Experts::Shared, ir::Experts::Routed})
     for (int TP : {1, 2}) checkMoe(cfg, 4, TP, makeMoeInputs(cfg, 4, TP, 40 + TP), 2, e);
-}
-
-TEST_CASE("ffn sim: full hidden 6144 with 16 experts at S=8 TP=4 and S=1 TP=4", "[spec][ffn][full][.slow]") {
-  ModelConfig cfg = ModelConfig::flash();
-  cfg.experts = 16;  // the full 129 experts' weights are about 2.4 GB a launch's inputs
-  for (int S : {8, 1}) checkMoe(cfg, S, 4, makeMoeInputs(cfg, S, 4, 90 + S), 3);
 }
 
 namespace {

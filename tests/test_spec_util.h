@@ -1,8 +1,15 @@
 // Shared by the spec tests that run launches on the Sim device.
 #pragma once
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
 #include <cstdint>
+#include <iterator>
+#include <string>
 
 #include "runtime/SimDevice.h"
+#include "specs/minimax_m3/SimHarness.h"
+#include "specs/minimax_m3/Spec.h"
 
 /// Scheduler seed s; the quantum (ops a wave runs before the scheduler picks again) cycles
 /// through fine and coarse interleavings with the seed.
@@ -12,4 +19,36 @@ inline monogen::runtime::SimOptions schedSeed(uint64_t s) {
   o.seed = s;
   o.maxQuantum = kQuantum[s % 8];
   return o;
+}
+
+/// The MoE outputs checked: every stage's (the router's parts are internal; route checks them).
+inline const char* const kCheckedMoe[] = {"rstd", "xn",        "picks", "weights", "slot_expert", "slot_count",
+                                          "slot_row", "slot_pick", "mid",  "down",    "out"};
+
+/// Runs (S, TP) on the Sim device under scheduler seed `sched` and checks every output of every
+/// rank bit for bit: the all-reduce's against referenceOutputs, the MoE's against
+/// moeReferenceOutputs (fed the kernel's SRES and SSQ); no wait times out, every error word 0.
+inline monogen::runtime::TensorMap checkWholeLaunch(const monogen::specs::minimax_m3::ModelConfig& cfg, int S, int TP,
+                                                    const monogen::runtime::TensorMap& in, uint64_t sched,
+                                                    monogen::ir::Experts experts = monogen::ir::Experts::All) {
+  using namespace monogen::specs::minimax_m3;
+  INFO(fmt::format("S={} TP={} scheduler seed {} quantum {} experts {}", S, TP, sched, schedSeed(sched).maxQuantum,
+                   monogen::ir::expertsName(experts)));
+  monogen::ir::Key key = makeKey(cfg, S, TP);
+  key.experts = experts;
+  const SimRun run = runOnSim(cfg, key, in, schedSeed(sched));
+  auto mm = firstMismatch(run.outputs, referenceOutputs(cfg, S, TP, in));
+  INFO((mm ? "all-reduce: " + describe(*mm) : std::string("all-reduce: no mismatch")));
+  CHECK_FALSE(mm.has_value());
+  monogen::runtime::TensorMap want;
+  for (const auto& [name, t] : moeReferenceOutputs(cfg, S, TP, in, run.outputs, experts))
+    for (const char* c : kCheckedMoe)
+      if (name.rfind(std::string(c) + ".r", 0) == 0) want[name] = t;
+  REQUIRE(want.size() == std::size(kCheckedMoe) * static_cast<size_t>(TP));  // every output of every rank
+  mm = firstMismatch(run.outputs, want);
+  INFO((mm ? "moe: " + describe(*mm) : std::string("moe: no mismatch")));
+  CHECK_FALSE(mm.has_value());
+  CHECK(run.stats.waitTimeouts == 0);
+  for (int r = 0; r < TP; ++r) CHECK(run.outputs.at(fmt::format("err.r{}", r)).as<int32_t>()[0] == 0);
+  return run.outputs;
 }

@@ -99,7 +99,9 @@ Layout Layout::make(const ModelConfig& cfg, int rows, int tp) {
   L.down = Placement{"down", T.downTasks, 0};
   L.final = Placement{"final", taskCount, 0};
   L.xn = scratch.bytes("XN", int64_t{rows} * cfg.hidden * 2, "bf16 [S][hidden]: the norm's output, the GEMVs' X");
-  L.rstd = scratch.bytes("RSTD", int64_t{rows} * 4, "f32 [S]: the norm's 1 / sqrt(var + eps) a row");
+  L.rstd = scratch.pairs("RSTD", rows, false,
+                         "pairs [S]: row t's rstd = 1 / sqrt(var + eps) (f32 bits), published by the norm before "
+                         "it writes XN (the router normalizes its own columns with it)");
   L.xrdy = scratch.pairs("XRDY", rows, false, "pairs [S]: XN of row t is written (after the norm CTA's stores)");
   L.logit = scratch.pairs("LOGIT", int64_t{rows} * cfg.experts * T.routerParts, false,
                           "pairs [S][E][router parts]: a router part's f32 logit partial");

@@ -366,7 +366,12 @@ void SimSession::readMoe(int r, int32_t tag, TensorMap& o) {
     return t;
   };
   o[rankName("xn", r)] = copy(b.scratch + L.xn.offset, DType::BF16, {S, H});
-  o[rankName("rstd", r)] = copy(b.scratch + L.rstd.offset, DType::F32, {S});
+  {
+    HostTensor rstd = HostTensor::zeros(DType::F32, {S});  // RSTD's pairs: (f32 bits, tag)
+    const uint8_t* p = mem.host(b.scratch + L.rstd.offset, L.rstd.bytes);
+    for (int t = 0; t < S; ++t) std::memcpy(rstd.data.data() + 4 * t, p + kPairBytes * t, 4);
+    o[rankName("rstd", r)] = std::move(rstd);
+  }
   o[rankName("out", r)] = copy(b.moe.at(arg::kOut), DType::BF16, {S, H});
   const int32_t* route = reinterpret_cast<const int32_t*>(mem.host(b.scratch + L.routeA.offset, L.routeA.bytes));
   HostTensor picks = HostTensor::zeros(DType::I32, {S, K}), weights = HostTensor::zeros(DType::F32, {S, K});

@@ -162,10 +162,11 @@ ir::Plan buildPlan(const ModelConfig& cfg, const ir::Key& keyIn) {
     plan.stages.push_back(s);
     return plan.stages.size() - 1;
   };
-  stage(L.norm, {{L.ssq.name, ssqPairs}}, {{L.xrdy.name, S}},
-        "Gemma RMSNorm: SSQ parts block-summed -> rstd; bf16((x rstd)(1 + w)) -> XN; XRDY");
-  stage(L.router, {{L.xrdy.name, S * L.router.tasks}}, {{L.logit.name, L.logit.pairs}},
-        "FP32 router weight x f32(XN) on v_mfma_f32_16x16x4_f32, 16 experts x a K part a task -> LOGIT");
+  stage(L.norm, {{L.ssq.name, ssqPairs}}, {{L.rstd.name, S}, {L.xrdy.name, S}},
+        "Gemma RMSNorm: SSQ parts block-summed -> RSTD (published first); bf16((x rstd)(1 + w)) -> XN; XRDY");
+  stage(L.router, {{L.rstd.name, S * L.router.tasks}}, {{L.logit.name, L.logit.pairs}},
+        "FP32 router weight x f32(XN) on v_mfma_f32_16x16x4_f32, 16 experts x a K part a task -> LOGIT; its "
+        "columns of XN from SRES and the published RSTD (it never waits for XN)");
   stage(L.route, {{L.logit.name, L.logit.pairs}}, {{L.routeA.name, L.routeA.pairs}},
         "the parts summed in quarters, sigmoid, + bias for selection, top-k, renormalized x routed scale");
   {

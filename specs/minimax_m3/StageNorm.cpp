@@ -12,8 +12,8 @@ using ir::Val;
 // Row t = task (the seeds' stage_norm, Gemma RMSNorm). Thread tid < T (the reduce tasks) waits
 // for SSQ[t][tid] (acquire, agent scope; site norm) and the CTA sums the T parts with the seeds'
 // block_sum (each wave's butterfly 32 .. 1, then 0 + wave_0 + ... in order): var = sum /
-// f32(hidden), rstd = 1 / sqrt(var + f32(eps)) (IEEE sqrt and division). Thread 0 stores rstd to
-// RSTD[t]. Then each thread takes bf16 pairs tid, tid + threads, .. of the row: xn = bf16((x *
+// f32(hidden), rstd = 1 / sqrt(var + f32(eps)) (IEEE sqrt and division). Thread 0 publishes rstd
+// to RSTD[t] (release, agent scope; seed 000: the router's scale). Then each thread takes bf16 pairs tid, tid + threads, .. of the row: xn = bf16((x *
 // rstd) * (1 + w)), x the f32 sum in SRES, w the bf16 norm weight, stored to XN. After the CTA's
 // stores drain, thread 0 publishes XRDY[t] (release, agent scope).
 void stageNorm(KernelContext& c, Val t) {
@@ -30,7 +30,10 @@ void stageNorm(KernelContext& c, Val t) {
   Val var = c.blockSum(b.get(part)) / b.f32(static_cast<float>(L.hidden));
   Val rstd = b.named(b.f32(1.0) / b.sqrt(var + b.f32(static_cast<double>(static_cast<float>(c.cfg.rmsEps)))),
                      "rstd");
-  b.if_(c.tid == c.i32(0), [&] { b.store(c.elemAt(c.scratch, L.rstd, t, 4), rstd); });
+  b.if_(c.tid == c.i32(0), [&] {  // seed 000: the router's scale, before XN
+    b.publish(c.pairAt(c.scratch, L.rstd, t), b.bitcast(rstd, Type::i32()), c.tag, MemOrder::Release,
+              MemScope::Agent);
+  });
 
   b.for_(c.tid, c.i32(L.hidden / 2), c.i32(L.threads), [&](Val pair) {
     Val row = t * c.i32(L.hidden / 2) + pair;
