@@ -23,15 +23,22 @@ Val a16w4Step(ir::Builder& b, Val acc, Val w4, Val scaleByte, const Val x[4]) {
   return acc;
 }
 
-// XN to LDS (seed 000, when L.xnInLds: S <= 8): a CTA with up tasks (block < the table's slots x
-// upTiles: its first task) copies XN's S rows to the bstage pool, 16 bytes a thread a pass, after
-// awaitX; then the CTA's barrier. Up reads its B operands there.
+// XN to LDS (seed 000, when L.xnInLds: S <= 8): the CTA ORs the slot masks of its up tasks
+// (block, block + blocks, .. below the table's slots x upTiles), i.e. the rows its units' B
+// columns read, and copies only those rows of XN to the bstage pool, 16 bytes a thread a pass,
+// after awaitX; then the CTA's barrier. Up reads its B operands there. (A slot of no rows, the
+// shared one when every row is padded, reads a row it never stores a result of.)
 void stageXnToLds(KernelContext& c) {
   ir::Builder& b = c.b;
   const Layout& L = c.L;
-  Val tasks = c.tabLd(L.tw.misc, c.i32(0)) * c.i32(L.tiling.upTiles);
-  b.if_(c.block < tasks, [&] {
-    b.for_(c.tid, c.i32(int64_t{L.rows} * L.hidden / 8), c.i32(L.threads), [&](Val i) {
+  const MoeTiling& T = L.tiling;
+  Val tasks = c.tabLd(L.tw.misc, c.i32(0)) * c.i32(T.upTiles);
+  ir::Var need = b.var(c.i32(0), "xn_rows");
+  b.for_(c.block, tasks, c.i32(L.blocks),
+         [&](Val t) { b.set(need, b.get(need) | c.tabLd(L.tw.slotMask, t / c.i32(T.upTiles))); });
+  Val rows = b.get(need);
+  b.for_(c.tid, c.i32(int64_t{L.rows} * L.hidden / 8), c.i32(L.threads), [&](Val i) {
+    b.if_(((rows >> (i / c.i32(L.hidden / 8))) & c.i32(1)) != c.i32(0), [&] {
       Val v = b.load(Type::vec(Type::bf16(), 8), c.elemAt(c.scratch, L.xn, i * c.i32(8), 2));
       b.store(c.elemAt(c.bstage, i * c.i32(8), 2), v);
     });

@@ -20,7 +20,7 @@ void stageRouter(KernelContext& c, ir::Val task);
 void stageRoute(KernelContext& c, ir::Val task);
 /// table (every CTA, once): ROUTE -> the slot table in LDS (CTA 0 also dumps it to TABDUMP).
 void stageTable(KernelContext& c);
-/// up's prologue when L.xnInLds (S <= 8): a CTA with up tasks copies XN to the bstage LDS pool.
+/// up's prologue when L.xnInLds (S <= 8): the CTA copies the XN rows its up tasks read to LDS.
 void stageXnToLds(KernelContext& c);
 /// up: slot task / upTiles, tile pair task % upTiles (a task past the slots does nothing but
 /// the CTA's barriers) -> MID, UPF.
