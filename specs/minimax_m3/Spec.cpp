@@ -225,9 +225,11 @@ ir::Plan buildPlan(const ModelConfig& cfg, const ir::Key& keyIn) {
     stageTable(c);
   });
   c.stage(plan.stageIndex(L.up.name), [&] {
+    UpWeights cur = makeUpWeights(c), next = makeUpWeights(c);
+    loadUpWeights(c, c.block, cur);  // the CTA's first unit (up's base is CTA 0), right after the table
     c.awaitX(kSiteUp);
     if (L.xnInLds) stageXnToLds(c);
-    c.forEachTask(L.up, [&](ir::Val t) { stageUp(c, t); });
+    c.forEachTask(L.up, [&](ir::Val t) { stageUp(c, t, cur, next); });
   });
   c.stage(plan.stageIndex(L.down.name), [&] {
     c.loadPeers();

@@ -46,14 +46,59 @@ void stageXnToLds(KernelContext& c) {
   c.ctaSync(/*drain=*/false);
 }
 
+// The next unit's weights (seed 000): a wave's fp4x2 tile rows (i32x4) and e8m0 scale (i32) of
+// each of its K steps, gate then up (index 2 step + h), held in variables across the unit before.
+UpWeights makeUpWeights(KernelContext& c) {
+  ir::Builder& b = c.b;
+  UpWeights w;
+  for (int i = 0; i < 2 * c.L.tiling.upWaveSteps; ++i) {
+    w.w4.push_back(b.var(b.splat(c.i32(0), 4), "next_w4"));
+    w.scale.push_back(b.var(c.i32(127), "next_scale"));
+  }
+  return w;
+}
+
+// Loads task's weights (nothing for a task past the table's units: it computes nothing).
+void loadUpWeights(KernelContext& c, Val task, UpWeights& w) {
+  ir::Builder& b = c.b;
+  const Layout& L = c.L;
+  const MoeTiling& T = L.tiling;
+  const int H = L.hidden, IP = T.interPerRank;
+  Val valid = task < c.tabLd(L.tw.misc, c.i32(0)) * c.i32(T.upTiles);
+  b.if_(valid, [&] {
+    Val u = task / c.i32(T.upTiles), j = task % c.i32(T.upTiles);
+    Val e = c.tabLd(L.tw.slotE, u);
+    Val g = c.lane / c.i32(16), col = c.lane % c.i32(16);
+    for (int i = 0; i < T.upWaveSteps; ++i) {
+      Val st = c.wave * c.i32(T.upWaveSteps) + c.i32(i);
+      b.if_(st < c.i32(T.upSteps), [&] {
+        Val k0 = st * c.i32(T.kStep) + g * c.i32(32);
+        for (int h = 0; h < 2; ++h) {
+          Val wrow = c.i32(h * IP) + j * c.i32(16) + col;  // gate rows, then up rows
+          // shuffledOffset16x16(wrow, k0 / 2, H / 2): row tile, 32-byte K tile, 16-byte half, row
+          Val kb = k0 / c.i32(2);
+          Val off = (wrow / c.i32(16)) * c.i32(16 * (H / 2)) + (kb / c.i32(32)) * c.i32(512) +
+                    ((kb / c.i32(16)) % c.i32(2)) * c.i32(256) + (wrow % c.i32(16)) * c.i32(16);
+          Val expertBytes = e * c.i32(2 * IP * (H / 2));
+          b.set(w.w4[2 * i + h], b.load(Type::vec(Type::i32(), 4), b.ptrAdd(c.w13, expertBytes + off)));
+          Val sAt = (e * c.i32(2 * IP) + wrow) * c.i32(H / 32) + k0 / c.i32(32);  // scaleIndex
+          b.set(w.scale[2 * i + h], b.zext(b.load(Type::i8(), b.ptrAdd(c.s13, sAt)), Type::i32()));
+        }
+      });
+    }
+  });
+}
+
 // Slot u = task / upTiles, tile pair j = task % upTiles (the seeds' stage_up); a task past the
-// table's slots only keeps the CTA's barriers. The slot's expert e, its cnt columns (rows); lane
+// table's slots only keeps the CTA's barriers. First it issues the loads of the CTA's next unit's
+// weights (task + blocks) into `next`; its own came in `cur` (loaded during the unit before, the
+// first unit's after the table). The slot's expert e, its cnt columns (rows); lane
 // column c = lane % 16 reads row slotRow[u][min(c, cnt - 1)] of XN (in LDS when L.xnInLds). Wave w runs K steps [w
 // upWaveSteps, ..) of the gate rows 16 j .. and the up rows I/TP + 16 j .. of e's w13 from 0
 // (a16w4Step; a16w4Dot's order); the waves' accumulators go to red and thread (r, c) < 256 sums
 // them in order (0 + w_0 + ...), gate and up alike; for c < cnt it stores bf16(SwiGLU-OAI(gate,
 // up)) to MID[u][c][16 j + r]. After the CTA's stores drain, thread 0 publishes UPF[u][j].
-void stageUp(KernelContext& c, Val task) {
+void stageUp(KernelContext& c, Val task, UpWeights& cur, UpWeights& next) {
   ir::Builder& b = c.b;
   const Layout& L = c.L;
   const MoeTiling& T = L.tiling;
@@ -62,10 +107,10 @@ void stageUp(KernelContext& c, Val task) {
   Val nSlots = c.tabLd(W.misc, c.i32(0));
   Val valid = task < nSlots * c.i32(T.upTiles);
   Val u = b.min(task / c.i32(T.upTiles), c.i32(T.maxSlots - 1)), j = task % c.i32(T.upTiles);
-  Val e = c.tabLd(W.slotE, u);
   Val cnt = b.popcount(c.tabLd(W.slotMask, u));
   Val g = c.lane / c.i32(16), col = c.lane % c.i32(16);
 
+  loadUpWeights(c, task + c.i32(L.blocks), next);  // in flight while this unit computes (seed 000)
   b.if_(valid, [&] {
     Val xcol = b.max(b.min(col, cnt - c.i32(1)), c.i32(0));
     Val row = b.max(c.tabLd(W.slotRow, u * c.i32(16) + xcol), c.i32(0));
@@ -82,17 +127,8 @@ void stageUp(KernelContext& c, Val task) {
                         L.xnInLds ? c.elemAt(c.bstage, at, 2) : c.elemAt(c.scratch, L.xn, at, 2));
         }
         for (int h = 0; h < 2; ++h) {
-          Val wrow = c.i32(h * IP) + j * c.i32(16) + col;  // gate rows, then up rows
-          // shuffledOffset16x16(wrow, k0 / 2, H / 2): row tile, 32-byte K tile, 16-byte half, row
-          Val kb = k0 / c.i32(2);
-          Val off = (wrow / c.i32(16)) * c.i32(16 * (H / 2)) + (kb / c.i32(32)) * c.i32(512) +
-                    ((kb / c.i32(16)) % c.i32(2)) * c.i32(256) + (wrow % c.i32(16)) * c.i32(16);
-          Val expertBytes = e * c.i32(2 * IP * (H / 2));
-          Val w4 = b.load(Type::vec(Type::i32(), 4), b.ptrAdd(c.w13, expertBytes + off));
-          Val sAt = (e * c.i32(2 * IP) + wrow) * c.i32(H / 32) + k0 / c.i32(32);  // scaleIndex
-          Val s = b.zext(b.load(Type::i8(), b.ptrAdd(c.s13, sAt)), Type::i32());
           ir::Var acc = h == 0 ? accG : accU;
-          b.set(acc, a16w4Step(b, b.get(acc), w4, s, x));
+          b.set(acc, a16w4Step(b, b.get(acc), b.get(cur.w4[2 * i + h]), b.get(cur.scale[2 * i + h]), x));
         }
       });
     }
@@ -128,6 +164,10 @@ void stageUp(KernelContext& c, Val task) {
   b.if_(valid & (c.tid == c.i32(0)), [&] {
     b.publish(c.pairAt(c.scratch, L.upf, task), c.i32(1), c.tag, MemOrder::Release, MemScope::Agent);
   });
+  for (size_t i = 0; i < cur.w4.size(); ++i) {
+    b.set(cur.w4[i], b.get(next.w4[i]));
+    b.set(cur.scale[i], b.get(next.scale[i]));
+  }
 }
 
 }  // namespace monogen::specs::minimax_m3

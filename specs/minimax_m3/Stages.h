@@ -20,11 +20,19 @@ void stageRouter(KernelContext& c, ir::Val task);
 void stageRoute(KernelContext& c, ir::Val task);
 /// table (every CTA, once): ROUTE -> the slot table in LDS (CTA 0 also dumps it to TABDUMP).
 void stageTable(KernelContext& c);
+/// A wave's w13 / s13 operands of one up unit (StageUp.cpp): made once a stage, loaded a unit
+/// ahead.
+struct UpWeights {
+  std::vector<ir::Var> w4, scale;  // [2 step + h]: i32x4 fp4x2 rows, i32 e8m0 byte
+};
+UpWeights makeUpWeights(KernelContext& c);
+/// Issues task's weight loads into w (nothing for a task past the table's units).
+void loadUpWeights(KernelContext& c, ir::Val task, UpWeights& w);
 /// up's prologue when L.xnInLds (S <= 8): the CTA copies the XN rows its up tasks read to LDS.
 void stageXnToLds(KernelContext& c);
 /// up: slot task / upTiles, tile pair task % upTiles (a task past the slots does nothing but
 /// the CTA's barriers) -> MID, UPF.
-void stageUp(KernelContext& c, ir::Val task);
+void stageUp(KernelContext& c, ir::Val task, UpWeights& cur, UpWeights& next);
 /// down: hidden rows 16 task .. of every slot, the combine -> every rank's FFN.
 void stageDown(KernelContext& c, ir::Val task);
 /// down's wait: UPF of every slot's tile pairs (once a CTA, before its down tasks).
