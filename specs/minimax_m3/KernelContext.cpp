@@ -54,6 +54,12 @@ void KernelContext::bindStage() {
   peerSym.clear();
 }
 
+Val KernelContext::shuffledOffset(Val row, Val byteCol, int64_t kBytes) {
+  // row tile, 32-byte K tile, 16-byte half, row in the tile (a 16-byte chunk each)
+  return (row / i32(16)) * i32(16 * kBytes) + (byteCol / i32(32)) * i32(512) + ((byteCol / i32(16)) % i32(2)) * i32(256) +
+         (row % i32(16)) * i32(16);
+}
+
 void KernelContext::loadPeers() {
   Val peers = argPtr(arg::kPeers);
   peerSym.clear();

@@ -85,6 +85,9 @@ struct KernelContext {
   /// i32 literal.
   ir::Val i32(int64_t v) { return b.i32(v); }
   ir::Val argPtr(const char* name);  // a global-pointer argument of the Plan, by name
+  /// shuffledOffset16x16 (WeightContract.h) in the IR: the byte offset of row-major fp4x2 byte
+  /// (row, byteCol) in an AITER (16,16)-shuffled matrix of kBytes bytes a row.
+  ir::Val shuffledOffset(ir::Val row, ir::Val byteCol, int64_t kBytes);
   /// `base` + `area`.offset + index * 8: pair `index` of a flag array. For a parity-halved
   /// area (area.parity) it is pair `index` of this launch's half (tag & 1).
   ir::Val pairAt(ir::Val base, const Area& area, ir::Val index);

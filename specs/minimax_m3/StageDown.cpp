@@ -75,9 +75,7 @@ void stageDown(KernelContext& c, Val task) {
                              c.elemAt(c.scratch, L.mid, (u * c.i32(16) + xcol) * c.i32(IP) + kc + c.i32(8 * d), 2));
         x[d] = b.select(live, v, b.splat(b.bf16(0.0), 8));
       }
-      Val kb = kc / c.i32(2);
-      Val off = (wrow / c.i32(16)) * c.i32(16 * (IP / 2)) + (kb / c.i32(32)) * c.i32(512) +
-                ((kb / c.i32(16)) % c.i32(2)) * c.i32(256) + (wrow % c.i32(16)) * c.i32(16);
+      Val off = c.shuffledOffset(wrow, kc / c.i32(2), IP / 2);
       Val w4 = b.load(Type::vec(Type::i32(), 4), b.ptrAdd(c.w2, e * c.i32(H * (IP / 2)) + off));
       w4 = b.select(live, w4, b.splat(c.i32(0), 4));  // code 0: +0
       Val sAt = (e * c.i32(H) + wrow) * c.i32(IP / 32) + kc / c.i32(32);

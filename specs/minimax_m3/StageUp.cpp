@@ -75,10 +75,7 @@ void loadUpWeights(KernelContext& c, Val task, UpWeights& w) {
         Val k0 = st * c.i32(T.kStep) + g * c.i32(32);
         for (int h = 0; h < 2; ++h) {
           Val wrow = c.i32(h * IP) + j * c.i32(16) + col;  // gate rows, then up rows
-          // shuffledOffset16x16(wrow, k0 / 2, H / 2): row tile, 32-byte K tile, 16-byte half, row
-          Val kb = k0 / c.i32(2);
-          Val off = (wrow / c.i32(16)) * c.i32(16 * (H / 2)) + (kb / c.i32(32)) * c.i32(512) +
-                    ((kb / c.i32(16)) % c.i32(2)) * c.i32(256) + (wrow % c.i32(16)) * c.i32(16);
+          Val off = c.shuffledOffset(wrow, k0 / c.i32(2), H / 2);
           Val expertBytes = e * c.i32(2 * IP * (H / 2));
           b.set(w.w4[2 * i + h], b.load(Type::vec(Type::i32(), 4), b.ptrAdd(c.w13, expertBytes + off)));
           Val sAt = (e * c.i32(2 * IP) + wrow) * c.i32(H / 32) + k0 / c.i32(32);  // scaleIndex
