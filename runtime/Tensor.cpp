@@ -1,6 +1,23 @@
 #include "runtime/Tensor.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "ir/Error.h"
+
 namespace monogen::runtime {
+
+const HostTensor& requireTensor(const TensorMap& m, const std::string& name, DType d,
+                                const std::vector<int64_t>& shape, const std::string& where) {
+  auto it = m.find(name);
+  if (it == m.end())
+    throw InputError(where, fmt::format("no tensor '{}' (expected {} [{}])", name, dtypeName(d), fmt::join(shape, ", ")));
+  const HostTensor& t = it->second;
+  if (t.dtype != d || (!shape.empty() && t.shape != shape))
+    throw InputError(where, fmt::format("tensor '{}': expected {} [{}], given {} [{}]", name, dtypeName(d),
+                                        fmt::join(shape, ", "), dtypeName(t.dtype), fmt::join(t.shape, ", ")));
+  return t;
+}
 
 const char* dtypeName(DType d) {
   static const char* n[] = {"BF16", "F32", "F64", "I32", "I64", "U8", "U64"};

@@ -28,4 +28,9 @@ struct HostTensor {
 /// Named tensors, ordered by name.
 using TensorMap = std::map<std::string, HostTensor>;
 
+/// m[name], which must be dtype d and, unless `shape` is empty, of that shape. Throws
+/// InputError(where) naming the tensor, what was expected and what was given.
+const HostTensor& requireTensor(const TensorMap& m, const std::string& name, DType d,
+                                const std::vector<int64_t>& shape, const std::string& where);
+
 }  // namespace monogen::runtime

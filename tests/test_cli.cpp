@@ -16,6 +16,7 @@
 #include "specs/minimax_m3/MoeInputs.h"
 #include "specs/minimax_m3/SaveLaunch.h"
 #include "specs/minimax_m3/SimHarness.h"
+#include "test_shell.h"
 
 namespace fs = std::filesystem;
 namespace mm = monogen::specs::minimax_m3;
@@ -29,14 +30,9 @@ struct Result {
 
 // Runs a shell command, returning its exit code and stdout + stderr.
 Result sh(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  REQUIRE(p);
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-  const int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  int code = -1;
+  std::string out = runShell(cmd, code);
+  return {code, std::move(out)};
 }
 
 const std::string kMonogen = std::string(MONOGEN_BINARY_DIR) + "/tools/monogen";

@@ -13,6 +13,7 @@
 
 #include "ir/Error.h"
 #include "runtime/Trace.h"
+#include "test_shell.h"
 
 using namespace monogen;
 using runtime::TraceBuffers;
@@ -36,18 +37,6 @@ TraceBuffers sample() {
     t.ranks.push_back(b);
   }
   return t;
-}
-
-std::string sh(const std::string& cmd, int& code) {
-  std::string out;
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  REQUIRE(p);
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-  const int status = pclose(p);
-  code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
 }
 
 }  // namespace
@@ -120,7 +109,7 @@ TEST_CASE("monogen trace: the traced variant on the Sim device as trace-event JS
   REQUIRE(mkdtemp(dir.data()));
   const std::string out = dir + "/trace.json";
   int code = -1;
-  const std::string text = sh(exe + " trace --rows 2 --tp 2 --config reduced --seed 3 -o " + out, code);
+  const std::string text = runShell(exe + " trace --rows 2 --tp 2 --config reduced --seed 3 -o " + out, code);
   INFO(text);
   REQUIRE(code == 0);
   CHECK(text.find("verdict: bit-exact") != std::string::npos);
@@ -153,7 +142,7 @@ TEST_CASE("monogen trace: the traced variant on the Sim device as trace-event JS
   }
   // a dropped mark: the trace is still written, the verdict refuses the launch
   const std::string bad =
-      sh(exe + " trace --rows 2 --tp 2 --config reduced --drop-mark 1 --wait-ticks 20000 -o " + out, code);
+      runShell(exe + " trace --rows 2 --tp 2 --config reduced --drop-mark 1 --wait-ticks 20000 -o " + out, code);
   INFO(bad);
   CHECK(code == 1);
   CHECK(bad.find("verdict: INVALID") != std::string::npos);

@@ -20,6 +20,7 @@
 #include "specs/minimax_m3/SimHarness.h"
 #include "specs/minimax_m3/Sites.h"
 #include "specs/minimax_m3/Spec.h"
+#include "test_shell.h"
 #include "test_spec_util.h"
 
 using namespace monogen;
@@ -337,20 +338,9 @@ TEST_CASE("robust sim: the trace has every CTA of every rank, stages in order", 
 
 TEST_CASE("monogen sim: a launch with an error word set is never called bit-exact", "[spec][robust][cli]") {
   const std::string exe = std::string(MONOGEN_BINARY_DIR) + "/tools/monogen";
-  auto sh = [](const std::string& cmd, int& code) {
-    std::string out;
-    FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-    REQUIRE(p);
-    std::array<char, 4096> buf{};
-    size_t n;
-    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-    const int status = pclose(p);
-    code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return out;
-  };
   int code = -1;
   // CTA 3 drops its mark: every output bit still matches the reference, but the error word is set
-  const std::string out = sh(exe + " sim --rows 2 --tp 2 --config reduced --drop-mark 3", code);
+  const std::string out = runShell(exe + " sim --rows 2 --tp 2 --config reduced --drop-mark 3", code);
   INFO(out);
   CHECK(code == 1);
   CHECK(out.find("INVALID: rank 0: error word") != std::string::npos);

@@ -199,13 +199,7 @@ void rankWeights(const ModelConfig& cfg, int TP, int rank, uint64_t seed, Tensor
 }
 
 const HostTensor& need(const TensorMap& in, const std::string& name, DType dt, const std::vector<int64_t>& shape) {
-  auto it = in.find(name);
-  if (it == in.end()) throw InputError(kWhere, fmt::format("missing tensor '{}'", name));
-  if (it->second.dtype != dt || (!shape.empty() && it->second.shape != shape))
-    throw InputError(kWhere, fmt::format("tensor '{}': expected {} [{}], given {} [{}]", name,
-                                         runtime::dtypeName(dt), fmt::join(shape, ", "),
-                                         runtime::dtypeName(it->second.dtype), fmt::join(it->second.shape, ", ")));
-  return it->second;
+  return runtime::requireTensor(in, name, dt, shape, kWhere);
 }
 
 }  // namespace
@@ -350,7 +344,7 @@ TensorMap moeRouting(const ModelConfig& cfg, int S, int TP, const TensorMap& in)
   HostTensor logitsT = HostTensor::zeros(DType::F32, {S, E});
   HostTensor picksT = HostTensor::zeros(DType::I32, {S, K});
   HostTensor weightsT = HostTensor::zeros(DType::F32, {S, K});
-  std::vector<float> xn(static_cast<size_t>(H)), parts(static_cast<size_t>(T.routerParts));
+  std::vector<float> xn(static_cast<size_t>(H));
   for (int t = 0; t < S; ++t) {
     const float var = blockSum(ssq.as<float>() + int64_t(t) * nParts, nParts, cfg.threads) / static_cast<float>(H);
     const float rstd = 1.0f / std::sqrt(var + eps);
@@ -363,14 +357,7 @@ TensorMap moeRouting(const ModelConfig& cfg, int S, int TP, const TensorMap& in)
     }
     for (int e = 0; e < E; ++e) {
       const float* wRow = routerW.as<float>() + int64_t(e) * H;
-      for (int q = 0; q < T.routerParts; ++q) parts[q] = routerPart(wRow, xn.data(), T, q);
-      float tot = 0.0f;
-      for (int q = 0; q < T.routeQuarters; ++q) {
-        float part = 0.0f;
-        for (int j = 0; j < T.routePartsPerQuarter; ++j) part = part + parts[q * T.routePartsPerQuarter + j];
-        tot = tot + part;
-      }
-      logitsT.as<float>()[int64_t(t) * E + e] = tot;
+      logitsT.as<float>()[int64_t(t) * E + e] = routerLogit(wRow, xn.data(), T);
     }
     routeToken(logitsT.as<float>() + int64_t(t) * E, bias.as<float>(), E, K, static_cast<float>(cfg.routedScale),
                valid[t], picksT.as<int32_t>() + t * K, weightsT.as<float>() + t * K);

@@ -50,6 +50,16 @@ float a16w4Dot(float acc, const float* wRow, const float* x, int64_t k, int step
   return acc;
 }
 
+float routerLogit(const float* wRow, const float* x, const MoeTiling& t) {
+  float tot = 0.0f;
+  for (int q = 0; q < t.routeQuarters; ++q) {
+    float part = 0.0f;
+    for (int p = 0; p < t.routePartsPerQuarter; ++p) part = part + routerPart(wRow, x, t, q * t.routePartsPerQuarter + p);
+    tot = tot + part;
+  }
+  return tot;
+}
+
 float routerPart(const float* wRow, const float* x, const MoeTiling& t, int part) {
   float tot = 0.0f;
   for (int w = 0; w < t.waves; ++w) {
@@ -122,20 +132,7 @@ std::string rankName(const std::string& base, int rank) { return base + ".r" + s
 namespace {
 
 const HostTensor& need(const TensorMap& in, const std::string& name, DType dt, const std::vector<int64_t>& shape) {
-  auto it = in.find(name);
-  auto text = [](const std::vector<int64_t>& s) {
-    std::string r = "[";
-    for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
-    return r + "]";
-  };
-  if (it == in.end())
-    throw InputError("moeReference: " + name, fmt::format("missing input '{}' (expected {} {})", name,
-                                                          runtime::dtypeName(dt), text(shape)));
-  if (it->second.dtype != dt || (!shape.empty() && it->second.shape != shape))
-    throw InputError("moeReference: " + name,
-                     fmt::format("input '{}': expected {} {}, given {} {}", name, runtime::dtypeName(dt),
-                                 text(shape), runtime::dtypeName(it->second.dtype), text(it->second.shape)));
-  return it->second;
+  return runtime::requireTensor(in, name, dt, shape, "moeReference: " + name);
 }
 
 std::vector<float> bf16Row(const uint16_t* p, int64_t n) {
@@ -242,15 +239,7 @@ TensorMap moeReference(const ModelConfig& cfg, int S, int TP, const TensorMap& i
   for (int t = 0; t < S; ++t)
     for (int e = 0; e < E; ++e) {
       const float* wRow = routerW.as<float>() + int64_t(e) * H;
-      std::vector<float> parts(static_cast<size_t>(T.routerParts));
-      for (int p = 0; p < T.routerParts; ++p) parts[p] = routerPart(wRow, xn[t].data(), T, p);
-      float tot = 0.0f;
-      for (int q = 0; q < T.routeQuarters; ++q) {
-        float part = 0.0f;
-        for (int p = 0; p < T.routePartsPerQuarter; ++p) part = part + parts[q * T.routePartsPerQuarter + p];
-        tot = tot + part;
-      }
-      logitsT.as<float>()[int64_t(t) * E + e] = tot;
+      logitsT.as<float>()[int64_t(t) * E + e] = routerLogit(wRow, xn[t].data(), T);
     }
 
   // ---- route (stage_route): top-k of sigmoid + bias, weights renormalized x routed scale ----

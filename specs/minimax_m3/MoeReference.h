@@ -79,6 +79,10 @@ float a16w4Dot(float acc, const float* wRow, const float* x, int64_t k, int step
 /// 0 + acc_0 + acc_1 + ... + acc_{waves-1} (waves in order).
 float routerPart(const float* wRow, const float* x, const MoeTiling& t, int part);
 
+/// One (token, expert)'s logit as route sums the parts: per quarter q, 0 + part_{q P/4} + ... +
+/// part_{q P/4 + P/4 - 1}; then 0 + q_0 + q_1 + ... in order (P = routerParts).
+float routerLogit(const float* wRow, const float* x, const MoeTiling& t);
+
 /// The seeds' block_sum of one value a thread (vals[tid], tid < n; the other threads 0):
 /// each wave's butterfly over xor offsets 32, 16, 8, 4, 2, 1 (v = v + v[lane ^ off]), then
 /// 0 + wave_0 + ... + wave_{waves-1} (lane 0's sums, waves in order).

@@ -60,13 +60,7 @@ uint16_t anyValue(Rng& g) {
 HostTensor bf16Tensor(int rows, int hidden) { return HostTensor::zeros(DType::BF16, {rows, hidden}); }
 
 const HostTensor& need(const TensorMap& m, const std::string& name, DType d, const std::vector<int64_t>& shape) {
-  auto it = m.find(name);
-  if (it == m.end()) throw InputError("minimax_m3 sim inputs", fmt::format("no tensor '{}'", name));
-  if (it->second.dtype != d || it->second.shape != shape)
-    throw InputError("minimax_m3 sim inputs",
-                     fmt::format("tensor '{}' is {} [{}], expected {} [{}]", name, runtime::dtypeName(it->second.dtype),
-                                 fmt::join(it->second.shape, ", "), runtime::dtypeName(d), fmt::join(shape, ", ")));
-  return it->second;
+  return runtime::requireTensor(m, name, d, shape, "minimax_m3 sim inputs");
 }
 
 std::string rankName(const char* base, int r) { return fmt::format("{}.r{}", base, r); }
