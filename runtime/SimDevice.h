@@ -77,6 +77,9 @@ struct SimOptions {
   int maxQuantum = 32;        // a wave runs 1..maxQuantum ops before the scheduler picks again
   int64_t maxSteps = 4'000'000'000;  // safety net: ops executed across all waves
   int64_t clockStart = 1'000'000;    // the realtime clock's value at launch start
+  /// Every byte of every CTA's LDS at launch start. Hardware's LDS holds the previous kernel's
+  /// data; 0xff makes a read of LDS this launch never wrote a NaN (bf16, f32) or -1.
+  uint8_t ldsFill = 0;
   /// Called every progressEvery ops (and not at all when empty): for a long launch's progress line.
   std::function<void(const SimProgress&)> progress;
   int64_t progressEvery = 20'000'000;

@@ -232,6 +232,7 @@ SimLaunch::SimLaunch(SimMemory& mem, const ir::Plan& plan, const SimProgram& pro
     throw SimError(v, fmt::format("out of host memory for {} wave frames of {} bytes or {} CTAs' LDS", nWave,
                                   prog.frameBytes, nCta));
   }
+  if (opts_.ldsFill != 0) std::memset(ldsAll_, opts_.ldsFill, nCta * lds);
   waves_.resize(nWave);
   ctas_.resize(nCta);
   runnable_.reserve(nWave);

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -307,6 +308,42 @@ TEST_CASE("routing: NaN logits get weight 0 and are not picked", "[moe][route]")
       CHECK(w[3] == 0.0f);
     }
     for (int64_t i = 0; i < int64_t(S) * H; ++i) REQUIRE(std::isfinite(bf(ref.at("out"), i)));
+  }
+}
+
+TEST_CASE("routing: fewer than top-k usable scores still picks top-k distinct experts, the unusable ones weigh 0",
+          "[moe][route]") {
+  const ModelConfig cfg = ModelConfig::reduced();
+  const int E = cfg.experts, K = cfg.topk;
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  std::vector<float> logits(E, 0.5f), bias(E, 0.0f);
+  int32_t picks[8];
+  float weights[8];
+  SECTION("every logit NaN: the lowest experts, every weight 0") {
+    std::fill(logits.begin(), logits.end(), nan);
+    routeToken(logits.data(), bias.data(), E, K, 2.0f, true, picks, weights);
+    for (int k = 0; k < K; ++k) {
+      CHECK(picks[k] == k);
+      CHECK(weights[k] == 0.0f);
+    }
+  }
+  SECTION("every bias -inf: the lowest experts, every weight 0 (the sigmoids are finite)") {
+    std::fill(bias.begin(), bias.end(), -inf);
+    routeToken(logits.data(), bias.data(), E, K, 2.0f, true, picks, weights);
+    for (int k = 0; k < K; ++k) {
+      CHECK(picks[k] == k);
+      CHECK(weights[k] == 0.0f);
+    }
+  }
+  SECTION("one usable expert: it takes the whole routed scale, the rest are distinct and weigh 0") {
+    std::fill(bias.begin(), bias.end(), -inf);
+    bias[5] = 0.0f;
+    routeToken(logits.data(), bias.data(), E, K, 2.0f, true, picks, weights);
+    CHECK(picks[0] == 5);
+    CHECK(weights[0] == 2.0f);
+    std::set<int> seen(picks, picks + K);
+    CHECK(static_cast<int>(seen.size()) == K);
+    for (int k = 1; k < K; ++k) CHECK(weights[k] == 0.0f);
   }
 }
 

@@ -25,18 +25,19 @@ inline monogen::runtime::SimOptions schedSeed(uint64_t s) {
 inline const char* const kCheckedMoe[] = {"rstd", "xn",        "picks", "weights", "slot_expert", "slot_count",
                                           "slot_row", "slot_pick", "mid",  "down",    "out"};
 
-/// Runs (S, TP) on the Sim device under scheduler seed `sched` and checks every output of every
+/// Runs (S, TP) on the Sim device with `opts` and checks every output of every
 /// rank bit for bit: the all-reduce's against referenceOutputs, the MoE's against
 /// moeReferenceOutputs (fed the kernel's SRES and SSQ); no wait times out, every error word 0.
 inline monogen::runtime::TensorMap checkWholeLaunch(const monogen::specs::minimax_m3::ModelConfig& cfg, int S, int TP,
-                                                    const monogen::runtime::TensorMap& in, uint64_t sched,
+                                                    const monogen::runtime::TensorMap& in,
+                                                    const monogen::runtime::SimOptions& opts,
                                                     monogen::ir::Experts experts = monogen::ir::Experts::All) {
   using namespace monogen::specs::minimax_m3;
-  INFO(fmt::format("S={} TP={} scheduler seed {} quantum {} experts {}", S, TP, sched, schedSeed(sched).maxQuantum,
-                   monogen::ir::expertsName(experts)));
+  INFO(fmt::format("S={} TP={} scheduler seed {} quantum {} LDS fill {:#x} experts {}", S, TP, opts.seed,
+                   opts.maxQuantum, opts.ldsFill, monogen::ir::expertsName(experts)));
   monogen::ir::Key key = makeKey(cfg, S, TP);
   key.experts = experts;
-  const SimRun run = runOnSim(cfg, key, in, schedSeed(sched));
+  const SimRun run = runOnSim(cfg, key, in, opts);
   auto mm = firstMismatch(run.outputs, referenceOutputs(cfg, S, TP, in));
   INFO((mm ? "all-reduce: " + describe(*mm) : std::string("all-reduce: no mismatch")));
   CHECK_FALSE(mm.has_value());
@@ -51,4 +52,11 @@ inline monogen::runtime::TensorMap checkWholeLaunch(const monogen::specs::minima
   CHECK(run.stats.waitTimeouts == 0);
   for (int r = 0; r < TP; ++r) CHECK(run.outputs.at(fmt::format("err.r{}", r)).as<int32_t>()[0] == 0);
   return run.outputs;
+}
+
+/// checkWholeLaunch under scheduler seed `sched` (schedSeed).
+inline monogen::runtime::TensorMap checkWholeLaunch(const monogen::specs::minimax_m3::ModelConfig& cfg, int S, int TP,
+                                                    const monogen::runtime::TensorMap& in, uint64_t sched,
+                                                    monogen::ir::Experts experts = monogen::ir::Experts::All) {
+  return checkWholeLaunch(cfg, S, TP, in, schedSeed(sched), experts);
 }

@@ -112,13 +112,14 @@ void routeToken(const float* logits, const float* bias, int E, int K, float rout
   for (int k = 0; k < K; ++k) {
     float best = neg;
     for (int e = 0; e < E; ++e) best = std::fmax(best, taken[e] ? neg : val[e]);
-    int win = 0;
+    int win = -1;  // the lowest untaken expert whose value is best: the k picks are distinct
     for (int e = E - 1; e >= 0; --e)
-      if ((taken[e] ? neg : val[e]) == best) win = e;
+      if (!taken[e] && val[e] == best) win = e;
+    if (win < 0) throw InputError("routeToken", fmt::format("top-k {} of {} experts: expected top-k <= experts", K, E));
     taken[win] = true;
-    total = total + sc[win];
+    w[k] = best > neg ? sc[win] : 0.0f;  // an unusable score (NaN or -inf) weighs 0
+    total = total + w[k];
     id[k] = win;
-    w[k] = sc[win];
   }
   const float scale = routedScale / std::fmax(total, 1e-20f);
   for (int k = 0; k < K; ++k) {
@@ -275,9 +276,7 @@ TensorMap moeReference(const ModelConfig& cfg, int S, int TP, const TensorMap& i
       Slot s{e, {}, {}};
       for (int t = 0; t < S; ++t) {
         int pick = -1;
-        // a repeated pick (the degenerate route above): the reference keeps the last k (the
-        // kernel's stores of the same column race: undefined there); the other k's CONTRIB
-        // row stays 0 here (the kernel's is stale LDS, times its weight 0)
+        // a row's picks are distinct (routeToken), so at most one k names e
         for (int k = 0; k < K; ++k)
           if (picksT.as<int32_t>()[t * K + k] == e) pick = t * K + k;
         if (pick >= 0) {

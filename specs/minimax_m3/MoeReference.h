@@ -90,8 +90,9 @@ float blockSum(const float* vals, int n, int threads);
 
 // ---------------------------------------------------------------- the whole launch
 /// The route stage for one token (the seeds' stage_route): sc = sigmoid(logit); selection on
-/// sc + bias with a NaN -> -inf and its weight 0; top-K rounds, each taking the lowest expert
-/// with the best value (ties to the lower expert); total = 0 + w_0 + w_1 + ... (pick order);
+/// sc + bias with a NaN -> -inf and its weight 0; top-K rounds, each taking the lowest untaken
+/// expert with the best value (ties to the lower expert), so the K picks are distinct whatever
+/// the scores; a pick whose best value is -inf (unusable) weighs 0; total = 0 + w_0 + w_1 + ...;
 /// weight_k = w_k * (routedScale / max(total, 1e-20f)). A padded row's picks are -1.
 void routeToken(const float* logits, const float* bias, int E, int K, float routedScale, bool valid,
                 int32_t* picks, float* weights);

@@ -16,10 +16,14 @@ using ir::Val;
 // .. + q_3, q = 0 + p_{q P/4} + ... Then sc = sigmoid(logit) = 1 / (1 + exp2((-logit) *
 // f32(log2 e))) (IR Exp2 and Div), val = sc + bias[e] (selection only); a NaN val is -inf (never
 // preferred), a NaN sc is 0 (weight 0). val and sc go to red. Wave 0 (two experts a lane, as the
-// seeds) then takes the top-k in k rounds: best = max over the untaken experts' val (a butterfly;
-// taken ones count as -inf, so when every val is -inf the lowest expert is taken again, as the
-// seeds do), the winner the lowest expert whose val == best; w_k = sc[winner], total = 0 + w_0 +
-// w_1 + ... (pick order). scale = f32(routed scale) / max(total, 1e-20), weight_k = w_k * scale.
+// seeds) then takes the top-k in k rounds: best = max over the untaken experts' val (a butterfly),
+// the winner the lowest untaken expert whose val == best. A taken expert is never a candidate
+// again, so the k picks are distinct whatever the scores: when fewer than k vals are usable (a
+// row's logits NaN, every bias -inf), the rest go to the lowest untaken experts. w_k = sc[winner],
+// or 0 when best is -inf (an unusable score weighs nothing); total = 0 + w_0 + w_1 + ... (pick
+// order). scale = f32(routed scale) / max(total, 1e-20), weight_k = w_k * scale. (The seeds let
+// a taken expert win again when every untaken val is -inf: a repeated pick, whose second slot
+// column the table drops and whose CONTRIB row the combine then reads unwritten.)
 // Lane k publishes ROUTE[t][k] = the pick (-1 when row t is padded: slots[t] < 0) and
 // ROUTE[t][topk + k] = the weight's bits (release, agent scope).
 void stageRoute(KernelContext& c, Val t) {
@@ -62,30 +66,31 @@ void stageRoute(KernelContext& c, Val t) {
   // loses every tie: its index is above every present one)
   b.if_(c.wave == c.i32(0), [&] {
     const double negInf = -static_cast<double>(kInf);
-    Val val[2], sc[2], idx[2];
+    Val val[2], sc[2], idx[2], present[2];
     ir::Var taken[2];
     for (int i = 0; i < 2; ++i) {
       idx[i] = c.lane + c.i32(64 * i);
-      Val present = idx[i] < c.i32(E);
-      Val at = b.select(present, idx[i], c.i32(0));
-      val[i] = b.select(present, b.load(Type::f32(), redAt(at)), b.f32(negInf));
-      sc[i] = b.select(present, b.load(Type::f32(), redAt(c.i32(E) + at)), b.f32(0.0));
+      present[i] = idx[i] < c.i32(E);
+      Val at = b.select(present[i], idx[i], c.i32(0));
+      val[i] = b.select(present[i], b.load(Type::f32(), redAt(at)), b.f32(negInf));
+      sc[i] = b.select(present[i], b.load(Type::f32(), redAt(c.i32(E) + at)), b.f32(0.0));
       taken[i] = b.var(b.i1(false), "taken");
     }
     ir::Var total = b.var(b.f32(0.0), "total");
     ir::Var myId = b.var(c.i32(0), "my_id");
     ir::Var myW = b.var(b.f32(0.0), "my_w");
-    for (int k = 0; k < K; ++k) {  // pick k: the best untaken, the lowest expert on a tie
+    for (int k = 0; k < K; ++k) {  // pick k: the best untaken, the lowest untaken expert on a tie
       Val v0 = b.select(b.get(taken[0]), b.f32(negInf), val[0]);
       Val v1 = b.select(b.get(taken[1]), b.f32(negInf), val[1]);
-      Val pick1 = v1 > v0;
-      Val v = b.select(pick1, v1, v0);
-      Val idx01 = b.select(pick1, idx[1], idx[0]);
-      Val best = b.butterfly(v, {32, 16, 8, 4, 2, 1}, ir::OpCode::Max);
-      Val win = b.butterfly(b.select(v == best, idx01, c.i32(1 << 20)), {32, 16, 8, 4, 2, 1}, ir::OpCode::Min);
+      Val best = b.butterfly(b.select(v1 > v0, v1, v0), {32, 16, 8, 4, 2, 1}, ir::OpCode::Max);
+      auto candidate = [&](int i, Val v) { return present[i] & !b.get(taken[i]) & (v == best); };
+      Val none = c.i32(1 << 20);
+      Val cand = b.min(b.select(candidate(0, v0), idx[0], none), b.select(candidate(1, v1), idx[1], none));
+      Val win = b.butterfly(cand, {32, 16, 8, 4, 2, 1}, ir::OpCode::Min);
       Val mine0 = win == idx[0], mine1 = win == idx[1];
       Val w = b.butterfly(b.select(mine0, sc[0], b.select(mine1, sc[1], b.f32(0.0))), {32, 16, 8, 4, 2, 1},
                           ir::OpCode::Max);
+      w = b.select(best > b.f32(negInf), w, b.f32(0.0));  // an unusable score weighs 0
       b.set(taken[0], b.get(taken[0]) | mine0);
       b.set(taken[1], b.get(taken[1]) | mine1);
       b.set(total, b.get(total) + w);

@@ -1,0 +1,119 @@
+// Row independence: one row's bad activation never changes another row's output.
+//
+// For a launch of S rows, a NaN or Inf put into row t's inputs (its o_proj partial on some rank,
+// or its residual) makes row t's logits NaN (or its selection values -inf), and route then has
+// fewer than top-k usable scores for that row. Every other row's `out` and `res_out`, on every
+// rank, must stay bit-identical to the clean launch's, and the corrupted launch must still equal
+// the reference bit for bit (route picks top-k distinct experts whatever the scores, an unusable
+// score weighs 0).
+//
+// Which rows are corrupted together: for each bit b of the row index, one launch corrupts the
+// rows with bit b set and checks the others, and one the rows with it clear. Any two rows t != u
+// differ in some bit, so some launch corrupts t and checks u: 2 ceil(log2 S) launches cover every
+// (t, u) pair instead of S launches, one a row. The value and its place rotate over the kinds
+// (NaN / +Inf / -Inf partial on a rank, NaN / Inf residual) and over the row's columns. LDS
+// starts dirty (0xff bytes), as on hardware, where it holds the previous kernel's data.
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <cstring>
+#include <limits>
+
+#include "specs/minimax_m3/MoeReference.h"
+#include "specs/minimax_m3/SimHarness.h"
+#include "test_spec_util.h"
+
+using namespace monogen;
+using namespace monogen::specs::minimax_m3;
+using runtime::HostTensor;
+using runtime::TensorMap;
+
+namespace {
+
+constexpr uint16_t kBf16Nan = 0x7fc0, kBf16Inf = 0x7f80, kBf16NegInf = 0xff80;
+
+/// Row t's corruption in launch `run`: kind (t + run) % 5 at column (7919 (t + 1) (run + 1)) % H.
+void corruptRow(const ModelConfig& cfg, int TP, TensorMap& in, int t, int run) {
+  const int64_t H = cfg.hidden;
+  const int64_t col = (int64_t{7919} * (t + 1) * (run + 1)) % H;
+  const int kind = (t + run) % 5;
+  const int rank = (t + 3 * run) % TP;
+  auto put = [&](const std::string& name, uint16_t bits) { in.at(name).as<uint16_t>()[t * H + col] = bits; };
+  switch (kind) {
+    case 0: put(rankName("part", rank), kBf16Nan); break;
+    case 1: put(rankName("part", rank), kBf16Inf); break;
+    case 2: put(rankName("part", rank), kBf16NegInf); break;
+    case 3: put("res_in", kBf16Nan); break;
+    default: put("res_in", kBf16Inf); break;
+  }
+}
+
+/// The first row of `rows` whose out / res_out bits differ between a and b, on any rank.
+std::optional<std::string> rowsDiffer(const ModelConfig& cfg, int TP, const TensorMap& a, const TensorMap& b,
+                                      const std::vector<int>& rows) {
+  const int64_t rowBytes = int64_t{cfg.hidden} * 2;
+  for (int r = 0; r < TP; ++r)
+    for (const char* n : {"out", "res_out"}) {
+      const std::string name = rankName(n, r);
+      const HostTensor &x = a.at(name), &y = b.at(name);
+      for (int u : rows)
+        if (std::memcmp(x.data.data() + u * rowBytes, y.data.data() + u * rowBytes, rowBytes) != 0)
+          return fmt::format("{} row {}", name, u);
+    }
+  return std::nullopt;
+}
+
+/// Scheduler seed `sched`, with every CTA's LDS starting as 0xff bytes (NaN as bf16 and f32), as
+/// a previous kernel's data would be on hardware: a read of LDS no op of the launch wrote shows.
+runtime::SimOptions dirtyLds(uint64_t sched) {
+  runtime::SimOptions o = schedSeed(sched);
+  o.ldsFill = 0xff;
+  return o;
+}
+
+/// The bit-partition launches for (S, TP) on inputs `clean` (one clean launch, then two a bit).
+void checkRowIndependence(const ModelConfig& cfg, int S, int TP, const TensorMap& clean, uint64_t sched) {
+  const TensorMap base = checkWholeLaunch(cfg, S, TP, clean, dirtyLds(sched));
+  int run = 0;
+  for (int bit = 0; bit == 0 || (1 << bit) < S; ++bit)
+    for (int side = 0; side < 2; ++side, ++run) {
+      std::vector<int> bad, good;
+      for (int t = 0; t < S; ++t) (((t >> bit) & 1) == side ? bad : good).push_back(t);
+      if (bad.empty()) continue;
+      TensorMap in = clean;
+      for (int t : bad) corruptRow(cfg, TP, in, t, run);
+      INFO(fmt::format("S={} TP={}: rows with bit {} = {} corrupted (launch {})", S, TP, bit, side, run));
+      const TensorMap got = checkWholeLaunch(cfg, S, TP, in, dirtyLds(sched + run));
+      const auto diff = rowsDiffer(cfg, TP, base, got, good);
+      INFO("a clean row changed: " << diff.value_or("none"));
+      CHECK_FALSE(diff.has_value());
+    }
+}
+
+void rowIndependenceMatrix(int TP, bool negInfBias) {
+  const ModelConfig cfg = ModelConfig::reduced();
+  for (int S : {1, 8, 9, 16}) {
+    TensorMap in = makeMoeInputs(cfg, S, TP, 700 + 17 * S + TP);
+    if (negInfBias)  // every selection value -inf: no row has a usable score
+      for (int64_t e = 0; e < cfg.experts; ++e) in.at("bias").as<float>()[e] = -std::numeric_limits<float>::infinity();
+    checkRowIndependence(cfg, S, TP, in, 1 + (S + TP) % 8);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("rows: a NaN or Inf in one row's inputs leaves every other row bit-identical, TP 1", "[spec][rows]") {
+  rowIndependenceMatrix(1, false);
+  rowIndependenceMatrix(1, true);
+}
+
+TEST_CASE("rows: a NaN or Inf in one row's inputs leaves every other row bit-identical, TP 4", "[spec][rows]") {
+  rowIndependenceMatrix(4, false);
+  rowIndependenceMatrix(4, true);
+}
+
+TEST_CASE("rows: a NaN or Inf in one row's inputs leaves every other row bit-identical, TP 8", "[spec][rows]") {
+  rowIndependenceMatrix(8, false);
+}
+
+TEST_CASE("rows: every selection value -inf, TP 8", "[spec][rows]") { rowIndependenceMatrix(8, true); }
