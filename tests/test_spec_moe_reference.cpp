@@ -347,6 +347,19 @@ TEST_CASE("routing: fewer than top-k usable scores still picks top-k distinct ex
   }
 }
 
+TEST_CASE("the reference's sum mode is its argument: an extra `experts` tensor in the inputs is ignored",
+          "[moe][knob]") {
+  const ModelConfig cfg = ModelConfig::reduced();
+  const int S = 2, TP = 2;
+  TensorMap in = makeInputs(cfg, S, TP, reducedLogical(), 52);
+  const TensorMap all = moeReference(cfg, S, TP, in, MoeExperts::All);
+  HostTensor knob = HostTensor::zeros(DType::I32, {1});
+  knob.as<int32_t>()[0] = 1;  // "shared" in the old override
+  in["experts"] = knob;
+  CHECK(sameBytes(all.at("out"), moeReference(cfg, S, TP, in, MoeExperts::All).at("out")));
+  CHECK(moeFloat64(cfg, S, TP, in).out == moeFloat64(cfg, S, TP, in, MoeExperts::All).out);
+}
+
 TEST_CASE("routing: every token on the same experts", "[moe][route][table]") {
   const ModelConfig cfg = ModelConfig::reduced();
   const int S = 8, TP = 2, E = cfg.experts;

@@ -35,8 +35,6 @@ const HostTensor& get(const TensorMap& in, const std::string& name) {
 
 MoeFloat64Result moeFloat64(const ModelConfig& cfg, int S, int TP, const TensorMap& in, MoeExperts experts) {
   const MoeTiling T = MoeTiling::derive(cfg, TP, "moeFloat64");
-  if (auto it = in.find("experts"); it != in.end() && it->second.dtype == DType::I32 && it->second.numel() == 1)
-    experts = static_cast<MoeExperts>(it->second.as<int32_t>()[0]);
   const int H = cfg.hidden, E = cfg.experts, K = cfg.topk, IP = T.interPerRank;
   const HostTensor& sres = get(in, "sres");
   const HostTensor& normW = get(in, "norm_w");

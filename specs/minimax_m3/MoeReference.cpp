@@ -177,12 +177,6 @@ TensorMap moeReference(const ModelConfig& cfg, int S, int TP, const TensorMap& i
   const MoeTiling T = MoeTiling::derive(cfg, TP, "moeReference");
   if (S < 1 || S > cfg.maxRows || S > 16)
     throw InputError("moeReference", fmt::format("S = {}: expected 1..{}", S, std::min(cfg.maxRows, 16)));
-  if (auto it = in.find("experts"); it != in.end()) {
-    if (it->second.dtype != DType::I32 || it->second.numel() != 1 || it->second.as<int32_t>()[0] < 0 ||
-        it->second.as<int32_t>()[0] > 2)
-      throw InputError("moeReference: experts", "expected I32 [1] holding 0 (all), 1 (shared) or 2 (routed)");
-    experts = static_cast<MoeExperts>(it->second.as<int32_t>()[0]);
-  }
   const int H = cfg.hidden, E = cfg.experts, K = cfg.topk, IP = T.interPerRank;
   const HostTensor& sres = need(acts ? *acts : in, "sres", DType::F32, {S, H});
   const HostTensor& ssq = need(acts ? *acts : in, "ssq", DType::F32, {});
