@@ -8,6 +8,7 @@
 #include <set>
 
 #include "ir/Error.h"
+#include "ir/OffsetRanges.h"
 
 namespace monogen::ir {
 namespace {
@@ -409,6 +410,7 @@ std::vector<std::string> verifyAll(const Plan& plan) {
     out.list.push_back(e.what());
   }
   KernelChecker(plan, out).run();
+  for (std::string& m : offsetRangeProblems(plan)) out.list.push_back(std::move(m));
   return out.list;
 }
 

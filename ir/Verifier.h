@@ -14,7 +14,9 @@ namespace monogen::ir {
 ///    a wait on a later stage's flag can deadlock);
 ///  - pools fit in LDS and only declared aliases overlap; regions fit their buffers and do not
 ///    overlap; every stage's tasks are placed on the grid and its body is in the kernel once.
-/// And the kernel IR: operand types and dominance, and barriers only in CTA-uniform control flow.
+/// And the kernel IR: operand types and dominance, barriers only in CTA-uniform control flow,
+/// and no byte offset into a tensor of 2 GiB or more computed in arithmetic that can wrap
+/// (ir/OffsetRanges.h).
 /// Throws IrError naming the variant and the stage/flag/pool/op at the first problem.
 void verify(const Plan& plan);
 

@@ -218,3 +218,64 @@ TEST_CASE("verifier: operands must be defined where used", "[ir]") {
   }
   CHECK(anyContains(verifyAll(p), "is used where it is not defined"));
 }
+
+namespace {
+// twoStagePlan plus a 3 GiB weight argument "w" (3 x 2^30 bytes, 3 experts of 1 GiB) and a body
+// `body(b, w, e)` in stage "a", where e is an expert index loaded from the scratch buffer.
+template <class F>
+Plan bigTensorPlan(F body) {
+  Plan p = twoStagePlan();
+  p.args.push_back({"w", true, Scalar::I8, {int64_t{3} << 30}, ArgRole::Weight, 16, "3 GiB of weights"});
+  Builder b(p.kernel);
+  Val scratch = b.arg(0, Type::ptr(AddrSpace::Global), "scratch");
+  Val w = b.arg(3, Type::ptr(AddrSpace::Global), "w");
+  Val e = b.load(Type::i32(), b.ptrAdd(scratch, int64_t{1024}));
+  body(b, w, e);
+  return p;
+}
+}  // namespace
+
+TEST_CASE("verifier: an offset into a tensor of 2 GiB or more must not wrap", "[ir]") {
+  SECTION("an expert index scaled in i32 is refused, naming the ptr_add and the mul") {
+    Plan p = bigTensorPlan([](Builder& b, Val w, Val e) {
+      b.store(b.ptrAdd(w, e * b.i32(1 << 30) + b.tid() * 16), b.i32(0));
+    });
+    const auto problems = verifyAll(p);
+    REQUIRE(problems.size() == 1);
+    CHECK(anyContains(problems, "ptr_add: its byte offset into 'w' (3221225472 bytes, 2 GiB or more) can wrap"));
+    CHECK(anyContains(problems, "mul gives [-2305843009213693952, 2305843008139952128], beyond i32"));
+    CHECK(anyContains(problems, "op #"));
+  }
+  SECTION("the wrap is followed through variables, loops and later ptr_adds") {
+    Plan p = bigTensorPlan([](Builder& b, Val w, Val e) {
+      Var off = b.var(b.i32(0), "off");
+      b.for_(b.i32(0), b.i32(4), b.i32(1), [&](Val i) { b.set(off, b.get(off) + i * b.i32(1 << 29)); });
+      b.store(b.ptrAdd(b.ptrAdd(w, b.i64(64)), b.get(off)), e);
+    });
+    CHECK(anyContains(verifyAll(p), "can wrap"));
+  }
+  SECTION("the same index sign-extended to i64 first is accepted") {
+    Plan p = bigTensorPlan([](Builder& b, Val w, Val e) {
+      Val expert = b.ptrAdd(w, b.sext(e, Type::i64()) * b.i64(1 << 30));
+      b.store(b.ptrAdd(expert, b.tid() * 16 + b.lane() * 4), b.i32(0));
+    });
+    CHECK(verifyAll(p).empty());
+  }
+  SECTION("bounded i32 arithmetic is accepted: thread ids, loop bounds, remainders, shifts") {
+    Plan p = bigTensorPlan([](Builder& b, Val w, Val e) {
+      b.for_(b.wave(), b.i32(1 << 20), b.i32(8), [&](Val i) {
+        Val off = (i * b.i32(1024) + (e % b.i32(64)) * 16 + (b.tid() >> b.i32(2))) / b.i32(2);
+        b.store(b.ptrAdd(w, off), b.i32(0));
+      });
+    });
+    CHECK(verifyAll(p).empty());
+  }
+  SECTION("into a tensor under 2 GiB a wrapping i32 offset is left to the bounds checks") {
+    Plan p = twoStagePlan();
+    Builder b(p.kernel);
+    Val scratch = b.arg(0, Type::ptr(AddrSpace::Global), "scratch");
+    Val e = b.load(Type::i32(), b.ptrAdd(scratch, int64_t{1024}));
+    b.store(b.ptrAdd(scratch, e * b.i32(1 << 30)), b.i32(0));
+    CHECK(verifyAll(p).empty());
+  }
+}
