@@ -135,6 +135,20 @@ void compileVariant(const ModelConfig& cfg, int S, int TP) {
 }
 }  // namespace
 
+TEST_CASE("ffn plan: every S x TP variant at the model's dims verifies, no offset into a 2 GiB tensor can wrap",
+          "[spec][ffn]") {
+  const ModelConfig cfg = ModelConfig::flash();
+  for (int S = 1; S <= cfg.maxRows; ++S)
+    for (int TP : {1, 2, 4, 8}) {
+      INFO(fmt::format("S={} TP={}", S, TP));
+      const ir::Plan plan = buildPlan(cfg, makeKey(cfg, S, TP));
+      const auto problems = ir::verifyAll(plan);
+      CHECK(problems.empty());
+      if (!problems.empty()) WARN(problems.front());
+      if (TP == 1) CHECK(plan.arg("w13").bytes() > (int64_t{1} << 31));  // the case the rule is for
+    }
+}
+
 TEST_CASE("ffn codegen: a few variants compile with no scratch, within the limits", "[spec][ffn][codegen]") {
   const ModelConfig cfg = ModelConfig::flash();
   for (auto [S, TP] : {std::pair{1, 1}, std::pair{8, 4}, std::pair{16, 8}}) compileVariant(cfg, S, TP);

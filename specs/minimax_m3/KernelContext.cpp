@@ -1,5 +1,7 @@
 #include "specs/minimax_m3/KernelContext.h"
 
+#include <limits>
+
 #include "ir/Error.h"
 
 #include "specs/minimax_m3/Sites.h"
@@ -122,6 +124,12 @@ Val KernelContext::elemAt(Val base, const Area& area, Val index, int elemBytes) 
 }
 
 Val KernelContext::elemAt(Val base, Val index, int elemBytes) { return b.ptrAdd(base, index * i32(elemBytes)); }
+
+Val KernelContext::expertByte(Val weights, Val e, int64_t bytesPerExpert, Val offset) {
+  if (bytesPerExpert * cfg.expertsWithShared() > std::numeric_limits<int32_t>::max())
+    return b.ptrAdd(weights, b.sext(e, Type::i64()) * b.i64(bytesPerExpert) + b.sext(offset, Type::i64()));
+  return b.ptrAdd(weights, e * i32(bytesPerExpert) + offset);
+}
 
 void KernelContext::ctaSync(bool drain) {
   if (drain) b.fence(ir::MemOrder::Release, ir::MemScope::Agent);

@@ -105,6 +105,12 @@ struct KernelContext {
   ir::Val elemAt(ir::Val base, const Area& area, ir::Val index, int elemBytes);
   /// Element `index` of a kernel tensor argument of elemBytes-sized elements.
   ir::Val elemAt(ir::Val base, ir::Val index, int elemBytes);
+  /// Byte `offset` of expert e in an expert-major weight tensor (w13, s13, w2, s2) of
+  /// bytesPerExpert bytes an expert (every expert, the shared one included): weights + e *
+  /// bytesPerExpert + offset. When the tensor is 2 GiB or more (a rank's w13 at TP 1 is 129 x
+  /// 6144 x 3072 bytes) the sum is 64-bit, sext(e) * bytesPerExpert + sext(offset); below that an
+  /// i32 sum cannot leave the tensor's range, and it costs no 64-bit registers.
+  ir::Val expertByte(ir::Val weights, ir::Val e, int64_t bytesPerExpert, ir::Val offset);
 
   /// The CTA's barrier. drain: every thread's earlier stores are released at agent scope first
   /// (the seeds' cta_sync(drain=True)), so a flag published after it covers the whole CTA's stores.

@@ -76,10 +76,10 @@ void stageDown(KernelContext& c, Val task) {
         x[d] = b.select(live, v, b.splat(b.bf16(0.0), 8));
       }
       Val off = c.shuffledOffset(wrow, kc / c.i32(2), IP / 2);
-      Val w4 = b.load(Type::vec(Type::i32(), 4), b.ptrAdd(c.w2, e * c.i32(H * (IP / 2)) + off));
+      Val w4 = b.load(Type::vec(Type::i32(), 4), c.expertByte(c.w2, e, int64_t{H} * (IP / 2), off));
       w4 = b.select(live, w4, b.splat(c.i32(0), 4));  // code 0: +0
-      Val sAt = (e * c.i32(H) + wrow) * c.i32(IP / 32) + kc / c.i32(32);
-      Val s = b.select(live, b.zext(b.load(Type::i8(), b.ptrAdd(c.s2, sAt)), Type::i32()), c.i32(127));
+      Val sAt = c.expertByte(c.s2, e, int64_t{H} * (IP / 32), wrow * c.i32(IP / 32) + kc / c.i32(32));
+      Val s = b.select(live, b.zext(b.load(Type::i8(), sAt), Type::i32()), c.i32(127));
       b.set(accV, a16w4Step(b, b.get(accV), w4, s, x));
     });
     Val acc = b.get(accV);

@@ -76,10 +76,10 @@ void loadUpWeights(KernelContext& c, Val task, UpWeights& w) {
         for (int h = 0; h < 2; ++h) {
           Val wrow = c.i32(h * IP) + j * c.i32(16) + col;  // gate rows, then up rows
           Val off = c.shuffledOffset(wrow, k0 / c.i32(2), H / 2);
-          Val expertBytes = e * c.i32(2 * IP * (H / 2));
-          b.set(w.w4[2 * i + h], b.load(Type::vec(Type::i32(), 4), b.ptrAdd(c.w13, expertBytes + off)));
-          Val sAt = (e * c.i32(2 * IP) + wrow) * c.i32(H / 32) + k0 / c.i32(32);  // scaleIndex
-          b.set(w.scale[2 * i + h], b.zext(b.load(Type::i8(), b.ptrAdd(c.s13, sAt)), Type::i32()));
+          Val w4At = c.expertByte(c.w13, e, int64_t{2} * IP * (H / 2), off);
+          b.set(w.w4[2 * i + h], b.load(Type::vec(Type::i32(), 4), w4At));
+          Val sAt = c.expertByte(c.s13, e, int64_t{2} * IP * (H / 32), wrow * c.i32(H / 32) + k0 / c.i32(32));
+          b.set(w.scale[2 * i + h], b.zext(b.load(Type::i8(), sAt), Type::i32()));  // scaleIndex
         }
       });
     }
