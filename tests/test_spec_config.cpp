@@ -147,6 +147,7 @@ TEST_CASE("config: the model's HF config.json, the full and the reduced config l
   CHECK(f.canonical() == ModelConfig::flash().canonical());
   CHECK(f.layers == 60);
   CHECK(f.firstSparseLayer == 3);
+  CHECK(f.sparseLayers == 57);
   // a multimodal wrapper: the text model's config under text_config
   CHECK(ModelConfig::fromHfJson(writeJson(json{{"text_config", flashJson()}, {"vision_config", json::object()}}))
             .canonical() == ModelConfig::flash().canonical());
@@ -158,6 +159,7 @@ TEST_CASE("config: the model's HF config.json, the full and the reduced config l
                      {"moe_intermediate_size", 3072}};
   const ModelConfig m = ModelConfig::fromHfJson(writeJson(minimal));
   CHECK(m.canonical() == ModelConfig::flash().canonical());
+  CHECK(m.sparseLayers == 57);
   // the aliases: n_routed_experts; intermediate_size alone is the experts'; integral numbers
   // for the float fields; both expert names when they agree
   json alias = without(without(flashJson(), "num_local_experts"), "moe_intermediate_size");
@@ -294,8 +296,19 @@ TEST_CASE("config: the expert intermediate out of range, not a multiple of 256 o
 
 // ------------------------------------------------------------------------- the shared expert
 
-TEST_CASE("config: a shared expert count other than one is refused", "[spec][config]") {
+TEST_CASE("config: a shared expert other than one of the routed experts' shape is refused", "[spec][config]") {
   const json f = flashJson();
+  refusedField(with(f, "shared_intermediate_size", 0), "shared_intermediate_size", "0",
+               {"the integer 3072", "the routed experts' intermediate"});  // MiniMax-M2: none
+  refusedField(with(f, "shared_intermediate_size", 6144), "shared_intermediate_size", "6144", {"the integer 3072"});
+  refusedField(with(f, "shared_intermediate_size", 1536), "shared_intermediate_size", "1536", {"the integer 3072"});
+  refusedField(with(f, "shared_intermediate_size", "3072"), "shared_intermediate_size", "\"3072\"",
+               {"the integer 3072"});
+  refusedField(with(f, "shared_intermediate_size", 3072.0), "shared_intermediate_size", "3072.0",
+               {"the integer 3072"});
+  refusedField(with(f, "shared_intermediate_size", -1), "shared_intermediate_size", "-1", {"the integer 3072"});
+  refusedField(with(reducedJson(), "shared_intermediate_size", 3072), "shared_intermediate_size", "3072",
+               {"the integer 768"});
   refusedField(with(f, "n_shared_experts", 2), "n_shared_experts", "2", {"the integer 1"});
   refusedField(with(f, "n_shared_experts", 0), "n_shared_experts", "0", {"the integer 1"});
   refusedField(with(f, "n_shared_experts", true), "n_shared_experts", "true", {"the integer 1"});
@@ -355,7 +368,7 @@ TEST_CASE("config: eps, the routed scale and the SwiGLU limit and slope out of r
 
 // ------------------------------------------------------------------------- the layers
 
-TEST_CASE("config: the layer counts are checked", "[spec][config]") {
+TEST_CASE("config: the layer counts and the sparse layers' pattern are checked", "[spec][config]") {
   const json f = flashJson();
   refusedField(with(f, "num_hidden_layers", 0), "num_hidden_layers", "0", {"an integer in 1..1024"});
   refusedField(with(f, "num_hidden_layers", (uint64_t{1} << 32) + 60), "num_hidden_layers", "4294967356",
@@ -366,6 +379,68 @@ TEST_CASE("config: the layer counts are checked", "[spec][config]") {
   const json noTypes = without(f, "mlp_layer_types");
   refusedField(with(noTypes, "first_k_dense_replace", 60), "first_k_dense_replace", "60",
                {"0..59, below 'num_hidden_layers' = 60"});
+
+  // mlp_layer_types: one "dense" / "sparse" / "moe" a layer, at least one sparse
+  const std::vector<std::string> list{"a list of num_hidden_layers (60) strings", "\"dense\", \"sparse\" or \"moe\""};
+  refusedField(with(f, "mlp_layer_types", "sparse"), "mlp_layer_types", "\"sparse\"", list);
+  refusedField(with(f, "mlp_layer_types", json::array()), "mlp_layer_types", "[]", list);
+  refused(with(f, "mlp_layer_types", layerTypes(3, 56)),  // 59 layers
+          {"field 'mlp_layer_types' = [\"dense\",", "...: expected a list of num_hidden_layers (60) strings"});
+  std::vector<std::string> bad = layerTypes(3, 57);
+  bad[7] = "mlp";
+  refusedField(with(f, "mlp_layer_types", bad), "mlp_layer_types[7]", "\"mlp\"", {"\"dense\", \"sparse\" or \"moe\""});
+  json mixed = with(f, "mlp_layer_types", layerTypes(3, 57));
+  mixed["mlp_layer_types"][9] = 1;
+  refusedField(mixed, "mlp_layer_types[9]", "1", {"\"dense\", \"sparse\" or \"moe\""});
+  refused(with(f, "mlp_layer_types", layerTypes(60, 0)),
+          {"field 'mlp_layer_types' = [\"dense\"", "at least one sparse (MoE) layer"});
+  // layers below first_k_dense_replace are dense
+  refusedField(with(f, "first_k_dense_replace", 5), "first_k_dense_replace", "5",
+               {"at most 3, the first sparse layer of 'mlp_layer_types'"});
+
+  // moe_layer_freq: an integer (every n-th layer from first_k_dense_replace) or one 0 / 1 a layer
+  refusedField(with(f, "moe_layer_freq", 0), "moe_layer_freq", "0", {"an integer in 1..1024"});
+  refusedField(with(f, "moe_layer_freq", -1), "moe_layer_freq", "-1", {"an integer in 1..1024"});
+  refusedField(with(f, "moe_layer_freq", "1"), "moe_layer_freq", "\"1\"", {"an integer in 1..1024"});
+  refusedField(with(f, "moe_layer_freq", true), "moe_layer_freq", "true", {"an integer in 1..1024"});
+  refusedField(with(f, "moe_layer_freq", json::array({0, 1})), "moe_layer_freq", "[0,1]",
+               {"a list of num_hidden_layers (60) integers 0 or 1"});
+  std::vector<int> freq(60, 1);
+  freq[0] = freq[1] = freq[2] = 0;
+  json badFreq = with(f, "moe_layer_freq", freq);
+  badFreq["moe_layer_freq"][4] = 2;
+  refusedField(badFreq, "moe_layer_freq[4]", "2", {"the integer 0 or 1"});
+  refused(with(noTypes, "moe_layer_freq", std::vector<int>(60, 0)), {"field 'moe_layer_freq' = [0,0,", "at least one sparse"});
+  std::vector<int> off = freq;
+  off[10] = 0;
+  refused(with(f, "moe_layer_freq", off), {"fields 'mlp_layer_types' and 'moe_layer_freq' disagree at layer 10"});
+  refused(with(f, "moe_layer_freq", 2), {"fields 'mlp_layer_types' and 'moe_layer_freq' disagree at layer 3"});
+}
+
+TEST_CASE("config: the sparse layers are recorded from mlp_layer_types or moe_layer_freq", "[spec][config]") {
+  const json f = flashJson();
+  ModelConfig c = ModelConfig::fromHfJson(writeJson(with(f, "mlp_layer_types", layerTypes(3, 57, "moe"))));
+  CHECK(c.firstSparseLayer == 3);
+  CHECK(c.sparseLayers == 57);
+  std::vector<std::string> t = layerTypes(3, 57);
+  t[30] = "dense";
+  c = ModelConfig::fromHfJson(writeJson(with(f, "mlp_layer_types", t)));
+  CHECK(c.sparseLayers == 56);
+  const json noTypes = without(without(f, "mlp_layer_types"), "num_hidden_layers");
+  c = ModelConfig::fromHfJson(writeJson(with(noTypes, "moe_layer_freq", 2)));  // layers 4, 6, .. 58
+  CHECK(c.layers == 60);
+  CHECK(c.firstSparseLayer == 4);
+  CHECK(c.sparseLayers == 28);
+  std::vector<int> freq(20, 0);
+  freq[5] = freq[6] = 1;
+  c = ModelConfig::fromHfJson(writeJson(with(without(noTypes, "first_k_dense_replace"), "moe_layer_freq", freq)));
+  CHECK(c.layers == 20);
+  CHECK(c.firstSparseLayer == 5);
+  CHECK(c.sparseLayers == 2);
+  c = ModelConfig::fromHfJson(writeJson(without(without(f, "mlp_layer_types"), "first_k_dense_replace")));
+  CHECK(c.sparseLayers == 57);
+  // the layer pattern is not the kernel's: not in the cache key
+  CHECK(c.canonical() == ModelConfig::flash().canonical());
 }
 
 // ------------------------------------------------------------------------- the file itself
@@ -408,6 +483,9 @@ TEST_CASE("config: validate names the field, value and range of a config built i
   c = ModelConfig::reduced();
   c.swigluAlpha = std::numeric_limits<double>::infinity();
   refusedBy(c, {"field 'swiglu_alpha' = inf"});
+  c = ModelConfig::reduced();
+  c.sparseLayers = 0;
+  refusedBy(c, {"field 'sparseLayers' = 0: expected 1..57"});
 }
 
 TEST_CASE("config: validateTp states which TP sizes a config fits", "[spec][config]") {

@@ -78,6 +78,7 @@ constexpr IntField kFirstSparse{"first_k_dense_replace", 0, 1023, 1, "below num_
 // columns are the MFMA's 16 columns, a row mask an i32's bits).
 constexpr IntField kThreads{"threads", 512, 512, 1, "the launch is written for 512 threads a CTA"};
 constexpr IntField kMaxRows{"maxRows", 1, 16, 1, "a slot's columns are the MFMA's 16"};
+constexpr int64_t kMaxMoeLayerFreq = 1024;
 
 struct NumField {
   const char* name;
@@ -155,7 +156,10 @@ void check(const ModelConfig& c, const std::string& where, const Names& n) {
   if (c.firstSparseLayer >= c.layers)
     throw InputError(where, fieldText(kFirstSparse.name, std::to_string(c.firstSparseLayer),
                                       fmt::format("0..{}, below 'num_hidden_layers' = {}", c.layers - 1, c.layers)));
-
+  if (c.sparseLayers < 1 || c.sparseLayers > c.layers - c.firstSparseLayer)
+    throw InputError(where, fieldText("sparseLayers", std::to_string(c.sparseLayers),
+                                      fmt::format("1..{} (layers {}..{})", c.layers - c.firstSparseLayer,
+                                                  c.firstSparseLayer, c.layers - 1)));
 }
 
 /// validateTp's rules, naming the fields as the file does.
@@ -250,6 +254,86 @@ class Reader {
   const std::string& path_;
 };
 
+/// The sparse (MoE) layers the file names: mlp_layer_types and moe_layer_freq where present,
+/// which must agree; else layers first_k_dense_replace.. . Sets layers, firstSparseLayer and
+/// sparseLayers. `haveLayers` / `haveFirst`: the file gave num_hidden_layers /
+/// first_k_dense_replace.
+void readLayerPattern(const Reader& r, ModelConfig& c, bool haveLayers, bool haveFirst) {
+  const std::string& path = r.path();
+  std::optional<std::vector<bool>> types, freq;
+  auto lengthText = [&] {
+    return haveLayers ? fmt::format("num_hidden_layers ({})", c.layers) : fmt::format("1..{}", kLayers.hi);
+  };
+  if (r.has("mlp_layer_types")) {
+    const json& v = r.at("mlp_layer_types");
+    const std::string expect = fmt::format(
+        "a list of {} strings, each \"dense\", \"sparse\" or \"moe\" (one a layer)", lengthText());
+    if (!v.is_array() || v.empty() || v.size() > static_cast<size_t>(kLayers.hi) ||
+        (haveLayers && v.size() != static_cast<size_t>(c.layers)))
+      throw InputError(path, fieldText("mlp_layer_types", shown(v), expect));
+    types.emplace();
+    for (size_t i = 0; i < v.size(); ++i) {
+      const json& e = v[i];
+      if (!e.is_string() || (e != "dense" && e != "sparse" && e != "moe"))
+        throw InputError(path, fieldText(fmt::format("mlp_layer_types[{}]", i), shown(e),
+                                         "\"dense\", \"sparse\" or \"moe\""));
+      types->push_back(e != "dense");
+    }
+    if (!haveLayers) c.layers = static_cast<int>(v.size());
+  }
+  if (r.has("moe_layer_freq")) {
+    const json& v = r.at("moe_layer_freq");
+    freq.emplace();
+    if (v.is_array()) {  // one 0 / 1 a layer
+      if (v.empty() || v.size() > static_cast<size_t>(kLayers.hi) ||
+          ((haveLayers || types) && v.size() != static_cast<size_t>(c.layers)))
+        throw InputError(path, fieldText("moe_layer_freq", shown(v),
+                                         fmt::format("an integer 1..{} (every n-th layer from first_k_dense_replace "
+                                                     "is sparse) or a list of {} integers 0 or 1 (1: sparse)",
+                                                     kMaxMoeLayerFreq, lengthText())));
+      for (size_t i = 0; i < v.size(); ++i) {
+        const json& e = v[i];
+        if (!e.is_number_integer() || (e != 0 && e != 1))
+          throw InputError(path, fieldText(fmt::format("moe_layer_freq[{}]", i), shown(e), "the integer 0 or 1"));
+        freq->push_back(e == 1);
+      }
+      if (!haveLayers && !types) c.layers = static_cast<int>(v.size());
+    } else {  // every n-th layer from first_k_dense_replace (DeepSeek's rule)
+      const IntField f{"moe_layer_freq", 1, kMaxMoeLayerFreq, 1,
+                       "every n-th layer from first_k_dense_replace is sparse; or a list of 0 / 1 a layer"};
+      const int n = r.intAt("moe_layer_freq", f);
+      for (int i = 0; i < c.layers; ++i) freq->push_back(i >= c.firstSparseLayer && i % n == 0);
+    }
+  }
+  if (types && freq && *types != *freq) {
+    size_t i = 0;
+    while ((*types)[i] == (*freq)[i]) ++i;
+    throw InputError(path, fmt::format("fields 'mlp_layer_types' and 'moe_layer_freq' disagree at layer {}: {} and {}",
+                                       i, (*types)[i] ? "sparse" : "dense", (*freq)[i] ? "sparse" : "dense"));
+  }
+  const std::optional<std::vector<bool>>& mask = types ? types : freq;
+  if (!mask) {
+    c.sparseLayers = c.layers - c.firstSparseLayer;  // first_k_dense_replace.. (check() bounds it)
+    return;
+  }
+  int first = -1, count = 0;
+  for (size_t i = 0; i < mask->size(); ++i)
+    if ((*mask)[i]) {
+      if (first < 0) first = static_cast<int>(i);
+      ++count;
+    }
+  const char* from = types ? "mlp_layer_types" : "moe_layer_freq";
+  const bool explicitList = types || r.at("moe_layer_freq").is_array();
+  if (count == 0)
+    throw InputError(path, fieldText(from, shown(r.at(from)),
+                                     "at least one sparse (MoE) layer: the kernel is a sparse layer's FFN"));
+  if (haveFirst && explicitList && first < c.firstSparseLayer)  // layers below it are dense
+    throw InputError(path, fieldText(kFirstSparse.name, std::to_string(c.firstSparseLayer),
+                                     fmt::format("at most {}, the first sparse layer of '{}'", first, from)));
+  c.firstSparseLayer = first;
+  c.sparseLayers = count;
+}
+
 }  // namespace
 
 ModelConfig ModelConfig::reduced() {
@@ -319,13 +403,23 @@ ModelConfig ModelConfig::fromHfJson(const std::string& path) {
                                        "text config has it; expected {})",
                                        expectedText(kInter)));
   r.readInt({"n_shared_experts", "num_shared_experts"}, kShared, c.sharedExperts, false, &n.shared);
-  r.readInt({"num_hidden_layers"}, kLayers, c.layers, false);
-  r.readInt({"first_k_dense_replace"}, kFirstSparse, c.firstSparseLayer, false);
+  const bool haveLayers = r.readInt({"num_hidden_layers"}, kLayers, c.layers, false);
+  const bool haveFirst = r.readInt({"first_k_dense_replace"}, kFirstSparse, c.firstSparseLayer, false);
   r.readInt({"monogen_blocks"}, kBlocks, c.blocks, false);
   r.readNum(kScale, c.routedScale);
   r.readNum(kEps, c.rmsEps);
   r.readNum(kLimit, c.swigluLimit);
   r.readNum(kAlpha, c.swigluAlpha);
+  if (r.has("shared_intermediate_size")) {
+    // the shared expert is fused as expert `experts`: it has the routed experts' intermediate
+    const IntField f{"shared_intermediate_size", c.intermediate, c.intermediate, 1,
+                     "the routed experts' intermediate: the launch fuses the shared expert as one more of them"};
+    r.intAt("shared_intermediate_size", f);
+  }
+  if (haveFirst && haveLayers && c.firstSparseLayer >= c.layers)
+    throw InputError(path, fieldText(kFirstSparse.name, std::to_string(c.firstSparseLayer),
+                                     fmt::format("0..{}, below 'num_hidden_layers' = {}", c.layers - 1, c.layers)));
+  readLayerPattern(r, c, haveLayers, haveFirst);
   check(c, path, n);
   checkAllTp(c, path, n);
   return c;

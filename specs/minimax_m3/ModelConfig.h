@@ -18,7 +18,9 @@ struct ModelConfig {
   double swigluLimit = 7.0;   // SwiGLU-OAI clamp
   double swigluAlpha = 1.702; // SwiGLU-OAI sigmoid slope
   int layers = 60;            // num_hidden_layers
-  int firstSparseLayer = 3;   // layers 3..59 are sparse (first_k_dense_replace)
+  int firstSparseLayer = 3;   // the first sparse layer: layers 3..59 are (first_k_dense_replace, or
+                              // the first sparse layer of mlp_layer_types / moe_layer_freq)
+  int sparseLayers = 57;      // how many layers are sparse (MoE); informational, not in the key
   int blocks = 256;           // CTAs of the persistent grid (MI350X/MI355X: 256 CUs)
   int threads = 512;          // threads a CTA
   int maxRows = 16;           // S is 1..maxRows
