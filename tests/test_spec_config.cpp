@@ -24,13 +24,22 @@ namespace fs = std::filesystem;
 
 namespace {
 
+/// This process's temp dir, removed at exit.
 const fs::path& tempDir() {
-  static const fs::path d = [] {
-    std::string t = (fs::temp_directory_path() / "monogen-config-XXXXXX").string();
-    if (!mkdtemp(t.data())) throw std::runtime_error("mkdtemp failed");
-    return fs::path(t);
-  }();
-  return d;
+  struct Dir {
+    fs::path path;
+    Dir() {
+      std::string t = (fs::temp_directory_path() / "monogen-config-XXXXXX").string();
+      if (!mkdtemp(t.data())) throw std::runtime_error("mkdtemp failed");
+      path = t;
+    }
+    ~Dir() {
+      std::error_code ec;
+      fs::remove_all(path, ec);
+    }
+  };
+  static const Dir d;
+  return d.path;
 }
 
 /// Writes `text` to a new <temp>/<n>/config.json and returns its path.
