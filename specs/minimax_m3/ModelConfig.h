@@ -17,8 +17,10 @@ struct ModelConfig {
   double rmsEps = 1e-6;       // Gemma RMSNorm eps
   double swigluLimit = 7.0;   // SwiGLU-OAI clamp
   double swigluAlpha = 1.702; // SwiGLU-OAI sigmoid slope
-  int layers = 60;
-  int firstSparseLayer = 3;   // layers 3..59 are sparse
+  int layers = 60;            // num_hidden_layers
+  int firstSparseLayer = 3;   // the first sparse layer: layers 3..59 are (first_k_dense_replace, or
+                              // the first sparse layer of mlp_layer_types / moe_layer_freq)
+  int sparseLayers = 57;      // how many layers are sparse (MoE); informational, not in the key
   int blocks = 256;           // CTAs of the persistent grid (MI350X/MI355X: 256 CUs)
   int threads = 512;          // threads a CTA
   int maxRows = 16;           // S is 1..maxRows
@@ -27,16 +29,29 @@ struct ModelConfig {
   static ModelConfig flash() { return {}; }
   /// A scaled-down config for fast tests: hidden 1536, 16 experts, intermediate 768, 32 CTAs.
   static ModelConfig reduced();
-  /// Reads a Hugging Face config.json (a MiniMax-M3 text config). Throws InputError naming
-  /// the file and key when a required key is missing or a value is out of range.
+  /// Reads a Hugging Face config.json (a MiniMax-M3 text config, or a wrapper whose
+  /// "text_config" is one). Every field it reads is checked when the file is loaded: its JSON
+  /// type (integers must be JSON integers: not booleans, not 6144.0, not strings), its range
+  /// (read as int64 / uint64 / double, never truncated), the divisibilities the tiling needs and
+  /// the cross-field rules of validate(). Throws InputError (where = `path`) naming the field,
+  /// the value and what is allowed. Fields it does not read are ignored.
   static ModelConfig fromHfJson(const std::string& path);
   /// Parses "full", "reduced" or a path to a config.json (what the CLI's --config takes).
   static ModelConfig byName(const std::string& nameOrPath);
 
   int expertsWithShared() const { return experts + sharedExperts; }
   int interPerRank(int tp) const { return intermediate / tp; }
-  /// Throws InputError (where = `where`) unless the dims fit the kernel's tiling for every TP.
+  /// Throws InputError (where = `where`) unless every field is in its range (the bounds and
+  /// why are in ModelConfig.cpp) and the dims fit the kernel at TP 2, 4 and 8 (validateTp).
+  /// TP 1 is checked only by validateTp(1): the model's own dims do not fit it (see there).
   void validate(const std::string& where) const;
+  /// Throws InputError unless `tp` is 1, 2, 4 or 8, I / TP is a multiple of 32, and a rank's
+  /// expert weights fit the kernel's 32-bit byte offsets: (experts + 1) x 2 (I / TP) x hidden / 2
+  /// bytes of w13 below 2^31. MiniMax-M3.1-Flash at TP 1 holds 2.43e9 bytes: StageUp's
+  /// `e * (2 IP (H / 2))` wraps for experts >= 114 (the shared expert 128 every launch).
+  void validateTp(int tp, const std::string& where) const;
+  /// Whether validateTp(tp) passes.
+  bool supportsTp(int tp) const;
   /// "hidden=6144 experts=128 topk=4 ..." : goes into the cache key.
   std::string canonical() const;
 };
