@@ -62,8 +62,7 @@ static_assert(kTopk.hi <= kExperts.lo, "top-k <= routed experts holds for every 
 // the one shared expert, fused as expert `experts` with the routed experts' shape.
 constexpr IntField kShared{"n_shared_experts", 1, 1, 1, "the launch fuses exactly one shared expert"};
 // intermediate: I / TP a multiple of 32 (one e8m0 block; up's tile pairs of 16) for TP up to 8.
-// At most 8192: the largest built; the 32-bit weight offsets (validateTp) bound it jointly with
-// hidden and the experts below that.
+// At most 8192: the largest built.
 constexpr IntField kInter{"moe_intermediate_size", 256, 8192, 256,
                           "I / TP a multiple of 32 for TP 1..8"};
 // CTAs: the persistent grid's CTAs wait on each other, so all must be resident at once. A
@@ -160,33 +159,6 @@ void check(const ModelConfig& c, const std::string& where, const Names& n) {
     throw InputError(where, fieldText("sparseLayers", std::to_string(c.sparseLayers),
                                       fmt::format("1..{} (layers {}..{})", c.layers - c.firstSparseLayer,
                                                   c.firstSparseLayer, c.layers - 1)));
-}
-
-/// validateTp's rules, naming the fields as the file does.
-void checkTp(const ModelConfig& c, int tp, const std::string& where, const Names& n) {
-  if (tp != 1 && tp != 2 && tp != 4 && tp != 8)
-    throw InputError(where, fmt::format("TP {}: expected 1, 2, 4 or 8", tp));
-  if (c.intermediate % tp != 0 || (c.intermediate / tp) % 32 != 0)
-    throw InputError(where, fieldText(n.inter, std::to_string(c.intermediate),
-                                      fmt::format("I / TP a multiple of 32 (one e8m0 block) at TP {}", tp)));
-  // StageUp addresses expert e's w13 as e * (2 (I / TP) x hidden / 2) bytes and StageDown its w2
-  // as e * (hidden x (I / TP) / 2), both i32 (a GEP sign-extends them): a rank's w13, the larger,
-  // must stay below 2^31 bytes, its experts + the shared one.
-  const int64_t w13 = int64_t{c.experts + 1} * (c.intermediate / tp) * c.hidden;
-  constexpr int64_t kLimit32 = int64_t{1} << 31;
-  if (w13 >= kLimit32)
-    throw InputError(
-        where, fmt::format("fields '{}' = {}, '{}' = {}, 'hidden_size' = {} at TP {}: a rank's w13 is ({} + 1) x "
-                           "2 x {} x {} / 2 = {} bytes; expected fewer than 2^31 = {} (the kernel's weight byte "
-                           "offsets are 32-bit{})",
-                           n.experts, c.experts, n.inter, c.intermediate, c.hidden, tp, c.experts,
-                           c.intermediate / tp, c.hidden, w13, kLimit32,
-                           tp == 1 ? "" : "; a config must fit TP 2, 4 and 8"));
-}
-
-void checkAllTp(const ModelConfig& c, const std::string& where, const Names& n) {
-  // TP 1 is left to validateTp(1): the model's own dims overflow there (ModelConfig.h).
-  for (int tp : {2, 4, 8}) checkTp(c, tp, where, n);
 }
 
 // ------------------------------------------------------------------------------- the reader
@@ -354,21 +326,6 @@ std::string ModelConfig::canonical() const {
 
 void ModelConfig::validate(const std::string& where) const {
   check(*this, where, Names{});
-  checkAllTp(*this, where, Names{});
-}
-
-void ModelConfig::validateTp(int tp, const std::string& where) const {
-  check(*this, where, Names{});
-  checkTp(*this, tp, where, Names{});
-}
-
-bool ModelConfig::supportsTp(int tp) const {
-  try {
-    validateTp(tp, "");
-    return true;
-  } catch (const InputError&) {
-    return false;
-  }
 }
 
 ModelConfig ModelConfig::fromHfJson(const std::string& path) {
@@ -421,7 +378,6 @@ ModelConfig ModelConfig::fromHfJson(const std::string& path) {
                                      fmt::format("0..{}, below 'num_hidden_layers' = {}", c.layers - 1, c.layers)));
   readLayerPattern(r, c, haveLayers, haveFirst);
   check(c, path, n);
-  checkAllTp(c, path, n);
   return c;
 }
 

@@ -42,16 +42,8 @@ struct ModelConfig {
   int expertsWithShared() const { return experts + sharedExperts; }
   int interPerRank(int tp) const { return intermediate / tp; }
   /// Throws InputError (where = `where`) unless every field is in its range (the bounds and
-  /// why are in ModelConfig.cpp) and the dims fit the kernel at TP 2, 4 and 8 (validateTp).
-  /// TP 1 is checked only by validateTp(1): the model's own dims do not fit it (see there).
+  /// why are in ModelConfig.cpp).
   void validate(const std::string& where) const;
-  /// Throws InputError unless `tp` is 1, 2, 4 or 8, I / TP is a multiple of 32, and a rank's
-  /// expert weights fit the kernel's 32-bit byte offsets: (experts + 1) x 2 (I / TP) x hidden / 2
-  /// bytes of w13 below 2^31. MiniMax-M3.1-Flash at TP 1 holds 2.43e9 bytes: StageUp's
-  /// `e * (2 IP (H / 2))` wraps for experts >= 114 (the shared expert 128 every launch).
-  void validateTp(int tp, const std::string& where) const;
-  /// Whether validateTp(tp) passes.
-  bool supportsTp(int tp) const;
   /// "hidden=6144 experts=128 topk=4 ..." : goes into the cache key.
   std::string canonical() const;
 };
