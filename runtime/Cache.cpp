@@ -41,18 +41,6 @@ uint64_t getLe(const std::string& s, size_t at, int bytes) {
   return v;
 }
 
-/// mkdir -p with mode 0700 for every component it creates.
-void createPrivateDirs(const fs::path& dir) {
-  fs::path cur;
-  for (const fs::path& part : dir) {
-    cur /= part;
-    if (cur.empty() || cur == cur.root_path()) continue;
-    if (::mkdir(cur.c_str(), 0700) != 0 && errno != EEXIST)
-      throw RuntimeError("cache directory " + dir.string(),
-                         "cannot create " + cur.string() + ": " + std::strerror(errno));
-  }
-}
-
 void checkPrivateDir(const fs::path& dir) {
   struct stat st {};
   const std::string where = "cache directory " + dir.string();
@@ -93,7 +81,7 @@ Cache::Cache(fs::path dir, std::string toolchainId) : dir_(std::move(dir)), tool
   if (dir_.empty()) throw RuntimeError("cache directory", "the path is empty");
   dir_ = fs::absolute(dir_).lexically_normal();
   if (dir_.has_filename() == false && dir_ != dir_.root_path()) dir_ = dir_.parent_path();
-  createPrivateDirs(dir_);
+  makeDirectories(dir_, 0700, "cache directory " + dir_.string());
   checkPrivateDir(dir_);
 }
 
