@@ -162,6 +162,7 @@ Run addSim(CLI::App& app) {
       throw InputError("--inject-rank", fmt::format("rank {}: expected -1 (none) or 0..{}", launch.injectRank, TP - 1));
     launch.handshake = launch.handshake || launch.injectRank >= 0;  // the stall happens at the handshake
     const mm::LaunchInputOptions io = inputOptionsOf(cfg, S, o->experts, o->paddedRows);
+    if (!o->save.empty()) mm::checkSaveDir(o->save, "--save");  // before the launch, not after it
     fmt::print("{} on the Sim device: {} ranks x {} CTAs x {} threads\n", key.variantName(), TP, cfg.blocks,
                cfg.threads);
     std::fflush(stdout);

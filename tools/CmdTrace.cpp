@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "ir/Error.h"
+#include "runtime/AtomicFile.h"
 #include "runtime/Trace.h"
 #include "specs/minimax_m3/SimHarness.h"
 #include "tools/Commands.h"
@@ -42,6 +43,7 @@ Run addTrace(CLI::App& app) {
     key.trace = true;
     if (o->injectRank >= key.tp)
       throw InputError("--inject-rank", fmt::format("rank {}: expected -1 (none) or 0..{}", o->injectRank, key.tp - 1));
+    runtime::checkOutputFile(o->out, "-o");  // before the launch
     const runtime::TensorMap inputs = mm::makeInputs(cfg, key.rows, key.tp, o->seed);
     mm::LaunchParams p;
     p.handshake = o->handshake || o->injectRank >= 0;
@@ -54,7 +56,7 @@ Run addTrace(CLI::App& app) {
     const mm::SimRun run = session.launch(inputs, so, p);
     const runtime::TraceBuffers tb = mm::traceOf(session.plan(), run);
     const nlohmann::json j = runtime::chromeTrace(tb);
-    writeFileAtomically(o->out, j.dump(1) + "\n");
+    writeOutputFile(o->out, j.dump(1) + "\n");
     size_t spans = 0;
     for (const auto& e : j.at("traceEvents"))
       if (e.at("ph") == "X") ++spans;

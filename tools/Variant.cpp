@@ -1,14 +1,11 @@
 #include "tools/Variant.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <chrono>
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
 
 #include "ir/Error.h"
+#include "runtime/AtomicFile.h"
 #include "specs/minimax_m3/Generate.h"
 
 namespace monogen::tools {
@@ -66,28 +63,8 @@ BuiltVariant buildVariant(runtime::Generator& gen, const ir::Key& key) {
   return b;
 }
 
-void writeFileAtomically(const std::string& path, const std::string& bytes) {
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  if (!fs::is_directory(dir)) throw InputError(path, fmt::format("directory '{}' does not exist", dir.string()));
-  const fs::path tmp = dir / fmt::format(".{}.tmp.{}", target.filename().string(), ::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.flush();
-    if (!out) {
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      throw RuntimeError(path, "could not write the file (disk full or no permission?)");
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    throw RuntimeError(path, "could not move the finished file into place: " + ec.message());
-  }
+void writeOutputFile(const std::string& path, std::string_view bytes) {
+  runtime::writeFileAtomically(path, {bytes}, 0644);
 }
 
 }  // namespace monogen::tools

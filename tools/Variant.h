@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "codegen/Compiler.h"
 #include "ir/Plan.h"
@@ -51,7 +52,8 @@ runtime::Generator generatorOf(const VariantOptions& o, const specs::minimax_m3:
 /// the Plan and the target's limits (a cached file is checked like a fresh one).
 BuiltVariant buildVariant(runtime::Generator& gen, const ir::Key& key);
 
-/// Writes bytes to path through a temp file and a rename: never a half-written file.
-void writeFileAtomically(const std::string& path, const std::string& bytes);
+/// Writes a tool's output file (runtime::writeFileAtomically, mode 0644): never a half-written
+/// file, never through a symlink. Check the path with runtime::checkOutputFile before the work.
+void writeOutputFile(const std::string& path, std::string_view bytes);
 
 }  // namespace monogen::tools
