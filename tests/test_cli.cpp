@@ -537,3 +537,44 @@ TEST_CASE("a failed write names the errno text and leaves the destination as it 
   }
 }
 
+TEST_CASE("a FIFO in the cache directory does not hang emit", "[cli][files]") {
+  TempDir d;
+  const fs::path co = d.path / "v.co";
+  const std::string emit = withCache(d) + "timeout 20 " + kMonogen + " emit" + kSmall + "-o " + co.string();
+  REQUIRE(sh(emit).code == 0);
+  fs::path cached;
+  for (const auto& e : fs::directory_iterator(d.path / "cache"))
+    if (e.path().extension() == ".co") cached = e.path();
+  REQUIRE(!cached.empty());
+  fs::remove(cached);
+  REQUIRE(mkfifo(cached.c_str(), 0600) == 0);
+  fs::remove(co);
+  const Result r = sh(emit);
+  INFO(r.out);
+  CHECK(r.code == 0);  // 124: timed out, blocked opening the FIFO
+  CHECK(r.out.find("rejected: not a regular file (a FIFO)") != std::string::npos);
+  CHECK(r.out.find("compiled") != std::string::npos);
+  CHECK(fs::file_size(co) > 0);
+}
+
+TEST_CASE("a cache directory group or others can access (0755) is refused", "[cli][files]") {
+  TempDir d;
+  const fs::path cache = d.path / "cache";
+  fs::create_directories(cache);
+  REQUIRE(chmod(cache.c_str(), 0755) == 0);
+  const Result r = sh(withCache(d) + kMonogen + " emit" + kSmall + "-o " + (d.path / "v.co").string());
+  INFO(r.out);
+  CHECK(r.code == 2);
+  CHECK(r.out.find("cache directory " + cache.string() + ": has mode 0755") != std::string::npos);
+  CHECK(r.out.find("expected 0700") != std::string::npos);
+  CHECK_FALSE(fs::exists(d.path / "v.co"));
+  // a cache directory it creates is private
+  const fs::path fresh = d.path / "fresh" / "cache";
+  REQUIRE(sh("MONOGEN_CACHE_DIR=" + fresh.string() + " " + kMonogen + " emit" + kSmall + "-o " +
+             (d.path / "v.co").string())
+              .code == 0);
+  struct stat st {};
+  REQUIRE(stat(fresh.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0700);
+}
+

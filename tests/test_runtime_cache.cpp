@@ -252,10 +252,11 @@ TEST_CASE("cache: the directory is created 0700 with its parents") {
   CHECK(modeOf(t.path) == 0700);
 }
 
-TEST_CASE("cache: a directory group or others can write to is refused") {
+TEST_CASE("cache: a directory group or others can access is refused") {
   TempDir t;
   fs::create_directories(t.path);
-  const mode_t mode = GENERATE(0777, 0770, 0702, 0720);
+  // the README's "private (0700)": no access at all for group or others, read-only included
+  const mode_t mode = GENERATE(0777, 0770, 0702, 0720, 0755, 0750, 0705, 0740, 0704, 0710, 0701);
   REQUIRE(::chmod(t.path.c_str(), mode) == 0);
   try {
     Cache c(t.path, kToolchain);
@@ -267,9 +268,10 @@ TEST_CASE("cache: a directory group or others can write to is refused") {
     char m[8];
     std::snprintf(m, sizeof m, "0%03o", static_cast<unsigned>(mode));
     CHECK_THAT(msg, Catch::Contains(m));
+    CHECK_THAT(msg, Catch::Contains("expected 0700"));
   }
-  // 0700 and 0755 (read-only for others) are fine.
-  REQUIRE(::chmod(t.path.c_str(), 0755) == 0);
+  // 0700 (and stricter) is fine.
+  REQUIRE(::chmod(t.path.c_str(), 0700) == 0);
   CHECK_NOTHROW(Cache(t.path, kToolchain));
 }
 
@@ -343,6 +345,35 @@ TEST_CASE("cache: a directory owned by another user is refused") {
                     Catch::Contains(t.path.string()) && Catch::Contains("owned by uid " + std::to_string(other)));
   REQUIRE(::chown(t.path.c_str(), ::geteuid(), static_cast<gid_t>(-1)) == 0);
   CHECK_NOTHROW(Cache(t.path, kToolchain));
+}
+
+TEST_CASE("cache: a FIFO planted at an entry is rejected without blocking, and left alone") {
+  TempDir t;
+  Cache c(t.path, kToolchain);
+  const fs::path f = c.pathFor(testKey());
+  REQUIRE(::mkfifo(f.c_str(), 0600) == 0);
+  ::alarm(20);  // a blocking open of the FIFO (no writer ever comes) would hang here: die instead
+  std::ostringstream err;
+  std::streambuf* old = std::cerr.rdbuf(err.rdbuf());
+  std::shared_ptr<const CacheEntry> e;
+  CacheSource src = CacheSource::Memory;
+  try {
+    e = c.get(testKey(), [] { return codeObject(4); }, &src);
+  } catch (...) {
+    std::cerr.rdbuf(old);
+    throw;
+  }
+  std::cerr.rdbuf(old);
+  ::alarm(0);
+  INFO(err.str());
+  CHECK(e->bytes == codeObject(4));
+  CHECK(src == CacheSource::Compiled);
+  CHECK(c.stats().rejectedFiles == 1);
+  CHECK(c.stats().diskWriteErrors == 1);  // not replaced: the writer refuses a non-regular destination
+  CHECK_THAT(err.str(), Catch::Contains(f.string()) && Catch::Contains("not a regular file (a FIFO)"));
+  struct stat st {};
+  REQUIRE(::lstat(f.c_str(), &st) == 0);
+  CHECK(S_ISFIFO(st.st_mode));
 }
 
 TEST_CASE("atomic file: a symlink, a directory or a FIFO at the destination is refused and left as it was") {
