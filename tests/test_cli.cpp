@@ -83,7 +83,21 @@ TEST_CASE("bad arguments are refused with a clear message", "[cli]") {
                              "min(experts 16, valid rows 2 x top-k 4) = 8"},
                         Case{"sim --config reduced --rows 2 --tp 2 --experts 4 --padded-rows 2", "all 2 rows are padded"},
                         Case{"sim --config reduced --rows 2 --tp 2 --padded-rows 3", "--padded-rows: K = 3: expected 0..S"},
-                        Case{"sim --config reduced --rows 2 --tp 2 --experts 4 --inputs /", "--inputs excludes --experts"}}) {
+                        Case{"sim --config reduced --rows 2 --tp 2 --experts 4 --inputs /", "--inputs excludes --experts"},
+                        // a negative seed is refused, not wrapped to 2^64 - 1
+                        Case{"sim --config reduced --rows 1 --tp 1 --seed -1", "--seed: -1: expected a non-negative"},
+                        Case{"trace --config reduced --rows 1 --tp 1 --seed -1 -o x.json", "--seed: -1"},
+                        Case{"bench --rows 1 --tp 1 --experts 4 --seed -1", "--seed: -1"},
+                        // a wait's bound is at least one tick
+                        Case{"sim --config reduced --rows 1 --tp 1 --wait-ticks -5", "--wait-ticks: Value -5 not in range 1"},
+                        Case{"sim --config reduced --rows 1 --tp 1 --wait-ticks 0", "--wait-ticks: Value 0 not in range 1"},
+                        Case{"trace --config reduced --rows 1 --tp 1 --wait-ticks -5 -o x.json", "--wait-ticks"},
+                        // a stall with no rank to stall is refused, not silently ignored
+                        Case{"sim --config reduced --rows 1 --tp 1 --inject-ticks 5", "--inject-ticks requires --inject-rank"},
+                        Case{"sim --config reduced --rows 1 --tp 1 --inject-ticks 5 --inject-rank -1",
+                             "--inject-ticks: a stall needs a rank to stall"},
+                        Case{"trace --config reduced --rows 1 --tp 1 --inject-ticks 5 -o x.json",
+                             "--inject-ticks requires --inject-rank"}}) {
     INFO(c.args);
     const Result r = sh(kMonogen + " " + c.args);
     CHECK(r.code != 0);
@@ -534,6 +548,20 @@ TEST_CASE("a failed write names the errno text and leaves the destination as it 
     CHECK(r.out.find("File too large") != std::string::npos);
     CHECK(slurp(co) == "the previous file\n");
     CHECK(entriesStartingWith(d.path, ".v.co.tmp.").empty());  // the temp file is removed
+  }
+}
+
+TEST_CASE("a failed write to stdout exits non-zero with a message on stderr", "[cli]") {
+  TempDir d;
+  for (const std::string& args :
+       {std::string(" info --config reduced --rows 1 --tp 1"), " dump" + kSmall, std::string(" --help"), " sim" + kSmall}) {
+    INFO(args);
+    // stdout to /dev/full, stderr to the pipe runShell reads
+    const Result r = sh("{ " + withCache(d) + kMonogen + args + " > /dev/full; }");
+    INFO(r.out);
+    CHECK(r.code != 0);
+    CHECK(r.out.find("standard output: a write failed") != std::string::npos);
+    CHECK(r.out.find("No space left on device") != std::string::npos);
   }
 }
 

@@ -74,7 +74,7 @@ int emitAll(const EmitOptions& o) {
         fmt::print("[{:2}/{}] S={:<2} TP={} {:>3} VGPR {:>3} AGPR {:>6} B LDS  {:<8} {:5.2f} s  {}\n", ++done,
                    variants.size(), s, tp, b.info.vgprs, b.info.agprs, b.info.ldsBytes,
                    runtime::cacheSourceName(b.variant->source), b.seconds, file);
-        std::fflush(stdout);
+        flushStdout();
       } catch (...) {
         std::lock_guard<std::mutex> g(mu);
         if (!failure) failure = std::current_exception();

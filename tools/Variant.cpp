@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstring>
 
 #include "ir/Error.h"
 #include "runtime/AtomicFile.h"
@@ -61,6 +64,31 @@ BuiltVariant buildVariant(runtime::Generator& gen, const ir::Key& key) {
   codegen::checkLimits(b.info, b.variant->plan);
   b.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return b;
+}
+
+CLI::Validator nonNegativeInteger() {
+  return CLI::Validator(
+      [](std::string& v) -> std::string {
+        const size_t at = v.find_first_not_of(" \t");
+        if (at != std::string::npos && v[at] == '-')
+          return fmt::format("{}: expected a non-negative integer (0 .. 2^64 - 1)", v);
+        return {};
+      },
+      "UINT64");
+}
+
+void checkInjection(int injectRank, const CLI::Option& ticks) {
+  if (ticks.count() > 0 && injectRank < 0)
+    throw InputError("--inject-ticks", fmt::format("a stall needs a rank to stall: expected --inject-rank 0..TP-1 "
+                                                   "with it, got --inject-rank {} (none)",
+                                                   injectRank));
+}
+
+void flushStdout() {
+  if (std::fflush(stdout) == 0) return;
+  const int err = errno;
+  throw RuntimeError("standard output",
+                     fmt::format("a write failed: {}; the output is incomplete", std::strerror(err)));
 }
 
 void writeOutputFile(const std::string& path, std::string_view bytes) {
