@@ -606,3 +606,16 @@ TEST_CASE("a cache directory group or others can access (0755) is refused", "[cl
   CHECK((st.st_mode & 0777) == 0700);
 }
 
+TEST_CASE("sim --inputs DIR needs only the inputs: no outputs.safetensors or reference.safetensors", "[cli][files]") {
+  TempDir d;
+  const fs::path save = d.path / "run";
+  Result r = sh(kMonogen + " sim" + kSmall + "--experts 4 --save " + save.string());
+  REQUIRE(r.code == 0);
+  fs::remove(save / "outputs.safetensors");
+  fs::remove(save / "reference.safetensors");
+  r = sh(kMonogen + " sim" + kSmall + "--inputs " + save.string());
+  INFO(r.out);
+  CHECK(r.code == 0);
+  CHECK(r.out.find("experts=4 (from ") != std::string::npos);
+  CHECK(r.out.find("verdict: bit-exact under 1 seed") != std::string::npos);
+}

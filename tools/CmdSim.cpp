@@ -73,9 +73,9 @@ LaunchInputs readInputs(const std::string& path, const mm::ModelConfig& cfg, int
       throw InputError("--inputs", fmt::format("directory '{}' has no inputs.safetensors: expected a directory "
                                                "`monogen sim --save` wrote, or an inputs .safetensors file",
                                                path));
-    mm::SavedLaunch saved = mm::loadLaunch(path);
-    in.tensors = std::move(saved.inputs);
-    in.metadata = std::move(saved.metadata);
+    runtime::SafetensorsFile f = mm::loadLaunchInputs(path);  // the outputs and reference are not needed
+    in.tensors = std::move(f.tensors);
+    in.metadata = std::move(f.metadata);
   } else {
     runtime::SafetensorsFile f = runtime::readSafetensorsFile(path);
     in.tensors = std::move(f.tensors);

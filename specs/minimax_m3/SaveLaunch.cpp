@@ -28,9 +28,13 @@ void checkSaveDir(const std::filesystem::path& dir, const std::string& option) {
     for (const char* f : kFiles) runtime::checkOutputFile(dir / f, option);
 }
 
+runtime::SafetensorsFile loadLaunchInputs(const std::filesystem::path& dir) {
+  return runtime::readSafetensorsFile(dir / "inputs.safetensors");
+}
+
 SavedLaunch loadLaunch(const std::filesystem::path& dir) {
   SavedLaunch s;
-  runtime::SafetensorsFile in = runtime::readSafetensorsFile(dir / "inputs.safetensors");
+  runtime::SafetensorsFile in = loadLaunchInputs(dir);
   s.inputs = std::move(in.tensors);
   s.metadata = std::move(in.metadata);
   s.outputs = runtime::readSafetensors(dir / "outputs.safetensors");

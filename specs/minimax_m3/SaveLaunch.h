@@ -13,6 +13,7 @@
 #include <map>
 #include <string>
 
+#include "runtime/Safetensors.h"
 #include "runtime/Tensor.h"
 #include "specs/minimax_m3/ModelConfig.h"
 
@@ -39,5 +40,9 @@ void checkSaveDir(const std::filesystem::path& dir, const std::string& option);
 
 /// Reads back what saveLaunch wrote (reference.safetensors is optional).
 SavedLaunch loadLaunch(const std::filesystem::path& dir);
+
+/// DIR/inputs.safetensors alone (tensors and __metadata__): all a replay of the launch needs
+/// (`monogen sim --inputs DIR`); the outputs and the reference need not be there.
+runtime::SafetensorsFile loadLaunchInputs(const std::filesystem::path& dir);
 
 }  // namespace monogen::specs::minimax_m3
