@@ -41,33 +41,24 @@ uint64_t getLe(const std::string& s, size_t at, int bytes) {
   return v;
 }
 
-/// mkdir -p with mode 0700 for every component it creates.
-void createPrivateDirs(const fs::path& dir) {
-  fs::path cur;
-  for (const fs::path& part : dir) {
-    cur /= part;
-    if (cur.empty() || cur == cur.root_path()) continue;
-    if (::mkdir(cur.c_str(), 0700) != 0 && errno != EEXIST)
-      throw RuntimeError("cache directory " + dir.string(),
-                         "cannot create " + cur.string() + ": " + std::strerror(errno));
-  }
-}
-
 void checkPrivateDir(const fs::path& dir) {
   struct stat st {};
   const std::string where = "cache directory " + dir.string();
-  if (::stat(dir.c_str(), &st) != 0)
-    throw RuntimeError(where, std::string("cannot stat it: ") + std::strerror(errno));
+  if (::stat(dir.c_str(), &st) != 0) {
+    const int err = errno;
+    throw RuntimeError(where, std::string("cannot stat it: ") + std::strerror(err));
+  }
   if (!S_ISDIR(st.st_mode)) throw RuntimeError(where, "exists but is not a directory");
   if (st.st_uid != ::geteuid())
     throw RuntimeError(where, "is owned by uid " + std::to_string(st.st_uid) + ", not by you (uid " +
                                   std::to_string(::geteuid()) +
                                   "); refusing to load code objects from it. Use a directory you own "
                                   "(set MONOGEN_CACHE_DIR) with mode 0700");
-  if (st.st_mode & (S_IWGRP | S_IWOTH))
+  // Private, as the README says: others must neither plant code objects nor read the ones here.
+  if (st.st_mode & (S_IRWXG | S_IRWXO))
     throw RuntimeError(where, "has mode " + octalMode(st.st_mode) +
-                                  ": group or others can write to it, so anyone could plant a code object; "
-                                  "expected 0700. Fix it with: chmod 700 " + dir.string());
+                                  ": group or others can access it (anyone who can write could plant a code "
+                                  "object); expected 0700 (owner only). Fix it with: chmod 700 " + dir.string());
 }
 
 }  // namespace
@@ -93,7 +84,7 @@ Cache::Cache(fs::path dir, std::string toolchainId) : dir_(std::move(dir)), tool
   if (dir_.empty()) throw RuntimeError("cache directory", "the path is empty");
   dir_ = fs::absolute(dir_).lexically_normal();
   if (dir_.has_filename() == false && dir_ != dir_.root_path()) dir_ = dir_.parent_path();
-  createPrivateDirs(dir_);
+  makeDirectories(dir_, 0700, "cache directory " + dir_.string());
   checkPrivateDir(dir_);
 }
 
@@ -162,18 +153,29 @@ enum class ReadResult { Missing, Ok, Error };
 
 /// Reads a cache file without following symlinks. On Error `why` says what went wrong.
 ReadResult readCacheFile(const fs::path& p, std::string& out, std::string& why) {
-  int fd = ::open(p.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO planted here must not wait for a writer; O_NOFOLLOW: no symlinks.
+  int fd = ::open(p.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
-    if (errno == ENOENT) return ReadResult::Missing;
-    why = std::string("cannot open: ") + std::strerror(errno);
+    const int err = errno;
+    if (err == ENOENT) return ReadResult::Missing;
+    why = std::string("cannot open: ") + std::strerror(err);
+    if (err == ELOOP) why += " (a symbolic link: not followed)";
     return ReadResult::Error;
   }
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
     ::close(fd);
-    why = "not a regular file";
+    why = std::string("fstat failed: ") + std::strerror(err);
     return ReadResult::Error;
   }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    why = std::string("not a regular file (") +
+          (S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISDIR(st.st_mode) ? "a directory" : "a device or socket") + ")";
+    return ReadResult::Error;
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);  // a regular file: plain blocking reads
   if (st.st_uid != ::geteuid()) {
     ::close(fd);
     why = "owned by uid " + std::to_string(st.st_uid) + ", not by you";
@@ -185,8 +187,9 @@ ReadResult readCacheFile(const fs::path& p, std::string& out, std::string& why) 
   for (;;) {
     ssize_t n = ::read(fd, buf, sizeof buf);
     if (n < 0) {
-      if (errno == EINTR) continue;
-      why = std::string("read failed: ") + std::strerror(errno);
+      const int err = errno;
+      if (err == EINTR) continue;
+      why = std::string("read failed: ") + std::strerror(err);
       ::close(fd);
       return ReadResult::Error;
     }

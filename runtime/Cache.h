@@ -10,9 +10,11 @@
 //   payLen   u64      code object length
 //   sha      32 bytes SHA-256 of the code object
 //   payload  payLen   the code object
-// A file whose magic, version, key text, length or checksum is wrong is never loaded: a
-// warning naming the file and the reason goes to stderr, it is counted, the code object is
-// compiled again and the file rewritten.
+// An entry is opened without following symlinks or blocking (O_NOFOLLOW|O_NONBLOCK) and read
+// only if it is a regular file this user owns. One that is not, or whose magic, version, key
+// text, length or checksum is wrong, is never loaded: a warning naming the file and the reason
+// goes to stderr, it is counted, the code object is compiled again and the file rewritten
+// (runtime/AtomicFile.h; a non-regular entry is left as it is, with a second warning).
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -56,8 +58,9 @@ class Cache {
   using CompileFn = std::function<std::vector<uint8_t>()>;
 
   /// Opens (creating it 0700, parents too) the cache directory `dir`. Throws RuntimeError if
-  /// it cannot be created, is not a directory, is owned by another user, or group/others can
-  /// write to it. toolchainId goes into every key (the caller passes the LLVM version).
+  /// it cannot be created, is not a directory, is owned by another user, or is not private:
+  /// group or others have any access to it (the mode must be 0700 or stricter, e.g. not
+  /// 0755). toolchainId goes into every key (the caller passes the LLVM version).
   Cache(std::filesystem::path dir, std::string toolchainId);
 
   /// $MONOGEN_CACHE_DIR if set and non-empty, else $HOME/.cache/monogen. Throws RuntimeError

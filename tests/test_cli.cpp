@@ -2,15 +2,19 @@
 // the cache across processes, dumps, and the sim verdict over the whole launch.
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "runtime/Safetensors.h"
 #include "specs/minimax_m3/MoeInputs.h"
@@ -35,7 +39,11 @@ Result sh(const std::string& cmd) {
   return {code, std::move(out)};
 }
 
-const std::string kMonogen = std::string(MONOGEN_BINARY_DIR) + "/tools/monogen";
+// $MONOGEN_TEST_BINARY runs these tests against another build (e.g. an older one, to show a
+// check fails there).
+const std::string kMonogen = std::getenv("MONOGEN_TEST_BINARY") && *std::getenv("MONOGEN_TEST_BINARY")
+                                 ? std::string(std::getenv("MONOGEN_TEST_BINARY"))
+                                 : std::string(MONOGEN_BINARY_DIR) + "/tools/monogen";
 const std::string kReadelf = "/usr/lib/llvm-22/bin/llvm-readelf";
 
 struct TempDir {
@@ -75,7 +83,21 @@ TEST_CASE("bad arguments are refused with a clear message", "[cli]") {
                              "min(experts 16, valid rows 2 x top-k 4) = 8"},
                         Case{"sim --config reduced --rows 2 --tp 2 --experts 4 --padded-rows 2", "all 2 rows are padded"},
                         Case{"sim --config reduced --rows 2 --tp 2 --padded-rows 3", "--padded-rows: K = 3: expected 0..S"},
-                        Case{"sim --config reduced --rows 2 --tp 2 --experts 4 --inputs /", "--inputs excludes --experts"}}) {
+                        Case{"sim --config reduced --rows 2 --tp 2 --experts 4 --inputs /", "--inputs excludes --experts"},
+                        // a negative seed is refused, not wrapped to 2^64 - 1
+                        Case{"sim --config reduced --rows 1 --tp 1 --seed -1", "--seed: -1: expected a non-negative"},
+                        Case{"trace --config reduced --rows 1 --tp 1 --seed -1 -o x.json", "--seed: -1"},
+                        Case{"bench --rows 1 --tp 1 --experts 4 --seed -1", "--seed: -1"},
+                        // a wait's bound is at least one tick
+                        Case{"sim --config reduced --rows 1 --tp 1 --wait-ticks -5", "--wait-ticks: Value -5 not in range 1"},
+                        Case{"sim --config reduced --rows 1 --tp 1 --wait-ticks 0", "--wait-ticks: Value 0 not in range 1"},
+                        Case{"trace --config reduced --rows 1 --tp 1 --wait-ticks -5 -o x.json", "--wait-ticks"},
+                        // a stall with no rank to stall is refused, not silently ignored
+                        Case{"sim --config reduced --rows 1 --tp 1 --inject-ticks 5", "--inject-ticks requires --inject-rank"},
+                        Case{"sim --config reduced --rows 1 --tp 1 --inject-ticks 5 --inject-rank -1",
+                             "--inject-ticks: a stall needs a rank to stall"},
+                        Case{"trace --config reduced --rows 1 --tp 1 --inject-ticks 5 -o x.json",
+                             "--inject-ticks requires --inject-rank"}}) {
     INFO(c.args);
     const Result r = sh(kMonogen + " " + c.args);
     CHECK(r.code != 0);
@@ -336,4 +358,264 @@ TEST_CASE("emit --all: every variant, and the S x TP matrix reads as gfx950 code
       }
       CHECK(checked >= 10);
     }
+}
+
+namespace {
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), {}};
+}
+
+void spit(const fs::path& p, const std::string& s) {
+  std::ofstream f(p, std::ios::binary | std::ios::trunc);
+  f << s;
+}
+
+/// The directory's entry names that start with `prefix` (e.g. a temp file ".v.co.tmp.").
+std::vector<std::string> entriesStartingWith(const fs::path& dir, const std::string& prefix) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().filename().string().rfind(prefix, 0) == 0) out.push_back(e.path().filename().string());
+  return out;
+}
+
+const std::string kSmall = " --config reduced --rows 1 --tp 1 ";
+
+}  // namespace
+
+TEST_CASE("emit -o: a symlink planted at the destination is refused and its target is unchanged", "[cli][files]") {
+  TempDir d;
+  const fs::path target = d.path / "precious", link = d.path / "v.co";
+  spit(target, "precious\n");
+  fs::create_symlink(target, link);
+  const Result r = sh(withCache(d) + kMonogen + " emit" + kSmall + "-o " + link.string());
+  INFO(r.out);
+  CHECK(r.code != 0);
+  CHECK(r.out.find("'" + link.string() + "' is a symbolic link") != std::string::npos);
+  CHECK(r.out.find("compiled") == std::string::npos);  // refused before the compile
+  CHECK(fs::is_symlink(link));
+  CHECK(slurp(target) == "precious\n");
+}
+
+TEST_CASE("emit --all -o DIR: a symlink planted at one variant's file is refused before any compile",
+          "[cli][files]") {
+  TempDir d;
+  const fs::path dir = d.path / "objs", target = d.path / "precious";
+  fs::create_directories(dir);
+  spit(target, "precious\n");
+  const fs::path link = dir / "minimax_m3.ffn-S16-TP8.co";  // the last variant --all builds
+  fs::create_symlink(target, link);
+  const Result r = sh(withCache(d) + kMonogen + " emit --all --config reduced -o " + dir.string());
+  INFO(r.out);
+  CHECK(r.code == 2);
+  CHECK(r.out.find("'" + link.string() + "' is a symbolic link") != std::string::npos);
+  CHECK(r.out.find("[ 1/64]") == std::string::npos);  // nothing compiled
+  CHECK(slurp(target) == "precious\n");
+  CHECK(fs::is_symlink(link));
+}
+
+TEST_CASE("emit -o and trace -o: symlinks planted at guessable temp names are not followed", "[cli][files]") {
+  TempDir d;
+  const fs::path target = d.path / "precious";
+  spit(target, "precious\n");
+  // `exec` keeps the shell's pid, so $$ is the pid monogen runs as: the old temp names were
+  // ".NAME.tmp.PID" (the tools) and "NAME.tmp.PID.N" (runtime/AtomicFile).
+  const auto plantAndRun = [&](const std::string& name, const std::string& args) {
+    std::string plant;
+    for (const std::string& t : {"." + name + ".tmp.$$", name + ".tmp.$$"}) {
+      plant += "ln -s " + target.string() + " " + (d.path / t).string() + "; ";
+      for (int n = 0; n < 128; ++n)
+        plant += "ln -s " + target.string() + " " + (d.path / t).string() + "." + std::to_string(n) + "; ";
+    }
+    return sh(withCache(d) + "sh -c '" + plant + "exec " + kMonogen + args + " -o " + (d.path / name).string() + "'");
+  };
+  SECTION("emit") {
+    const Result r = plantAndRun("v.co", " emit" + kSmall);
+    INFO(r.out);
+    CHECK(r.code == 0);
+    CHECK(slurp(target) == "precious\n");
+    CHECK(fs::is_regular_file(fs::symlink_status(d.path / "v.co")));
+    CHECK(slurp(d.path / "v.co").rfind("\x7f" "ELF", 0) == 0);
+    // the planted links are still links, and no temp file of ours is left
+    for (const std::string& e : entriesStartingWith(d.path, ".v.co.tmp.")) CHECK(fs::is_symlink(d.path / e));
+  }
+  SECTION("trace") {
+    const Result r = plantAndRun("t.json", " trace" + kSmall);
+    INFO(r.out);
+    CHECK(r.code == 0);
+    CHECK(slurp(target) == "precious\n");
+    CHECK(fs::is_regular_file(fs::symlink_status(d.path / "t.json")));
+    CHECK(slurp(d.path / "t.json").find("traceEvents") != std::string::npos);
+    for (const std::string& e : entriesStartingWith(d.path, ".t.json.tmp.")) CHECK(fs::is_symlink(d.path / e));
+  }
+}
+
+TEST_CASE("trace -o: a FIFO or a directory at the destination is refused before the launch", "[cli][files]") {
+  TempDir d;
+  const fs::path fifo = d.path / "t.json";
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  Result r = sh("timeout 20 " + kMonogen + " trace" + kSmall + "-o " + fifo.string());
+  INFO(r.out);
+  CHECK(r.code != 0);
+  CHECK(r.code != 124);  // no hang
+  CHECK(r.out.find("'" + fifo.string() + "' is a FIFO, not a regular file") != std::string::npos);
+  CHECK(r.out.find("on the Sim device") == std::string::npos);  // nothing ran
+  struct stat st {};
+  REQUIRE(lstat(fifo.c_str(), &st) == 0);
+  CHECK(S_ISFIFO(st.st_mode));  // not replaced
+  r = sh(kMonogen + " trace" + kSmall + "-o " + d.path.string());
+  CHECK(r.code != 0);
+  CHECK(r.out.find("'" + d.path.string() + "' is a directory") != std::string::npos);
+  r = sh(kMonogen + " trace" + kSmall + "-o " + (d.path / "no" / "t.json").string());
+  CHECK(r.code != 0);
+  CHECK(r.out.find("directory '" + (d.path / "no").string() + "'") != std::string::npos);
+  CHECK(r.out.find("does not exist") != std::string::npos);
+}
+
+TEST_CASE("sim --save: a path the save would fail on is refused before the launch runs", "[cli][files]") {
+  TempDir d;
+  SECTION("an existing regular file") {
+    const fs::path file = d.path / "file";
+    spit(file, "x");
+    const Result r = sh(kMonogen + " sim" + kSmall + "--save " + file.string());
+    INFO(r.out);
+    CHECK(r.code == 2);
+    CHECK(r.out.find("--save: '" + file.string() + "' is a regular file, not a directory") != std::string::npos);
+    CHECK(r.out.find("seed 1 ") == std::string::npos);  // nothing ran
+    CHECK(slurp(file) == "x");
+  }
+  SECTION("a symlink planted for one of its files") {
+    const fs::path dir = d.path / "run", target = d.path / "precious";
+    fs::create_directories(dir);
+    spit(target, "precious\n");
+    fs::create_symlink(target, dir / "outputs.safetensors");
+    const Result r = sh(kMonogen + " sim" + kSmall + "--save " + dir.string());
+    INFO(r.out);
+    CHECK(r.code == 2);
+    CHECK(r.out.find("'" + (dir / "outputs.safetensors").string() + "' is a symbolic link") != std::string::npos);
+    CHECK(r.out.find("seed 1 ") == std::string::npos);
+    CHECK(slurp(target) == "precious\n");
+    CHECK(fs::is_symlink(dir / "outputs.safetensors"));
+  }
+  SECTION("a directory under a regular file") {
+    const fs::path file = d.path / "file";
+    spit(file, "x");
+    const Result r = sh(kMonogen + " sim" + kSmall + "--save " + (file / "run").string());
+    INFO(r.out);
+    CHECK(r.code == 2);
+    CHECK(r.out.find(file.string()) != std::string::npos);
+    CHECK(r.out.find("seed 1 ") == std::string::npos);
+  }
+}
+
+TEST_CASE("a failed write names the errno text and leaves the destination as it was", "[cli][files]") {
+  TempDir d;
+  SECTION("a directory this user cannot write into: Permission denied") {
+    // As root every directory is writable: run as nobody then (the cache is off, it is root's).
+    std::string as;
+    if (geteuid() == 0) {
+      as = "setpriv --reuid=65534 --regid=65534 --clear-groups ";
+      if (sh(as + "test -x " + kMonogen).code != 0) {
+        WARN("cannot run the binary as nobody here; the unwritable-directory case is not exercised");
+        return;
+      }
+    }
+    REQUIRE(chmod(d.path.c_str(), 0755) == 0);
+    const fs::path ro = d.path / "ro";
+    fs::create_directories(ro);
+    REQUIRE(chmod(ro.c_str(), 0555) == 0);
+    Result r = sh(as + kMonogen + " emit --no-cache" + kSmall + "-o " + (ro / "v.co").string());
+    INFO(r.out);
+    CHECK(r.code == 2);
+    CHECK(r.out.find((ro / "v.co").string()) != std::string::npos);
+    CHECK(r.out.find("Permission denied") != std::string::npos);
+    r = sh(as + kMonogen + " sim" + kSmall + "--save " + (ro / "run").string());
+    CHECK(r.code == 2);
+    CHECK(r.out.find("Permission denied") != std::string::npos);
+    CHECK(r.out.find("seed 1 ") == std::string::npos);
+  }
+  SECTION("a write over the file size limit: File too large") {
+    // The code object comes from the cache (no compile, whose temp files the limit would hit).
+    const fs::path co = d.path / "v.co";
+    REQUIRE(sh(withCache(d) + kMonogen + " emit" + kSmall + "-o " + co.string()).code == 0);
+    spit(co, "the previous file\n");
+    const Result r = sh(withCache(d) + "sh -c \"trap '' XFSZ; ulimit -f 8; exec " + kMonogen + " emit" + kSmall +
+                        "-o " + co.string() + "\"");
+    INFO(r.out);
+    CHECK(r.code == 2);
+    CHECK(r.out.find("runtime error at " + co.string()) != std::string::npos);
+    CHECK(r.out.find("File too large") != std::string::npos);
+    CHECK(slurp(co) == "the previous file\n");
+    CHECK(entriesStartingWith(d.path, ".v.co.tmp.").empty());  // the temp file is removed
+  }
+}
+
+TEST_CASE("a failed write to stdout exits non-zero with a message on stderr", "[cli]") {
+  TempDir d;
+  for (const std::string& args :
+       {std::string(" info --config reduced --rows 1 --tp 1"), " dump" + kSmall, std::string(" --help"), " sim" + kSmall}) {
+    INFO(args);
+    // stdout to /dev/full, stderr to the pipe runShell reads
+    const Result r = sh("{ " + withCache(d) + kMonogen + args + " > /dev/full; }");
+    INFO(r.out);
+    CHECK(r.code != 0);
+    CHECK(r.out.find("standard output: a write failed") != std::string::npos);
+    CHECK(r.out.find("No space left on device") != std::string::npos);
+  }
+}
+
+TEST_CASE("a FIFO in the cache directory does not hang emit", "[cli][files]") {
+  TempDir d;
+  const fs::path co = d.path / "v.co";
+  const std::string emit = withCache(d) + "timeout 20 " + kMonogen + " emit" + kSmall + "-o " + co.string();
+  REQUIRE(sh(emit).code == 0);
+  fs::path cached;
+  for (const auto& e : fs::directory_iterator(d.path / "cache"))
+    if (e.path().extension() == ".co") cached = e.path();
+  REQUIRE(!cached.empty());
+  fs::remove(cached);
+  REQUIRE(mkfifo(cached.c_str(), 0600) == 0);
+  fs::remove(co);
+  const Result r = sh(emit);
+  INFO(r.out);
+  CHECK(r.code == 0);  // 124: timed out, blocked opening the FIFO
+  CHECK(r.out.find("rejected: not a regular file (a FIFO)") != std::string::npos);
+  CHECK(r.out.find("compiled") != std::string::npos);
+  CHECK(fs::file_size(co) > 0);
+}
+
+TEST_CASE("a cache directory group or others can access (0755) is refused", "[cli][files]") {
+  TempDir d;
+  const fs::path cache = d.path / "cache";
+  fs::create_directories(cache);
+  REQUIRE(chmod(cache.c_str(), 0755) == 0);
+  const Result r = sh(withCache(d) + kMonogen + " emit" + kSmall + "-o " + (d.path / "v.co").string());
+  INFO(r.out);
+  CHECK(r.code == 2);
+  CHECK(r.out.find("cache directory " + cache.string() + ": has mode 0755") != std::string::npos);
+  CHECK(r.out.find("expected 0700") != std::string::npos);
+  CHECK_FALSE(fs::exists(d.path / "v.co"));
+  // a cache directory it creates is private
+  const fs::path fresh = d.path / "fresh" / "cache";
+  REQUIRE(sh("MONOGEN_CACHE_DIR=" + fresh.string() + " " + kMonogen + " emit" + kSmall + "-o " +
+             (d.path / "v.co").string())
+              .code == 0);
+  struct stat st {};
+  REQUIRE(stat(fresh.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0700);
+}
+
+TEST_CASE("sim --inputs DIR needs only the inputs: no outputs.safetensors or reference.safetensors", "[cli][files]") {
+  TempDir d;
+  const fs::path save = d.path / "run";
+  Result r = sh(kMonogen + " sim" + kSmall + "--experts 4 --save " + save.string());
+  REQUIRE(r.code == 0);
+  fs::remove(save / "outputs.safetensors");
+  fs::remove(save / "reference.safetensors");
+  r = sh(kMonogen + " sim" + kSmall + "--inputs " + save.string());
+  INFO(r.out);
+  CHECK(r.code == 0);
+  CHECK(r.out.find("experts=4 (from ") != std::string::npos);
+  CHECK(r.out.find("verdict: bit-exact under 1 seed") != std::string::npos);
 }

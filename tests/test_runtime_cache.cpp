@@ -1,4 +1,7 @@
-// The code-object cache: memory and disk layers, corrupt files, directory permissions.
+// The code-object cache: memory and disk layers, corrupt files, directory permissions; and
+// the one file writer every output goes through (runtime/AtomicFile.h).
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -6,6 +9,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -14,6 +18,7 @@
 #include <thread>
 
 #include "ir/Error.h"
+#include "runtime/AtomicFile.h"
 #include "runtime/Cache.h"
 
 using namespace monogen;
@@ -247,10 +252,11 @@ TEST_CASE("cache: the directory is created 0700 with its parents") {
   CHECK(modeOf(t.path) == 0700);
 }
 
-TEST_CASE("cache: a directory group or others can write to is refused") {
+TEST_CASE("cache: a directory group or others can access is refused") {
   TempDir t;
   fs::create_directories(t.path);
-  const mode_t mode = GENERATE(0777, 0770, 0702, 0720);
+  // the README's "private (0700)": no access at all for group or others, read-only included
+  const mode_t mode = GENERATE(0777, 0770, 0702, 0720, 0755, 0750, 0705, 0740, 0704, 0710, 0701);
   REQUIRE(::chmod(t.path.c_str(), mode) == 0);
   try {
     Cache c(t.path, kToolchain);
@@ -262,9 +268,10 @@ TEST_CASE("cache: a directory group or others can write to is refused") {
     char m[8];
     std::snprintf(m, sizeof m, "0%03o", static_cast<unsigned>(mode));
     CHECK_THAT(msg, Catch::Contains(m));
+    CHECK_THAT(msg, Catch::Contains("expected 0700"));
   }
-  // 0700 and 0755 (read-only for others) are fine.
-  REQUIRE(::chmod(t.path.c_str(), 0755) == 0);
+  // 0700 (and stricter) is fine.
+  REQUIRE(::chmod(t.path.c_str(), 0700) == 0);
   CHECK_NOTHROW(Cache(t.path, kToolchain));
 }
 
@@ -338,4 +345,136 @@ TEST_CASE("cache: a directory owned by another user is refused") {
                     Catch::Contains(t.path.string()) && Catch::Contains("owned by uid " + std::to_string(other)));
   REQUIRE(::chown(t.path.c_str(), ::geteuid(), static_cast<gid_t>(-1)) == 0);
   CHECK_NOTHROW(Cache(t.path, kToolchain));
+}
+
+TEST_CASE("cache: a FIFO planted at an entry is rejected without blocking, and left alone") {
+  TempDir t;
+  Cache c(t.path, kToolchain);
+  const fs::path f = c.pathFor(testKey());
+  REQUIRE(::mkfifo(f.c_str(), 0600) == 0);
+  ::alarm(20);  // a blocking open of the FIFO (no writer ever comes) would hang here: die instead
+  std::ostringstream err;
+  std::streambuf* old = std::cerr.rdbuf(err.rdbuf());
+  std::shared_ptr<const CacheEntry> e;
+  CacheSource src = CacheSource::Memory;
+  try {
+    e = c.get(testKey(), [] { return codeObject(4); }, &src);
+  } catch (...) {
+    std::cerr.rdbuf(old);
+    throw;
+  }
+  std::cerr.rdbuf(old);
+  ::alarm(0);
+  INFO(err.str());
+  CHECK(e->bytes == codeObject(4));
+  CHECK(src == CacheSource::Compiled);
+  CHECK(c.stats().rejectedFiles == 1);
+  CHECK(c.stats().diskWriteErrors == 1);  // not replaced: the writer refuses a non-regular destination
+  CHECK_THAT(err.str(), Catch::Contains(f.string()) && Catch::Contains("not a regular file (a FIFO)"));
+  struct stat st {};
+  REQUIRE(::lstat(f.c_str(), &st) == 0);
+  CHECK(S_ISFIFO(st.st_mode));
+}
+
+TEST_CASE("atomic file: a symlink, a directory or a FIFO at the destination is refused and left as it was") {
+  TempDir t;
+  fs::create_directories(t.path);
+  const fs::path target = t.path / "precious";
+  writeAll(target, "precious");
+  SECTION("symlink") {
+    const fs::path link = t.path / "out";
+    fs::create_symlink(target, link);
+    CHECK_THROWS_WITH(writeFileAtomically(link, {"new bytes"}),
+                      Catch::Contains("'" + link.string() + "' is a symbolic link"));
+    CHECK_THROWS_AS(checkOutputFile(link, "-o"), InputError);
+    CHECK(fs::is_symlink(link));
+    CHECK(readAll(target) == "precious");
+  }
+  SECTION("FIFO") {
+    const fs::path fifo = t.path / "out";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    ::alarm(20);
+    CHECK_THROWS_WITH(writeFileAtomically(fifo, {"new bytes"}), Catch::Contains("is a FIFO, not a regular file"));
+    CHECK_THROWS_WITH(checkOutputFile(fifo, "-o"), Catch::Contains("is a FIFO"));
+    ::alarm(0);
+    CHECK(fs::is_fifo(fs::symlink_status(fifo)));
+  }
+  SECTION("directory") {
+    fs::create_directories(t.path / "out");
+    CHECK_THROWS_WITH(writeFileAtomically(t.path / "out", {"new bytes"}), Catch::Contains("is a directory"));
+    CHECK(fs::is_directory(t.path / "out"));
+  }
+  // nothing else was left in the directory (no temp file)
+  for (const auto& de : fs::directory_iterator(t.path))
+    CHECK((de.path().filename() == "precious" || de.path().filename() == "out"));
+}
+
+TEST_CASE("atomic file: symlinks planted at guessable temp names are not followed") {
+  TempDir t;
+  fs::create_directories(t.path);
+  const fs::path target = t.path / "precious", out = t.path / "out";
+  writeAll(target, "precious");
+  // every name an earlier writer used: "NAME.tmp.PID.N" (N a counter) and ".NAME.tmp.PID"
+  const std::string pid = std::to_string(::getpid());
+  fs::create_symlink(target, t.path / (".out.tmp." + pid));
+  for (int n = 0; n < 256; ++n) fs::create_symlink(target, t.path / ("out.tmp." + pid + "." + std::to_string(n)));
+  writeFileAtomically(out, {"new ", "bytes"}, 0644);
+  CHECK(readAll(out) == "new bytes");
+  CHECK(fs::is_regular_file(fs::symlink_status(out)));
+  CHECK(readAll(target) == "precious");
+  CHECK(modeOf(out) == (0644 & ~[] { const mode_t m = ::umask(0); ::umask(m); return m; }()));
+  int links = 0;
+  for (const auto& de : fs::directory_iterator(t.path)) links += fs::is_symlink(de.symlink_status());
+  CHECK(links == 257);  // still there, none replaced
+}
+
+TEST_CASE("atomic file: a failed write names the errno text and leaves the old file and no temp file") {
+  TempDir t;
+  fs::create_directories(t.path);
+  const fs::path out = t.path / "out";
+  writeAll(out, "the previous file");
+  struct rlimit old {};
+  REQUIRE(::getrlimit(RLIMIT_FSIZE, &old) == 0);
+  struct rlimit small = old;
+  small.rlim_cur = 4096;
+  REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
+  auto* oldHandler = ::signal(SIGXFSZ, SIG_IGN);  // write() then fails with EFBIG
+  const std::string big(64 << 10, 'x');
+  std::string msg;
+  try {
+    writeFileAtomically(out, {big});
+  } catch (const RuntimeError& e) {
+    msg = e.what();
+  }
+  ::setrlimit(RLIMIT_FSIZE, &old);
+  ::signal(SIGXFSZ, oldHandler);
+  CHECK_THAT(msg, Catch::Contains(out.string()) && Catch::Contains("write to the temp file") &&
+                      Catch::Contains(std::strerror(EFBIG)));
+  CHECK(readAll(out) == "the previous file");
+  int files = 0;
+  for (const auto& de : fs::directory_iterator(t.path)) {
+    ++files;
+    CHECK(de.path().filename() == "out");
+  }
+  CHECK(files == 1);
+}
+
+TEST_CASE("atomic file: output paths are checked up front, naming the path and the errno text") {
+  TempDir t;
+  fs::create_directories(t.path);
+  writeAll(t.path / "file", "x");
+  CHECK_NOTHROW(checkOutputFile(t.path / "file", "-o"));  // a regular file is replaced
+  CHECK_NOTHROW(checkOutputFile(t.path / "new", "-o"));
+  CHECK_THROWS_WITH(checkOutputFile(t.path / "no" / "x", "-o"),
+                    Catch::Contains("directory '" + (t.path / "no").string() + "'") && Catch::Contains("does not exist"));
+  CHECK_THROWS_WITH(checkOutputFile(t.path / "file" / "x", "-o"), Catch::Contains("is a regular file, not a directory"));
+  CHECK_THROWS_WITH(checkOutputFile(t.path / "d/", "-o"), Catch::Contains("names a directory"));
+  CHECK_THROWS_WITH(checkOutputDir(t.path / "file", "--save"),
+                    Catch::Contains("'" + (t.path / "file").string() + "' is a regular file, not a directory"));
+  CHECK_THROWS_WITH(checkOutputDir(t.path / "file" / "sub", "--save"), Catch::Contains(std::strerror(ENOTDIR)));
+  CHECK_NOTHROW(checkOutputDir(t.path, "--save"));
+  CHECK_NOTHROW(checkOutputDir(t.path / "a" / "b", "--save"));  // to be created under a writable directory
+  makeDirectories(t.path / "a" / "b", 0750, "test");
+  CHECK(modeOf(t.path / "a" / "b") == (0750 & ~[] { const mode_t m = ::umask(0); ::umask(m); return m; }()));
+  CHECK_THROWS_WITH(makeDirectories(t.path / "file", 0700, "test"), Catch::Contains("is a regular file, not a directory"));
 }

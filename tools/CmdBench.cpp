@@ -23,6 +23,7 @@
 #include "specs/minimax_m3/SimHarness.h"
 #include "specs/minimax_m3/Spec.h"
 #include "tools/Commands.h"
+#include "tools/Variant.h"
 
 namespace monogen::tools {
 
@@ -89,7 +90,7 @@ Run addBench(CLI::App& app) {
                 "distinct routed experts the rows pick (router-bias steering); 0 or natural: unsteered. Cells "
                 "with N > min(E, S x top-k) are skipped")
       ->capture_default_str();
-  c->add_option("--seed", o->seed, "input and scheduler seed")->capture_default_str();
+  c->add_option("--seed", o->seed, "input and scheduler seed")->check(nonNegativeInteger())->capture_default_str();
   c->add_flag("--breakdown", o->breakdown, "print each cell's minimum by tensor and its stages' bytes");
   c->add_flag("--no-sim", o->noSim, "the minimum alone (no Sim launch: quick at the full config)");
   return [o] {
@@ -231,7 +232,7 @@ Run addBench(CLI::App& app) {
     fmt::print("{}\n", head);
     for (const std::string& l : lines)
       if (l.rfind("kernel stages", 0) != 0) fmt::print("{}\n", l);
-    std::fflush(stdout);
+    flushStdout();
     return bad ? 1 : 0;
   };
 }

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "ir/Error.h"
+#include "runtime/AtomicFile.h"
 #include "tools/Commands.h"
 #include "tools/Variant.h"
 
@@ -22,13 +23,17 @@ struct EmitOptions {
   int jobs = 0;
 };
 
-std::string bytesOf(const std::vector<uint8_t>& b) { return std::string(b.begin(), b.end()); }
+std::string_view bytesOf(const std::vector<uint8_t>& b) {
+  return {reinterpret_cast<const char*>(b.data()), b.size()};
+}
 
 int emitOne(const EmitOptions& o) {
   const auto cfg = configOf(o.v);
+  const ir::Key key = keyOf(o.v, cfg, o.v.rows, o.v.tp);
+  runtime::checkOutputFile(o.out, "-o");  // before the compile
   auto gen = generatorOf(o.v, cfg);
-  BuiltVariant b = buildVariant(gen, keyOf(o.v, cfg, o.v.rows, o.v.tp));
-  writeFileAtomically(o.out, bytesOf(b.bytes()));
+  BuiltVariant b = buildVariant(gen, key);
+  writeOutputFile(o.out, bytesOf(b.bytes()));
   fmt::print("{}: {} bytes, {} VGPR, {} AGPR, {} SGPR, {} B LDS, {} B scratch ({} in {:.2f} s)\n", o.out,
              b.bytes().size(), b.info.vgprs, b.info.agprs, b.info.sgprs, b.info.ldsBytes, b.info.scratchBytes,
              runtime::cacheSourceName(b.variant->source), b.seconds);
@@ -37,14 +42,17 @@ int emitOne(const EmitOptions& o) {
 
 int emitAll(const EmitOptions& o) {
   namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::create_directories(o.out, ec);
-  if (!fs::is_directory(o.out)) throw InputError(o.out, "cannot create the output directory");
   const auto cfg = configOf(o.v);
-  auto gen = generatorOf(o.v, cfg);
   std::vector<std::pair<int, int>> variants;
   for (int tp : {1, 2, 4, 8})
     for (int s = 1; s <= cfg.maxRows; ++s) variants.push_back({s, tp});
+  const auto fileOf = [&](const ir::Key& key) { return (fs::path(o.out) / (key.variantName() + ".co")).string(); };
+  // Before the compiles: the directory, and every file in it a symlink or a non-file could block.
+  runtime::checkOutputDir(o.out, "-o");
+  if (fs::is_directory(o.out))
+    for (const auto& [s, tp] : variants) runtime::checkOutputFile(fileOf(keyOf(o.v, cfg, s, tp)), "-o");
+  runtime::makeDirectories(o.out, 0755, "-o " + o.out);
+  auto gen = generatorOf(o.v, cfg);
   const int jobs = o.jobs > 0 ? o.jobs : std::max(1u, std::thread::hardware_concurrency());
   std::atomic<size_t> next{0}, done{0};
   std::mutex mu;
@@ -60,13 +68,13 @@ int emitAll(const EmitOptions& o) {
       try {
         const ir::Key key = keyOf(o.v, cfg, s, tp);
         BuiltVariant b = buildVariant(gen, key);
-        const std::string file = (fs::path(o.out) / (key.variantName() + ".co")).string();
-        writeFileAtomically(file, bytesOf(b.bytes()));
+        const std::string file = fileOf(key);
+        writeOutputFile(file, bytesOf(b.bytes()));
         std::lock_guard<std::mutex> g(mu);
         fmt::print("[{:2}/{}] S={:<2} TP={} {:>3} VGPR {:>3} AGPR {:>6} B LDS  {:<8} {:5.2f} s  {}\n", ++done,
                    variants.size(), s, tp, b.info.vgprs, b.info.agprs, b.info.ldsBytes,
                    runtime::cacheSourceName(b.variant->source), b.seconds, file);
-        std::fflush(stdout);
+        flushStdout();
       } catch (...) {
         std::lock_guard<std::mutex> g(mu);
         if (!failure) failure = std::current_exception();

@@ -32,7 +32,7 @@ Run addInfo(CLI::App& app) {
                    b.info.vgprs, b.info.agprs, b.info.sgprs, b.info.ldsBytes, b.info.scratchBytes, b.info.vgprSpills,
                    b.info.sgprSpills, b.bytes().size(), b.info.kernargBytes, runtime::cacheSourceName(b.variant->source),
                    b.seconds);
-        std::fflush(stdout);
+        flushStdout();
       }
     return 0;
   };

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <optional>
 
@@ -72,9 +73,9 @@ LaunchInputs readInputs(const std::string& path, const mm::ModelConfig& cfg, int
       throw InputError("--inputs", fmt::format("directory '{}' has no inputs.safetensors: expected a directory "
                                                "`monogen sim --save` wrote, or an inputs .safetensors file",
                                                path));
-    mm::SavedLaunch saved = mm::loadLaunch(path);
-    in.tensors = std::move(saved.inputs);
-    in.metadata = std::move(saved.metadata);
+    runtime::SafetensorsFile f = mm::loadLaunchInputs(path);  // the outputs and reference are not needed
+    in.tensors = std::move(f.tensors);
+    in.metadata = std::move(f.metadata);
   } else {
     runtime::SafetensorsFile f = runtime::readSafetensorsFile(path);
     in.tensors = std::move(f.tensors);
@@ -129,7 +130,9 @@ Run addSim(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* c = app.add_subcommand("sim", "run a variant's whole launch on the Sim device and compare with the reference");
   addVariantOptions(c, o->v, true);
-  c->add_option("--seed", o->seed, "scheduler seed (and input seed unless --inputs)")->capture_default_str();
+  c->add_option("--seed", o->seed, "scheduler seed (and input seed unless --inputs)")
+      ->check(nonNegativeInteger())
+      ->capture_default_str();
   c->add_option("--seeds", o->seeds, "run this many scheduler seeds, seed .. seed + n - 1")->check(CLI::Range(1, 1000));
   CLI::Option* inputs = c->add_option("--inputs", o->inputs,
                                       "the launch's inputs: a directory --save wrote, or an inputs .safetensors file")
@@ -146,14 +149,20 @@ Run addSim(CLI::App& app) {
                 "write the whole launch here: inputs.safetensors (weights, partials, residual, slots), "
                 "outputs.safetensors and reference.safetensors; their metadata holds the seed, inputs, variant and "
                 "verdict");
-  c->add_option("--wait-ticks", o->launch.waitTicks, "a wait's bound in 100 MHz ticks")->capture_default_str();
+  c->add_option("--wait-ticks", o->launch.waitTicks, "a wait's bound in 100 MHz ticks, 1 or more")
+      ->check(CLI::Range(int64_t{1}, std::numeric_limits<int64_t>::max()))
+      ->capture_default_str();
   c->add_flag("--handshake", o->launch.handshake, "run it as the step's last launch (the ranks trade failure flags)");
-  c->add_option("--inject-rank", o->launch.injectRank,
-                "fault injection (implies --handshake): this rank stalls at the handshake, then fails")
-      ->check(CLI::Range(-1, 7));
-  c->add_option("--inject-ticks", o->launch.injectTicks, "fault injection: the stall in 100 MHz ticks")
-      ->check(CLI::Range(0, 1 << 30));
-  return [o] {
+  CLI::Option* rank = c->add_option("--inject-rank", o->launch.injectRank,
+                                    "fault injection (implies --handshake): this rank stalls at the handshake, then "
+                                    "fails")
+                          ->check(CLI::Range(-1, 7));
+  CLI::Option* ticks = c->add_option("--inject-ticks", o->launch.injectTicks,
+                                     "fault injection (needs --inject-rank): the stall in 100 MHz ticks")
+                           ->check(CLI::Range(0, 1 << 30))
+                           ->needs(rank);
+  return [o, ticks] {
+    checkInjection(o->launch.injectRank, *ticks);
     const auto cfg = configOf(o->v);
     const ir::Key key = keyOf(o->v, cfg, o->v.rows, o->v.tp);
     const int S = key.rows, TP = key.tp;
@@ -162,9 +171,10 @@ Run addSim(CLI::App& app) {
       throw InputError("--inject-rank", fmt::format("rank {}: expected -1 (none) or 0..{}", launch.injectRank, TP - 1));
     launch.handshake = launch.handshake || launch.injectRank >= 0;  // the stall happens at the handshake
     const mm::LaunchInputOptions io = inputOptionsOf(cfg, S, o->experts, o->paddedRows);
+    if (!o->save.empty()) mm::checkSaveDir(o->save, "--save");  // before the launch, not after it
     fmt::print("{} on the Sim device: {} ranks x {} CTAs x {} threads\n", key.variantName(), TP, cfg.blocks,
                cfg.threads);
-    std::fflush(stdout);
+    flushStdout();
 
     // The inputs and the reference of every output (the MoE's fed the reference all-reduce's SRES / SSQ).
     LaunchInputs in;
@@ -189,7 +199,7 @@ Run addSim(CLI::App& app) {
     if (steeringMissed)
       fmt::print("steering missed: the rows pick {} distinct experts, --experts asked {}\n", picked.size(),
                  io.distinctExperts);
-    std::fflush(stdout);
+    flushStdout();
 
     int bad = 0;
     std::optional<mm::SimRun> saved;  // the first failing run, else the last
@@ -213,7 +223,7 @@ Run addSim(CLI::App& app) {
       const bool ok = verdict == "bit-exact";
       fmt::print("  seed {:<4} {:>10} ops {:>8} ticks {:6.2f} s  {}\n", so.seed, run.stats.steps, run.stats.ticks, sec,
                  verdict);
-      std::fflush(stdout);
+      flushStdout();
       if (!ok) ++bad;
       if (!saved || savedVerdict == "bit-exact") {  // keep the first failing run
         saved = std::move(run);

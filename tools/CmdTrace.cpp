@@ -4,7 +4,10 @@
 // simulated 100 MHz realtime clock. Exit 0 when the launch's outputs are valid and bit-exact.
 #include <fmt/format.h>
 
+#include <limits>
+
 #include "ir/Error.h"
+#include "runtime/AtomicFile.h"
 #include "runtime/Trace.h"
 #include "specs/minimax_m3/SimHarness.h"
 #include "tools/Commands.h"
@@ -27,21 +30,27 @@ Run addTrace(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* c = app.add_subcommand("trace", "run the traced variant on the Sim device and write trace-event JSON");
   addVariantOptions(c, o->v, true);
-  c->add_option("--seed", o->seed, "scheduler and input seed")->capture_default_str();
+  c->add_option("--seed", o->seed, "scheduler and input seed")->check(nonNegativeInteger())->capture_default_str();
   c->add_option("-o,--output", o->out, "the trace-event JSON file to write (chrome://tracing, ui.perfetto.dev)")
       ->required();
   c->add_flag("--handshake", o->handshake, "run it as the step's last launch (the ranks trade failure flags)");
-  c->add_option("--inject-rank", o->injectRank, "fault injection: this rank stalls at the handshake, then fails")
-      ->check(CLI::Range(-1, 7));
-  c->add_option("--inject-ticks", o->injectTicks, "fault injection: the stall in 100 MHz ticks")
-      ->check(CLI::Range(0, 1 << 30));
-  c->add_option("--wait-ticks", o->waitTicks, "a wait's bound in 100 MHz ticks")->capture_default_str();
-  return [o] {
+  CLI::Option* rank =
+      c->add_option("--inject-rank", o->injectRank, "fault injection: this rank stalls at the handshake, then fails")
+          ->check(CLI::Range(-1, 7));
+  CLI::Option* ticks = c->add_option("--inject-ticks", o->injectTicks, "fault injection: the stall in 100 MHz ticks")
+                           ->check(CLI::Range(0, 1 << 30))
+                           ->needs(rank);
+  c->add_option("--wait-ticks", o->waitTicks, "a wait's bound in 100 MHz ticks, 1 or more")
+      ->check(CLI::Range(int64_t{1}, std::numeric_limits<int64_t>::max()))
+      ->capture_default_str();
+  return [o, ticks] {
+    checkInjection(o->injectRank, *ticks);
     const auto cfg = configOf(o->v);
     ir::Key key = keyOf(o->v, cfg, o->v.rows, o->v.tp);
     key.trace = true;
     if (o->injectRank >= key.tp)
       throw InputError("--inject-rank", fmt::format("rank {}: expected -1 (none) or 0..{}", o->injectRank, key.tp - 1));
+    runtime::checkOutputFile(o->out, "-o");  // before the launch
     const runtime::TensorMap inputs = mm::makeInputs(cfg, key.rows, key.tp, o->seed);
     mm::LaunchParams p;
     p.handshake = o->handshake || o->injectRank >= 0;
@@ -54,7 +63,7 @@ Run addTrace(CLI::App& app) {
     const mm::SimRun run = session.launch(inputs, so, p);
     const runtime::TraceBuffers tb = mm::traceOf(session.plan(), run);
     const nlohmann::json j = runtime::chromeTrace(tb);
-    writeFileAtomically(o->out, j.dump(1) + "\n");
+    writeOutputFile(o->out, j.dump(1) + "\n");
     size_t spans = 0;
     for (const auto& e : j.at("traceEvents"))
       if (e.at("ph") == "X") ++spans;

@@ -1,14 +1,14 @@
 #include "tools/Variant.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
+#include <cstring>
 
 #include "ir/Error.h"
+#include "runtime/AtomicFile.h"
 #include "specs/minimax_m3/Generate.h"
 
 namespace monogen::tools {
@@ -66,28 +66,33 @@ BuiltVariant buildVariant(runtime::Generator& gen, const ir::Key& key) {
   return b;
 }
 
-void writeFileAtomically(const std::string& path, const std::string& bytes) {
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  if (!fs::is_directory(dir)) throw InputError(path, fmt::format("directory '{}' does not exist", dir.string()));
-  const fs::path tmp = dir / fmt::format(".{}.tmp.{}", target.filename().string(), ::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.flush();
-    if (!out) {
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      throw RuntimeError(path, "could not write the file (disk full or no permission?)");
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    throw RuntimeError(path, "could not move the finished file into place: " + ec.message());
-  }
+CLI::Validator nonNegativeInteger() {
+  return CLI::Validator(
+      [](std::string& v) -> std::string {
+        const size_t at = v.find_first_not_of(" \t");
+        if (at != std::string::npos && v[at] == '-')
+          return fmt::format("{}: expected a non-negative integer (0 .. 2^64 - 1)", v);
+        return {};
+      },
+      "UINT64");
+}
+
+void checkInjection(int injectRank, const CLI::Option& ticks) {
+  if (ticks.count() > 0 && injectRank < 0)
+    throw InputError("--inject-ticks", fmt::format("a stall needs a rank to stall: expected --inject-rank 0..TP-1 "
+                                                   "with it, got --inject-rank {} (none)",
+                                                   injectRank));
+}
+
+void flushStdout() {
+  if (std::fflush(stdout) == 0) return;
+  const int err = errno;
+  throw RuntimeError("standard output",
+                     fmt::format("a write failed: {}; the output is incomplete", std::strerror(err)));
+}
+
+void writeOutputFile(const std::string& path, std::string_view bytes) {
+  runtime::writeFileAtomically(path, {bytes}, 0644);
 }
 
 }  // namespace monogen::tools

@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "codegen/Compiler.h"
 #include "ir/Plan.h"
@@ -51,7 +52,20 @@ runtime::Generator generatorOf(const VariantOptions& o, const specs::minimax_m3:
 /// the Plan and the target's limits (a cached file is checked like a fresh one).
 BuiltVariant buildVariant(runtime::Generator& gen, const ir::Key& key);
 
-/// Writes bytes to path through a temp file and a rename: never a half-written file.
-void writeFileAtomically(const std::string& path, const std::string& bytes);
+/// Validates an unsigned option (--seed): a non-negative integer, so "-1" is refused rather
+/// than wrapped to 2^64 - 1 (CLI11 reads "-1" into a uint64_t as that).
+CLI::Validator nonNegativeInteger();
+
+/// --inject-ticks given (`ticks` counted) with --inject-rank -1 (none): the stall would be
+/// silently ignored, so it is refused (InputError). Without --inject-rank CLI11's needs() refuses it.
+void checkInjection(int injectRank, const CLI::Option& ticks);
+
+/// Flushes stdout; throws RuntimeError at "standard output" with the errno text when the write
+/// fails (`monogen info > /dev/full`), so a command stops rather than work for no reader.
+void flushStdout();
+
+/// Writes a tool's output file (runtime::writeFileAtomically, mode 0644): never a half-written
+/// file, never through a symlink. Check the path with runtime::checkOutputFile before the work.
+void writeOutputFile(const std::string& path, std::string_view bytes);
 
 }  // namespace monogen::tools

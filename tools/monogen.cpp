@@ -2,10 +2,29 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 
 #include "ir/Error.h"
 #include "tools/Commands.h"
+
+namespace {
+
+/// Flushes stdout and returns `code`, or, when a write to stdout failed (now or earlier: the
+/// stream's error flag sticks), says so on stderr and returns non-zero: a table or verdict
+/// that never reached its reader (`monogen info > /dev/full`) is not a success.
+int finish(int code) {
+  errno = 0;
+  const int flushed = std::fflush(stdout);
+  const int err = errno;
+  if (flushed == 0 && !std::ferror(stdout)) return code;
+  std::fprintf(stderr, "monogen: runtime error at standard output: a write failed: %s; the output is incomplete\n",
+               err ? std::strerror(err) : "an earlier write failed");
+  return code == 0 ? 2 : code;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace monogen::tools;
@@ -26,17 +45,22 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return finish(app.exit(e));  // --help prints to stdout
   }
   try {
     for (auto& [sub, run] : commands)
-      if (sub->parsed()) return run();
+      if (sub->parsed()) return finish(run());
     std::fprintf(stderr, "monogen: a command is required: emit, dump, info, sim, trace or bench (monogen --help)\n");
     return 2;
   } catch (const monogen::Error& e) {
     std::fprintf(stderr, "monogen: %s\n", e.what());
     return 2;
   } catch (const std::exception& e) {
+    if (std::ferror(stdout)) {  // fmt::print throws when a write to stdout fails
+      std::fprintf(stderr, "monogen: runtime error at standard output: a write failed: %s; the output is incomplete\n",
+                   e.what());
+      return 2;
+    }
     std::fprintf(stderr, "monogen: internal error: %s\n", e.what());
     return 3;
   }

@@ -1,5 +1,6 @@
 #include "specs/minimax_m3/SaveLaunch.h"
 
+#include "runtime/AtomicFile.h"
 #include "runtime/Safetensors.h"
 
 namespace monogen::specs::minimax_m3 {
@@ -7,7 +8,7 @@ namespace monogen::specs::minimax_m3 {
 void saveLaunch(const std::filesystem::path& dir, const ModelConfig& cfg, int S, int TP,
                 const runtime::TensorMap& inputs, const runtime::TensorMap& outputs,
                 const runtime::TensorMap& reference, const std::map<std::string, std::string>& metadata) {
-  std::filesystem::create_directories(dir);
+  runtime::makeDirectories(dir, 0755, "launch directory " + dir.string());
   std::map<std::string, std::string> meta = metadata;
   meta["config"] = cfg.canonical();
   meta["rows"] = std::to_string(S);
@@ -17,9 +18,23 @@ void saveLaunch(const std::filesystem::path& dir, const ModelConfig& cfg, int S,
   if (!reference.empty()) runtime::writeSafetensors(dir / "reference.safetensors", reference, meta);
 }
 
+namespace {
+constexpr const char* kFiles[] = {"inputs.safetensors", "outputs.safetensors", "reference.safetensors"};
+}  // namespace
+
+void checkSaveDir(const std::filesystem::path& dir, const std::string& option) {
+  runtime::checkOutputDir(dir, option);
+  if (std::filesystem::is_directory(dir))
+    for (const char* f : kFiles) runtime::checkOutputFile(dir / f, option);
+}
+
+runtime::SafetensorsFile loadLaunchInputs(const std::filesystem::path& dir) {
+  return runtime::readSafetensorsFile(dir / "inputs.safetensors");
+}
+
 SavedLaunch loadLaunch(const std::filesystem::path& dir) {
   SavedLaunch s;
-  runtime::SafetensorsFile in = runtime::readSafetensorsFile(dir / "inputs.safetensors");
+  runtime::SafetensorsFile in = loadLaunchInputs(dir);
   s.inputs = std::move(in.tensors);
   s.metadata = std::move(in.metadata);
   s.outputs = runtime::readSafetensors(dir / "outputs.safetensors");

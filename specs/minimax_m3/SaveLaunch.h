@@ -13,6 +13,7 @@
 #include <map>
 #include <string>
 
+#include "runtime/Safetensors.h"
 #include "runtime/Tensor.h"
 #include "specs/minimax_m3/ModelConfig.h"
 
@@ -23,14 +24,25 @@ struct SavedLaunch {
   std::map<std::string, std::string> metadata;    // inputs.safetensors' __metadata__
 };
 
-/// Creates `dir` if need be and writes the files above (each through a temp file and a rename).
+/// Creates `dir` if need be and writes the files above (each through writeFileAtomically:
+/// a temp file and a rename, never through a symlink).
 /// Throws InputError if an input or output is not a valid tensor, RuntimeError if a file
 /// cannot be written.
 void saveLaunch(const std::filesystem::path& dir, const ModelConfig& cfg, int S, int TP,
                 const runtime::TensorMap& inputs, const runtime::TensorMap& outputs,
                 const runtime::TensorMap& reference = {}, const std::map<std::string, std::string>& metadata = {});
 
+/// Refuses, before the launch runs, a `dir` saveLaunch could not write (runtime/AtomicFile.h):
+/// an existing non-directory (e.g. a regular file), a directory (or the nearest existing parent
+/// of one to create) this process cannot create files in, or a DIR/*.safetensors of the three
+/// above that is a symlink or not a regular file. Throws InputError at `option` naming the path.
+void checkSaveDir(const std::filesystem::path& dir, const std::string& option);
+
 /// Reads back what saveLaunch wrote (reference.safetensors is optional).
 SavedLaunch loadLaunch(const std::filesystem::path& dir);
+
+/// DIR/inputs.safetensors alone (tensors and __metadata__): all a replay of the launch needs
+/// (`monogen sim --inputs DIR`); the outputs and the reference need not be there.
+runtime::SafetensorsFile loadLaunchInputs(const std::filesystem::path& dir);
 
 }  // namespace monogen::specs::minimax_m3
