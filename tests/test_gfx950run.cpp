@@ -25,6 +25,7 @@
 #include "specs/minimax_m3/MoeReference.h"
 #include "specs/minimax_m3/SimHarness.h"
 #include "specs/minimax_m3/Spec.h"
+#include "test_shell.h"
 #include "test_spec_util.h"
 
 using namespace monogen;
@@ -307,4 +308,25 @@ TEST_CASE("gfx950-run device: v_mfma_f32_16x16x4_f32 is an fma chain (the profil
                    "an fma chain (k ascending), {} (k descending), {} from a double sum",
                    T * 256, badModel, badFma, badFmaDesc, badDouble));
   CHECK(badFma == 0);  // RefNumerics::Gfx950Run's exception 3
+}
+
+TEST_CASE("monogen check: one seeded launch per device, exit 0 only when bit-exact", "[gfx950run][cli]") {
+  const std::string bin = std::string(MONOGEN_BINARY_DIR) + "/tools/monogen";
+  const std::string args = " check --config reduced --rows 1 --tp 1 --seed 5 --no-cache";
+  int code = -1;
+  std::string out = runShell(bin + args + " --device sim", code);
+  INFO(out);
+  CHECK(code == 0);
+  CHECK(out.find("on the sim device") != std::string::npos);
+  CHECK(out.find("verdict: bit-exact") != std::string::npos);
+  out = runShell("MONOGEN_GFX950_RUN=/nonexistent/gfx950-run " + bin + args + " --device gfx950-run", code);
+  INFO(out);
+  CHECK(code == 2);
+  CHECK(out.find("'/nonexistent/gfx950-run' does not exist") != std::string::npos);
+  if (!haveTool()) return;
+  out = runShell(bin + args + " --device gfx950-run", code);
+  INFO(out);
+  CHECK(code == 0);
+  CHECK(out.find("on the gfx950-run device") != std::string::npos);
+  CHECK(out.find("verdict: bit-exact") != std::string::npos);
 }
