@@ -137,6 +137,28 @@ TEST_CASE("gfx950-run device: whole launches bit-exact, S=16 TP=2", "[gfx950run]
   if (haveTool()) checkOnExecutor(16, 2, 13);
 }
 
+TEST_CASE("gfx950-run device: a second launch in the same session (flags kept, a new tag) is bit-exact too",
+          "[gfx950run]") {
+  if (!haveTool()) return;
+  const ModelConfig cfg = ModelConfig::reduced();
+  const int S = 2, TP = 2;
+  const ir::Key key = makeKey(cfg, S, TP);
+  Gfx950RunDevice dev;
+  SimSession s(cfg, key, dev);
+  for (int i = 0; i < 2; ++i) {
+    const TensorMap in = makeLaunchInputs(cfg, S, TP, 20 + i, {});
+    LaunchParams p;
+    p.tag = 0x2a5eed01 + i;  // the other parity half on the second launch
+    const SimRun run = s.launch(in, {}, p);
+    INFO("launch " << i << (run.valid ? "" : ": " + run.error));
+    REQUIRE(run.valid);
+    const auto m = firstMismatch(run.outputs, launchReferenceOutputs(cfg, S, TP, in, key.experts, RefNumerics::Gfx950Run));
+    INFO((m ? describe(*m) : std::string("no mismatch")));
+    CHECK_FALSE(m.has_value());
+    for (int r = 0; r < TP; ++r) CHECK(run.outputs.at(fmt::format("epoch.r{}", r)).as<int32_t>()[0] == p.tag);  // advanced to this launch
+  }
+}
+
 TEST_CASE("gfx950-run device: a launch whose peer never publishes is a hang with its live waves", "[gfx950run]") {
   if (!haveTool()) return;
   const ModelConfig cfg = ModelConfig::reduced();
