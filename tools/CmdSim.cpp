@@ -25,6 +25,7 @@
 #include "specs/minimax_m3/SimHarness.h"
 #include "tools/Commands.h"
 #include "tools/Variant.h"
+#include "tools/Verdict.h"
 
 namespace monogen::tools {
 
@@ -105,14 +106,6 @@ LaunchInputs readInputs(const std::string& path, const mm::ModelConfig& cfg, int
                                    "--save` writes them)",
                                    path, n, TP - 1));
   return in;
-}
-
-/// A run's verdict as the per-seed line prints it: "bit-exact", "MISMATCH: ..." or "INVALID: ...".
-std::string verdictOf(const mm::SimRun& run, const std::optional<mm::Mismatch>& m) {
-  if (!run.valid) return "INVALID: " + run.error;  // an error word is set: no output of this launch is a result
-  if (m && m->index >= 0) return fmt::format("MISMATCH: {}[{}] = {}, reference {}", m->tensor, m->index, m->got, m->want);
-  if (m) return "MISMATCH: " + mm::describe(*m);  // a tensor missing or of another shape
-  return "bit-exact";
 }
 
 }  // namespace

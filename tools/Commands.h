@@ -13,5 +13,6 @@ Run addInfo(CLI::App& app);   // monogen info: the resource table per variant
 Run addSim(CLI::App& app);    // monogen sim: run on the Sim device against the reference
 Run addTrace(CLI::App& app);  // monogen trace: the traced variant on the Sim device -> trace JSON
 Run addBench(CLI::App& app);  // monogen bench: Sim-device bytes read vs the minimum, per S, TP, experts
+Run addCheck(CLI::App& app);  // monogen check: one seeded launch on sim, gfx950-run or hip vs the reference
 
 }  // namespace monogen::tools

@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
   add(addSim);
   add(addTrace);
   add(addBench);
+  add(addCheck);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -19,14 +19,29 @@ namespace num = ir::num;
 
 // ---------------------------------------------------------------- declared scalar models
 
-float moeExp2(float x) { return ir::num::exp2(x); }
+namespace {
+thread_local RefNumerics tNumerics = RefNumerics::Ir;
+}
+
+RefNumerics refNumerics() { return tNumerics; }
+RefNumericsScope::RefNumericsScope(RefNumerics n) : prev_(tNumerics) { tNumerics = n; }
+RefNumericsScope::~RefNumericsScope() { tNumerics = prev_; }
+
+float moeDiv(float a, float b) {
+  const float q = a / b;
+  if (tNumerics == RefNumerics::Gfx950Run && q != 0.0f && std::fabs(q) < std::numeric_limits<float>::min())
+    return std::copysign(0.0f, q);
+  return q;
+}
+
+float moeExp2(float x) { return tNumerics == RefNumerics::Gfx950Run ? ::exp2f(x) : ir::num::exp2(x); }
 
 float moeSigmoid(float x) {
   const float kLog2e = 1.44269504088896340736f;  // f32(log2 e) = 0x3fb8aa3b
   const float t = (-x) * kLog2e;
   const float e = moeExp2(t);
   const float d = 1.0f + e;
-  return 1.0f / d;
+  return moeDiv(1.0f, d);
 }
 
 float swigluOai(float gate, float up, float limit, float alpha) {
@@ -69,8 +84,12 @@ float routerPart(const float* wRow, const float* x, const MoeTiling& t, int part
       for (int m = 0; m < 4; ++m)        // (h, lo/hi) = (m / 2, m % 2): one f32 MFMA each
         for (int g = 0; g < 4; ++g) {    // K slot = lane group, ascending
           const int k = base + 16 * ch + 4 * g + m;
-          const float p = wRow[k] * x[k];
-          acc = acc + p;
+          if (tNumerics == RefNumerics::Gfx950Run) {
+            acc = std::fma(wRow[k], x[k], acc);  // the executor's f32 MFMA: an fma chain
+          } else {
+            const float p = wRow[k] * x[k];
+            acc = acc + p;
+          }
         }
     tot = tot + acc;                     // waves in order
   }
@@ -121,7 +140,7 @@ void routeToken(const float* logits, const float* bias, int E, int K, float rout
     total = total + w[k];
     id[k] = win;
   }
-  const float scale = routedScale / std::fmax(total, 1e-20f);
+  const float scale = moeDiv(routedScale, std::fmax(total, 1e-20f));
   for (int k = 0; k < K; ++k) {
     picks[k] = valid ? id[k] : -1;
     weights[k] = w[k] * scale;
@@ -210,8 +229,8 @@ TensorMap moeReference(const ModelConfig& cfg, int S, int TP, const TensorMap& i
   std::vector<std::vector<float>> xn(static_cast<size_t>(S));  // f32(XN): the GEMVs' operand
   const float eps = static_cast<float>(cfg.rmsEps);
   for (int t = 0; t < S; ++t) {
-    const float var = blockSum(ssq.as<float>() + int64_t(t) * nParts, nParts, cfg.threads) / static_cast<float>(H);
-    const float rstd = 1.0f / std::sqrt(var + eps);
+    const float var = moeDiv(blockSum(ssq.as<float>() + int64_t(t) * nParts, nParts, cfg.threads), static_cast<float>(H));
+    const float rstd = moeDiv(1.0f, std::sqrt(var + eps));
     rstdT.as<float>()[t] = rstd;
     xn[t].resize(static_cast<size_t>(H));
     for (int c = 0; c < H; ++c) {

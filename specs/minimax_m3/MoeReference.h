@@ -31,7 +31,41 @@ namespace monogen::specs::minimax_m3 {
 enum class MoeExperts { All = 0, Shared = 1, Routed = 2 };
 
 // ---------------------------------------------------------------- declared scalar models
-/// The IR's Exp2 (declared model): exp2 evaluated in double and rounded once to f32. This is
+
+/// Whose numerics the reference models. Ir (the default): the IR's declared models, which the
+/// Sim device computes. Gfx950Run: the gfx950-run executor's (../shared/tools/gfx950-run.md,
+/// "Known differences from gfx950 hardware"), so a launch on it compares bit for bit too.
+/// THE executor's declared exceptions, here and nowhere else (each measured on the executor
+/// by tests/test_gfx950run.cpp's probes):
+///   1. exp2 is the host's exp2f: the executor's v_exp_f32 is exp2f, not the IR's
+///      double-rounded model (8 of the probe's 5120 exp2 differ by an ulp; sigmoids follow).
+///   2. an f32 division whose IEEE result is below FLT_MIN in magnitude gives +-0 (sign of
+///      the IEEE result): its v_div_scale_f32 / v_rcp_f32 flush there (a sigmoid of a large
+///      negative SwiGLU gate -> MID elements that are +-0 instead of tiny).
+///   3. v_mfma_f32_16x16x4_f32 (the router's) is an fma chain, K ascending (products not
+///      rounded), not ir/Mfma.h's rounded products: routerPart accumulates with fma. (The
+///      bf16 MFMAs are unaffected: a bf16 x bf16 product is exact in f32.) This is what moves
+///      the route weights by 1-3 ulp at the reduced config; exp2 alone does not.
+/// Every other op is the IR's; anything outside these three is a failure.
+enum class RefNumerics { Ir, Gfx950Run };
+/// The profile the reference functions below use on this thread (Ir unless a scope set it).
+RefNumerics refNumerics();
+/// Sets the profile for this thread while it lives (the previous one is restored after).
+class RefNumericsScope {
+ public:
+  explicit RefNumericsScope(RefNumerics n);
+  ~RefNumericsScope();
+  RefNumericsScope(const RefNumericsScope&) = delete;
+  RefNumericsScope& operator=(const RefNumericsScope&) = delete;
+
+ private:
+  RefNumerics prev_;
+};
+/// a / b in f32 under the profile: IEEE (Ir), or IEEE with a result below FLT_MIN -> +-0
+/// (Gfx950Run). Every reference division that mirrors the IR's Div goes through it.
+float moeDiv(float a, float b);
+/// The IR's Exp2 (declared model): exp2 evaluated in double and rounded once to f32 (under
+/// RefNumerics::Gfx950Run: the host's exp2f, see above). This is
 /// correctly rounded except where the double result lies within one double ulp of an f32
 /// rounding boundary (probability about 2^-29 a call), and so the same on every host with
 /// an IEEE double exp2 accurate to < 1 double ulp (glibc, musl, MSVC). gfx950's v_exp_f32 is

@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "codegen/Compiler.h"
 #include "ir/Error.h"
 #include "ir/Numerics.h"
 #include "runtime/Launch.h"
@@ -205,24 +206,49 @@ TensorMap makeInputs(const ModelConfig& cfg, int rows, int tp, uint64_t seed) {
 }
 
 SimSession::SimSession(const ModelConfig& cfg, const ir::Key& key)
-    : cfg_(cfg), plan_(buildPlan(cfg, key)), layout_(Layout::make(cfg, plan_.key.rows, plan_.key.tp)) {
-  runtime::SimMemory& mem = dev_.memory();
+    : cfg_(cfg), plan_(buildPlan(cfg, key)), layout_(Layout::make(cfg, plan_.key.rows, plan_.key.tp)),
+      own_(std::make_unique<runtime::SimDeviceAdapter>()), dev_(own_.get()) {
+  allocate();
+}
+
+SimSession::SimSession(const ModelConfig& cfg, const ir::Key& key, runtime::Device& device,
+                       runtime::CodeObjectBytes code)
+    : cfg_(cfg), plan_(buildPlan(cfg, key)), layout_(Layout::make(cfg, plan_.key.rows, plan_.key.tp)),
+      dev_(&device), code_(std::move(code)) {
+  if (dev_->runsCodeObjects() && code_.empty()) code_ = codegen::compile(plan_).bytes;
+  allocate();
+}
+
+runtime::SimDevice& SimSession::device() {
+  if (auto* sim = dynamic_cast<runtime::SimDeviceAdapter*>(dev_)) return sim->sim();
+  throw RuntimeError(plan_.key.variantName(),
+                     fmt::format("the session runs on the {} device, not the Sim device", dev_->name()));
+}
+
+std::vector<uint8_t> SimSession::read(int rank, uint64_t addr, int64_t bytes) {
+  std::vector<uint8_t> v(static_cast<size_t>(bytes));
+  dev_->download(rank, v.data(), addr, bytes);
+  return v;
+}
+
+void SimSession::allocate() {
+  runtime::Device& mem = *dev_;
   const Layout& L = layout_;
   const int64_t rowBytes = int64_t{L.rows} * L.hidden * 2;
   bufs_.resize(L.tp);
-  for (int r = 0; r < L.tp; ++r) bufs_[r].sym = mem.alloc(L.symBytes, r, rankName("sym", r));
+  for (int r = 0; r < L.tp; ++r) bufs_[r].sym = mem.alloc(r, L.symBytes, rankName("sym", r));
   for (int r = 0; r < L.tp; ++r) {
     RankBuffers& b = bufs_[r];
-    b.part = mem.alloc(rowBytes, r, rankName("part", r));
-    b.resIn = mem.alloc(rowBytes, r, rankName("res_in", r));
-    b.resOut = mem.alloc(rowBytes, r, rankName("res_out", r));
-    b.scratch = mem.alloc(L.scratchBytes, r, rankName("scratch", r));
-    b.peers = mem.alloc(int64_t{L.tp} * 8, r, rankName("peers", r));
-    b.err = mem.alloc(8, r, rankName("err", r));
-    b.epoch = mem.alloc(4, r, rankName("epoch", r));  // kept across launches, like the flags
-    b.inject = mem.alloc(8, r, rankName("inject", r));
-    for (const char* n : kMoeArgs) b.moe[n] = mem.alloc(plan_.arg(n).bytes(), r, rankName(n, r));
-    if (plan_.key.trace) b.trace = mem.alloc(plan_.arg(arg::kTrace).bytes(), r, rankName("trace", r));
+    b.part = mem.alloc(r, rowBytes, rankName("part", r));
+    b.resIn = mem.alloc(r, rowBytes, rankName("res_in", r));
+    b.resOut = mem.alloc(r, rowBytes, rankName("res_out", r));
+    b.scratch = mem.alloc(r, L.scratchBytes, rankName("scratch", r));
+    b.peers = mem.alloc(r, int64_t{L.tp} * 8, rankName("peers", r));
+    b.err = mem.alloc(r, 8, rankName("err", r));
+    b.epoch = mem.alloc(r, 4, rankName("epoch", r));  // kept across launches, like the flags
+    b.inject = mem.alloc(r, 8, rankName("inject", r));
+    for (const char* n : kMoeArgs) b.moe[n] = mem.alloc(r, plan_.arg(n).bytes(), rankName(n, r));
+    if (plan_.key.trace) b.trace = mem.alloc(r, plan_.arg(arg::kTrace).bytes(), rankName("trace", r));
   }
 }
 
@@ -238,48 +264,47 @@ uint64_t SimSession::bufferOf(const std::string& name, int r) const {
 }
 
 SimRun SimSession::launch(const TensorMap& inputs, const runtime::SimOptions& opts, const LaunchParams& params) {
-  runtime::SimMemory& mem = dev_.memory();
+  runtime::Device& dev = *dev_;
   const Layout& L = layout_;
   const std::vector<int64_t> shape{L.rows, L.hidden};
   const int64_t rowBytes = int64_t{L.rows} * L.hidden * 2;
   const HostTensor& res = need(inputs, "res_in", DType::BF16, shape);
+  auto zero = [&](int r, uint64_t addr, int64_t bytes) {
+    const std::vector<uint8_t> z(static_cast<size_t>(bytes), 0);
+    dev.upload(r, addr, z.data(), bytes);
+  };
 
   uint64_t lost = 0;
   if (params.lostFrom >= 0) {
     if (params.lostFrom >= L.tp || params.lostTo < 0 || params.lostTo >= L.tp)
       throw InputError(plan_.key.variantName(),
                        fmt::format("lost push {} -> {}: ranks are 0..{}", params.lostFrom, params.lostTo, L.tp - 1));
-    lost = mem.alloc(L.symBytes, params.lostFrom, "lost pushes");
+    lost = dev.alloc(params.lostFrom, L.symBytes, "lost pushes");
   }
 
   std::vector<runtime::RankArgs> ranks;
   for (int r = 0; r < L.tp; ++r) {
     const RankBuffers& b = bufs_[r];
-    std::memcpy(mem.host(b.part, rowBytes), need(inputs, rankName("part", r), DType::BF16, shape).data.data(),
-                rowBytes);
-    std::memcpy(mem.host(b.resIn, rowBytes), res.data.data(), rowBytes);
-    std::memset(mem.host(b.err, 8), 0, 8);
+    dev.upload(r, b.part, need(inputs, rankName("part", r), DType::BF16, shape).data.data(), rowBytes);
+    dev.upload(r, b.resIn, res.data.data(), rowBytes);
+    zero(r, b.err, 8);
     const int32_t inject[2] = {params.injectRank >= 0 ? params.injectRank + 1 : 0, params.injectTicks};
-    std::memcpy(mem.host(b.inject, 8), inject, 8);
-    if (b.trace) {
-      const int64_t tb = plan_.arg(arg::kTrace).bytes();
-      std::memset(mem.host(b.trace, tb), 0, tb);
-    }
+    dev.upload(r, b.inject, inject, 8);
+    if (b.trace) zero(r, b.trace, plan_.arg(arg::kTrace).bytes());
     for (const char* n : kMoeArgs) {
       const ir::KernelArg& ka = plan_.arg(n);
-      uint8_t* dst = mem.host(b.moe.at(n), ka.bytes());
       const std::string key = perRankWeight(n) ? rankName(n, r) : std::string(n);
       if (std::string(n) == arg::kOut) continue;
       if (auto it = inputs.find(key); it != inputs.end()) {
         need(inputs, key, dtypeOf(ka.elem), ka.shape);
-        std::memcpy(dst, it->second.data.data(), ka.bytes());
+        dev.upload(r, b.moe.at(n), it->second.data.data(), ka.bytes());
       } else {
-        std::memset(dst, 0, ka.bytes());  // no MoE inputs: zero weights, every row valid (slot 0)
+        zero(r, b.moe.at(n), ka.bytes());  // no MoE inputs: zero weights, every row valid (slot 0)
       }
     }
     std::vector<uint64_t> peers;
     for (int p = 0; p < L.tp; ++p) peers.push_back(r == params.lostFrom && p == params.lostTo ? lost : bufs_[p].sym);
-    std::memcpy(mem.host(b.peers, int64_t{L.tp} * 8), peers.data(), peers.size() * 8);
+    dev.upload(r, b.peers, peers.data(), int64_t{L.tp} * 8);
     auto tagIt = params.rankTag.find(r);
     const int32_t tag = tagIt == params.rankTag.end() ? params.tag : tagIt->second;
     using runtime::LaunchArg;
@@ -304,40 +329,37 @@ SimRun SimSession::launch(const TensorMap& inputs, const runtime::SimOptions& op
       ranks.back()[n] = LaunchArg::tensor(b.moe.at(n), dtypeOf(ka.elem), ka.shape);
     }
   }
-  // Checked against the Plan (presence, dtypes, shapes, alignment, peer table) before anything runs.
-  const runtime::PackedLaunch packed = runtime::packLaunch(plan_, ranks);
-
   SimRun run;
-  run.stats = dev_.run(plan_, packed.values, opts);
+  // Checked against the Plan (presence, dtypes, shapes, alignment, peer table) and the device's
+  // rank count before anything runs.
+  auto* sim = dynamic_cast<runtime::SimDeviceAdapter*>(dev_);
+  if (sim) sim->options() = opts;
+  dev.launch(plan_, code_, ranks);
+  if (sim) run.stats = sim->lastStats();
 
   const int tasks = static_cast<int>(L.reduce.tasks);
   for (int r = 0; r < L.tp; ++r) {
     const RankBuffers& b = bufs_[r];
-    HostTensor out = bf16Tensor(L.rows, L.hidden);
-    std::memcpy(out.data.data(), mem.host(b.resOut, rowBytes), rowBytes);
-    HostTensor sres = HostTensor::zeros(DType::F32, shape);
-    std::memcpy(sres.data.data(), mem.host(b.scratch + L.sres.offset, L.sres.bytes), L.sres.bytes);
+    auto copy = [&](uint64_t addr, DType d, std::vector<int64_t> shp) {
+      HostTensor t = HostTensor::zeros(d, std::move(shp));
+      dev.download(r, t.data.data(), addr, static_cast<int64_t>(t.data.size()));
+      return t;
+    };
+    run.outputs[rankName("res_out", r)] = copy(b.resOut, DType::BF16, shape);
+    run.outputs[rankName("sres", r)] = copy(b.scratch + L.sres.offset, DType::F32, shape);
     HostTensor ssq = HostTensor::zeros(DType::F32, {L.rows, tasks});
     HostTensor ssqTag = HostTensor::zeros(DType::I32, {L.rows, tasks});
-    const int32_t* pairs = reinterpret_cast<const int32_t*>(mem.host(b.scratch + L.ssq.offset, L.ssq.bytes));
+    const std::vector<uint8_t> pairBytes = read(r, b.scratch + L.ssq.offset, L.ssq.bytes);
+    const int32_t* pairs = reinterpret_cast<const int32_t*>(pairBytes.data());
     for (int64_t i = 0; i < int64_t{L.rows} * tasks; ++i) {
       std::memcpy(ssq.as<float>() + i, pairs + 2 * i, 4);
       ssqTag.as<int32_t>()[i] = pairs[2 * i + 1];
     }
-    HostTensor err = HostTensor::zeros(DType::I32, {2});
-    std::memcpy(err.data.data(), mem.host(b.err, 8), 8);
-    run.outputs[rankName("res_out", r)] = std::move(out);
-    run.outputs[rankName("sres", r)] = std::move(sres);
+    HostTensor err = copy(b.err, DType::I32, {2});
     run.outputs[rankName("ssq", r)] = std::move(ssq);
     run.outputs[rankName("ssq_tag", r)] = std::move(ssqTag);
-    HostTensor epoch = HostTensor::zeros(DType::I32, {1});
-    std::memcpy(epoch.data.data(), mem.host(b.epoch, 4), 4);
-    run.outputs[rankName("epoch", r)] = std::move(epoch);
-    if (b.trace) {
-      HostTensor tr = HostTensor::zeros(DType::U64, plan_.arg(arg::kTrace).shape);
-      std::memcpy(tr.data.data(), mem.host(b.trace, static_cast<int64_t>(tr.data.size())), tr.data.size());
-      run.outputs[rankName("trace", r)] = std::move(tr);
-    }
+    run.outputs[rankName("epoch", r)] = copy(b.epoch, DType::I32, {1});
+    if (b.trace) run.outputs[rankName("trace", r)] = copy(b.trace, DType::U64, plan_.arg(arg::kTrace).shape);
     const int32_t* ew = err.as<int32_t>();
     if (ew[0] != 0 && run.error.empty())
       run.error = fmt::format("rank {}: error word {:#x} (site {}, rank {}, token {}), {} failure{}", r, ew[0],
@@ -350,24 +372,24 @@ SimRun SimSession::launch(const TensorMap& inputs, const runtime::SimOptions& op
 }
 
 void SimSession::readMoe(int r, int32_t tag, TensorMap& o) {
-  runtime::SimMemory& mem = dev_.memory();
   const Layout& L = layout_;
   const RankBuffers& b = bufs_[r];
   const int S = L.rows, H = L.hidden, K = L.topk, IP = L.tiling.interPerRank;
   auto copy = [&](uint64_t addr, DType d, std::vector<int64_t> shape) {
     HostTensor t = HostTensor::zeros(d, std::move(shape));
-    std::memcpy(t.data.data(), mem.host(addr, static_cast<int64_t>(t.data.size())), t.data.size());
+    dev_->download(r, t.data.data(), addr, static_cast<int64_t>(t.data.size()));
     return t;
   };
   o[rankName("xn", r)] = copy(b.scratch + L.xn.offset, DType::BF16, {S, H});
   {
     HostTensor rstd = HostTensor::zeros(DType::F32, {S});  // RSTD's pairs: (f32 bits, tag)
-    const uint8_t* p = mem.host(b.scratch + L.rstd.offset, L.rstd.bytes);
-    for (int t = 0; t < S; ++t) std::memcpy(rstd.data.data() + 4 * t, p + kPairBytes * t, 4);
+    const std::vector<uint8_t> p = read(r, b.scratch + L.rstd.offset, L.rstd.bytes);
+    for (int t = 0; t < S; ++t) std::memcpy(rstd.data.data() + 4 * t, p.data() + kPairBytes * t, 4);
     o[rankName("rstd", r)] = std::move(rstd);
   }
   o[rankName("out", r)] = copy(b.moe.at(arg::kOut), DType::BF16, {S, H});
-  const int32_t* route = reinterpret_cast<const int32_t*>(mem.host(b.scratch + L.routeA.offset, L.routeA.bytes));
+  const std::vector<uint8_t> routeBytes = read(r, b.scratch + L.routeA.offset, L.routeA.bytes);
+  const int32_t* route = reinterpret_cast<const int32_t*>(routeBytes.data());
   HostTensor picks = HostTensor::zeros(DType::I32, {S, K}), weights = HostTensor::zeros(DType::F32, {S, K});
   for (int t = 0; t < S; ++t)
     for (int k = 0; k < K; ++k) {
@@ -377,13 +399,15 @@ void SimSession::readMoe(int r, int32_t tag, TensorMap& o) {
   o[rankName("picks", r)] = std::move(picks);
   o[rankName("weights", r)] = std::move(weights);
   // CTA 0's slot table
-  const int32_t* tab = reinterpret_cast<const int32_t*>(mem.host(b.scratch + L.tabDump.offset, L.tabDump.bytes));
+  const std::vector<uint8_t> tabBytes = read(r, b.scratch + L.tabDump.offset, L.tabDump.bytes);
+  const int32_t* tab = reinterpret_cast<const int32_t*>(tabBytes.data());
   const int maxSlots = L.tiling.maxSlots;
   const int n = std::max(0, std::min(tab[0], maxSlots));
   HostTensor se = HostTensor::zeros(DType::I32, {n}), sc = HostTensor::zeros(DType::I32, {n});
   HostTensor sr = HostTensor::zeros(DType::I32, {n, 16}), sp = HostTensor::zeros(DType::I32, {n, 16});
   HostTensor mid = HostTensor::zeros(DType::BF16, {n, 16, IP});
-  const uint16_t* midSrc = reinterpret_cast<const uint16_t*>(mem.host(b.scratch + L.mid.offset, L.mid.bytes));
+  const std::vector<uint8_t> midBytes = read(r, b.scratch + L.mid.offset, L.mid.bytes);
+  const uint16_t* midSrc = reinterpret_cast<const uint16_t*>(midBytes.data());
   for (int u = 0; u < n; ++u) {
     se.as<int32_t>()[u] = tab[1 + u];
     sc.as<int32_t>()[u] = tab[1 + maxSlots + u];
@@ -401,7 +425,8 @@ void SimSession::readMoe(int r, int32_t tag, TensorMap& o) {
   o[rankName("mid", r)] = std::move(mid);
   // rank r's combined partial as rank 0 received it (FFN[src = r])
   HostTensor down = HostTensor::zeros(DType::BF16, {S, H});
-  const int32_t* ffn = reinterpret_cast<const int32_t*>(mem.host(bufs_[0].sym + L.ffn.offset, L.ffn.bytes));
+  const std::vector<uint8_t> ffnBytes = read(0, bufs_[0].sym + L.ffn.offset, L.ffn.bytes);
+  const int32_t* ffn = reinterpret_cast<const int32_t*>(ffnBytes.data());
   const int64_t half = L.ffn.parity ? (tag & 1) * (L.ffn.pairs / 2) : 0;  // this launch's parity half
   for (int64_t i = 0; i < int64_t{S} * H / 2; ++i)
     std::memcpy(down.as<uint16_t>() + 2 * i, ffn + 2 * (half + int64_t{r} * S * (H / 2) + i), 4);
@@ -430,6 +455,12 @@ SimRun runOnSim(const ModelConfig& cfg, const ir::Key& key, const TensorMap& inp
   return s.launch(inputs, opts, params);
 }
 
+SimRun runOnDevice(runtime::Device& device, const ModelConfig& cfg, const ir::Key& key, const TensorMap& inputs,
+                   const LaunchParams& params) {
+  SimSession s(cfg, key, device);
+  return s.launch(inputs, {}, params);
+}
+
 TensorMap referenceOutputs(const ModelConfig& cfg, int rows, int tp, const TensorMap& inputs) {
   const Layout L = Layout::make(cfg, rows, tp);
   const std::vector<int64_t> shape{rows, L.hidden};
@@ -452,6 +483,14 @@ TensorMap referenceOutputs(const ModelConfig& cfg, int rows, int tp, const Tenso
     out[rankName("err", r)] = HostTensor::zeros(DType::I32, {2});
   }
   return out;
+}
+
+TensorMap launchReferenceOutputs(const ModelConfig& cfg, int rows, int tp, const TensorMap& inputs,
+                                 ir::Experts experts, RefNumerics numerics) {
+  RefNumericsScope scope(numerics);
+  TensorMap want = referenceOutputs(cfg, rows, tp, inputs);
+  for (auto& [name, t] : moeReferenceOutputs(cfg, rows, tp, inputs, want, experts)) want[name] = std::move(t);
+  return want;
 }
 
 namespace {
@@ -506,6 +545,24 @@ std::optional<Mismatch> firstMismatch(const TensorMap& got, const TensorMap& wan
 std::string describe(const Mismatch& m) {
   if (m.index < 0) return fmt::format("{}: got {}, want {}", m.tensor, m.got, m.want);
   return fmt::format("{}[{}]: got {}, want {}", m.tensor, m.index, m.got, m.want);
+}
+
+std::map<std::string, int64_t> mismatchCounts(const TensorMap& got, const TensorMap& want) {
+  std::map<std::string, int64_t> out;
+  for (const auto& [name, w] : want) {
+    auto it = got.find(name);
+    if (it == got.end() || it->second.dtype != w.dtype || it->second.shape != w.shape ||
+        it->second.data.size() != w.data.size()) {
+      out[name] = w.numel();
+      continue;
+    }
+    const int n = runtime::dtypeBytes(w.dtype);
+    int64_t bad = 0;
+    for (int64_t i = 0; i < w.numel(); ++i)
+      bad += std::memcmp(it->second.data.data() + i * n, w.data.data() + i * n, n) != 0;
+    if (bad) out[name] = bad;
+  }
+  return out;
 }
 
 }  // namespace monogen::specs::minimax_m3

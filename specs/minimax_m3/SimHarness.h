@@ -1,6 +1,7 @@
-// Runs the MiniMax-M3 FFN launch on the Sim device for every rank at once and compares it with
-// the native reference: seeded inputs, the device buffers of every rank, the read-back of every
-// rank's results, and a bit-exact comparison.
+// Runs the MiniMax-M3 FFN launch on a device (the Sim device by default; any runtime::Device:
+// gfx950-run, HIP) for every rank at once and compares it with the native reference: seeded
+// inputs, the device buffers of every rank (through the Device interface), the read-back of
+// every rank's results, and a bit-exact comparison.
 //
 // Tensor names: inputs "part.r<r>" (bf16 [S, hidden], rank r's o_proj partial) and "res_in"
 // (bf16 [S, hidden]); outputs "res_out.r<r>" (bf16 [S, hidden]), "sres.r<r>" (f32 [S, hidden]),
@@ -15,11 +16,14 @@
 #include <vector>
 
 #include "ir/Plan.h"
+#include "runtime/Device.h"
 #include "runtime/SimDevice.h"
+#include "runtime/SimDeviceAdapter.h"
 #include "runtime/Tensor.h"
 #include "runtime/Trace.h"
 #include "specs/minimax_m3/Layout.h"
 #include "specs/minimax_m3/ModelConfig.h"
+#include "specs/minimax_m3/MoeReference.h"
 
 namespace monogen::specs::minimax_m3 {
 
@@ -73,18 +77,26 @@ struct SimRun {
   std::string error;  // empty when valid: "rank 1: error word 0x10b (site 11, rank 1, token 0), 1 failure"
 };
 
-/// Every rank's buffers on one Sim device, kept across launches (flags are never reset; a new
+/// Every rank's buffers on one device, kept across launches (flags are never reset; a new
 /// launch needs a new tag).
 class SimSession {
  public:
+  /// On a Sim device of its own.
   SimSession(const ModelConfig& cfg, const ir::Key& key);
+  /// On `device` (not owned: it must outlive the session). A device that runs code objects
+  /// runs `code`; when empty, the session compiles the Plan (codegen::compile) once, here.
+  SimSession(const ModelConfig& cfg, const ir::Key& key, runtime::Device& device, runtime::CodeObjectBytes code = {});
   const ir::Plan& plan() const { return plan_; }
   const Layout& layout() const { return layout_; }
-  runtime::SimDevice& device() { return dev_; }
+  /// The Sim device the session runs on; throws RuntimeError when it runs on another device.
+  runtime::SimDevice& device();
+  /// The device the session runs on.
+  runtime::Device& target() { return *dev_; }
   /// Device address of rank r's "scratch", "sym", "epoch" or "err" buffer (for tests that look
   /// inside them); throws InputError for another name or rank.
   uint64_t bufferOf(const std::string& name, int r) const;
-  /// Uploads the inputs, runs every rank at once and reads every rank's results back.
+  /// Uploads the inputs, runs every rank at once and reads every rank's results back. `opts`
+  /// steer a Sim device (ignored by others); SimRun::stats is the Sim's (zero on others).
   SimRun launch(const runtime::TensorMap& inputs, const runtime::SimOptions& opts, const LaunchParams& params = {});
 
  private:
@@ -93,11 +105,15 @@ class SimSession {
     uint64_t epoch = 0, inject = 0, trace = 0;
     std::map<std::string, uint64_t> moe;  // the MoE's arguments by name
   };
+  void allocate();
   void readMoe(int rank, int32_t tag, runtime::TensorMap& outputs);
+  std::vector<uint8_t> read(int rank, uint64_t addr, int64_t bytes);
   ModelConfig cfg_;
   ir::Plan plan_;
   Layout layout_;
-  runtime::SimDevice dev_;
+  std::unique_ptr<runtime::SimDeviceAdapter> own_;  // the default device
+  runtime::Device* dev_ = nullptr;
+  runtime::CodeObjectBytes code_;
   std::vector<RankBuffers> bufs_;
 };
 
@@ -108,9 +124,19 @@ runtime::TraceBuffers traceOf(const ir::Plan& plan, const SimRun& run);
 /// One launch on a fresh Sim device.
 SimRun runOnSim(const ModelConfig& cfg, const ir::Key& key, const runtime::TensorMap& inputs,
                 const runtime::SimOptions& opts, const LaunchParams& params = {});
+/// One launch on `device` (a new session's buffers; the Plan compiled if the device needs it).
+SimRun runOnDevice(runtime::Device& device, const ModelConfig& cfg, const ir::Key& key,
+                   const runtime::TensorMap& inputs, const LaunchParams& params = {});
 
 /// The reference's outputs in runOnSim's naming (res_out, sres, ssq and err of every rank).
 runtime::TensorMap referenceOutputs(const ModelConfig& cfg, int rows, int tp, const runtime::TensorMap& inputs);
+
+/// Every output's reference in runOnSim's naming, the whole launch: referenceOutputs (the
+/// all-reduce's) plus moeReferenceOutputs fed the reference all-reduce's SRES / SSQ, computed
+/// under `numerics` (MoeReference.h: Ir for the Sim device, Gfx950Run for the executor).
+runtime::TensorMap launchReferenceOutputs(const ModelConfig& cfg, int rows, int tp, const runtime::TensorMap& inputs,
+                                          ir::Experts experts = ir::Experts::All,
+                                          RefNumerics numerics = RefNumerics::Ir);
 
 struct Mismatch {
   std::string tensor;
@@ -121,5 +147,8 @@ struct Mismatch {
 /// are ignored); nullopt if every bit agrees.
 std::optional<Mismatch> firstMismatch(const runtime::TensorMap& got, const runtime::TensorMap& want);
 std::string describe(const Mismatch& m);
+/// How many elements of each tensor in `want` differ in bits in `got` (only tensors with a
+/// difference; a missing or reshaped tensor counts as all of its elements).
+std::map<std::string, int64_t> mismatchCounts(const runtime::TensorMap& got, const runtime::TensorMap& want);
 
 }  // namespace monogen::specs::minimax_m3
