@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <vector>
 
@@ -82,18 +83,18 @@ void writeSafetensors(const std::filesystem::path& path, const TensorMap& tensor
   writeFileAtomically(path, {len, h, data}, 0644);
 }
 
-SafetensorsFile readSafetensorsFile(const std::filesystem::path& path) {
-  const std::string file = path.string();
-  const std::string where = "safetensors " + file;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(where, std::string("cannot open it: ") + std::strerror(errno));
-  in.seekg(0, std::ios::end);
-  const auto fileSize = static_cast<uint64_t>(in.tellg());
-  in.seekg(0);
+namespace {
+
+/// Copies n bytes at `offset` of the file into dst; false if they cannot be read.
+using ReadAt = std::function<bool(uint64_t offset, void* dst, uint64_t n)>;
+
+/// The checks and the decoding, for a file of fileSize bytes read through readAt: one code
+/// path for readSafetensorsFile (a stream) and parseSafetensors (bytes in memory).
+SafetensorsFile parseFrom(const std::string& where, uint64_t fileSize, const ReadAt& readAt) {
   if (fileSize < 8)
     throw InputError(where, "is " + std::to_string(fileSize) + " bytes, too short for the 8-byte header length");
   uint8_t lenBytes[8];
-  in.read(reinterpret_cast<char*>(lenBytes), 8);
+  readAt(0, lenBytes, 8);
   uint64_t hlen = 0;
   for (int i = 0; i < 8; ++i) hlen |= static_cast<uint64_t>(lenBytes[i]) << (8 * i);
   if (hlen == 0 || hlen > kMaxHeader || hlen > fileSize - 8)
@@ -101,8 +102,7 @@ SafetensorsFile readSafetensorsFile(const std::filesystem::path& path) {
                                 std::to_string(fileSize) + " bytes; expected 1.." + std::to_string(fileSize - 8) +
                                 "): truncated or not a safetensors file");
   std::string htext(hlen, '\0');
-  in.read(htext.data(), static_cast<std::streamsize>(hlen));
-  if (!in) throw InputError(where, "could not read the header");
+  if (!readAt(8, htext.data(), hlen)) throw InputError(where, "could not read the header");
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(htext);
@@ -156,9 +156,7 @@ SafetensorsFile readSafetensorsFile(const std::filesystem::path& path) {
       throw InputError(tw, "data_offsets span " + std::to_string(e - b) + " bytes, but " + dt + " " +
                                shapeText(t.shape) + " needs " + std::to_string(want));
     t.data.resize(e - b);
-    in.seekg(static_cast<std::streamoff>(dataStart + b));
-    in.read(reinterpret_cast<char*>(t.data.data()), static_cast<std::streamsize>(e - b));
-    if (!in) throw InputError(tw, "could not read its data");
+    if (!readAt(dataStart + b, t.data.data(), e - b)) throw InputError(tw, "could not read its data");
     spans.push_back({b, e, name});
     out.tensors.emplace(name, std::move(t));
   }
@@ -168,6 +166,30 @@ SafetensorsFile readSafetensorsFile(const std::filesystem::path& path) {
       throw InputError(where + ", tensor '" + spans[i].name + "'",
                        "data overlaps tensor '" + spans[i - 1].name + "'");
   return out;
+}
+
+}  // namespace
+
+SafetensorsFile readSafetensorsFile(const std::filesystem::path& path) {
+  const std::string where = "safetensors " + path.string();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(where, std::string("cannot open it: ") + std::strerror(errno));
+  in.seekg(0, std::ios::end);
+  const auto fileSize = static_cast<uint64_t>(in.tellg());
+  in.seekg(0);
+  return parseFrom(where, fileSize, [&](uint64_t offset, void* dst, uint64_t n) {
+    in.seekg(static_cast<std::streamoff>(offset));
+    in.read(static_cast<char*>(dst), static_cast<std::streamsize>(n));
+    return static_cast<bool>(in);
+  });
+}
+
+SafetensorsFile parseSafetensors(std::string_view bytes, const std::string& name) {
+  return parseFrom("safetensors " + name, bytes.size(), [&](uint64_t offset, void* dst, uint64_t n) {
+    if (offset > bytes.size() || n > bytes.size() - offset) return false;
+    if (n) std::memcpy(dst, bytes.data() + offset, n);  // dst may be null when n is 0
+    return true;
+  });
 }
 
 TensorMap readSafetensors(const std::filesystem::path& path) { return readSafetensorsFile(path).tensors; }

@@ -108,6 +108,26 @@ TEST_CASE("safetensors: round trip with metadata") {
   CHECK(n == 1);
 }
 
+TEST_CASE("safetensors: parseSafetensors reads a file's bytes as the file reader does") {
+  TempDir t;
+  const fs::path p = t.path / "x.safetensors";
+  writeSafetensors(p, sample(), {{"format", "pt"}});
+  const std::string raw = readAll(p);
+  const SafetensorsFile a = readSafetensorsFile(p), b = parseSafetensors(raw, "in-memory");
+  CHECK(b.metadata == a.metadata);
+  REQUIRE(b.tensors.size() == a.tensors.size());
+  for (const auto& [name, want] : a.tensors) {
+    INFO(name);
+    CHECK(b.tensors.at(name).dtype == want.dtype);
+    CHECK(b.tensors.at(name).shape == want.shape);
+    CHECK(b.tensors.at(name).data == want.data);
+  }
+  // The same checks, naming what it was given.
+  CHECK_THROWS_WITH(parseSafetensors(raw.substr(0, raw.size() - 3), "in-memory"),
+                    Catch::Contains("safetensors in-memory") && Catch::Contains("out of range"));
+  CHECK_THROWS_WITH(parseSafetensors(raw.substr(0, 5), "in-memory"), Catch::Contains("too short"));
+}
+
 TEST_CASE("safetensors: rewriting replaces the file whole") {
   TempDir t;
   const fs::path p = t.path / "x.safetensors";
