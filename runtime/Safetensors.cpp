@@ -106,7 +106,7 @@ SafetensorsFile parseFrom(const std::string& where, uint64_t fileSize, const Rea
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(htext);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error; out_of_range for a number like 1e400
     throw InputError(where, std::string("header is not valid JSON: ") + e.what());
   }
   if (!header.is_object()) throw InputError(where, "header is not a JSON object");

@@ -166,6 +166,10 @@ TEST_CASE("safetensors: a bad header is rejected") {
     writeAll(p, fileWith("{\"a\": {\"dtype\": ", std::string(16, '\0')));
     expectRejected(p, {"not valid JSON"});
   }
+  SECTION("a number past double's range (found by fuzz_safetensors)") {
+    writeAll(p, fileWith(R"({"w": {"dtype": "U8", "shape": [1e400], "data_offsets": [0, 0]}})", ""));
+    expectRejected(p, {"not valid JSON", "number overflow"});
+  }
   SECTION("not an object") {
     writeAll(p, fileWith("[1, 2]", ""));
     expectRejected(p, {"not a JSON object"});
