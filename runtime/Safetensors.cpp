@@ -160,11 +160,16 @@ SafetensorsFile parseFrom(const std::string& where, uint64_t fileSize, const Rea
     spans.push_back({b, e, name});
     out.tensors.emplace(name, std::move(t));
   }
+  // An empty tensor overlaps nothing; each other one must start at or past the end of the
+  // non-empty one before it (in start order), not just of its neighbour, which may be empty.
   std::sort(spans.begin(), spans.end(), [](const Span& x, const Span& y) { return x.begin < y.begin; });
-  for (size_t i = 1; i < spans.size(); ++i)
-    if (spans[i].begin < spans[i - 1].end && spans[i].begin != spans[i].end)
-      throw InputError(where + ", tensor '" + spans[i].name + "'",
-                       "data overlaps tensor '" + spans[i - 1].name + "'");
+  const Span* prev = nullptr;
+  for (const Span& s : spans) {
+    if (s.begin == s.end) continue;
+    if (prev && s.begin < prev->end)
+      throw InputError(where + ", tensor '" + s.name + "'", "data overlaps tensor '" + prev->name + "'");
+    prev = &s;
+  }
   return out;
 }
 

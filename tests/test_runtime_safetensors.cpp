@@ -196,6 +196,21 @@ TEST_CASE("safetensors: a bad header is rejected") {
                          std::string(8, 'x')));
     expectRejected(p, {"tensor 'b'", "overlaps tensor 'a'"});
   }
+  SECTION("a tensor inside an earlier one, past an empty one between them") {
+    writeAll(p, fileWith(R"({"a": {"dtype": "U8", "shape": [8], "data_offsets": [0, 8]},
+                             "b": {"dtype": "U8", "shape": [0], "data_offsets": [2, 2]},
+                             "c": {"dtype": "U8", "shape": [2], "data_offsets": [4, 6]}})",
+                         std::string(8, 'x')));
+    expectRejected(p, {"tensor 'c'", "overlaps tensor 'a'"});
+  }
+  SECTION("empty tensors anywhere are not overlaps") {
+    writeAll(p, fileWith(R"({"a": {"dtype": "U8", "shape": [4], "data_offsets": [0, 4]},
+                             "b": {"dtype": "U8", "shape": [0], "data_offsets": [2, 2]},
+                             "c": {"dtype": "U8", "shape": [0], "data_offsets": [4, 4]},
+                             "d": {"dtype": "U8", "shape": [4], "data_offsets": [4, 8]}})",
+                         std::string(8, 'x')));
+    CHECK(readSafetensors(p).size() == 4);
+  }
   SECTION("missing fields") {
     writeAll(p, fileWith(R"({"w": {"dtype": "U8", "shape": [8]}})", std::string(8, 'x')));
     expectRejected(p, {"tensor 'w'", "data_offsets"});
