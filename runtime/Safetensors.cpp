@@ -37,6 +37,24 @@ int64_t byteSize(const std::vector<int64_t>& shape, int elemBytes) {
   return n;
 }
 
+/// A JSON value as short text for a message: nested arrays and objects as [...] and {...},
+/// cut to about 80 characters. nlohmann's dump() recurses once a nesting level, and a hostile
+/// header can nest a shape a hundred thousand deep in 200 KB: that overflowed the stack.
+std::string brief(const nlohmann::json& j) {
+  auto flat = [](const nlohmann::json& v) {
+    return v.is_array() ? std::string("[...]") : v.is_object() ? std::string("{...}") : v.dump();
+  };
+  std::string s;
+  if (j.is_array()) {
+    s = "[";
+    for (size_t i = 0; i < j.size() && s.size() < 80; ++i) s += (i ? ", " : "") + flat(j[i]);
+    s += "]";
+  } else {
+    s = flat(j);
+  }
+  return s.size() > 80 ? s.substr(0, 77) + "..." : s;
+}
+
 std::string knownDTypes() {
   std::string s;
   for (DType d : kAllDTypes) s += (s.empty() ? "" : ", ") + std::string(dtypeName(d));
@@ -140,13 +158,15 @@ SafetensorsFile parseFrom(const std::string& where, uint64_t fileSize, const Rea
     if (!v.contains("shape") || !v["shape"].is_array()) throw InputError(tw, "no \"shape\" array");
     for (const auto& d : v["shape"]) {
       if (!d.is_number_integer() || d.get<int64_t>() < 0)
-        throw InputError(tw, "shape " + v["shape"].dump() + " has an entry that is not a non-negative integer");
+        throw InputError(tw, "shape " + brief(v["shape"]) + " has an entry that is not a non-negative integer");
       t.shape.push_back(d.get<int64_t>());
     }
-    const auto& offs = v.contains("data_offsets") ? v["data_offsets"] : nlohmann::json();
-    if (!offs.is_array() || offs.size() != 2 || !offs[0].is_number_unsigned() || !offs[1].is_number_unsigned())
+    // By reference: a copy of a hostile value recurses once a nesting level, like dump().
+    const auto offs = v.find("data_offsets");
+    if (offs == v.end() || !offs->is_array() || offs->size() != 2 || !(*offs)[0].is_number_unsigned() ||
+        !(*offs)[1].is_number_unsigned())
       throw InputError(tw, "no \"data_offsets\" pair of non-negative integers");
-    const uint64_t b = offs[0].get<uint64_t>(), e = offs[1].get<uint64_t>();
+    const uint64_t b = (*offs)[0].get<uint64_t>(), e = (*offs)[1].get<uint64_t>();
     if (b > e || e > dataSize)
       throw InputError(tw, "data_offsets [" + std::to_string(b) + ", " + std::to_string(e) +
                                "] out of range: the data section has " + std::to_string(dataSize) +

@@ -219,6 +219,13 @@ TEST_CASE("safetensors: a bad header is rejected") {
     writeAll(p, fileWith(R"({"w": {"dtype": "U8", "shape": [-8], "data_offsets": [0, 8]}})", std::string(8, 'x')));
     expectRejected(p, {"tensor 'w'", "non-negative"});
   }
+  SECTION("a shape or data_offsets nested 200000 deep is refused, not a stack overflow") {
+    const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+    writeAll(p, fileWith(R"({"w": {"dtype": "U8", "shape": )" + deep + R"(, "data_offsets": [0, 0]}})", ""));
+    expectRejected(p, {"tensor 'w'", "shape [[...]] has an entry", "non-negative"});
+    writeAll(p, fileWith(R"({"w": {"dtype": "U8", "shape": [0], "data_offsets": )" + deep + "}}", ""));
+    expectRejected(p, {"tensor 'w'", "data_offsets"});
+  }
   SECTION("metadata not strings") {
     writeAll(p, fileWith(R"({"__metadata__": {"n": 3}})", ""));
     expectRejected(p, {"__metadata__", "not a string"});
