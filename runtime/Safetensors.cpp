@@ -112,7 +112,7 @@ SafetensorsFile parseFrom(const std::string& where, uint64_t fileSize, const Rea
   if (fileSize < 8)
     throw InputError(where, "is " + std::to_string(fileSize) + " bytes, too short for the 8-byte header length");
   uint8_t lenBytes[8];
-  readAt(0, lenBytes, 8);
+  if (!readAt(0, lenBytes, 8)) throw InputError(where, "could not read the 8-byte header length: is it a regular file?");
   uint64_t hlen = 0;
   for (int i = 0; i < 8; ++i) hlen |= static_cast<uint64_t>(lenBytes[i]) << (8 * i);
   if (hlen == 0 || hlen > kMaxHeader || hlen > fileSize - 8)
@@ -200,7 +200,9 @@ SafetensorsFile readSafetensorsFile(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(where, std::string("cannot open it: ") + std::strerror(errno));
   in.seekg(0, std::ios::end);
-  const auto fileSize = static_cast<uint64_t>(in.tellg());
+  const std::streamoff end = in.tellg();  // -1 for a pipe; a directory opens, then reads fail
+  if (end < 0) throw InputError(where, "cannot tell its size: is it a regular file?");
+  const auto fileSize = static_cast<uint64_t>(end);
   in.seekg(0);
   return parseFrom(where, fileSize, [&](uint64_t offset, void* dst, uint64_t n) {
     in.seekg(static_cast<std::streamoff>(offset));

@@ -1,10 +1,13 @@
 // .safetensors read/write: round trip, and rejection of truncated and malformed files.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <thread>
 
 #include "ir/Error.h"
 #include "runtime/Safetensors.h"
@@ -241,6 +244,20 @@ TEST_CASE("safetensors: a bad header is rejected") {
 TEST_CASE("safetensors: a missing file is an InputError naming it") {
   TempDir t;
   expectRejected(t.path / "nope.safetensors", {"cannot open"});
+}
+
+TEST_CASE("safetensors: a directory or a pipe is an InputError naming it") {
+  TempDir t;
+  expectRejected(t.path, {"is it a regular file?"});
+  const fs::path fifo = t.path / "fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  std::signal(SIGPIPE, SIG_IGN);  // the reader may close before the writer is done
+  std::thread writer([&] {  // the reader's open blocks until a writer comes
+    std::ofstream w(fifo, std::ios::binary);
+    w << std::string(64, '\x01');
+  });
+  expectRejected(fifo, {"is it a regular file?"});
+  writer.join();
 }
 
 TEST_CASE("safetensors: writing a tensor whose bytes disagree with its shape is refused") {
