@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <vector>
 
@@ -34,6 +35,24 @@ int64_t byteSize(const std::vector<int64_t>& shape, int elemBytes) {
     n *= d;
   }
   return n;
+}
+
+/// A JSON value as short text for a message: nested arrays and objects as [...] and {...},
+/// cut to about 80 characters. nlohmann's dump() recurses once a nesting level, and a hostile
+/// header can nest a shape a hundred thousand deep in 200 KB: that overflowed the stack.
+std::string brief(const nlohmann::json& j) {
+  auto flat = [](const nlohmann::json& v) {
+    return v.is_array() ? std::string("[...]") : v.is_object() ? std::string("{...}") : v.dump();
+  };
+  std::string s;
+  if (j.is_array()) {
+    s = "[";
+    for (size_t i = 0; i < j.size() && s.size() < 80; ++i) s += (i ? ", " : "") + flat(j[i]);
+    s += "]";
+  } else {
+    s = flat(j);
+  }
+  return s.size() > 80 ? s.substr(0, 77) + "..." : s;
 }
 
 std::string knownDTypes() {
@@ -82,18 +101,18 @@ void writeSafetensors(const std::filesystem::path& path, const TensorMap& tensor
   writeFileAtomically(path, {len, h, data}, 0644);
 }
 
-SafetensorsFile readSafetensorsFile(const std::filesystem::path& path) {
-  const std::string file = path.string();
-  const std::string where = "safetensors " + file;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(where, std::string("cannot open it: ") + std::strerror(errno));
-  in.seekg(0, std::ios::end);
-  const auto fileSize = static_cast<uint64_t>(in.tellg());
-  in.seekg(0);
+namespace {
+
+/// Copies n bytes at `offset` of the file into dst; false if they cannot be read.
+using ReadAt = std::function<bool(uint64_t offset, void* dst, uint64_t n)>;
+
+/// The checks and the decoding, for a file of fileSize bytes read through readAt: one code
+/// path for readSafetensorsFile (a stream) and parseSafetensors (bytes in memory).
+SafetensorsFile parseFrom(const std::string& where, uint64_t fileSize, const ReadAt& readAt) {
   if (fileSize < 8)
     throw InputError(where, "is " + std::to_string(fileSize) + " bytes, too short for the 8-byte header length");
   uint8_t lenBytes[8];
-  in.read(reinterpret_cast<char*>(lenBytes), 8);
+  if (!readAt(0, lenBytes, 8)) throw InputError(where, "could not read the 8-byte header length: is it a regular file?");
   uint64_t hlen = 0;
   for (int i = 0; i < 8; ++i) hlen |= static_cast<uint64_t>(lenBytes[i]) << (8 * i);
   if (hlen == 0 || hlen > kMaxHeader || hlen > fileSize - 8)
@@ -101,12 +120,11 @@ SafetensorsFile readSafetensorsFile(const std::filesystem::path& path) {
                                 std::to_string(fileSize) + " bytes; expected 1.." + std::to_string(fileSize - 8) +
                                 "): truncated or not a safetensors file");
   std::string htext(hlen, '\0');
-  in.read(htext.data(), static_cast<std::streamsize>(hlen));
-  if (!in) throw InputError(where, "could not read the header");
+  if (!readAt(8, htext.data(), hlen)) throw InputError(where, "could not read the header");
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(htext);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error; out_of_range for a number like 1e400
     throw InputError(where, std::string("header is not valid JSON: ") + e.what());
   }
   if (!header.is_object()) throw InputError(where, "header is not a JSON object");
@@ -140,13 +158,15 @@ SafetensorsFile readSafetensorsFile(const std::filesystem::path& path) {
     if (!v.contains("shape") || !v["shape"].is_array()) throw InputError(tw, "no \"shape\" array");
     for (const auto& d : v["shape"]) {
       if (!d.is_number_integer() || d.get<int64_t>() < 0)
-        throw InputError(tw, "shape " + v["shape"].dump() + " has an entry that is not a non-negative integer");
+        throw InputError(tw, "shape " + brief(v["shape"]) + " has an entry that is not a non-negative integer");
       t.shape.push_back(d.get<int64_t>());
     }
-    const auto& offs = v.contains("data_offsets") ? v["data_offsets"] : nlohmann::json();
-    if (!offs.is_array() || offs.size() != 2 || !offs[0].is_number_unsigned() || !offs[1].is_number_unsigned())
+    // By reference: a copy of a hostile value recurses once a nesting level, like dump().
+    const auto offs = v.find("data_offsets");
+    if (offs == v.end() || !offs->is_array() || offs->size() != 2 || !(*offs)[0].is_number_unsigned() ||
+        !(*offs)[1].is_number_unsigned())
       throw InputError(tw, "no \"data_offsets\" pair of non-negative integers");
-    const uint64_t b = offs[0].get<uint64_t>(), e = offs[1].get<uint64_t>();
+    const uint64_t b = (*offs)[0].get<uint64_t>(), e = (*offs)[1].get<uint64_t>();
     if (b > e || e > dataSize)
       throw InputError(tw, "data_offsets [" + std::to_string(b) + ", " + std::to_string(e) +
                                "] out of range: the data section has " + std::to_string(dataSize) +
@@ -156,18 +176,47 @@ SafetensorsFile readSafetensorsFile(const std::filesystem::path& path) {
       throw InputError(tw, "data_offsets span " + std::to_string(e - b) + " bytes, but " + dt + " " +
                                shapeText(t.shape) + " needs " + std::to_string(want));
     t.data.resize(e - b);
-    in.seekg(static_cast<std::streamoff>(dataStart + b));
-    in.read(reinterpret_cast<char*>(t.data.data()), static_cast<std::streamsize>(e - b));
-    if (!in) throw InputError(tw, "could not read its data");
+    if (!readAt(dataStart + b, t.data.data(), e - b)) throw InputError(tw, "could not read its data");
     spans.push_back({b, e, name});
     out.tensors.emplace(name, std::move(t));
   }
+  // An empty tensor overlaps nothing; each other one must start at or past the end of the
+  // non-empty one before it (in start order), not just of its neighbour, which may be empty.
   std::sort(spans.begin(), spans.end(), [](const Span& x, const Span& y) { return x.begin < y.begin; });
-  for (size_t i = 1; i < spans.size(); ++i)
-    if (spans[i].begin < spans[i - 1].end && spans[i].begin != spans[i].end)
-      throw InputError(where + ", tensor '" + spans[i].name + "'",
-                       "data overlaps tensor '" + spans[i - 1].name + "'");
+  const Span* prev = nullptr;
+  for (const Span& s : spans) {
+    if (s.begin == s.end) continue;
+    if (prev && s.begin < prev->end)
+      throw InputError(where + ", tensor '" + s.name + "'", "data overlaps tensor '" + prev->name + "'");
+    prev = &s;
+  }
   return out;
+}
+
+}  // namespace
+
+SafetensorsFile readSafetensorsFile(const std::filesystem::path& path) {
+  const std::string where = "safetensors " + path.string();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(where, std::string("cannot open it: ") + std::strerror(errno));
+  in.seekg(0, std::ios::end);
+  const std::streamoff end = in.tellg();  // -1 for a pipe; a directory opens, then reads fail
+  if (end < 0) throw InputError(where, "cannot tell its size: is it a regular file?");
+  const auto fileSize = static_cast<uint64_t>(end);
+  in.seekg(0);
+  return parseFrom(where, fileSize, [&](uint64_t offset, void* dst, uint64_t n) {
+    in.seekg(static_cast<std::streamoff>(offset));
+    in.read(static_cast<char*>(dst), static_cast<std::streamsize>(n));
+    return static_cast<bool>(in);
+  });
+}
+
+SafetensorsFile parseSafetensors(std::string_view bytes, const std::string& name) {
+  return parseFrom("safetensors " + name, bytes.size(), [&](uint64_t offset, void* dst, uint64_t n) {
+    if (offset > bytes.size() || n > bytes.size() - offset) return false;
+    if (n) std::memcpy(dst, bytes.data() + offset, n);  // dst may be null when n is 0
+    return true;
+  });
 }
 
 TensorMap readSafetensors(const std::filesystem::path& path) { return readSafetensorsFile(path).tensors; }

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <string_view>
 
 #include "runtime/Tensor.h"
 
@@ -22,6 +23,9 @@ struct SafetensorsFile {
 SafetensorsFile readSafetensorsFile(const std::filesystem::path& path);
 /// readSafetensorsFile(path).tensors.
 TensorMap readSafetensors(const std::filesystem::path& path);
+/// The same checks on a whole file held in memory (what the fuzzer drives); `name` stands
+/// for the path in the messages.
+SafetensorsFile parseSafetensors(std::string_view bytes, const std::string& name);
 
 /// Writes tensors (in name order, contiguous) and metadata to a temp file in the same
 /// directory, then renames it over `path`: a half-written file never has the final name.

@@ -1,10 +1,13 @@
 // .safetensors read/write: round trip, and rejection of truncated and malformed files.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <thread>
 
 #include "ir/Error.h"
 #include "runtime/Safetensors.h"
@@ -108,6 +111,26 @@ TEST_CASE("safetensors: round trip with metadata") {
   CHECK(n == 1);
 }
 
+TEST_CASE("safetensors: parseSafetensors reads a file's bytes as the file reader does") {
+  TempDir t;
+  const fs::path p = t.path / "x.safetensors";
+  writeSafetensors(p, sample(), {{"format", "pt"}});
+  const std::string raw = readAll(p);
+  const SafetensorsFile a = readSafetensorsFile(p), b = parseSafetensors(raw, "in-memory");
+  CHECK(b.metadata == a.metadata);
+  REQUIRE(b.tensors.size() == a.tensors.size());
+  for (const auto& [name, want] : a.tensors) {
+    INFO(name);
+    CHECK(b.tensors.at(name).dtype == want.dtype);
+    CHECK(b.tensors.at(name).shape == want.shape);
+    CHECK(b.tensors.at(name).data == want.data);
+  }
+  // The same checks, naming what it was given.
+  CHECK_THROWS_WITH(parseSafetensors(raw.substr(0, raw.size() - 3), "in-memory"),
+                    Catch::Contains("safetensors in-memory") && Catch::Contains("out of range"));
+  CHECK_THROWS_WITH(parseSafetensors(raw.substr(0, 5), "in-memory"), Catch::Contains("too short"));
+}
+
 TEST_CASE("safetensors: rewriting replaces the file whole") {
   TempDir t;
   const fs::path p = t.path / "x.safetensors";
@@ -146,6 +169,10 @@ TEST_CASE("safetensors: a bad header is rejected") {
     writeAll(p, fileWith("{\"a\": {\"dtype\": ", std::string(16, '\0')));
     expectRejected(p, {"not valid JSON"});
   }
+  SECTION("a number past double's range (found by fuzz_safetensors)") {
+    writeAll(p, fileWith(R"({"w": {"dtype": "U8", "shape": [1e400], "data_offsets": [0, 0]}})", ""));
+    expectRejected(p, {"not valid JSON", "number overflow"});
+  }
   SECTION("not an object") {
     writeAll(p, fileWith("[1, 2]", ""));
     expectRejected(p, {"not a JSON object"});
@@ -172,6 +199,21 @@ TEST_CASE("safetensors: a bad header is rejected") {
                          std::string(8, 'x')));
     expectRejected(p, {"tensor 'b'", "overlaps tensor 'a'"});
   }
+  SECTION("a tensor inside an earlier one, past an empty one between them") {
+    writeAll(p, fileWith(R"({"a": {"dtype": "U8", "shape": [8], "data_offsets": [0, 8]},
+                             "b": {"dtype": "U8", "shape": [0], "data_offsets": [2, 2]},
+                             "c": {"dtype": "U8", "shape": [2], "data_offsets": [4, 6]}})",
+                         std::string(8, 'x')));
+    expectRejected(p, {"tensor 'c'", "overlaps tensor 'a'"});
+  }
+  SECTION("empty tensors anywhere are not overlaps") {
+    writeAll(p, fileWith(R"({"a": {"dtype": "U8", "shape": [4], "data_offsets": [0, 4]},
+                             "b": {"dtype": "U8", "shape": [0], "data_offsets": [2, 2]},
+                             "c": {"dtype": "U8", "shape": [0], "data_offsets": [4, 4]},
+                             "d": {"dtype": "U8", "shape": [4], "data_offsets": [4, 8]}})",
+                         std::string(8, 'x')));
+    CHECK(readSafetensors(p).size() == 4);
+  }
   SECTION("missing fields") {
     writeAll(p, fileWith(R"({"w": {"dtype": "U8", "shape": [8]}})", std::string(8, 'x')));
     expectRejected(p, {"tensor 'w'", "data_offsets"});
@@ -179,6 +221,13 @@ TEST_CASE("safetensors: a bad header is rejected") {
   SECTION("negative dim") {
     writeAll(p, fileWith(R"({"w": {"dtype": "U8", "shape": [-8], "data_offsets": [0, 8]}})", std::string(8, 'x')));
     expectRejected(p, {"tensor 'w'", "non-negative"});
+  }
+  SECTION("a shape or data_offsets nested 200000 deep is refused, not a stack overflow") {
+    const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+    writeAll(p, fileWith(R"({"w": {"dtype": "U8", "shape": )" + deep + R"(, "data_offsets": [0, 0]}})", ""));
+    expectRejected(p, {"tensor 'w'", "shape [[...]] has an entry", "non-negative"});
+    writeAll(p, fileWith(R"({"w": {"dtype": "U8", "shape": [0], "data_offsets": )" + deep + "}}", ""));
+    expectRejected(p, {"tensor 'w'", "data_offsets"});
   }
   SECTION("metadata not strings") {
     writeAll(p, fileWith(R"({"__metadata__": {"n": 3}})", ""));
@@ -195,6 +244,20 @@ TEST_CASE("safetensors: a bad header is rejected") {
 TEST_CASE("safetensors: a missing file is an InputError naming it") {
   TempDir t;
   expectRejected(t.path / "nope.safetensors", {"cannot open"});
+}
+
+TEST_CASE("safetensors: a directory or a pipe is an InputError naming it") {
+  TempDir t;
+  expectRejected(t.path, {"is it a regular file?"});
+  const fs::path fifo = t.path / "fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  std::signal(SIGPIPE, SIG_IGN);  // the reader may close before the writer is done
+  std::thread writer([&] {  // the reader's open blocks until a writer comes
+    std::ofstream w(fifo, std::ios::binary);
+    w << std::string(64, '\x01');
+  });
+  expectRejected(fifo, {"is it a regular file?"});
+  writer.join();
 }
 
 TEST_CASE("safetensors: writing a tensor whose bytes disagree with its shape is refused") {

@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake ninja-build ccache git
-          llvm-22-dev lld-22 liblld-22-dev clang-22
+          llvm-22-dev lld-22 liblld-22-dev clang-22 libclang-rt-22-dev
           libfmt-dev catch2 libcli11-dev nlohmann-json3-dev libssl-dev libbenchmark-dev)
 missing=()
 for p in "${packages[@]}"; do
