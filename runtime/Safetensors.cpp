@@ -12,6 +12,7 @@
 
 #include "ir/Error.h"
 #include "runtime/AtomicFile.h"
+#include "runtime/JsonBrief.h"
 
 namespace monogen::runtime {
 
@@ -35,24 +36,6 @@ int64_t byteSize(const std::vector<int64_t>& shape, int elemBytes) {
     n *= d;
   }
   return n;
-}
-
-/// A JSON value as short text for a message: nested arrays and objects as [...] and {...},
-/// cut to about 80 characters. nlohmann's dump() recurses once a nesting level, and a hostile
-/// header can nest a shape a hundred thousand deep in 200 KB: that overflowed the stack.
-std::string brief(const nlohmann::json& j) {
-  auto flat = [](const nlohmann::json& v) {
-    return v.is_array() ? std::string("[...]") : v.is_object() ? std::string("{...}") : v.dump();
-  };
-  std::string s;
-  if (j.is_array()) {
-    s = "[";
-    for (size_t i = 0; i < j.size() && s.size() < 80; ++i) s += (i ? ", " : "") + flat(j[i]);
-    s += "]";
-  } else {
-    s = flat(j);
-  }
-  return s.size() > 80 ? s.substr(0, 77) + "..." : s;
 }
 
 std::string knownDTypes() {
@@ -158,7 +141,7 @@ SafetensorsFile parseFrom(const std::string& where, uint64_t fileSize, const Rea
     if (!v.contains("shape") || !v["shape"].is_array()) throw InputError(tw, "no \"shape\" array");
     for (const auto& d : v["shape"]) {
       if (!d.is_number_integer() || d.get<int64_t>() < 0)
-        throw InputError(tw, "shape " + brief(v["shape"]) + " has an entry that is not a non-negative integer");
+        throw InputError(tw, "shape " + jsonBrief(v["shape"]) + " has an entry that is not a non-negative integer");
       t.shape.push_back(d.get<int64_t>());
     }
     // By reference: a copy of a hostile value recurses once a nesting level, like dump().

@@ -454,6 +454,14 @@ TEST_CASE("config: a file that is not a config object is refused, naming it", "[
   refused(missing, {"cannot open"});
 }
 
+TEST_CASE("config: a value nested 100000 deep is refused with a message, not a stack overflow", "[spec][config]") {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  refused(writeText("{\"hidden_size\": " + deep + "}"), {"field 'hidden_size' = [[...]]"});
+  refused(writeText(deep), {"the file holds [[...]]: expected a JSON object"});
+  const std::string deeper = std::string(1000000, '[') + std::string(1000000, ']');
+  refused(writeText("{\"text_config\": {\"x\": " + deeper + "}}"), {"missing field 'hidden_size'"});
+}
+
 // ------------------------------------------------------------------------- validate
 
 TEST_CASE("config: validate names the field, value and range of a config built in code", "[spec][config]") {

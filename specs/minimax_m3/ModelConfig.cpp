@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ir/Error.h"
+#include "runtime/JsonBrief.h"
 
 namespace monogen::specs::minimax_m3 {
 
@@ -116,8 +117,11 @@ bool fits(double v, const NumField& f) { return (f.loOpen ? v > f.lo : v >= f.lo
 std::string fieldText(const std::string& name, const std::string& value, const std::string& expected) {
   return fmt::format("field '{}' = {}: expected {}", name, value, expected);
 }
-/// A JSON value as the file has it, cut to a readable length.
+/// A JSON value as the file has it, cut to a readable length. A value nested below its first
+/// level shows as runtime::jsonBrief does ([[...], ...]): dump() recurses once a level.
 std::string shown(const json& v) {
+  for (const json& e : v)
+    if (e.is_structured()) return runtime::jsonBrief(v);
   std::string s = v.dump();
   if (s.size() > 80) s = s.substr(0, 77) + "...";
   return s;
@@ -343,7 +347,7 @@ ModelConfig ModelConfig::fromHfJson(const std::string& path) {
   if (j.contains("text_config")) {
     if (!j["text_config"].is_object())
       throw InputError(path, fieldText("text_config", shown(j["text_config"]), "an object (the text model's config)"));
-    json t = j["text_config"];
+    json t = std::move(j["text_config"]);  // moved: a copy recurses once a nesting level
     j = std::move(t);
   }
   const Reader r(j, path);
