@@ -52,6 +52,20 @@ inline float exp2(float x) { return static_cast<float>(std::exp2(static_cast<dou
 inline float rcp(float x) { return 1.0f / x; }
 inline float rsq(float x) { return 1.0f / std::sqrt(x); }
 
+/// The IR's float Min/Max: a NaN operand (quiet or signalling) yields the other, so NaN only
+/// when both are; of operands that compare equal (+0 and -0) the first. (The IR leaves the sign
+/// of a zero result open, ir/Op.h: LLVM's minnum may return either zero.)
+inline float minNum(float a, float b) {
+  if (std::isnan(a)) return b;
+  if (std::isnan(b)) return a;
+  return b < a ? b : a;
+}
+inline float maxNum(float a, float b) {
+  if (std::isnan(a)) return b;
+  if (std::isnan(b)) return a;
+  return b > a ? b : a;
+}
+
 /// OCP e4m3fn byte -> f32, exact. 0x7f / 0xff are NaN; no infinities.
 inline float fp8E4m3ToF32(uint32_t b) {
   b &= 0xffu;

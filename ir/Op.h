@@ -36,12 +36,16 @@ enum class OpCode : uint16_t {
   BlockId,      ///< The CTA's index in the grid, i32.
   Arg,          ///< Kernel argument attrs.imm (a pointer to global memory, or an i32/i64 scalar).
   // --- arithmetic: elementwise on scalars and vectors; ints wrap, floats are IEEE RNE ---
+  // What the IR leaves open, as LLVM does: a NaN result of float arithmetic or of a float
+  // conversion is some NaN (its sign, payload and quietness are unspecified: x86 and gfx950
+  // propagate different payloads), and Min/Max of +0 and -0 may return either zero. Ops that
+  // move bits (Bitcast, Select, Extract, Insert, Splat, Shuffle, loads and stores) keep them.
   Add, Sub, Mul,
   Div,          ///< Float: IEEE correctly rounded. Int: signed, truncating.
   Rem,          ///< Int: signed remainder.
   UDiv, URem,   ///< Unsigned integer division and remainder.
   And, Or, Xor, Shl, LShr, AShr,
-  Min, Max,     ///< Int: signed. Float: IEEE minNum/maxNum (a NaN operand yields the other).
+  Min, Max,     ///< Int: signed. Float: IEEE minNum/maxNum (a NaN operand, quiet or signalling, yields the other).
   UMin, UMax,   ///< Unsigned integer min/max.
   Fma,          ///< a * b + c in f32 with a single rounding.
   Cmp,          ///< (a, b) -> i1 by attrs.pred.
@@ -51,7 +55,7 @@ enum class OpCode : uint16_t {
   Trunc, ZExt, SExt,          ///< Integer width changes.
   SIToFP, UIToFP, FPToSI,     ///< Int <-> f32 (FPToSI truncates toward zero).
   BF16ToF32,    ///< Exact widening of bf16 to f32.
-  F32ToBF16,    ///< f32 -> bf16, round to nearest even (NaN stays NaN, quiet).
+  F32ToBF16,    ///< f32 -> bf16, round to nearest even (NaN stays a NaN).
   Fp4ToF32,     ///< (code i32 low 4 bits, scale f32) -> e2m1(code) * scale.
   Fp4x8ToBF16x8,  ///< (word i32: 8 e2m1 codes, low nibble first; scale f32) -> bf16x8, e = bf16(e2m1(code e) * scale).
   E8m0ToF32,    ///< i32 low 8 bits as an e8m0 scale: 2^(e-127); 255 is NaN.

@@ -6,7 +6,8 @@
 // - f32 is IEEE binary32 with round-to-nearest-even; Div and Sqrt are correctly rounded, Fma has
 //   one rounding. Rcp, Rsq and Exp2 are ir/Numerics.h's declared models (num::rcp, rsq, exp2): this
 //   is the declared model; the hardware's v_rcp_f32 / v_rsq_f32 / v_exp_f32 are approximations
-//   within 1 ulp of it. Min/Max on floats are std::fmin/std::fmax (IEEE minNum/maxNum).
+//   within 1 ulp of it. Min/Max on floats are ir::num::minNum/maxNum (a NaN operand, quiet or
+//   signalling, yields the other; of two equal operands, +-0 included, the first).
 // - bf16 arithmetic computes in f32 and rounds the result with ir::num::f32ToBf16 (RNE).
 // - FPToSI truncates toward zero, saturates out-of-range values and maps NaN to 0 (as
 //   v_cvt_i32_f32 does; LLVM calls it poison).
@@ -673,8 +674,8 @@ SimLaunch::Status SimLaunch::step(SimWave& w) {
     case OpCode::Max: {
       const bool mx = in.code == static_cast<uint16_t>(OpCode::Max);
       if (in.rt.isFloat()) {
-        if (mx) fltBin(in, exec, fr, [](float a, float b) { return std::fmax(a, b); });
-        else fltBin(in, exec, fr, [](float a, float b) { return std::fmin(a, b); });
+        if (mx) fltBin(in, exec, fr, [](float a, float b) { return ir::num::maxNum(a, b); });
+        else fltBin(in, exec, fr, [](float a, float b) { return ir::num::minNum(a, b); });
         break;
       }
       const int bits = in.rt.elemBits();

@@ -1,5 +1,7 @@
 #include "specs/minimax_m3/MoeReference.h"
 
+#include "runtime/Gfx950RunNumerics.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -27,14 +29,9 @@ RefNumerics refNumerics() { return tNumerics; }
 RefNumericsScope::RefNumericsScope(RefNumerics n) : prev_(tNumerics) { tNumerics = n; }
 RefNumericsScope::~RefNumericsScope() { tNumerics = prev_; }
 
-float moeDiv(float a, float b) {
-  const float q = a / b;
-  if (tNumerics == RefNumerics::Gfx950Run && q != 0.0f && std::fabs(q) < std::numeric_limits<float>::min())
-    return std::copysign(0.0f, q);
-  return q;
-}
+float moeDiv(float a, float b) { return tNumerics == RefNumerics::Gfx950Run ? runtime::gfx950run::div(a, b) : a / b; }
 
-float moeExp2(float x) { return tNumerics == RefNumerics::Gfx950Run ? ::exp2f(x) : ir::num::exp2(x); }
+float moeExp2(float x) { return tNumerics == RefNumerics::Gfx950Run ? runtime::gfx950run::exp2(x) : ir::num::exp2(x); }
 
 float moeSigmoid(float x) {
   const float kLog2e = 1.44269504088896340736f;  // f32(log2 e) = 0x3fb8aa3b
@@ -85,7 +82,7 @@ float routerPart(const float* wRow, const float* x, const MoeTiling& t, int part
         for (int g = 0; g < 4; ++g) {    // K slot = lane group, ascending
           const int k = base + 16 * ch + 4 * g + m;
           if (tNumerics == RefNumerics::Gfx950Run) {
-            acc = std::fma(wRow[k], x[k], acc);  // the executor's f32 MFMA: an fma chain
+            acc = std::fma(wRow[k], x[k], acc);  // the executor's f32 MFMA: an fma chain (gfx950run::mfmaF32Element)
           } else {
             const float p = wRow[k] * x[k];
             acc = acc + p;

@@ -35,18 +35,13 @@ enum class MoeExperts { All = 0, Shared = 1, Routed = 2 };
 /// Whose numerics the reference models. Ir (the default): the IR's declared models, which the
 /// Sim device computes. Gfx950Run: the gfx950-run executor's (../shared/tools/gfx950-run.md,
 /// "Known differences from gfx950 hardware"), so a launch on it compares bit for bit too.
-/// THE executor's declared exceptions, here and nowhere else (each measured on the executor
-/// by tests/test_gfx950run.cpp's probes):
-///   1. exp2 is the host's exp2f: the executor's v_exp_f32 is exp2f, not the IR's
-///      double-rounded model (8 of the probe's 5120 exp2 differ by an ulp; sigmoids follow).
-///   2. an f32 division whose IEEE result is below FLT_MIN in magnitude gives +-0 (sign of
-///      the IEEE result): its v_div_scale_f32 / v_rcp_f32 flush there (a sigmoid of a large
-///      negative SwiGLU gate -> MID elements that are +-0 instead of tiny).
-///   3. v_mfma_f32_16x16x4_f32 (the router's) is an fma chain, K ascending (products not
-///      rounded), not ir/Mfma.h's rounded products: routerPart accumulates with fma. (The
-///      bf16 MFMAs are unaffected: a bf16 x bf16 product is exact in f32.) This is what moves
-///      the route weights by 1-3 ulp at the reduced config; exp2 alone does not.
-/// Every other op is the IR's; anything outside these three is a failure.
+/// The executor's declared differences live in runtime/Gfx950RunNumerics.h, measured op by op
+/// by tests/test_executor_ops.cpp. Three reach this launch: exp2 (gfx950run::exp2, the host's
+/// exp2f: sigmoids move by an ulp), the division of a sigmoid 1 / (1 + e) whose quotient is below
+/// FLT_MIN (gfx950run::div gives +-0: MID elements that are +-0 instead of tiny), and the router's
+/// v_mfma_f32_16x16x4_f32, an fma chain K ascending (routerPart accumulates with fma; this is
+/// what moves the route weights by 1-3 ulp at the reduced config). The bf16 MFMAs are exact (a
+/// bf16 x bf16 product is exact in f32). Every other op is the IR's.
 enum class RefNumerics { Ir, Gfx950Run };
 /// The profile the reference functions below use on this thread (Ir unless a scope set it).
 RefNumerics refNumerics();
