@@ -394,7 +394,7 @@ class Lowerer {
         // Tracing is the spec's: its stages store realtime stamps themselves (KernelContext::stage).
         if (op.regions.empty()) fail(op, "a stage has no region");
         llvm::Value* outer = stageKernarg_;
-        stageKernarg_ = opaqueKernargPtr();
+        stageKernarg_ = opaqueKernargPtr(op);
         region(op.regions[0]);
         stageKernarg_ = outer;
         return;
@@ -411,11 +411,16 @@ class Lowerer {
   /// The kernarg segment pointer behind an empty asm, one per stage. A stage reads its arguments
   /// through it, so LLVM cannot hoist those s_loads (or CSE them with another stage's) to the kernel
   /// entry: an argument's SGPRs are live in the stages that use it only, not the whole kernel.
-  llvm::Value* opaqueKernargPtr() {
+  /// The asm is a comment naming the stage ("; stage up arguments s[4:5]"), so the ISA text shows
+  /// where each stage's code begins.
+  llvm::Value* opaqueKernargPtr(const ir::Op& stageOp) {
+    const int si = stageOp.attrs.stage;
+    const std::string name =
+        si >= 0 && static_cast<size_t>(si) < plan_.stages.size() ? detail::sanitize(plan_.stages[si].name) : "?";
     llvm::Type* cp = llvm::PointerType::get(ctx_, 4);
     llvm::Value* kp = intrinsic(llvm::Intrinsic::amdgcn_kernarg_segment_ptr, {}, {});
     auto* asmTy = llvm::FunctionType::get(cp, {cp}, false);
-    auto* barrier = llvm::InlineAsm::get(asmTy, "; stage arguments $0", "=s,0", /*hasSideEffects=*/true);
+    auto* barrier = llvm::InlineAsm::get(asmTy, "; stage " + name + " arguments $0", "=s,0", /*hasSideEffects=*/true);
     return b_.CreateCall(asmTy, barrier, {kp}, "stage.args");
   }
 
