@@ -10,7 +10,9 @@
 // Where LLVM leaves a case undefined the lowering defines it as the Sim device does: shift
 // amounts are taken modulo the width, x / -1 wraps and x % -1 is 0 (a zero divisor divides by
 // 1 instead of being poison), FPToSI saturates (NaN -> 0). The fp4/e8m0/fp8 conversions are
-// integer/float arithmetic equal to ir/Numerics.h bit for bit (tests/test_codegen_numerics.cpp).
+// integer/float arithmetic equal to ir/Numerics.h bit for bit (tests/test_codegen_numerics.cpp),
+// but for Fp4x8ToBF16x8 with an E8m0ToF32 scale, which is gfx950's v_cvt_scalef32_pk_bf16_fp4
+// (equal to the model for those scales on gfx950-run, tests/test_gfx950run.cpp).
 // Not bit-equal to the Sim: Exp2 (v_exp_f32), Rcp and Rsq (v_rcp_f32 / v_rsq_f32, about 1 ulp),
 // and MFMA internals (see ir/Mfma.h). Memory accesses are assumed naturally aligned (the
 // largest power of two dividing the size, at most 16 bytes).
@@ -285,15 +287,12 @@ class Lowerer {
       case OpCode::BF16ToF32: return def(op, b_.CreateFPExt(in(0), ty(rt)));
       case OpCode::F32ToBF16: return def(op, b_.CreateFPTrunc(in(0), ty(rt)));  // RNE
       case OpCode::Fp4ToF32: return def(op, fp4ToF32(in(0), in(1)));
-      case OpCode::Fp4x8ToBF16x8: {
-        llvm::Value* r = llvm::PoisonValue::get(ty(rt));
-        for (int e = 0; e < 8; ++e) {
-          llvm::Value* code = b_.CreateLShr(in(0), static_cast<uint64_t>(4 * e));
-          r = b_.CreateInsertElement(r, b_.CreateFPTrunc(fp4ToF32(code, in(1)), b_.getBFloatTy()), static_cast<uint64_t>(e));
-        }
-        return def(op, r);
-      }
-      case OpCode::E8m0ToF32: return def(op, e8m0ToF32(in(0)));
+      case OpCode::Fp4x8ToBF16x8:
+        if (isE8m0Scale(ops[1])) return def(op, fp4x8ToBf16x8Native(in(0), in(1)));
+        return def(op, fp4x8ToBf16x8(in(0), in(1)));
+      case OpCode::E8m0ToF32:
+        e8m0Results_.at(op.result.id) = true;
+        return def(op, e8m0ToF32(in(0)));
       case OpCode::Fp8ToF32: return def(op, fp8ToF32(in(0)));
       case OpCode::F32ToFp8: return def(op, f32ToFp8(in(0)));
 
@@ -394,7 +393,7 @@ class Lowerer {
         // Tracing is the spec's: its stages store realtime stamps themselves (KernelContext::stage).
         if (op.regions.empty()) fail(op, "a stage has no region");
         llvm::Value* outer = stageKernarg_;
-        stageKernarg_ = opaqueKernargPtr();
+        stageKernarg_ = opaqueKernargPtr(op);
         region(op.regions[0]);
         stageKernarg_ = outer;
         return;
@@ -411,11 +410,16 @@ class Lowerer {
   /// The kernarg segment pointer behind an empty asm, one per stage. A stage reads its arguments
   /// through it, so LLVM cannot hoist those s_loads (or CSE them with another stage's) to the kernel
   /// entry: an argument's SGPRs are live in the stages that use it only, not the whole kernel.
-  llvm::Value* opaqueKernargPtr() {
+  /// The asm is a comment naming the stage ("; stage up arguments s[4:5]"), so the ISA text shows
+  /// where each stage's code begins.
+  llvm::Value* opaqueKernargPtr(const ir::Op& stageOp) {
+    const int si = stageOp.attrs.stage;
+    const std::string name =
+        si >= 0 && static_cast<size_t>(si) < plan_.stages.size() ? detail::sanitize(plan_.stages[si].name) : "?";
     llvm::Type* cp = llvm::PointerType::get(ctx_, 4);
     llvm::Value* kp = intrinsic(llvm::Intrinsic::amdgcn_kernarg_segment_ptr, {}, {});
     auto* asmTy = llvm::FunctionType::get(cp, {cp}, false);
-    auto* barrier = llvm::InlineAsm::get(asmTy, "; stage arguments $0", "=s,0", /*hasSideEffects=*/true);
+    auto* barrier = llvm::InlineAsm::get(asmTy, "; stage " + name + " arguments $0", "=s,0", /*hasSideEffects=*/true);
     return b_.CreateCall(asmTy, barrier, {kp}, "stage.args");
   }
 
@@ -521,8 +525,38 @@ class Lowerer {
   }
 
   // --- numerics: integer/float arithmetic equal to ir/Numerics.h bit for bit ---
-  // No gfx950 conversion intrinsic is used: the scaled fp4/fp8 conversions' saturation and
-  // NaN rules are not documented well enough to be sure they match the declared model.
+  // One gfx950 conversion instruction is used, for fp4x8 -> bf16x8 with an e8m0 scale (below);
+  // the other scaled fp4/fp8 conversions' saturation and NaN rules are not documented well
+  // enough to be sure they match the declared model, so they stay arithmetic.
+
+  /// True when the IR value is an E8m0ToF32 result (the lowering visits defs before uses).
+  bool isE8m0Scale(ir::Value x) const { return x.id < e8m0Results_.size() && e8m0Results_[x.id]; }
+
+  /// fp4x8 -> bf16x8 for any f32 scale: each code as fp4ToF32, then RNE to bf16.
+  llvm::Value* fp4x8ToBf16x8(llvm::Value* word, llvm::Value* scale) {
+    llvm::Value* r = llvm::PoisonValue::get(llvm::FixedVectorType::get(b_.getBFloatTy(), 8));
+    for (int e = 0; e < 8; ++e) {
+      llvm::Value* code = b_.CreateLShr(word, static_cast<uint64_t>(4 * e));
+      r = b_.CreateInsertElement(r, b_.CreateFPTrunc(fp4ToF32(code, scale), b_.getBFloatTy()), static_cast<uint64_t>(e));
+    }
+    return r;
+  }
+  /// fp4x8 -> bf16x8 when the scale is an E8m0ToF32 result: four v_cvt_scalef32_pk_bf16_fp4,
+  /// byte b of the word (codes 2b, 2b + 1) to elements 2b, 2b + 1. The instruction uses only
+  /// the scale's exponent field E (LLVM's ROCDL docs: "the exponent part of scale"); on
+  /// gfx950-run it gives bf16(e2m1 x 2^(E - 127)), sign and mantissa ignored, E = 0 as 2^-127
+  /// (so +0 and subnormal scales too), E = 255 NaN 0x7fc0 for every code, overflow to inf and
+  /// subnormal results kept. That equals the model for powers of two, 2^-127 and NaN, which
+  /// is what E8m0ToF32 yields: checked for every code x every e8m0 byte (tests/test_gfx950run.cpp).
+  /// Any other scale (1.5 becomes 1 here) takes the arithmetic path.
+  llvm::Value* fp4x8ToBf16x8Native(llvm::Value* word, llvm::Value* scale) {
+    llvm::Value* pairs[4];
+    for (int byte = 0; byte < 4; ++byte)
+      pairs[byte] = intrinsic(llvm::Intrinsic::amdgcn_cvt_scalef32_pk_bf16_fp4, {}, {word, scale, i32c(byte)});
+    llvm::Value* lo = b_.CreateShuffleVector(pairs[0], pairs[1], llvm::ArrayRef<int>{0, 1, 2, 3});
+    llvm::Value* hi = b_.CreateShuffleVector(pairs[2], pairs[3], llvm::ArrayRef<int>{0, 1, 2, 3});
+    return b_.CreateShuffleVector(lo, hi, llvm::ArrayRef<int>{0, 1, 2, 3, 4, 5, 6, 7});
+  }
 
   /// e2m1: magnitude m = code & 7 is 0, 0.5 (m = 1) or 2^(e-1) * (1 + man/2) with e = m >> 1,
   /// man = m & 1; built as f32 bits, signed by bit 3, then one f32 multiply by the scale.
@@ -775,6 +809,7 @@ class Lowerer {
   llvm::GlobalVariable* lds_ = nullptr;
   std::vector<llvm::Value*> vals_;
   std::vector<llvm::AllocaInst*> vars_;
+  std::vector<bool> e8m0Results_ = std::vector<bool>(fn_.values.size(), false);  // by value id: an E8m0ToF32 result
   std::vector<int> kernargOffsets_ = plan_.kernargOffsets();
   llvm::Value* stageKernarg_ = nullptr;  // the current stage's kernarg pointer (opaqueKernargPtr)
 };

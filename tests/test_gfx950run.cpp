@@ -352,3 +352,100 @@ TEST_CASE("monogen check: one seeded launch per device, exit 0 only when bit-exa
   CHECK(out.find("on the gfx950-run device") != std::string::npos);
   CHECK(out.find("verdict: bit-exact") != std::string::npos);
 }
+
+namespace {
+
+/// fp4x8 -> bf16x8 on the executor for every e8m0 scale byte e (0 .. 255) and 16 words, word r
+/// holding code (p + r) % 16 at nibble p, so every code sits in every position at every scale:
+/// lane 16 e + r. out_native[lane] is fp4x8ToBf16x8 with the scale E8m0ToF32(byte), which the
+/// lowering maps to v_cvt_scalef32_pk_bf16_fp4; out_arith[lane] the same with the scale's f32
+/// bits loaded from memory (not an E8m0ToF32 result), which takes the arithmetic lowering.
+/// The scale bytes carry junk above bit 7 (E8m0ToF32 reads the low 8 bits).
+struct Fp4Probe {
+  std::vector<uint32_t> words, scaleBytes;
+  std::vector<uint16_t> native, arith;
+  std::string isa;
+};
+
+Fp4Probe probeFp4x8() {
+  using namespace monogen::ir;
+  const int n = 256 * 16;
+  Fp4Probe r;
+  for (int i = 0; i < n; ++i) {
+    const uint32_t e = static_cast<uint32_t>(i / 16), rot = static_cast<uint32_t>(i % 16);
+    uint32_t w = 0;
+    for (uint32_t p = 0; p < 8; ++p) w |= ((p + rot) % 16) << (4 * p);
+    r.words.push_back(w);
+    r.scaleBytes.push_back(e | (0xa5u + rot) << 8);
+  }
+  Plan p;
+  p.key.spec = "test.gfx950run.fp4x8";
+  p.grid = {n / 512, 512};
+  p.args = {{"words", true, Scalar::I32, {n}, ArgRole::Input, 16, ""},
+            {"scale_bytes", true, Scalar::I32, {n}, ArgRole::Input, 16, ""},
+            {"scale_bits", true, Scalar::I32, {n}, ArgRole::Input, 16, ""},
+            {"out_native", true, Scalar::BF16, {8 * n}, ArgRole::Output, 16, ""},
+            {"out_arith", true, Scalar::BF16, {8 * n}, ArgRole::Output, 16, ""}};
+  Builder b(p.kernel);
+  Val pw = b.arg(0, Type::ptr(AddrSpace::Global), "words"), ps = b.arg(1, Type::ptr(AddrSpace::Global), "scale_bytes");
+  Val pf = b.arg(2, Type::ptr(AddrSpace::Global), "scale_bits"), pn = b.arg(3, Type::ptr(AddrSpace::Global), "out_native");
+  Val pa = b.arg(4, Type::ptr(AddrSpace::Global), "out_arith");
+  Val i = b.block() * b.i32(512) + b.tid();
+  Val w = b.load(Type::i32(), b.ptrAdd(pw, i * b.i32(4)));
+  Val s = b.e8m0ToF32(b.load(Type::i32(), b.ptrAdd(ps, i * b.i32(4))));
+  Val f = b.bitcast(b.load(Type::i32(), b.ptrAdd(pf, i * b.i32(4))), Type::f32());
+  b.store(b.ptrAdd(pn, i * b.i32(16)), b.fp4x8ToBf16x8(w, s));
+  b.store(b.ptrAdd(pa, i * b.i32(16)), b.fp4x8ToBf16x8(w, f));
+  r.isa = codegen::isaText(p);
+  const codegen::CodeObject co = codegen::compile(p);
+  std::vector<uint32_t> bits;
+  for (uint32_t sb : r.scaleBytes) bits.push_back(num::f32ToBits(num::e8m0ToF32(sb)));
+  Gfx950RunDevice dev;
+  const uint64_t wa = dev.alloc(0, 4 * n, "words"), sa = dev.alloc(0, 4 * n, "scale_bytes"),
+                 fa = dev.alloc(0, 4 * n, "scale_bits"), na = dev.alloc(0, 16 * n, "out_native"),
+                 aa = dev.alloc(0, 16 * n, "out_arith");
+  dev.upload(0, wa, r.words.data(), 4 * n);
+  dev.upload(0, sa, r.scaleBytes.data(), 4 * n);
+  dev.upload(0, fa, bits.data(), 4 * n);
+  using runtime::DType;
+  using runtime::LaunchArg;
+  dev.launch(p, co.bytes, {{{"words", LaunchArg::tensor(wa, DType::I32, {n})},
+                            {"scale_bytes", LaunchArg::tensor(sa, DType::I32, {n})},
+                            {"scale_bits", LaunchArg::tensor(fa, DType::I32, {n})},
+                            {"out_native", LaunchArg::tensor(na, DType::BF16, {8 * n})},
+                            {"out_arith", LaunchArg::tensor(aa, DType::BF16, {8 * n})}}});
+  r.native.resize(8 * static_cast<size_t>(n));
+  r.arith.resize(8 * static_cast<size_t>(n));
+  dev.download(0, r.native.data(), na, 16 * n);
+  dev.download(0, r.arith.data(), aa, 16 * n);
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("gfx950-run device: fp4x8 -> bf16x8 with an e8m0 scale (v_cvt_scalef32_pk_bf16_fp4) is the model for "
+          "every code x every scale byte",
+          "[gfx950run][numerics]") {
+  if (!haveTool()) return;
+  const Fp4Probe r = probeFp4x8();
+  // One native conversion a byte of the word on the e8m0 side, none on the arithmetic side.
+  size_t cvts = 0;
+  for (size_t at = r.isa.find("v_cvt_scalef32_pk_bf16_fp4"); at != std::string::npos;
+       at = r.isa.find("v_cvt_scalef32_pk_bf16_fp4", at + 1))
+    ++cvts;
+  CHECK(cvts == 4);
+  int badNative = 0, badArith = 0;
+  for (size_t lane = 0; lane < r.words.size(); ++lane)
+    for (int e = 0; e < 8; ++e) {
+      const uint16_t want = ir::num::fp4x8ElemToBf16(r.words[lane], e, ir::num::e8m0ToF32(r.scaleBytes[lane]));
+      const uint16_t got = r.native[8 * lane + e], alt = r.arith[8 * lane + e];
+      if (got != want && ++badNative <= 10)
+        UNSCOPED_INFO(fmt::format("native: code {:#x} (element {}) x e8m0 {}: {:#06x}, model {:#06x}",
+                                  (r.words[lane] >> (4 * e)) & 0xf, e, r.scaleBytes[lane] & 0xff, got, want));
+      if (alt != want && ++badArith <= 10)
+        UNSCOPED_INFO(fmt::format("arithmetic: code {:#x} (element {}) x e8m0 {}: {:#06x}, model {:#06x}",
+                                  (r.words[lane] >> (4 * e)) & 0xf, e, r.scaleBytes[lane] & 0xff, alt, want));
+    }
+  CHECK(badNative == 0);
+  CHECK(badArith == 0);
+}
