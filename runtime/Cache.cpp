@@ -1,16 +1,21 @@
 #include "runtime/Cache.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <iostream>
+#include <regex>
+#include <thread>
 
 #include "ir/Error.h"
 #include "runtime/AtomicFile.h"
@@ -61,7 +66,104 @@ void checkPrivateDir(const fs::path& dir) {
                                   "object); expected 0700 (owner only). Fix it with: chmod 700 " + dir.string());
 }
 
+/// An exclusive flock on "<digest>.lock" in a cache directory, held while it lives. The kernel
+/// drops it when the holder dies, kill -9 included, so a crashed compile never blocks others.
+class FileLock {
+ public:
+  /// Blocks until the lock is ours (a line on stderr if another process holds it over a second).
+  /// With tryOnly, returns at once; held() says whether it was taken.
+  FileLock(const fs::path& lockFile, const std::string& what, bool tryOnly = false) {
+    fd_ = ::open(lockFile.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd_ < 0) {
+      const int err = errno;
+      throw RuntimeError("cache lock " + lockFile.string(), std::string("cannot open: ") + std::strerror(err));
+    }
+    if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) {
+      held_ = true;
+      return;
+    }
+    if (tryOnly) return;
+    const auto t0 = std::chrono::steady_clock::now();
+    bool said = false;
+    while (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      if (!said && std::chrono::steady_clock::now() - t0 > std::chrono::seconds(1)) {
+        std::cerr << "monogen: waiting for another process compiling " << what << " (lock " << lockFile.string()
+                  << ")\n";
+        said = true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    held_ = true;
+  }
+  ~FileLock() {
+    if (fd_ >= 0) ::close(fd_);  // closing the descriptor drops the flock
+  }
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+  bool held() const { return held_; }
+
+ private:
+  int fd_ = -1;
+  bool held_ = false;
+};
+
+bool envFlag(const char* name, bool dflt, std::initializer_list<const char*> on, std::initializer_list<const char*> off,
+             const char* expected) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return dflt;
+  for (const char* o : on)
+    if (std::strcmp(v, o) == 0) return true;
+  for (const char* o : off)
+    if (std::strcmp(v, o) == 0) return false;
+  throw InputError(std::string("environment variable ") + name, std::string("value '") + v + "'; expected " + expected);
+}
+
+const std::regex& entryName() {
+  static const std::regex r("([0-9a-f]{64})\\.co");
+  return r;
+}
+const std::regex& tempName() {
+  static const std::regex r("\\.([0-9a-f]{64})\\.co\\.tmp\\.[0-9a-f]{16}");
+  return r;
+}
+
+int64_t readHits(const fs::path& hitsFile) {
+  int fd = ::open(hitsFile.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char buf[32] = {};
+  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  return n > 0 ? std::strtoll(buf, nullptr, 10) : 0;
+}
+
+/// hits + 1 in "<digest>.hits" (under a flock of that file, so concurrent hits all count).
+void countHit(const fs::path& dir, const std::string& digest) {
+  const fs::path f = dir / (digest + ".hits");
+  int fd = ::open(f.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+  if (fd < 0) return;  // a hit count is a statistic: never fail a load over it
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || ::flock(fd, LOCK_EX) != 0) {
+    ::close(fd);
+    return;
+  }
+  char buf[32] = {};
+  const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+  const long long hits = (n > 0 ? std::strtoll(buf, nullptr, 10) : 0) + 1;
+  const std::string text = std::to_string(hits) + "\n";
+  if (::pwrite(fd, text.data(), text.size(), 0) == static_cast<ssize_t>(text.size()))
+    (void)::ftruncate(fd, static_cast<off_t>(text.size()));
+  ::close(fd);
+}
+
 }  // namespace
+
+CacheOptions CacheOptions::fromEnv() {
+  CacheOptions o;
+  o.disk = envFlag("MONOGEN_CACHE", true, {"on", "1"}, {"off", "0"}, "off or on (0 or 1)");
+  o.recompile = envFlag("MONOGEN_RECOMPILE", false, {"1"}, {"0"}, "1 (ignore cache hits) or 0");
+  o.runOnly = envFlag("MONOGEN_RUN_ONLY", false, {"1"}, {"0"}, "1 (fail on a miss instead of compiling) or 0");
+  return o;
+}
 
 const char* cacheSourceName(CacheSource s) {
   switch (s) {
@@ -80,12 +182,15 @@ struct Cache::InFlight {
   std::exception_ptr error;
 };
 
-Cache::Cache(fs::path dir, std::string toolchainId) : dir_(std::move(dir)), toolchainId_(std::move(toolchainId)) {
+Cache::Cache(fs::path dir, std::string toolchainId, CacheOptions options)
+    : dir_(std::move(dir)), toolchainId_(std::move(toolchainId)), options_(options) {
+  if (!options_.disk) return;  // memory only: the directory is never touched
   if (dir_.empty()) throw RuntimeError("cache directory", "the path is empty");
   dir_ = fs::absolute(dir_).lexically_normal();
   if (dir_.has_filename() == false && dir_ != dir_.root_path()) dir_ = dir_.parent_path();
   makeDirectories(dir_, 0700, "cache directory " + dir_.string());
   checkPrivateDir(dir_);
+  removeStaleTemps(dir_);
 }
 
 fs::path Cache::defaultDir() {
@@ -202,40 +307,70 @@ ReadResult readCacheFile(const fs::path& p, std::string& out, std::string& why) 
 
 }  // namespace
 
-std::shared_ptr<const CacheEntry> Cache::loadOrCompile(const std::string& text, const std::string& digest,
-                                                       const CompileFn& compile, CacheSource& source) {
+std::shared_ptr<CacheEntry> Cache::loadFile(const std::string& text, const std::string& digest, bool* rejected) {
   const fs::path file = dir_ / (digest + ".co");
   auto entry = std::make_shared<CacheEntry>();
   entry->keyText = text;
   entry->digest = digest;
-
   std::string bytes, why;
   switch (readCacheFile(file, bytes, why)) {
-    case ReadResult::Missing: break;
+    case ReadResult::Missing: return nullptr;
     case ReadResult::Ok:
       why = decodeFile(bytes, text, entry->bytes);
       if (why.empty()) {
-        entry->origin = source = CacheSource::Disk;
-        std::lock_guard<std::mutex> g(mu_);
-        ++stats_.diskHits;
+        entry->origin = CacheSource::Disk;
         return entry;
       }
       [[fallthrough]];
     case ReadResult::Error: {
       std::cerr << "monogen: warning: cache file " << file.string() << " rejected: " << why
                 << "; not loading it, regenerating\n";
+      if (rejected) *rejected = true;
       std::lock_guard<std::mutex> g(mu_);
       ++stats_.rejectedFiles;
-      break;
+      return nullptr;
     }
   }
+  return nullptr;
+}
 
+std::shared_ptr<const CacheEntry> Cache::loadOrCompile(const ir::Key& key, const std::string& text,
+                                                       const std::string& digest, const CompileFn& compile,
+                                                       CacheSource& source) {
+  auto hit = [&](std::shared_ptr<CacheEntry> e) {
+    source = CacheSource::Disk;
+    countHit(dir_, digest);
+    std::lock_guard<std::mutex> g(mu_);
+    ++stats_.diskHits;
+    return e;
+  };
+  std::unique_ptr<FileLock> lock;
+  bool rejected = false;
+  if (options_.disk && !options_.recompile) {
+    if (auto e = loadFile(text, digest, &rejected)) return hit(e);
+  }
+  if (options_.runOnly)
+    throw RuntimeError("variant " + key.variantName(),
+                       "not in the code-object cache" + (options_.disk ? " (" + dir_.string() + ")" : std::string()) +
+                           " and MONOGEN_RUN_ONLY=1 forbids compiling it; warm the cache first (monogen emit --all, "
+                           "or a run without MONOGEN_RUN_ONLY)");
+  if (options_.disk) {
+    // One process compiles; the others wait here, then find its file.
+    lock = std::make_unique<FileLock>(dir_ / (digest + ".lock"), "variant " + key.variantName());
+    if (!options_.recompile && !rejected)  // absent before the lock: a process we waited for may have written it
+      if (auto e = loadFile(text, digest)) return hit(e);
+  }
+  auto entry = std::make_shared<CacheEntry>();
+  entry->keyText = text;
+  entry->digest = digest;
   entry->bytes = compile();
   entry->origin = source = CacheSource::Compiled;
   {
     std::lock_guard<std::mutex> g(mu_);
     ++stats_.compiles;
   }
+  if (!options_.disk) return entry;
+  const fs::path file = dir_ / (digest + ".co");
   try {
     const std::string enc = encodeFile(text, entry->bytes);
     writeFileAtomically(file, {enc}, 0600);
@@ -286,7 +421,7 @@ std::shared_ptr<const CacheEntry> Cache::get(const ir::Key& key, const CompileFn
   std::exception_ptr error;
   CacheSource src = CacheSource::Compiled;
   try {
-    entry = loadOrCompile(text, digest, compile, src);
+    entry = loadOrCompile(key, text, digest, compile, src);
   } catch (...) {
     error = std::current_exception();
   }
@@ -305,6 +440,125 @@ std::shared_ptr<const CacheEntry> Cache::get(const ir::Key& key, const CompileFn
   if (error) std::rethrow_exception(error);
   if (source) *source = src;
   return entry;
+}
+
+// ---------------------------------------------------------------- the directory's files
+
+int Cache::removeStaleTemps(const fs::path& dir) {
+  int removed = 0;
+  std::error_code ec;
+  for (const auto& de : fs::directory_iterator(dir, ec)) {
+    std::smatch m;
+    const std::string name = de.path().filename().string();
+    if (!std::regex_match(name, m, tempName())) continue;
+    // A live writer holds the entry's lock while its temp file exists: only a free lock means
+    // the writer is gone.
+    FileLock lock(dir / (m[1].str() + ".lock"), "cleanup", /*tryOnly=*/true);
+    if (!lock.held()) continue;
+    if (::unlink(de.path().c_str()) == 0) {
+      ++removed;
+      std::cerr << "monogen: removed " << de.path().string() << ", a temp file a killed writer left\n";
+    }
+  }
+  return removed;
+}
+
+std::vector<CacheFileInfo> Cache::scan(const fs::path& dir) {
+  std::vector<CacheFileInfo> out;
+  std::error_code ec;
+  const auto now = fs::file_time_type::clock::now();
+  for (const auto& de : fs::directory_iterator(dir, ec)) {
+    std::smatch m;
+    const std::string name = de.path().filename().string();
+    if (!std::regex_match(name, m, entryName())) continue;
+    CacheFileInfo f;
+    f.path = de.path();
+    f.digest = m[1].str();
+    std::error_code e2;
+    const auto written = fs::last_write_time(de.path(), e2);
+    f.ageSeconds = e2 ? 0 : std::chrono::duration<double>(now - written).count();
+    f.idleSeconds = f.ageSeconds;
+    const fs::path hitsFile = dir / (f.digest + ".hits");
+    f.hits = readHits(hitsFile);
+    if (f.hits > 0) {
+      const auto used = fs::last_write_time(hitsFile, e2);
+      if (!e2) f.idleSeconds = std::min(f.idleSeconds, std::chrono::duration<double>(now - used).count());
+    }
+    std::string bytes, why;
+    if (readCacheFile(de.path(), bytes, why) != ReadResult::Ok) {
+      f.problem = why.empty() ? "vanished while listing" : why;
+      out.push_back(f);
+      continue;
+    }
+    f.bytes = static_cast<int64_t>(bytes.size());
+    // The key text is whatever the header holds; it must hash to the file's name.
+    if (bytes.size() >= kFixedHeader && std::memcmp(bytes.data(), kMagic, sizeof kMagic) == 0) {
+      const uint64_t keyLen = getLe(bytes, 12, 4);
+      if (keyLen <= kMaxKeyText && bytes.size() >= kFixedHeader + keyLen) f.keyText = bytes.substr(kFixedHeader, keyLen);
+    }
+    std::vector<uint8_t> payload;
+    f.problem = decodeFile(bytes, f.keyText, payload);
+    if (f.problem.empty() && hexDigest(sha256(f.keyText)) != f.digest)
+      f.problem = "its key text hashes to " + hexDigest(sha256(f.keyText)).substr(0, 16) + "..., not to its file name";
+    out.push_back(f);
+  }
+  std::sort(out.begin(), out.end(), [](const CacheFileInfo& a, const CacheFileInfo& b) {
+    return a.ageSeconds != b.ageSeconds ? a.ageSeconds > b.ageSeconds : a.digest < b.digest;
+  });
+  return out;
+}
+
+namespace {
+
+/// Removes an entry's files under its lock (waiting for a writer to finish). The lock file itself
+/// goes only with `clear`: a process already waiting on the old one could otherwise compile
+/// beside a new lock's holder (harmless, both rename identical files into place, but wasted).
+void removeEntry(const fs::path& dir, const std::string& digest, bool lockToo) {
+  FileLock lock(dir / (digest + ".lock"), "removal");
+  ::unlink((dir / (digest + ".co")).c_str());
+  ::unlink((dir / (digest + ".hits")).c_str());
+  if (lockToo) ::unlink((dir / (digest + ".lock")).c_str());
+}
+
+}  // namespace
+
+int Cache::clear(const fs::path& dir) {
+  checkPrivateDir(dir);
+  int removed = 0;
+  std::vector<std::string> digests;
+  std::error_code ec;
+  for (const auto& de : fs::directory_iterator(dir, ec)) {
+    const std::string name = de.path().filename().string();
+    static const std::regex any("([0-9a-f]{64})\\.(co|hits|lock)");
+    std::smatch m;
+    if (std::regex_match(name, m, any)) {
+      if (m[2] == "co") ++removed;
+      digests.push_back(m[1].str());
+    }
+  }
+  std::sort(digests.begin(), digests.end());
+  digests.erase(std::unique(digests.begin(), digests.end()), digests.end());
+  for (const std::string& d : digests) removeEntry(dir, d, true);
+  removeStaleTemps(dir);
+  return removed;
+}
+
+std::vector<CacheFileInfo> Cache::prune(const fs::path& dir, int64_t maxBytes) {
+  checkPrivateDir(dir);
+  std::vector<CacheFileInfo> files = scan(dir), removed;
+  int64_t total = 0;
+  for (const auto& f : files) total += f.bytes;
+  // Least recently used (longest idle) first.
+  std::sort(files.begin(), files.end(), [](const CacheFileInfo& a, const CacheFileInfo& b) {
+    return a.idleSeconds != b.idleSeconds ? a.idleSeconds > b.idleSeconds : a.digest < b.digest;
+  });
+  for (const auto& f : files) {
+    if (total <= maxBytes) break;
+    removeEntry(dir, f.digest, false);
+    total -= f.bytes;
+    removed.push_back(f);
+  }
+  return removed;
 }
 
 }  // namespace monogen::runtime

@@ -15,6 +15,18 @@
 // text, length or checksum is wrong, is never loaded: a warning naming the file and the reason
 // goes to stderr, it is counted, the code object is compiled again and the file rewritten
 // (runtime/AtomicFile.h; a non-regular entry is left as it is, with a second warning).
+//
+// Across processes (eight ranks starting together ask for the same variants): a miss takes an
+// exclusive flock on "<digest>.lock" before compiling, then looks at the disk again, so of N
+// processes asking for one uncached key one compiles and the others wait and load its file.
+// The lock dies with its process (kill -9 included). A file is only ever written under its
+// lock, through a temp file renamed into place, so no reader sees a partial file; a temp file
+// a killed writer left ("." + "<digest>.co.tmp.<random>") is removed by the next Cache opened
+// on the directory, once its lock is free. "<digest>.hits" counts the entry's disk hits.
+//
+// Knobs (CacheOptions::fromEnv): MONOGEN_CACHE=off (memory only, no disk), MONOGEN_RECOMPILE=1
+// (ignore disk hits: compile and rewrite), MONOGEN_RUN_ONLY=1 (a miss is an error naming the
+// variant, never a compile: for graph capture and serving).
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -44,6 +56,28 @@ struct CacheEntry {
   CacheSource origin = CacheSource::Compiled;  // how it entered memory: Disk or Compiled
 };
 
+/// The cache's knobs.
+struct CacheOptions {
+  bool disk = true;        ///< MONOGEN_CACHE=off|on (default on): the disk layer
+  bool recompile = false;  ///< MONOGEN_RECOMPILE=1: ignore disk hits, compile and rewrite
+  bool runOnly = false;    ///< MONOGEN_RUN_ONLY=1: a miss throws RuntimeError naming the variant
+  /// From the environment; an unknown value is an InputError naming the variable, the value and
+  /// what is expected.
+  static CacheOptions fromEnv();
+};
+
+/// One file of a cache directory, as `monogen cache ls / verify` show it.
+struct CacheFileInfo {
+  std::filesystem::path path;
+  std::string digest;    // from the file name
+  std::string keyText;   // from the header ("" when unreadable)
+  int64_t bytes = 0;     // the file's size
+  int64_t hits = 0;      // disk hits counted in <digest>.hits
+  double ageSeconds = 0; // since it was written
+  double idleSeconds = 0;  // since it was last written or hit
+  std::string problem;   // empty when the file checks out (magic, version, checksum, name = digest of its key)
+};
+
 struct CacheStats {
   int64_t memoryHits = 0;
   int64_t diskHits = 0;
@@ -61,7 +95,9 @@ class Cache {
   /// it cannot be created, is not a directory, is owned by another user, or is not private:
   /// group or others have any access to it (the mode must be 0700 or stricter, e.g. not
   /// 0755). toolchainId goes into every key (the caller passes the LLVM version).
-  Cache(std::filesystem::path dir, std::string toolchainId);
+  /// With options.disk false nothing on disk is touched (dir may then be empty). Removes the
+  /// temp files killed writers left in dir.
+  Cache(std::filesystem::path dir, std::string toolchainId, CacheOptions options = CacheOptions::fromEnv());
 
   /// $MONOGEN_CACHE_DIR if set and non-empty, else $HOME/.cache/monogen. Throws RuntimeError
   /// if neither MONOGEN_CACHE_DIR nor HOME is set.
@@ -81,6 +117,19 @@ class Cache {
   std::filesystem::path pathFor(const ir::Key& key) const;
   /// Drops the memory layer (the disk layer stays).
   void clearMemory();
+  const CacheOptions& options() const { return options_; }
+
+  /// Every "<digest>.co" in a cache directory, each checked like a load would check it, oldest
+  /// first. Read only: takes no locks, changes nothing.
+  static std::vector<CacheFileInfo> scan(const std::filesystem::path& dir);
+  /// Removes the temp files killed writers left (those whose lock is free); returns how many.
+  static int removeStaleTemps(const std::filesystem::path& dir);
+  /// Removes every file a cache keeps in dir (entries, locks, hit counts, stale temps; nothing
+  /// else), each under its lock so no writer is cut short; returns how many entries went.
+  static int clear(const std::filesystem::path& dir);
+  /// Removes the least recently used entries until the entries take at most maxBytes; returns
+  /// the entries removed.
+  static std::vector<CacheFileInfo> prune(const std::filesystem::path& dir, int64_t maxBytes);
 
   /// Header + payload bytes of a cache file (exposed for tests and `monogen emit`).
   static std::string encodeFile(const std::string& keyText, const std::vector<uint8_t>& payload);
@@ -91,11 +140,15 @@ class Cache {
 
  private:
   struct InFlight;
-  std::shared_ptr<const CacheEntry> loadOrCompile(const std::string& text, const std::string& digest,
-                                                  const CompileFn& compile, CacheSource& source);
+  std::shared_ptr<const CacheEntry> loadOrCompile(const ir::Key& key, const std::string& text,
+                                                  const std::string& digest, const CompileFn& compile,
+                                                  CacheSource& source);
+  /// The entry's file, checked; null if absent or rejected (a warning says why; *rejected set).
+  std::shared_ptr<CacheEntry> loadFile(const std::string& text, const std::string& digest, bool* rejected = nullptr);
 
   std::filesystem::path dir_;
   std::string toolchainId_;
+  CacheOptions options_;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<const CacheEntry>> memory_;  // by digest
   std::map<std::string, std::shared_ptr<InFlight>> inflight_;        // by digest

@@ -43,7 +43,7 @@ std::string keyText(const ir::Key& key, const std::string& toolchainId) {
   std::string canon = key.canonical();
   if (canon.find('\n') != std::string::npos)
     throw InputError("cache key " + key.variantName(), "canonical key text must be one line");
-  return canon + "\ngenerator=" + MONOGEN_VERSION + "\ntoolchain=" + toolchainId;
+  return canon + "\ngenerator=" + MONOGEN_VERSION + " build=" + generatorBuildId() + "\ntoolchain=" + toolchainId;
 }
 
 std::string keyDigest(const ir::Key& key, const std::string& toolchainId) {

@@ -21,8 +21,15 @@ std::string hexDigest(const Sha256& d);
 /// The generator version every key carries (MONOGEN_VERSION, set by CMake).
 const char* generatorVersion();
 
+/// The generator's build id: a SHA-256 over every source file under ir/, codegen/ and specs/ (the
+/// IR, the lowering and pass pipeline, the stages), made by cmake/GeneratorBuildId.cmake at build
+/// time. It is what makes a key content-addressed: a change to any stage constant, lowering rule
+/// or pipeline option gives new keys, so the disk cache never serves a kernel an older build made.
+/// Costs nothing at run time (a constant).
+const char* generatorBuildId();
+
 /// The text a key is hashed over:
-///   "<key.canonical()>\ngenerator=<MONOGEN_VERSION>\ntoolchain=<toolchainId>"
+///   "<key.canonical()>\ngenerator=<MONOGEN_VERSION> build=<generatorBuildId()>\ntoolchain=<toolchainId>"
 /// toolchainId names the compiler that produces the code object (the caller passes the LLVM
 /// version, e.g. "llvm-22.1.0"). It must not contain a newline.
 std::string keyText(const ir::Key& key, const std::string& toolchainId);

@@ -616,3 +616,67 @@ TEST_CASE("sim --inputs DIR needs only the inputs: no outputs.safetensors or ref
   CHECK(r.out.find("experts=4 (from ") != std::string::npos);
   CHECK(r.out.find("verdict: bit-exact under 1 seed") != std::string::npos);
 }
+
+TEST_CASE("monogen cache: ls, verify, prune and clear; MONOGEN_RUN_ONLY, MONOGEN_CACHE=off and MONOGEN_DUMP_DIR",
+          "[cli][cache]") {
+  TempDir d;
+  const std::string env = withCache(d);
+  const std::string small = " --config reduced --tp 1 --rows ";
+  Result r = sh(env + kMonogen + " info" + small + "1");
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("compiled") != std::string::npos);
+  r = sh(env + kMonogen + " cache ls");
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("minimax_m3.ffn S=1 TP=1") != std::string::npos);
+  CHECK(r.out.find(" ok") != std::string::npos);
+  CHECK(r.out.find("generator=") != std::string::npos);  // the key text
+  CHECK(r.out.find("1 entries") != std::string::npos);
+
+  // Run-only: a hit is served, a miss names the variant and compiles nothing.
+  r = sh(env + "MONOGEN_RUN_ONLY=1 " + kMonogen + " info" + small + "1");
+  CHECK(r.code == 0);
+  CHECK(r.out.find("disk") != std::string::npos);
+  r = sh(env + "MONOGEN_RUN_ONLY=1 " + kMonogen + " info" + small + "2");
+  INFO(r.out);
+  CHECK(r.code == 2);
+  CHECK(r.out.find("minimax_m3.ffn-S2-TP1") != std::string::npos);
+  CHECK(r.out.find("MONOGEN_RUN_ONLY=1 forbids compiling") != std::string::npos);
+  r = sh(env + "MONOGEN_RUN_ONLY=yes " + kMonogen + " info" + small + "2");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("MONOGEN_RUN_ONLY") != std::string::npos);
+
+  // Off: nothing is written; the dump directory gets the plan, IR, LLVM IR and ISA.
+  const fs::path dump = d.path / "dump";
+  r = sh(env + "MONOGEN_CACHE=off MONOGEN_DUMP_DIR=" + dump.string() + " " + kMonogen + " info" + small + "2");
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  for (const char* ext : {".plan.txt", ".ir.txt", ".ll", ".s"})
+    CHECK(fs::file_size(dump / (std::string("minimax_m3.ffn-S2-TP1") + ext)) > 100);
+  CHECK(sh(env + kMonogen + " cache ls").out.find("1 entries") != std::string::npos);
+
+  // A corrupt entry: verify says which, and fails.
+  r = sh(env + kMonogen + " info" + small + "3");
+  REQUIRE(r.code == 0);
+  fs::path victim;
+  for (const auto& de : fs::directory_iterator(d.path / "cache"))
+    if (de.path().extension() == ".co") victim = de.path();
+  {
+    std::fstream f(victim, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-20, std::ios::end);
+    f.put('\x5a');
+  }
+  r = sh(env + kMonogen + " cache verify");
+  INFO(r.out);
+  CHECK(r.code == 1);
+  CHECK(r.out.find("BAD") != std::string::npos);
+  CHECK(r.out.find("1 bad") != std::string::npos);
+  r = sh(env + kMonogen + " cache prune --max-bytes 0");
+  CHECK(r.code == 0);
+  CHECK(r.out.find("pruned 2 entries") != std::string::npos);
+  CHECK(sh(env + kMonogen + " info" + small + "1").code == 0);
+  r = sh(env + kMonogen + " cache clear");
+  CHECK(r.out.find("removed 1 entries") != std::string::npos);
+  CHECK(sh(env + kMonogen + " cache verify").out.find("0 entries checked") != std::string::npos);
+}

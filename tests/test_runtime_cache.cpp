@@ -1,7 +1,10 @@
 // The code-object cache: memory and disk layers, corrupt files, directory permissions; and
 // the one file writer every output goes through (runtime/AtomicFile.h).
 #include <signal.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,6 +18,8 @@
 #include <iostream>
 #include <sstream>
 #include <iterator>
+#include <map>
+#include <set>
 #include <thread>
 
 #include "ir/Error.h"
@@ -156,13 +161,13 @@ TEST_CASE("cache: a miss compiles once, then memory, then a new process loads fr
     CHECK(c.stats().diskHits == 1);
     CHECK(c.stats().compiles == 0);
   }
-  // No temp files are left behind.
-  int files = 0;
+  // No temp files are left behind: the entry, its lock and its hit count.
+  std::set<std::string> exts;
   for (auto& de : fs::directory_iterator(t.path)) {
-    ++files;
-    CHECK(de.path().extension() == ".co");
+    CHECK(de.path().filename().string().find(".tmp.") == std::string::npos);
+    exts.insert(de.path().extension().string());
   }
-  CHECK(files == 1);
+  CHECK(exts == std::set<std::string>{".co", ".hits", ".lock"});
 }
 
 TEST_CASE("cache: different keys and toolchains are different entries") {
@@ -477,4 +482,279 @@ TEST_CASE("atomic file: output paths are checked up front, naming the path and t
   makeDirectories(t.path / "a" / "b", 0750, "test");
   CHECK(modeOf(t.path / "a" / "b") == (0750 & ~[] { const mode_t m = ::umask(0); ::umask(m); return m; }()));
   CHECK_THROWS_WITH(makeDirectories(t.path / "file", 0700, "test"), Catch::Contains("is a regular file, not a directory"));
+}
+
+// ---------------------------------------------------------------- knobs, processes, the directory
+
+namespace {
+
+/// Sets an environment variable for the scope, restoring the old value after.
+struct EnvVar {
+  std::string name, old;
+  bool had;
+  EnvVar(const char* n, const char* v) : name(n) {
+    const char* o = std::getenv(n);
+    had = o != nullptr;
+    if (had) old = o;
+    if (v) ::setenv(n, v, 1);
+    else ::unsetenv(n);
+  }
+  ~EnvVar() {
+    if (had) ::setenv(name.c_str(), old.c_str(), 1);
+    else ::unsetenv(name.c_str());
+  }
+};
+
+/// Appends one line to `log` (O_APPEND: one write a line, safe across processes).
+void logLine(const fs::path& log, const std::string& line) {
+  const std::string l = line + "\n";
+  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+  REQUIRE(fd >= 0);
+  REQUIRE(::write(fd, l.data(), l.size()) == static_cast<ssize_t>(l.size()));
+  ::close(fd);
+}
+
+int countLines(const fs::path& p) {
+  std::ifstream f(p);
+  int n = 0;
+  for (std::string l; std::getline(f, l);) ++n;
+  return n;
+}
+
+/// The exit status of a child, as a number: its exit code, or 128 + the signal.
+int waitChild(pid_t pid) {
+  int st = 0;
+  REQUIRE(::waitpid(pid, &st, 0) == pid);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+}  // namespace
+
+TEST_CASE("cache knobs: MONOGEN_CACHE, MONOGEN_RECOMPILE and MONOGEN_RUN_ONLY from the environment") {
+  {
+    EnvVar a("MONOGEN_CACHE", "off"), b("MONOGEN_RECOMPILE", "1"), c("MONOGEN_RUN_ONLY", "0");
+    const CacheOptions o = CacheOptions::fromEnv();
+    CHECK_FALSE(o.disk);
+    CHECK(o.recompile);
+    CHECK_FALSE(o.runOnly);
+  }
+  {
+    EnvVar a("MONOGEN_CACHE", "of");
+    try {
+      CacheOptions::fromEnv();
+      FAIL("no error");
+    } catch (const InputError& e) {
+      const std::string m = e.what();
+      CHECK(m.find("MONOGEN_CACHE") != std::string::npos);
+      CHECK(m.find("'of'") != std::string::npos);
+      CHECK(m.find("expected off or on") != std::string::npos);
+    }
+  }
+  EnvVar a("MONOGEN_CACHE", nullptr), b("MONOGEN_RECOMPILE", nullptr), c("MONOGEN_RUN_ONLY", nullptr);
+  const CacheOptions d = CacheOptions::fromEnv();
+  CHECK(d.disk);
+  CHECK_FALSE(d.recompile);
+  CHECK_FALSE(d.runOnly);
+}
+
+TEST_CASE("cache knobs: off keeps memory only and never touches the directory") {
+  TempDir t;
+  CacheOptions o;
+  o.disk = false;
+  Cache c(t.path / "never", kToolchain, o);
+  int calls = 0;
+  c.get(testKey(), [&] { ++calls; return codeObject(1); });
+  CacheSource src = CacheSource::Compiled;
+  c.get(testKey(), [&] { ++calls; return codeObject(1); }, &src);
+  CHECK(calls == 1);
+  CHECK(src == CacheSource::Memory);
+  CHECK_FALSE(fs::exists(t.path));
+}
+
+TEST_CASE("cache knobs: recompile ignores a disk hit and rewrites the file") {
+  TempDir t;
+  const fs::path f = populate(t.path);
+  CacheOptions o;
+  o.recompile = true;
+  Cache c(t.path, kToolchain, o);
+  CacheSource src = CacheSource::Memory;
+  auto e = c.get(testKey(), [] { return codeObject(2); }, &src);
+  CHECK(src == CacheSource::Compiled);
+  CHECK(e->bytes == codeObject(2));
+  std::vector<uint8_t> payload;
+  CHECK(Cache::decodeFile(readAll(f), keyText(testKey(), kToolchain), payload).empty());
+  CHECK(payload == codeObject(2));
+}
+
+TEST_CASE("cache knobs: run-only serves hits and refuses a miss, naming the variant") {
+  TempDir t;
+  populate(t.path);
+  CacheOptions o;
+  o.runOnly = true;
+  Cache c(t.path, kToolchain, o);
+  int calls = 0;
+  auto compile = [&] { ++calls; return codeObject(3); };
+  CacheSource src = CacheSource::Memory;
+  CHECK(c.get(testKey(), compile, &src)->bytes == codeObject(1));
+  CHECK(src == CacheSource::Disk);
+  try {
+    c.get(testKey(5, 2), compile);
+    FAIL("no error");
+  } catch (const RuntimeError& e) {
+    const std::string m = e.what();
+    INFO(m);
+    CHECK(m.find(testKey(5, 2).variantName()) != std::string::npos);
+    CHECK(m.find("MONOGEN_RUN_ONLY=1") != std::string::npos);
+  }
+  CHECK(calls == 0);
+}
+
+TEST_CASE("cache across processes: 8 processes asking for one uncached key compile once and load the same file") {
+  TempDir t;
+  fs::create_directories(t.path);
+  fs::permissions(t.path, fs::perms::owner_all);
+  const fs::path log = t.path / "compiles.log";  // not a cache file name: the cache leaves it alone
+  std::vector<pid_t> kids;
+  for (int i = 0; i < 8; ++i) {
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      int code = 1;
+      try {
+        Cache c(t.path, kToolchain);
+        CacheSource src = CacheSource::Memory;
+        auto e = c.get(testKey(), [&] {
+          logLine(log, "compiled by " + std::to_string(::getpid()));
+          std::this_thread::sleep_for(std::chrono::milliseconds(400));  // the others arrive meanwhile
+          return codeObject(42, 1 << 20);
+        }, &src);
+        code = e->bytes == codeObject(42, 1 << 20) ? (src == CacheSource::Compiled ? 10 : 11) : 2;
+      } catch (...) {
+        code = 3;
+      }
+      ::_exit(code);
+    }
+    kids.push_back(pid);
+  }
+  int compiled = 0, loaded = 0;
+  for (pid_t k : kids) {
+    const int rc = waitChild(k);
+    compiled += rc == 10;
+    loaded += rc == 11;
+  }
+  CHECK(compiled == 1);
+  CHECK(loaded == 7);
+  CHECK(countLines(log) == 1);
+  const auto files = Cache::scan(t.path);
+  REQUIRE(files.size() == 1);
+  CHECK(files[0].problem.empty());
+  CHECK(files[0].hits == 7);
+  for (const auto& de : fs::directory_iterator(t.path))  // no temp file is left
+    CHECK(de.path().filename().string().find(".tmp.") == std::string::npos);
+}
+
+TEST_CASE("cache across processes: a compiler killed with SIGKILL holds no one up, and the next one compiles") {
+  TempDir t;
+  fs::create_directories(t.path);
+  fs::permissions(t.path, fs::perms::owner_all);
+  const fs::path started = t.path / "started";
+  const pid_t a = ::fork();
+  REQUIRE(a >= 0);
+  if (a == 0) {
+    Cache c(t.path, kToolchain);
+    c.get(testKey(), [&] {
+      logLine(started, "a");
+      std::this_thread::sleep_for(std::chrono::seconds(30));  // killed long before
+      return codeObject(1);
+    });
+    ::_exit(0);
+  }
+  for (int i = 0; i < 2000 && !fs::exists(started); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  REQUIRE(fs::exists(started));  // a holds the lock and is compiling
+  ::kill(a, SIGKILL);
+  CHECK(waitChild(a) == 128 + SIGKILL);
+  Cache c(t.path, kToolchain);
+  CacheSource src = CacheSource::Memory;
+  CHECK(c.get(testKey(), [] { return codeObject(5); }, &src)->bytes == codeObject(5));
+  CHECK(src == CacheSource::Compiled);
+  CHECK(Cache::scan(t.path).at(0).problem.empty());
+}
+
+TEST_CASE("cache: a temp file a killed writer left is removed by the next cache; a live writer's is not") {
+  TempDir t;
+  const fs::path f = populate(t.path);
+  const std::string digest = f.stem().string();
+  // What kill -9 between the temp file's open and its rename leaves: a partial temp file.
+  const fs::path stale = t.path / ("." + digest + ".co.tmp.0123456789abcdef");
+  writeAll(stale, readAll(f).substr(0, 100));
+  // A writer that is alive: a child holding the other entry's lock, its temp file half written.
+  const std::string other(64, 'a');
+  const fs::path live = t.path / ("." + other + ".co.tmp.fedcba9876543210");
+  writeAll(live, "half");
+  int ready[2];
+  REQUIRE(::pipe(ready) == 0);
+  const pid_t w = ::fork();
+  REQUIRE(w >= 0);
+  if (w == 0) {
+    const int fd = ::open((t.path / (other + ".lock")).c_str(), O_RDWR | O_CREAT, 0600);
+    ::flock(fd, LOCK_EX);
+    (void)::write(ready[1], "x", 1);
+    ::pause();
+    ::_exit(0);
+  }
+  char x;
+  REQUIRE(::read(ready[0], &x, 1) == 1);
+  {
+    Cache c(t.path, kToolchain);  // a new process opening the cache
+    CacheSource src = CacheSource::Memory;
+    CHECK(c.get(testKey(), [] { return codeObject(9); }, &src)->bytes == codeObject(1));
+    CHECK(src == CacheSource::Disk);
+  }
+  CHECK_FALSE(fs::exists(stale));
+  CHECK(fs::exists(live));
+  ::kill(w, SIGKILL);
+  waitChild(w);
+  CHECK(Cache::removeStaleTemps(t.path) == 1);  // its writer is gone now
+  CHECK_FALSE(fs::exists(live));
+  ::close(ready[0]);
+  ::close(ready[1]);
+}
+
+TEST_CASE("cache directory: scan checks every entry, prune drops the least recently used, clear empties it") {
+  TempDir t;
+  {
+    Cache c(t.path, kToolchain);
+    for (int s = 1; s <= 3; ++s) c.get(testKey(s, 1), [s] { return codeObject(static_cast<uint8_t>(s), 10000); });
+  }
+  // An entry's file renamed to another digest, and a corrupt one.
+  const auto files = Cache::scan(t.path);
+  REQUIRE(files.size() == 3);
+  for (const auto& f : files) {
+    CHECK(f.problem.empty());
+    CHECK(f.keyText.find("S=") != std::string::npos);
+  }
+  fs::copy_file(files[0].path, t.path / (std::string(64, 'b') + ".co"));
+  std::string bad = readAll(files[1].path);
+  bad[bad.size() - 10] ^= 0x5a;
+  writeAll(files[1].path, bad);
+  std::map<std::string, std::string> problem;
+  for (const auto& f : Cache::scan(t.path)) problem[f.digest] = f.problem;
+  CHECK(problem.at(std::string(64, 'b')).find("not to its file name") != std::string::npos);
+  CHECK(problem.at(files[1].digest).find("checksum") != std::string::npos);
+  CHECK(problem.at(files[0].digest).empty());
+  CHECK(problem.at(files[2].digest).empty());
+  // Use one entry: the others are less recently used.
+  {
+    Cache c(t.path, kToolchain);
+    c.get(testKey(3, 1), [] { return codeObject(0); });
+  }
+  const int64_t one = Cache::scan(t.path).at(0).bytes;
+  const auto removed = Cache::prune(t.path, one + 10);
+  CHECK(removed.size() == 3);
+  const auto left = Cache::scan(t.path);
+  REQUIRE(left.size() == 1);
+  CHECK(left[0].keyText == keyText(testKey(3, 1), kToolchain));
+  CHECK(Cache::clear(t.path) == 1);
+  CHECK(Cache::scan(t.path).empty());
+  CHECK(fs::is_empty(t.path));
 }

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 
 #include "ir/Error.h"
@@ -46,9 +47,10 @@ ir::Key fixedKey() {
 
 }  // namespace
 
-TEST_CASE("keyhash: the hashed text is the canonical key, the generator version and the toolchain") {
+TEST_CASE("keyhash: the hashed text is the canonical key, the generator version and build id, and the toolchain") {
   const ir::Key k = fixedKey();
-  const std::string expected = k.canonical() + "\ngenerator=" + MONOGEN_VERSION + "\ntoolchain=llvm-22.1.0";
+  const std::string expected = k.canonical() + "\ngenerator=" + MONOGEN_VERSION + " build=" + generatorBuildId() +
+                               "\ntoolchain=llvm-22.1.0";
   CHECK(keyText(k, "llvm-22.1.0") == expected);
   CHECK(std::string(generatorVersion()) == MONOGEN_VERSION);
 }
@@ -104,4 +106,74 @@ TEST_CASE("keyhash: every part of the key changes the digest") {
 TEST_CASE("keyhash: a toolchain id must be one non-empty line") {
   CHECK_THROWS_AS(keyText(fixedKey(), ""), InputError);
   CHECK_THROWS_AS(keyText(fixedKey(), "llvm\n22"), InputError);
+}
+
+namespace {
+
+/// The build id cmake/GeneratorBuildId.cmake computes over the generator sources under `root`.
+std::string buildIdOf(const std::filesystem::path& root) {
+  const std::string cmd = "cmake -DROOT='" + root.string() + "' -P '" MONOGEN_SOURCE_DIR "/cmake/GeneratorBuildId.cmake' 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  REQUIRE(p);
+  std::string out;
+  char buf[256];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  REQUIRE(::pclose(p) == 0);
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("keyhash: the build id is the digest of the generator's sources, and a changed stage constant changes it") {
+  namespace fs = std::filesystem;
+  const std::string id = generatorBuildId();
+  REQUIRE(id.size() == 64);
+  CHECK(buildIdOf(MONOGEN_SOURCE_DIR) == id);  // this build's id is its sources' digest
+  CHECK(keyText(fixedKey(), "llvm-22.1.0").find("build=" + id) != std::string::npos);
+
+  // A copy of ir/, codegen/ and specs/ with one constant of a stage changed: a new id.
+  const fs::path tmp = fs::temp_directory_path() / ("monogen-buildid-" + std::to_string(::getpid()));
+  fs::remove_all(tmp);
+  fs::create_directories(tmp);
+  for (const char* d : {"ir", "codegen", "specs"})
+    fs::copy(fs::path(MONOGEN_SOURCE_DIR) / d, tmp / d, fs::copy_options::recursive);
+  CHECK(buildIdOf(tmp) == id);
+  const fs::path stage = tmp / "specs" / "minimax_m3" / "StageUp.cpp";
+  std::string text;
+  {
+    std::ifstream f(stage, std::ios::binary);
+    text.assign(std::istreambuf_iterator<char>(f), {});
+  }
+  const size_t at = text.find_first_of("123456789", text.find("c.i32("));
+  REQUIRE(at != std::string::npos);
+  std::string changed = text;
+  changed[at] = changed[at] == '9' ? '8' : static_cast<char>(changed[at] + 1);
+  std::ofstream(stage, std::ios::binary | std::ios::trunc) << changed;
+  const std::string changedId = buildIdOf(tmp);
+  CHECK(changedId.size() == 64);
+  CHECK(changedId != id);
+  // A lowering rule and a new file count as well.
+  std::ofstream(tmp / "codegen" / "Extra.h") << "// a new pass\n";
+  CHECK(buildIdOf(tmp) != changedId);
+  fs::remove_all(tmp);
+}
+
+TEST_CASE("keyhash: the same key gives the same text and digest in two processes") {
+  // `monogen cache key` prints the key text and digest of a variant; two runs must agree.
+  const std::string bin = std::string(MONOGEN_BINARY_DIR) + "/tools/monogen cache key --rows 8 --tp 4 --config reduced";
+  auto run = [&] {
+    FILE* p = ::popen(bin.c_str(), "r");
+    REQUIRE(p);
+    std::string out;
+    char buf[512];
+    for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+    REQUIRE(::pclose(p) == 0);
+    return out;
+  };
+  const std::string a = run(), b = run();
+  INFO(a);
+  CHECK(a == b);
+  CHECK(a.find(std::string("build=") + generatorBuildId()) != std::string::npos);
+  CHECK(a.find("digest ") != std::string::npos);
 }

@@ -14,5 +14,6 @@ Run addSim(CLI::App& app);    // monogen sim: run on the Sim device against the 
 Run addTrace(CLI::App& app);  // monogen trace: the traced variant on the Sim device -> trace JSON
 Run addBench(CLI::App& app);  // monogen bench: Sim-device bytes read vs the minimum, per S, TP, experts
 Run addCheck(CLI::App& app);  // monogen check: one seeded launch on sim, gfx950-run or hip vs the reference
+Run addCache(CLI::App& app);  // monogen cache: key, ls, verify, clear, prune
 
 }  // namespace monogen::tools

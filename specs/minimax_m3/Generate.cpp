@@ -1,6 +1,7 @@
 #include "specs/minimax_m3/Generate.h"
 
 #include "codegen/Compiler.h"
+#include "codegen/Dump.h"
 #include "codegen/Toolchain.h"
 #include "ir/Verifier.h"
 #include "specs/minimax_m3/Spec.h"
@@ -17,6 +18,7 @@ runtime::Generator makeGenerator(const ModelConfig& cfg, std::shared_ptr<runtime
   auto plan = [cfg](const ir::Key& key) { return verifiedPlan(cfg, key); };
   auto compile = [](const ir::Plan& p) {
     codegen::CodeObject co = codegen::compile(p);  // reads back and checks the metadata
+    if (const auto dir = codegen::dumpDirFromEnv()) codegen::dumpVariant(p, *dir);
     return co.bytes;
   };
   return runtime::Generator(plan, compile, std::move(cache));
