@@ -681,12 +681,18 @@ struct Suite {
 
 int64_t align256(int64_t x) { return (x + 255) / 256 * 256; }
 
-/// The operand tuples of an elementwise case: the pools' cross product (at most 4096 tuples,
-/// the first operand fastest), then random ones, to a multiple of the grid.
-void fillTuples(const Elementwise& c, int64_t count, std::vector<uint8_t>& in, const std::vector<int64_t>& offs,
-                uint64_t seed) {
+/// How many tuples of an elementwise case cross its edge pools: the product, at most 4096.
+int64_t crossTuples(const Elementwise& c) {
   int64_t cross = 1;
   for (const Operand& o : c.operands) cross = std::min<int64_t>(4096, cross * static_cast<int64_t>(o.pool.size()));
+  return cross;
+}
+
+/// The operand tuples of an elementwise case: the pools' cross product (crossTuples, the first
+/// operand fastest), then random ones, to a multiple of the grid.
+void fillTuples(const Elementwise& c, int64_t count, std::vector<uint8_t>& in, const std::vector<int64_t>& offs,
+                uint64_t seed) {
+  const int64_t cross = crossTuples(c);
   uint64_t st = seed;
   for (size_t oi = 0; oi < c.operands.size(); ++oi) {
     const Operand& o = c.operands[oi];
@@ -759,9 +765,7 @@ Suite buildSuite() {
     sl.name = c.name;
     sl.lowers = c.lowers;
     sl.ew = &c;
-    int64_t cross = 1;
-    for (const Operand& o : c.operands) cross = std::min<int64_t>(4096, cross * static_cast<int64_t>(o.pool.size()));
-    sl.count = (cross + c.randomTuples + kLanes - 1) / kLanes * kLanes;
+    sl.count = (crossTuples(c) + c.randomTuples + kLanes - 1) / kLanes * kLanes;
     for (const Operand& o : c.operands) {
       sl.operandTypes.push_back(o.type);
       sl.inOff.push_back(inAt);

@@ -110,15 +110,21 @@ TEST_CASE("keyhash: a toolchain id must be one non-empty line") {
 
 namespace {
 
-/// The build id cmake/GeneratorBuildId.cmake computes over the generator sources under `root`.
-std::string buildIdOf(const std::filesystem::path& root) {
-  const std::string cmd = "cmake -DROOT='" + root.string() + "' -P '" MONOGEN_SOURCE_DIR "/cmake/GeneratorBuildId.cmake' 2>&1";
+/// A shell command's stdout; it must exit 0.
+std::string commandOutput(const std::string& cmd) {
   FILE* p = ::popen(cmd.c_str(), "r");
   REQUIRE(p);
   std::string out;
-  char buf[256];
+  char buf[512];
   for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
   REQUIRE(::pclose(p) == 0);
+  return out;
+}
+
+/// The build id cmake/GeneratorBuildId.cmake computes over the generator sources under `root`.
+std::string buildIdOf(const std::filesystem::path& root) {
+  std::string out =
+      commandOutput("cmake -DROOT='" + root.string() + "' -P '" MONOGEN_SOURCE_DIR "/cmake/GeneratorBuildId.cmake' 2>&1");
   while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
   return out;
 }
@@ -162,16 +168,7 @@ TEST_CASE("keyhash: the build id is the digest of the generator's sources, and a
 TEST_CASE("keyhash: the same key gives the same text and digest in two processes") {
   // `monogen cache key` prints the key text and digest of a variant; two runs must agree.
   const std::string bin = std::string(MONOGEN_BINARY_DIR) + "/tools/monogen cache key --rows 8 --tp 4 --config reduced";
-  auto run = [&] {
-    FILE* p = ::popen(bin.c_str(), "r");
-    REQUIRE(p);
-    std::string out;
-    char buf[512];
-    for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
-    REQUIRE(::pclose(p) == 0);
-    return out;
-  };
-  const std::string a = run(), b = run();
+  const std::string a = commandOutput(bin), b = commandOutput(bin);
   INFO(a);
   CHECK(a == b);
   CHECK(a.find(std::string("build=") + generatorBuildId()) != std::string::npos);
