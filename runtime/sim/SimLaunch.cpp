@@ -15,7 +15,7 @@
 // - Mfma ignores the exec mask like the hardware: it reads and writes all 64 lanes.
 // - ConstInt/ConstFloat/ids/Arg write every lane (they are wave-uniform); other ops write only
 //   the active lanes.
-#include "runtime/SimLaunch.h"
+#include "runtime/sim/SimLaunch.h"
 
 #include <fmt/format.h>
 

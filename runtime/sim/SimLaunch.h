@@ -11,9 +11,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "runtime/SimDevice.h"
-#include "runtime/SimProgram.h"
-#include "runtime/SimRng.h"
+#include "runtime/sim/SimDevice.h"
+#include "runtime/sim/SimProgram.h"
+#include "runtime/sim/SimRng.h"
 
 namespace monogen::runtime {
 
