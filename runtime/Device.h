@@ -1,7 +1,7 @@
 // The Device interface: where a launch runs. A device owns memory on every rank (alloc,
 // upload, download) and runs one launch of a Plan on all TP ranks at once. Two devices
 // implement it: the HIP device (runtime/HipDevice.h, a code object on real GPUs) and the Sim
-// device (runtime/SimDeviceAdapter.h, the kernel IR on the CPU; it ignores the code object).
+// device (runtime/sim/SimDeviceAdapter.h, the kernel IR on the CPU; it ignores the code object).
 #pragma once
 #include <cstdint>
 #include <string>

@@ -33,8 +33,8 @@
 #include "ir/Numerics.h"
 #include "runtime/Gfx950RunDevice.h"
 #include "runtime/Gfx950RunNumerics.h"
-#include "runtime/SimDeviceAdapter.h"
-#include "runtime/SimRng.h"
+#include "runtime/sim/SimDeviceAdapter.h"
+#include "runtime/sim/SimRng.h"
 
 using namespace monogen;
 using namespace monogen::ir;

@@ -4,7 +4,7 @@
 #include <thread>
 
 #include "ir/Error.h"
-#include "runtime/SimDeviceAdapter.h"
+#include "runtime/sim/SimDeviceAdapter.h"
 #include "specs/minimax_m3/Generate.h"
 #include "specs/minimax_m3/Spec.h"
 

@@ -19,7 +19,7 @@
 #include "ir/Mfma.h"
 #include "ir/Numerics.h"
 #include "runtime/Launch.h"
-#include "runtime/SimRng.h"
+#include "runtime/sim/SimRng.h"
 #include "runtime/Gfx950RunDevice.h"
 #include "specs/minimax_m3/MoeInputs.h"
 #include "specs/minimax_m3/MoeReference.h"

@@ -6,7 +6,7 @@
 
 #include "ir/Builder.h"
 #include "ir/Plan.h"
-#include "runtime/SimDevice.h"
+#include "runtime/sim/SimDevice.h"
 
 namespace simtest {
 

@@ -7,7 +7,7 @@
 #include <iterator>
 #include <string>
 
-#include "runtime/SimDevice.h"
+#include "runtime/sim/SimDevice.h"
 #include "specs/minimax_m3/SimHarness.h"
 #include "specs/minimax_m3/Spec.h"
 

@@ -17,7 +17,7 @@
 #include <sstream>
 
 #include "ir/Error.h"
-#include "runtime/SimDevice.h"
+#include "runtime/sim/SimDevice.h"
 #include "specs/minimax_m3/BytesModel.h"
 #include "specs/minimax_m3/MoeInputs.h"
 #include "specs/minimax_m3/SimHarness.h"

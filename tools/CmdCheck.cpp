@@ -17,7 +17,7 @@
 #include "ir/Error.h"
 #include "runtime/Gfx950RunDevice.h"
 #include "runtime/HipDevice.h"
-#include "runtime/SimDeviceAdapter.h"
+#include "runtime/sim/SimDeviceAdapter.h"
 #include "specs/minimax_m3/MoeInputs.h"
 #include "specs/minimax_m3/SimHarness.h"
 #include "tools/Commands.h"

@@ -29,7 +29,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/monogen-sanitize.XXXXXX")
 keep_tmp=0
 trap '[ "$keep_tmp" = 1 ] || rm -rf "$tmp"' EXIT
 
-unit_labels='^test_(ir|codegen|codegen_numerics|sim|generator|runtime_.*)$|^fuzz$'
+unit_labels='^test_(ir|codegen|codegen_numerics|sim|sim_adapter|generator|runtime_.*)$|^fuzz$'
 # The reduced-config launches: the all-reduce and the robust handshake on the Sim, the launch
 # inputs, a launch through safetensors, and whole FFN launches and the cache through the
 # binary. (The rest take 10 s to 10 min each under ASan: test_spec_ffn, the S x TP sweeps.)
@@ -38,7 +38,7 @@ spec_regex+='|save launch: |robust sim: a fault before the handshake|robust sim:
 spec_regex+='|monogen sim: an injected stall|sim --sum: |sim --experts with --padded-rows|the cache: a miss compiles)'
 test_targets=(monogen test_ir test_codegen test_codegen_numerics test_sim test_generator
               test_runtime_cache test_runtime_device test_runtime_keyhash test_runtime_launch
-              test_runtime_safetensors test_runtime_simadapter test_runtime_trace
+              test_runtime_safetensors test_runtime_trace test_sim_adapter
               test_spec_allreduce test_spec_inputs test_spec_robust test_cli)
 fuzzers=(fuzz_safetensors fuzz_config fuzz_cache_entry)
 
@@ -66,7 +66,7 @@ if ((do_tests)); then
   # ('No tests ran', which passes): run those cases by their whole name.
   step "the unit test cases with a ';' in their names, by name"
   for t in "${test_targets[@]}"; do
-    [[ $t =~ ^test_(ir|codegen|codegen_numerics|sim|generator|runtime_.*)$ ]] || continue
+    [[ $t =~ ^test_(ir|codegen|codegen_numerics|sim|sim_adapter|generator|runtime_.*)$ ]] || continue
     while IFS= read -r name; do
       if build-asan/tests/"$t" "$name" >"$tmp/case.log" 2>&1 && grep -q '^All tests passed' "$tmp/case.log"; then
         echo "$t: passed: $name"

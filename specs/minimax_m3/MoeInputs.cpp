@@ -1,6 +1,6 @@
 #include "specs/minimax_m3/MoeInputs.h"
 
-#include "runtime/SimRng.h"
+#include "runtime/sim/SimRng.h"
 
 #include <fmt/format.h>
 

@@ -17,8 +17,8 @@
 
 #include "ir/Plan.h"
 #include "runtime/Device.h"
-#include "runtime/SimDevice.h"
-#include "runtime/SimDeviceAdapter.h"
+#include "runtime/sim/SimDevice.h"
+#include "runtime/sim/SimDeviceAdapter.h"
 #include "runtime/Tensor.h"
 #include "runtime/Trace.h"
 #include "specs/minimax_m3/Layout.h"

@@ -4,7 +4,7 @@
 
 #include "ir/Builder.h"
 #include "ir/Error.h"
-#include "runtime/SimDeviceAdapter.h"
+#include "runtime/sim/SimDeviceAdapter.h"
 
 using namespace monogen;
 using namespace monogen::runtime;

@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 
 #include "ir/Error.h"
-#include "runtime/SimDevice.h"
+#include "runtime/sim/SimDevice.h"
 
 namespace monogen::runtime {
 

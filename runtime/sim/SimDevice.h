@@ -1,7 +1,7 @@
 // The Sim device: runs a Plan's kernel IR for every CTA of every rank on the CPU. It is the
 // executable definition of the kernel's semantics (see DESIGN.md, "Sim device").
 //
-// How it runs (runtime/SimProgram.h, runtime/SimLaunch.h):
+// How it runs (runtime/sim/SimProgram.h, runtime/sim/SimLaunch.h):
 // - the kernel is flattened once per run into a SIMT program over an exec-mask stack; each SSA
 //   value gets a register slot (type.bytes() a lane), reused once its live range ends;
 // - waves are 64-lane vectors (plan.grid.threads / 64 per CTA, the last one partial if need be);

@@ -1,9 +1,9 @@
 // The Sim device: compiles the plan's kernel into a flat SIMT program once per run, then runs
 // one SimLaunch over every CTA of every rank.
-#include "runtime/SimDevice.h"
+#include "runtime/sim/SimDevice.h"
 
-#include "runtime/SimLaunch.h"
-#include "runtime/SimProgram.h"
+#include "runtime/sim/SimLaunch.h"
+#include "runtime/sim/SimProgram.h"
 
 namespace monogen::runtime {
 

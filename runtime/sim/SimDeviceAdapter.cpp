@@ -1,4 +1,4 @@
-#include "runtime/SimDeviceAdapter.h"
+#include "runtime/sim/SimDeviceAdapter.h"
 
 #include <cstring>
 

@@ -1,5 +1,8 @@
 // SimLaunch: one simulated launch. Every CTA of every rank as 64-lane waves, a seeded cooperative
-// scheduler, a simulated realtime clock, and the interpreter of the flat SimProgram.
+// scheduler, a simulated realtime clock, and the interpreter of the flat SimProgram. One class in
+// three files: SimScheduler.cpp (waves, blocking and wake-ups, the clock, the run loop),
+// SimAccess.cpp (address resolution, access checks, coalescing) and SimInterpreter.cpp (the
+// per-op switch and its numerics).
 //
 // Memory ordering: the launch executes one op of one wave at a time and every access acts on
 // memory at once, so the execution is sequentially consistent. The order/scope attributes are
@@ -7,13 +10,14 @@
 // find weak-memory bugs (a missing release/acquire or fence); only the interleavings are explored.
 #pragma once
 #include <cstdint>
+#include <cstring>
 #include <queue>
 #include <unordered_map>
 #include <vector>
 
-#include "runtime/SimDevice.h"
-#include "runtime/SimProgram.h"
-#include "runtime/SimRng.h"
+#include "runtime/sim/SimDevice.h"
+#include "runtime/sim/SimProgram.h"
+#include "runtime/sim/SimRng.h"
 
 namespace monogen::runtime {
 
@@ -81,7 +85,9 @@ class SimLaunch {
   // of bounds (or unaligned when atomic). alloc is set for global/peer accesses.
   uint8_t* access(const SimWave& w, const SimInst& in, int lane, ir::AddrSpace space, uint64_t addr, int n,
                   bool atomic, SimMemory::Allocation** alloc);
-  uint64_t ptrAt(const SimWave& w, uint32_t slot, const ir::Type& t, int lane) const;
+  uint64_t ptrAt(const SimWave& w, uint32_t slot, const ir::Type& t, int lane) const;  // inline, below
+  // The bytes one wave's load asks of memory (the union of its lanes' ranges); sorts addrs.
+  static int64_t coalescedBytes(uint64_t* addrs, int count, int n);
 
   std::string where(const SimWave& w, const SimInst& in, int lane) const;
   std::string stageName(int stage) const;
@@ -116,5 +122,18 @@ class SimLaunch {
   SimStats stats_;
   std::vector<int64_t> stageBytes_;  // per stage, + one for "(no stage)"
 };
+
+/// Lane `lane`'s pointer operand in register slot `slot` (an LDS pointer is 4 bytes a lane, the
+/// others 8). Inline here, not in SimAccess.cpp: the interpreter reads it for every lane.
+inline uint64_t SimLaunch::ptrAt(const SimWave& w, uint32_t slot, const ir::Type& t, int lane) const {
+  if (t.space == ir::AddrSpace::Lds) {
+    uint32_t v;
+    std::memcpy(&v, w.frame + slot + 4 * lane, sizeof v);
+    return v;
+  }
+  uint64_t v;
+  std::memcpy(&v, w.frame + slot + 8 * lane, sizeof v);
+  return v;
+}
 
 }  // namespace monogen::runtime

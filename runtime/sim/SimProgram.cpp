@@ -1,5 +1,5 @@
 // Flattening the structured kernel IR into a SIMT program, and register-slot allocation.
-#include "runtime/SimProgram.h"
+#include "runtime/sim/SimProgram.h"
 
 #include <fmt/format.h>
 

@@ -2,7 +2,7 @@
 // kernel IR on the CPU through runtime::SimDevice (every CTA of every rank, one address space).
 #pragma once
 #include "runtime/Device.h"
-#include "runtime/SimDevice.h"
+#include "runtime/sim/SimDevice.h"
 
 namespace monogen::runtime {
 

@@ -1,0 +1,259 @@
+// The Sim device's scheduler and clock: the launch's waves and CTAs (set up in the
+// constructor), the runnable list a seeded pick draws from, blocking at a barrier, a wait or a
+// sleep and the wake-ups that end it (a barrier's release, a deadline, a store to a watched flag
+// pair), the simulated clock, deadlock and maxSteps, the run loop, and the messages that name a
+// wave's place (variant, stage, op, rank, CTA, wave, lane). What one step does is
+// SimInterpreter.cpp; memory access is SimAccess.cpp.
+#include "runtime/sim/SimLaunch.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "ir/Error.h"
+
+namespace monogen::runtime {
+
+SimLaunch::SimLaunch(SimMemory& mem, const ir::Plan& plan, const SimProgram& prog,
+                     const std::vector<std::vector<uint64_t>>& args, const SimOptions& opts)
+    : mem_(mem), plan_(plan), prog_(prog), args_(args), opts_(opts), rng_(opts.seed) {
+  const std::string v = plan.key.variantName();
+  tp_ = static_cast<int>(args.size());
+  blocks_ = plan.grid.blocks;
+  const int threads = plan.grid.threads;
+  if (tp_ < 1) throw SimError(v, "a launch needs arguments for at least one rank (args is empty)");
+  if (blocks_ < 1 || threads < 1)
+    throw SimError(v, fmt::format("grid {} x {} is empty", blocks_, threads));
+  if (plan.ldsBytes < 0) throw SimError(v, fmt::format("ldsBytes {} is negative", plan.ldsBytes));
+  if (opts_.maxQuantum < 1) opts_.maxQuantum = 1;
+  for (int r = 0; r < tp_; ++r)
+    if (prog.maxArgIndex >= static_cast<int>(args[r].size()))
+      throw SimError(fmt::format("{}, op #{} arg", v, prog.maxArgOpNum),
+                     fmt::format("reads kernel argument {} but rank {} has {} arguments", prog.maxArgIndex, r,
+                                 args[r].size()));
+  wavesPerCta_ = (threads + 63) / 64;
+  const size_t nCta = static_cast<size_t>(tp_) * blocks_;
+  const size_t nWave = nCta * wavesPerCta_;
+  frames_ = static_cast<uint8_t*>(std::calloc(nWave * prog.frameBytes + 64, 1));
+  const size_t lds = static_cast<size_t>(plan.ldsBytes);
+  ldsAll_ = static_cast<uint8_t*>(std::calloc(nCta * lds + 64, 1));
+  if (!frames_ || !ldsAll_) {
+    std::free(frames_);
+    std::free(ldsAll_);
+    throw SimError(v, fmt::format("out of host memory for {} wave frames of {} bytes or {} CTAs' LDS", nWave,
+                                  prog.frameBytes, nCta));
+  }
+  if (opts_.ldsFill != 0) std::memset(ldsAll_, opts_.ldsFill, nCta * lds);
+  waves_.resize(nWave);
+  ctas_.resize(nCta);
+  runnable_.reserve(nWave);
+  for (int r = 0; r < tp_; ++r)
+    for (int c = 0; c < blocks_; ++c) {
+      const uint32_t ci = static_cast<uint32_t>(r * blocks_ + c);
+      SimCta& cta = ctas_[ci];
+      cta.lds = ldsAll_ + ci * lds;
+      cta.firstWave = ci * wavesPerCta_;
+      cta.waves = wavesPerCta_;
+      cta.live = wavesPerCta_;
+      for (int wv = 0; wv < wavesPerCta_; ++wv) {
+        const uint32_t wi = cta.firstWave + wv;
+        SimWave& w = waves_[wi];
+        w.frame = frames_ + static_cast<size_t>(wi) * prog.frameBytes;
+        w.rank = r;
+        w.cta = c;
+        w.wave = wv;
+        w.ctaIndex = ci;
+        const int lanes = std::min(64, threads - wv * 64);
+        w.exec = lanes >= 64 ? ~0ull : ((1ull << lanes) - 1);
+        makeRunnable(wi);
+      }
+    }
+  live_ = static_cast<int64_t>(nWave);
+  stageBytes_.assign(plan.stages.size() + 1, 0);
+}
+
+SimLaunch::~SimLaunch() {
+  for (auto& [addr, wt] : watch_) --wt.alloc->watched;
+  std::free(frames_);
+  std::free(ldsAll_);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scheduler
+
+void SimLaunch::makeRunnable(uint32_t wi) {
+  SimWave& w = waves_[wi];
+  w.state = SimWave::Ready;
+  if (w.runIdx >= 0) return;
+  w.runIdx = static_cast<int32_t>(runnable_.size());
+  runnable_.push_back(wi);
+}
+
+void SimLaunch::removeRunnable(uint32_t wi) {
+  SimWave& w = waves_[wi];
+  if (w.runIdx < 0) return;
+  const uint32_t last = runnable_.back();
+  runnable_[w.runIdx] = last;
+  waves_[last].runIdx = w.runIdx;
+  runnable_.pop_back();
+  w.runIdx = -1;
+}
+
+void SimLaunch::block(SimWave& w, SimWave::State s) {
+  w.state = s;
+  ++w.blockSeq;
+  removeRunnable(static_cast<uint32_t>(&w - waves_.data()));
+}
+
+void SimLaunch::releaseBarrier(SimCta& c) {
+  c.arrived = 0;
+  for (uint32_t i = 0; i < c.waves; ++i) {
+    const uint32_t wi = c.firstWave + i;
+    if (waves_[wi].state == SimWave::Barrier) makeRunnable(wi);
+  }
+}
+
+void SimLaunch::exitWave(SimWave& w) {
+  w.state = SimWave::Exited;
+  removeRunnable(static_cast<uint32_t>(&w - waves_.data()));
+  --live_;
+  SimCta& c = ctas_[w.ctaIndex];
+  --c.live;
+  if (c.arrived > 0 && c.arrived >= c.live) releaseBarrier(c);
+}
+
+void SimLaunch::wakeDue() {
+  while (!deadlines_.empty() && deadlines_.top().at <= now_) {
+    const Deadline d = deadlines_.top();
+    deadlines_.pop();
+    SimWave& w = waves_[d.wave];
+    if ((w.state == SimWave::Wait || w.state == SimWave::Sleep) && w.blockSeq == d.seq) makeRunnable(d.wave);
+  }
+}
+
+void SimLaunch::watch(SimMemory::Allocation* a, uint64_t pair, uint32_t wi, uint32_t seq) {
+  Watch& wt = watch_[pair];
+  if (!wt.alloc) {
+    wt.alloc = a;
+    ++a->watched;
+  }
+  const std::pair<uint32_t, uint32_t> me{wi, seq};
+  if (wt.waiters.empty() || wt.waiters.back() != me) wt.waiters.push_back(me);
+}
+
+void SimLaunch::wakeWatchers(SimMemory::Allocation* a, uint64_t addr, int n) {
+  for (uint64_t g = addr & ~7ull; g < addr + static_cast<uint64_t>(n); g += 8) {
+    auto it = watch_.find(g);
+    if (it == watch_.end()) continue;
+    for (const auto& [wi, seq] : it->second.waiters) {
+      SimWave& w = waves_[wi];
+      if (w.state == SimWave::Wait && w.blockSeq == seq) makeRunnable(wi);
+    }
+    --a->watched;
+    watch_.erase(it);
+  }
+}
+
+void SimLaunch::deadlock() {
+  std::string list;
+  int shown = 0, blocked = 0;
+  for (const SimWave& w : waves_) {
+    if (w.state == SimWave::Exited) continue;
+    ++blocked;
+    if (shown >= 16) continue;
+    ++shown;
+    const SimInst& in = prog_.insts[w.state == SimWave::Barrier ? w.pc - 1 : w.pc];
+    list += fmt::format("\n  rank {} CTA {} wave {}: stage '{}', op #{} {} ({})", w.rank, w.cta, w.wave,
+                        stageName(in.stage), in.opNum, ir::opName(in.op->code),
+                        w.state == SimWave::Barrier ? "at the barrier" : "blocked");
+  }
+  if (blocked > shown) list += fmt::format("\n  ... and {} more", blocked - shown);
+  throw SimError(plan_.key.variantName(),
+                 fmt::format("deadlock at tick {}: {} waves are blocked and none can run or time out:{}", now_,
+                             blocked, list));
+}
+
+SimStats SimLaunch::run() {
+  nextProgress_ = std::max<int64_t>(opts_.progressEvery, 1);
+  while (live_ > 0) {
+    if (runnable_.empty()) {
+      while (!deadlines_.empty()) {
+        const Deadline& d = deadlines_.top();
+        const SimWave& w = waves_[d.wave];
+        if ((w.state == SimWave::Wait || w.state == SimWave::Sleep) && w.blockSeq == d.seq) break;
+        deadlines_.pop();
+      }
+      if (deadlines_.empty()) deadlock();
+      now_ = std::max(now_, deadlines_.top().at);
+      wakeDue();
+      continue;
+    }
+    const uint32_t wi = runnable_[rng_.below(runnable_.size())];
+    const int quantum = 1 + static_cast<int>(rng_.below(static_cast<uint64_t>(opts_.maxQuantum)));
+    const int n = runWave(wi, quantum);
+    stats_.steps += n;
+    tickAccum_ += n;
+    if (live_ > 0) {
+      now_ += tickAccum_ / live_;
+      tickAccum_ %= live_;
+    }
+    wakeDue();
+    if (opts_.progress && stats_.steps >= nextProgress_) {
+      nextProgress_ = stats_.steps + std::max<int64_t>(opts_.progressEvery, 1);
+      opts_.progress(SimProgress{stats_.steps, now_, live_, static_cast<int64_t>(waves_.size())});
+    }
+    if (stats_.steps > opts_.maxSteps)
+      throw SimError(plan_.key.variantName(),
+                     fmt::format("ran past maxSteps ({} ops executed, {} waves still live at tick {})",
+                                 stats_.steps, live_, now_));
+  }
+  stats_.ticks = now_;
+  for (size_t s = 0; s < plan_.stages.size(); ++s)
+    if (stageBytes_[s]) stats_.bytesLoadedByStage[plan_.stages[s].name] += stageBytes_[s];
+  if (stageBytes_.back()) stats_.bytesLoadedByStage["(no stage)"] += stageBytes_.back();
+  return stats_;
+}
+
+int SimLaunch::runWave(uint32_t wi, int quantum) {
+  SimWave& w = waves_[wi];
+  const int32_t end = static_cast<int32_t>(prog_.insts.size());
+  if (w.pc >= end) {
+    exitWave(w);
+    return 0;
+  }
+  int n = 0;
+  while (n < quantum) {
+    const Status s = step(w);
+    ++n;
+    if (s != kContinue) break;
+    if (w.pc >= end) {
+      exitWave(w);
+      break;
+    }
+  }
+  return n;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Messages
+
+std::string SimLaunch::stageName(int stage) const {
+  return stage >= 0 && stage < static_cast<int>(plan_.stages.size()) ? plan_.stages[stage].name : "(no stage)";
+}
+
+std::string SimLaunch::where(const SimWave& w, const SimInst& in, int lane) const {
+  std::string op = fmt::format("op #{} {}", in.opNum, ir::opName(in.op->code));
+  if (in.op->result) op += fmt::format(" (%{})", in.op->result.id);
+  std::string s = fmt::format("{}, stage '{}', {}, rank {} CTA {} wave {}", plan_.key.variantName(),
+                              stageName(in.stage), op, w.rank, w.cta, w.wave);
+  if (lane >= 0) s += fmt::format(" lane {}", lane);
+  return s;
+}
+
+void SimLaunch::fail(const SimWave& w, const SimInst& in, int lane, const std::string& what) const {
+  throw SimError(where(w, in, lane), what);
+}
+
+}  // namespace monogen::runtime
