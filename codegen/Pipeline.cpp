@@ -46,7 +46,7 @@ std::unique_ptr<llvm::TargetMachine> makeTargetMachine(const std::string& where)
   return tm;
 }
 
-void optimize(llvm::Module& m, llvm::TargetMachine& tm) {
+void optimize(llvm::Module& m, llvm::TargetMachine& tm, Pipeline p) {
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
