@@ -214,6 +214,13 @@ class PhaseTable : public benchmark::BenchmarkReporter {
     };
     std::stable_sort(classes_.begin(), classes_.end(),
                      [&](const std::string& a, const std::string& b) { return order(a) < order(b); });
+    auto plOrder = [](const std::string& p) {
+      for (size_t i = 0; i < std::size(codegen::kPipelines); ++i)
+        if (p == codegen::pipelineName(codegen::kPipelines[i])) return i;
+      return std::size(codegen::kPipelines);
+    };
+    std::stable_sort(pipelines_.begin(), pipelines_.end(),
+                     [&](const std::string& a, const std::string& b) { return plOrder(a) < plOrder(b); });
     for (const std::string& cls : classes_) {
       std::vector<std::string> pls;
       for (const std::string& p : pipelines_)

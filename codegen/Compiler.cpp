@@ -1,4 +1,4 @@
-// The public entry points: lower -> O3 -> AMDGPU codegen -> lld -> metadata read-back -> limits.
+// The public entry points: lower -> IR pipeline (fast or O3) -> AMDGPU codegen -> lld -> metadata read-back -> limits.
 // Each compile owns its LLVMContext and TargetMachine, so compiles may run on several threads
 // (only the lld step is serialized). LLVM errors reported through diagnostics become
 // CodegenErrors naming the variant.
@@ -74,6 +74,7 @@ struct PhaseClock {
 
 const char* pipelineName(Pipeline p) {
   switch (p) {
+    case Pipeline::Fast: return "fast";
     case Pipeline::O3: return "O3";
   }
   return "?";

@@ -1,4 +1,4 @@
-// gfx950 code objects from a Plan: lowering to LLVM IR, the LLVM O3 pipeline and AMDGPU
+// gfx950 code objects from a Plan: lowering to LLVM IR, an LLVM IR pipeline (Pipeline) and AMDGPU
 // codegen in-process, an in-process lld link, and the read-back of the code object's metadata.
 #pragma once
 #include <cstdint>
@@ -33,14 +33,15 @@ struct CodeObjectInfo {
 
 /// The optimization pipeline between lowering and AMDGPU codegen.
 enum class Pipeline {
-  O3,  // LLVM's default per-module O3 pipeline (the original one; kept to compare against)
+  Fast,  // a short function pipeline fit to the lowered IR (codegen/Pipeline.cpp says which passes)
+  O3,    // LLVM's default per-module O3 pipeline (the one before Fast; kept to compare against)
 };
-inline constexpr Pipeline kPipelines[] = {Pipeline::O3};
+inline constexpr Pipeline kPipelines[] = {Pipeline::O3, Pipeline::Fast};
 const char* pipelineName(Pipeline p);
 
 /// How to compile. The default is what the generator uses.
 struct CompileOptions {
-  Pipeline pipeline = Pipeline::O3;
+  Pipeline pipeline = Pipeline::Fast;
 };
 
 /// Seconds spent in each phase of one compile.
