@@ -1,8 +1,10 @@
-// The public entry points: lower -> O3 -> AMDGPU codegen -> lld -> metadata read-back -> limits.
+// The public entry points: lower -> IR pipeline (fast or O3) -> AMDGPU codegen -> lld -> metadata read-back -> limits.
 // Each compile owns its LLVMContext and TargetMachine, so compiles may run on several threads
 // (only the lld step is serialized). LLVM errors reported through diagnostics become
 // CodegenErrors naming the variant.
 #include <fmt/format.h>
+
+#include <time.h>
 
 #include <chrono>
 
@@ -46,51 +48,77 @@ struct Session {
 };
 
 using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+double threadCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+/// Times consecutive phases: each lap() charges the time since the previous one to a field.
+struct PhaseClock {
+  CompileTimes& out;
+  Clock::time_point wall = Clock::now();
+  double cpu = threadCpuSeconds();
+  void lap(double PhaseTimes::*phase) {
+    const Clock::time_point w = Clock::now();
+    const double c = threadCpuSeconds();
+    out.wall.*phase += std::chrono::duration<double>(w - wall).count();
+    out.cpu.*phase += c - cpu;
+    wall = w;
+    cpu = c;
+  }
+};
 
 }  // namespace
 
-std::string llvmIr(const ir::Plan& plan, bool optimized) {
+const char* pipelineName(Pipeline p) {
+  switch (p) {
+    case Pipeline::Fast: return "fast";
+    case Pipeline::O3: return "O3";
+  }
+  return "?";
+}
+
+std::string llvmIr(const ir::Plan& plan, bool optimized, const CompileOptions& opts) {
   Session s(plan);
   auto m = detail::lower(plan, s.ctx, *s.tm);
-  if (optimized) detail::optimize(*m, *s.tm);
+  if (optimized) detail::optimize(*m, *s.tm, opts.pipeline);
   s.check(optimized ? "optimization" : "lowering");
   return detail::printModule(*m);
 }
 
-std::string isaText(const ir::Plan& plan) {
+std::string isaText(const ir::Plan& plan, const CompileOptions& opts) {
   detail::checkPlan(plan);
   Session s(plan);
   auto m = detail::lower(plan, s.ctx, *s.tm);
-  detail::optimize(*m, *s.tm);
+  detail::optimize(*m, *s.tm, opts.pipeline);
   std::string isa = detail::emitAssembly(*m, *s.tm, s.where);
   s.check("codegen");
   return isa;
 }
 
-CodeObject compile(const ir::Plan& plan) {
+CodeObject compile(const ir::Plan& plan, const CompileOptions& opts) {
   detail::checkPlan(plan);
   CodeObject co;
+  PhaseClock clock{co.times};  // the TargetMachine's creation counts to the lowering
   Session s(plan);
-  auto t = Clock::now();
   auto m = detail::lower(plan, s.ctx, *s.tm);
-  co.times.lower = since(t);
-  t = Clock::now();
-  detail::optimize(*m, *s.tm);
+  clock.lap(&PhaseTimes::lower);
+  detail::optimize(*m, *s.tm, opts.pipeline);
   s.check("optimization");
-  co.times.optimize = since(t);
-  t = Clock::now();
+  clock.lap(&PhaseTimes::optimize);
   std::vector<uint8_t> object = detail::emitObject(*m, *s.tm, s.where);
   s.check("codegen");
-  co.times.codegen = since(t);
-  t = Clock::now();
+  clock.lap(&PhaseTimes::codegen);
   co.bytes = detail::link(object, s.where);
-  co.times.link = since(t);
+  clock.lap(&PhaseTimes::link);
   co.info = readMetadata(co.bytes);
   if (co.info.kernelSymbol != kernelSymbol(plan))
     throw CodegenError(s.where, fmt::format("the code object's kernel is '{}', expected '{}'", co.info.kernelSymbol,
                                             kernelSymbol(plan)));
   checkLimits(co.info, plan);
+  clock.lap(&PhaseTimes::metadata);
   return co;
 }
 

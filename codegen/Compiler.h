@@ -1,4 +1,4 @@
-// gfx950 code objects from a Plan: lowering to LLVM IR, the LLVM O3 pipeline and AMDGPU
+// gfx950 code objects from a Plan: lowering to LLVM IR, an LLVM IR pipeline (Pipeline) and AMDGPU
 // codegen in-process, an in-process lld link, and the read-back of the code object's metadata.
 #pragma once
 #include <cstdint>
@@ -31,9 +31,33 @@ struct CodeObjectInfo {
   std::vector<ArgMeta> args;
 };
 
-/// Compile timings, seconds.
+/// The optimization pipeline between lowering and AMDGPU codegen.
+enum class Pipeline {
+  Fast,  // a short function pipeline fit to the lowered IR (codegen/Pipeline.cpp says which passes)
+  O3,    // LLVM's default per-module O3 pipeline (the one before Fast; kept to compare against)
+};
+inline constexpr Pipeline kPipelines[] = {Pipeline::O3, Pipeline::Fast};
+const char* pipelineName(Pipeline p);
+
+/// How to compile. The default is what the generator uses.
+struct CompileOptions {
+  Pipeline pipeline = Pipeline::Fast;
+};
+
+/// Seconds spent in each phase of one compile.
+struct PhaseTimes {
+  double lower = 0;     // kernel IR -> LLVM IR
+  double optimize = 0;  // the LLVM IR pipeline (CompileOptions::pipeline)
+  double codegen = 0;   // AMDGPU instruction selection .. MC object emission
+  double link = 0;      // in-process lld (waiting for the link mutex included)
+  double metadata = 0;  // metadata read-back and the limit checks
+  double total() const { return lower + optimize + codegen + link + metadata; }
+};
+
+/// A compile's phase timings: wall clock, and the compiling thread's CPU time (which, on a
+/// machine shared with other work, says what the compile itself cost).
 struct CompileTimes {
-  double lower = 0, optimize = 0, codegen = 0, link = 0;
+  PhaseTimes wall, cpu;
 };
 
 /// A linked code object and its metadata.
@@ -43,13 +67,14 @@ struct CodeObject {
   CompileTimes times;
 };
 
-/// The kernel's LLVM IR module as text; `optimized` runs the O3 pipeline first.
-std::string llvmIr(const ir::Plan& plan, bool optimized);
+/// The kernel's LLVM IR module as text; `optimized` runs the optimization pipeline first.
+std::string llvmIr(const ir::Plan& plan, bool optimized, const CompileOptions& opts = {});
 /// The kernel's gfx950 assembly (ISA text) as the backend prints it.
-std::string isaText(const ir::Plan& plan);
+std::string isaText(const ir::Plan& plan, const CompileOptions& opts = {});
 /// Lower, optimize, codegen and link; then read back the metadata and check it against the
 /// Plan and the target's limits. Throws CodegenError naming the variant on any failure.
-CodeObject compile(const ir::Plan& plan);
+/// The phase timings are in the result's `times`.
+CodeObject compile(const ir::Plan& plan, const CompileOptions& opts = {});
 /// Reads NT_AMDGPU_METADATA from a code object (LLVM's ELF and msgpack readers).
 CodeObjectInfo readMetadata(const std::vector<uint8_t>& codeObject);
 /// Throws CodegenError (naming the variant) on scratch/spills, LDS or registers over the

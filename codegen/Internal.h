@@ -25,8 +25,8 @@ std::unique_ptr<llvm::Module> lower(const ir::Plan& plan, llvm::LLVMContext& ctx
 
 /// Pipeline.cpp: the gfx950 TargetMachine (the AMDGPU target is initialized once per process).
 std::unique_ptr<llvm::TargetMachine> makeTargetMachine(const std::string& where);
-/// Pipeline.cpp: the new-PM O3 pipeline over the module.
-void optimize(llvm::Module& m, llvm::TargetMachine& tm);
+/// Pipeline.cpp: the optimization pipeline `p` over the module.
+void optimize(llvm::Module& m, llvm::TargetMachine& tm, Pipeline p);
 /// Pipeline.cpp: AMDGPU codegen into memory: a relocatable object, or assembly text.
 std::vector<uint8_t> emitObject(llvm::Module& m, llvm::TargetMachine& tm, const std::string& where);
 std::string emitAssembly(llvm::Module& m, llvm::TargetMachine& tm, const std::string& where);

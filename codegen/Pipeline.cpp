@@ -1,5 +1,17 @@
-// The LLVM side of a compile: the gfx950 TargetMachine, the new-PM O3 pipeline, and AMDGPU
-// codegen into memory (a relocatable object, or the ISA as assembly text).
+// The LLVM side of a compile: the gfx950 TargetMachine, the IR pipeline (a short function
+// pipeline fit to the lowered IR, or LLVM's O3), and AMDGPU codegen into memory (a relocatable
+// object, or the ISA as assembly text).
+//
+// Why the short pipeline is enough: the lowering emits one kernel with no calls, variables as
+// entry-block allocas, structured control flow and loops the spec already shaped (unrolled
+// where it wants them unrolled). What the ISA needs from the IR optimizer is SSA (SROA), CSE of
+// the address arithmetic, InstCombine / SimplifyCFG clean-up, loops rotated with their
+// invariants hoisted, and constant propagation (SCCP: the loop bounds and knobs are constants
+// per variant). O3's inliner, unroller, vectorizers, GVN and loop passes cost about 3/4 of the
+// optimizer's time and buy nothing in the ISA here; the AMDGPU codegen pipeline still runs its
+// own IR passes (load/store vectorizer, straight-line strength reduction, LSR, ...) after it.
+// bench/bench_generator compares both, phase by phase, with each kernel's ISA size and
+// registers.
 #include <mutex>
 
 #include <llvm/ADT/SmallVector.h>
@@ -14,6 +26,14 @@
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/Target/TargetOptions.h>
 #include <llvm/TargetParser/Triple.h>
+#include <llvm/Transforms/InstCombine/InstCombine.h>
+#include <llvm/Transforms/Scalar/EarlyCSE.h>
+#include <llvm/Transforms/Scalar/LICM.h>
+#include <llvm/Transforms/Scalar/LoopPassManager.h>
+#include <llvm/Transforms/Scalar/LoopRotation.h>
+#include <llvm/Transforms/Scalar/SCCP.h>
+#include <llvm/Transforms/Scalar/SROA.h>
+#include <llvm/Transforms/Scalar/SimplifyCFG.h>
 
 #include "codegen/Internal.h"
 #include "ir/Error.h"
@@ -46,7 +66,7 @@ std::unique_ptr<llvm::TargetMachine> makeTargetMachine(const std::string& where)
   return tm;
 }
 
-void optimize(llvm::Module& m, llvm::TargetMachine& tm) {
+void optimize(llvm::Module& m, llvm::TargetMachine& tm, Pipeline p) {
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
@@ -57,7 +77,31 @@ void optimize(llvm::Module& m, llvm::TargetMachine& tm) {
   pb.registerFunctionAnalyses(fam);
   pb.registerLoopAnalyses(lam);
   pb.crossRegisterProxies(lam, fam, cgam, mam);
-  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  llvm::ModulePassManager mpm;
+  switch (p) {
+    case Pipeline::O3: mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3); break;
+    case Pipeline::Fast: {
+      // function(sroa, early-cse<memssa>, instcombine, simplifycfg, loop(loop-rotate),
+      //          loop-mssa(licm), sccp, instcombine, simplifycfg), amdgpu-attributor
+      llvm::FunctionPassManager fpm;
+      fpm.addPass(llvm::SROAPass(llvm::SROAOptions::ModifyCFG));
+      fpm.addPass(llvm::EarlyCSEPass(/*UseMemorySSA=*/true));
+      fpm.addPass(llvm::InstCombinePass());
+      fpm.addPass(llvm::SimplifyCFGPass());
+      fpm.addPass(llvm::createFunctionToLoopPassAdaptor(llvm::LoopRotatePass(), /*UseMemorySSA=*/false));
+      fpm.addPass(llvm::createFunctionToLoopPassAdaptor(llvm::LICMPass(llvm::LICMOptions()), /*UseMemorySSA=*/true));
+      fpm.addPass(llvm::SCCPPass());
+      fpm.addPass(llvm::InstCombinePass());
+      fpm.addPass(llvm::SimplifyCFGPass());
+      mpm.addPass(llvm::createModuleToFunctionPassAdaptor(std::move(fpm)));
+      // What O3 gets from the AMDGPU target's callbacks and the ISA needs: the attributor's
+      // "amdgpu-agpr-alloc"="0" (no AGPRs are reserved, so none hold VGPR values) and the
+      // amdgpu-no-* implicit inputs (fewer SGPRs set up). Not in LLVM's public headers: by name.
+      if (llvm::Error e = pb.parsePassPipeline(mpm, "amdgpu-attributor"))
+        throw CodegenError("the IR pipeline", "no amdgpu-attributor pass in this LLVM: " + llvm::toString(std::move(e)));
+      break;
+    }
+  }
   mpm.run(m, mam);
 }
 

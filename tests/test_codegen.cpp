@@ -186,7 +186,7 @@ TEST_CASE("a kernel using every opcode compiles, links and meets the limits", "[
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   WARN(fmt::format("compile of {}: {:.3f} s (lower {:.3f}, O3 {:.3f}, codegen {:.3f}, link {:.3f}); {} VGPR, {} AGPR, "
                    "{} SGPR, {} bytes",
-                   p.key.variantName(), secs, co.times.lower, co.times.optimize, co.times.codegen, co.times.link,
+                   p.key.variantName(), secs, co.times.wall.lower, co.times.wall.optimize, co.times.wall.codegen, co.times.wall.link,
                    co.info.vgprs, co.info.agprs, co.info.sgprs, co.bytes.size()));
 
   const codegen::CodeObjectInfo& info = co.info;
@@ -554,6 +554,6 @@ TEST_CASE("compile time of a larger kernel (run explicitly)", "[.bench]") {
   const codegen::CodeObject co = codegen::compile(p);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   WARN(fmt::format("compile: {:.3f} s (lower {:.3f}, O3 {:.3f}, codegen {:.3f}, link {:.3f}); {} VGPR, {} AGPR, {} bytes",
-                   secs, co.times.lower, co.times.optimize, co.times.codegen, co.times.link, co.info.vgprs,
+                   secs, co.times.wall.lower, co.times.wall.optimize, co.times.wall.codegen, co.times.wall.link, co.info.vgprs,
                    co.info.agprs, co.bytes.size()));
 }
