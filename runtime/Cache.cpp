@@ -385,22 +385,23 @@ std::shared_ptr<const CacheEntry> Cache::loadOrCompile(const ir::Key& key, const
 }
 
 std::shared_ptr<const CacheEntry> Cache::get(const ir::Key& key, const CompileFn& compile, CacheSource* source) {
+  // The memory layer is keyed by the key text itself: the digest (a SHA-256) is computed once a
+  // process per key, on the miss that loads or compiles it.
   const std::string text = keyText(key, toolchainId_);
-  const std::string digest = hexDigest(sha256(text));
   std::shared_ptr<InFlight> job;
   bool owner = false;
   {
     std::lock_guard<std::mutex> g(mu_);
-    if (auto it = memory_.find(digest); it != memory_.end()) {
+    if (auto it = memory_.find(text); it != memory_.end()) {
       ++stats_.memoryHits;
       if (source) *source = CacheSource::Memory;
       return it->second;
     }
-    if (auto it = inflight_.find(digest); it != inflight_.end()) {
+    if (auto it = inflight_.find(text); it != inflight_.end()) {
       job = it->second;
     } else {
       job = std::make_shared<InFlight>();
-      inflight_[digest] = job;
+      inflight_[text] = job;
       owner = true;
     }
   }
@@ -421,14 +422,15 @@ std::shared_ptr<const CacheEntry> Cache::get(const ir::Key& key, const CompileFn
   std::exception_ptr error;
   CacheSource src = CacheSource::Compiled;
   try {
+    const std::string digest = hexDigest(sha256(text));
     entry = loadOrCompile(key, text, digest, compile, src);
   } catch (...) {
     error = std::current_exception();
   }
   {
     std::lock_guard<std::mutex> g(mu_);
-    if (entry) memory_[digest] = entry;
-    inflight_.erase(digest);
+    if (entry) memory_[text] = entry;
+    inflight_.erase(text);
   }
   {
     std::lock_guard<std::mutex> l(job->mu);

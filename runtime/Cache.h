@@ -35,6 +35,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "ir/Plan.h"
@@ -150,8 +151,8 @@ class Cache {
   std::string toolchainId_;
   CacheOptions options_;
   mutable std::mutex mu_;
-  std::map<std::string, std::shared_ptr<const CacheEntry>> memory_;  // by digest
-  std::map<std::string, std::shared_ptr<InFlight>> inflight_;        // by digest
+  std::unordered_map<std::string, std::shared_ptr<const CacheEntry>> memory_;  // by key text
+  std::unordered_map<std::string, std::shared_ptr<InFlight>> inflight_;        // by key text
   CacheStats stats_;
 };
 
