@@ -38,7 +38,7 @@ void wholeLaunchMatrix(std::initializer_list<int> tps) {
   for (int S : {1, 3, 4, 5, 8, 9, 16})
     for (int TP : tps)
       for (uint64_t sched : {uint64_t(1) + (S + TP) % 8, uint64_t(1) + (S + TP + 4) % 8}) {
-        checkMoe(cfg, S, TP, makeMoeInputs(cfg, S, TP, 100 * S + TP + sched), sched);
+        checkMoe(cfg, S, TP, makeLaunchInputs(cfg, S, TP, 100 * S + TP + sched, edgeCases()), sched);
         ++runs;
       }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -59,29 +59,30 @@ TEST_CASE("ffn sim: more scheduler seeds", "[spec][ffn][.slow]") {
   const ModelConfig cfg = ModelConfig::reduced();
   for (int S : {1, 3, 4, 5, 8, 9, 16})
     for (int TP : {1, 2, 4, 8})
-      for (uint64_t sched = 1; sched <= 8; ++sched) checkMoe(cfg, S, TP, makeMoeInputs(cfg, S, TP, 31 * S + TP + sched), sched);
+      for (uint64_t sched = 1; sched <= 8; ++sched)
+        checkMoe(cfg, S, TP, makeLaunchInputs(cfg, S, TP, 31 * S + TP + sched, edgeCases()), sched);
 }
 
 TEST_CASE("ffn sim: adversarial routing through the kernel", "[spec][ffn][routed]") {
   const ModelConfig cfg = ModelConfig::reduced();
   SECTION("every logit ties (zero router weights and bias): ties go to the lower expert") {
-    MoeInputOptions o;
-    o.tiedBias = true;
-    const TensorMap in = makeMoeInputs(cfg, 5, 2, 21, o);
+    LaunchInputOptions o = edgeCases();
+    o.ties = true;
+    const TensorMap in = makeLaunchInputs(cfg, 5, 2, 21, o);
     const TensorMap out = checkMoe(cfg, 5, 2, in, 2);
     const int32_t* p = out.at("picks.r0").as<int32_t>();
     for (int t = 0; t < 5; ++t)
       for (int k = 0; k < cfg.topk; ++k) CHECK(p[t * cfg.topk + k] == k);
   }
   SECTION("NaN logits (router weights) and NaN selection values (bias)") {
-    MoeInputOptions o;
-    o.nanRouter = true;
-    for (int TP : {1, 4}) checkMoe(cfg, 8, TP, makeMoeInputs(cfg, 8, TP, 22, o), 5);
+    LaunchInputOptions o = edgeCases();
+    o.nanLogits = true;
+    for (int TP : {1, 4}) checkMoe(cfg, 8, TP, makeLaunchInputs(cfg, 8, TP, 22, o), 5);
   }
   SECTION("every row on the same experts") {
-    MoeInputOptions o;
+    LaunchInputOptions o = edgeCases();
     o.sameExpert = true;
-    const TensorMap out = checkMoe(cfg, 9, 2, makeMoeInputs(cfg, 9, 2, 23, o), 6);
+    const TensorMap out = checkMoe(cfg, 9, 2, makeLaunchInputs(cfg, 9, 2, 23, o), 6);
     CHECK(out.at("slot_count.r0").numel() == 1 + cfg.topk);
   }
   SECTION("every row on distinct experts") {
@@ -89,7 +90,7 @@ TEST_CASE("ffn sim: adversarial routing through the kernel", "[spec][ffn][routed
     const int S = 2, TP = 2;
     bool found = false;
     for (uint64_t seed = 1; seed < 60 && !found; ++seed) {
-      const TensorMap in = makeMoeInputs(cfg, S, TP, seed);
+      const TensorMap in = makeLaunchInputs(cfg, S, TP, seed, edgeCases());
       // the picks depend only on SRES / SSQ (the all-reduce reference) and the router
       TensorMap rin;
       const TensorMap ar = referenceOutputs(cfg, S, TP, in);
@@ -109,19 +110,19 @@ TEST_CASE("ffn sim: adversarial routing through the kernel", "[spec][ffn][routed
     CHECK(found);
   }
   SECTION("padded rows: no picks, no slot columns, a zero partial") {
-    MoeInputOptions o;
-    o.padded = {0, 3, 4};
-    const TensorMap out = checkMoe(cfg, 5, 4, makeMoeInputs(cfg, 5, 4, 24, o), 3);
+    LaunchInputOptions o = edgeCases();
+    o.paddedAt = {0, 3, 4};
+    const TensorMap out = checkMoe(cfg, 5, 4, makeLaunchInputs(cfg, 5, 4, 24, o), 3);
     CHECK(out.at("picks.r0").as<int32_t>()[0] == -1);
-    o.padded = {0, 1, 2};  // every row padded
-    checkMoe(cfg, 3, 2, makeMoeInputs(cfg, 3, 2, 25, o), 4);
+    o.paddedAt = {0, 1, 2};  // every row padded
+    checkMoe(cfg, 3, 2, makeLaunchInputs(cfg, 3, 2, 25, o), 4);
   }
 }
 
 TEST_CASE("ffn sim: the experts knob sums one side only", "[spec][ffn][routed]") {
   const ModelConfig cfg = ModelConfig::reduced();
   for (ir::Experts e : {ir::Experts::Shared, ir::Experts::Routed})
-    for (int TP : {1, 2}) checkMoe(cfg, 4, TP, makeMoeInputs(cfg, 4, TP, 40 + TP), 2, e);
+    for (int TP : {1, 2}) checkMoe(cfg, 4, TP, makeLaunchInputs(cfg, 4, TP, 40 + TP, edgeCases()), 2, e);
 }
 
 namespace {

@@ -1,7 +1,7 @@
 // Runs the MiniMax-M3 FFN launch on a device (the Sim device by default; any runtime::Device:
 // gfx950-run, HIP) for every rank at once and compares it with the native reference: seeded
-// inputs, the device buffers of every rank (through the Device interface), the read-back of
-// every rank's results, and a bit-exact comparison.
+// inputs (MoeInputs.h: makeLaunchInputs, makeInputs), the device buffers of every rank (through
+// the Device interface), the read-back of every rank's results, and a bit-exact comparison.
 //
 // Tensor names: inputs "part.r<r>" (bf16 [S, hidden], rank r's o_proj partial) and "res_in"
 // (bf16 [S, hidden]); outputs "res_out.r<r>" (bf16 [S, hidden]), "sres.r<r>" (f32 [S, hidden]),
@@ -23,29 +23,10 @@
 #include "runtime/Trace.h"
 #include "specs/minimax_m3/Layout.h"
 #include "specs/minimax_m3/ModelConfig.h"
+#include "specs/minimax_m3/MoeInputs.h"
 #include "specs/minimax_m3/MoeReference.h"
 
 namespace monogen::specs::minimax_m3 {
-
-/// Seeded inputs for S rows on TP ranks (platform-independent). Finite bf16 values with the
-/// awkward ones mixed in: all-reduce sums on bf16 ties, residual adds on bf16 ties, negative
-/// zeros, large magnitudes that cancel across ranks, subnormal and tiny values.
-runtime::TensorMap makeInputs(const ModelConfig& cfg, int rows, int tp, uint64_t seed);
-
-/// What the MoE half of the inputs looks like (makeMoeInputs).
-struct MoeInputOptions {
-  std::vector<int> padded;       // rows whose slot is -1
-  bool nanRouter = false;        // NaN in some router weights / biases (some experts' logits NaN)
-  bool sameExpert = false;       // the bias steers every row to the same top-k experts
-  bool distinctExperts = false;  // the bias steers each row to its own experts (as far as E allows)
-  bool tiedBias = false;         // zero router weights and bias: every logit ties
-};
-
-/// makeInputs plus the MoE's: norm_w, router_w, bias, every rank's w13 / s13 / w2 / s2 (the
-/// weight contract's layout, from seeded logical MXFP4 weights), slots (I64 [S]). Weight scales
-/// stay near 2^0 so the GEMVs' sums stay finite.
-runtime::TensorMap makeMoeInputs(const ModelConfig& cfg, int rows, int tp, uint64_t seed,
-                                 const MoeInputOptions& opt = {});
 
 /// moeReference's outputs in runOnSim's naming for every rank r: rstd.rR, xn.rR, picks.rR,
 /// weights.rR, slot_expert.rR, slot_count.rR, slot_row.rR, slot_pick.rR (CTA 0's table),
