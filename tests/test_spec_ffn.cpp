@@ -163,3 +163,88 @@ TEST_CASE("ffn codegen: every S x TP variant compiles with no scratch, within th
   WARN(fmt::format("64 variants compiled in {:.1f} s",
                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()));
 }
+
+namespace {
+/// firstMismatch(got, want) for got = want with the lowest bit of each listed element flipped.
+std::optional<Mismatch> firstOfCorrupted(const TensorMap& want,
+                                         std::initializer_list<std::pair<const char*, int64_t>> flips) {
+  TensorMap got = want;
+  for (const auto& [name, i] : flips) {
+    HostTensor& t = got.at(name);
+    REQUIRE(i < t.numel());
+    t.data[static_cast<size_t>(i) * runtime::dtypeBytes(t.dtype)] ^= 1;
+  }
+  return firstMismatch(got, want);
+}
+}  // namespace
+
+TEST_CASE("mismatch: the first mismatch is the earliest stage's, then the lowest rank's, then the lowest element",
+          "[spec][ffn][mismatch]") {
+  const ModelConfig cfg = ModelConfig::reduced();
+  const int S = 3, TP = 2;
+  const TensorMap want = launchReferenceOutputs(cfg, S, TP, makeLaunchInputs(cfg, S, TP, 5, edgeCases()));
+  SECTION("an early stage's output before a later stage's, whatever the names") {
+    auto m = firstOfCorrupted(want, {{"down.r0", 7}, {"xn.r1", 5}});  // alphabetically down.r0 comes first
+    REQUIRE(m.has_value());
+    CHECK(m->tensor == "xn.r1");
+    CHECK(m->index == 5);
+    // a wrong slot table is reported in the table, not in what it feeds
+    m = firstOfCorrupted(want, {{"down.r0", 0}, {"mid.r0", 0}, {"out.r0", 0}, {"slot_row.r1", 2}});
+    REQUIRE(m.has_value());
+    CHECK(m->tensor == "slot_row.r1");
+    m = firstOfCorrupted(want, {{"mid.r0", 0}, {"res_out.r1", 3}});  // reduce before up
+    REQUIRE(m.has_value());
+    CHECK(m->tensor == "res_out.r1");
+  }
+  SECTION("within a stage: ranks ascending, then the stage's own order, then elements ascending") {
+    auto m = firstOfCorrupted(want, {{"picks.r1", 0}, {"weights.r0", 1}});
+    REQUIRE(m.has_value());
+    CHECK(m->tensor == "weights.r0");
+    m = firstOfCorrupted(want, {{"weights.r0", 1}, {"picks.r0", 2}});
+    REQUIRE(m.has_value());
+    CHECK(m->tensor == "picks.r0");
+    m = firstOfCorrupted(want, {{"out.r0", 9}, {"out.r0", 4}});
+    REQUIRE(m.has_value());
+    CHECK(m->tensor == "out.r0");
+    CHECK(m->index == 4);
+  }
+  SECTION("mismatchCounts lists the tensors in the same order") {
+    TensorMap got = want;
+    for (const char* n : {"out.r1", "down.r0", "xn.r0", "sres.r1"}) got.at(n).data[0] ^= 1;
+    std::vector<std::string> names;
+    for (const auto& [name, n] : mismatchCounts(got, want)) names.push_back(name);
+    CHECK(names == std::vector<std::string>{"sres.r1", "xn.r0", "down.r0", "out.r1"});  // reduce, norm, down, final
+  }
+}
+
+TEST_CASE("mismatch: every output a launch reads back has its writer stage in the Plan", "[spec][ffn][mismatch]") {
+  const ModelConfig cfg = ModelConfig::reduced();
+  const int S = 1, TP = 2;
+  ir::Key key = makeKey(cfg, S, TP);
+  key.trace = true;  // the trace buffers too
+  const ir::Plan plan = buildPlan(cfg, key);
+  const SimRun run = runOnSim(cfg, key, makeLaunchInputs(cfg, S, TP, 3, edgeCases()), schedSeed(1));
+  REQUIRE(run.valid);
+  auto writerOf = [](const std::string& base) -> const OutputWriter* {
+    for (const OutputWriter& w : kOutputWriters)
+      if (base == w.output) return &w;
+    return nullptr;
+  };
+  for (const auto& [name, t] : run.outputs) {
+    INFO(name);
+    const OutputWriter* w = writerOf(name.substr(0, name.rfind(".r")));
+    REQUIRE(w != nullptr);
+    if (w->stage) CHECK(plan.stageIndex(w->stage) >= 0);
+  }
+  for (const char* c : kCheckedMoe) {
+    INFO(c);
+    CHECK(writerOf(c) != nullptr);
+  }
+  // dataflowOrder knows every name: stage by stage, rank 0 before rank 1 within one
+  const std::vector<std::string> order = dataflowOrder(run.outputs);
+  REQUIRE(order.size() == run.outputs.size());
+  CHECK(order.front() == "res_out.r0");
+  CHECK(std::find(order.begin(), order.end(), "ssq_tag.r0") < std::find(order.begin(), order.end(), "res_out.r1"));
+  CHECK(std::find(order.begin(), order.end(), "res_out.r1") < std::find(order.begin(), order.end(), "rstd.r0"));
+  CHECK(std::find(order.begin(), order.end(), "out.r1") < std::find(order.begin(), order.end(), "epoch.r0"));
+}

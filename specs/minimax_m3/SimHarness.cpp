@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
+#include <iterator>
+#include <tuple>
 
 #include "codegen/Compiler.h"
 #include "ir/Error.h"
@@ -387,8 +390,70 @@ std::string shapeText(const HostTensor& t) {
 
 }  // namespace
 
+namespace {
+
+/// The launch's stage names in Plan order. Every variant has the same stages in the same order,
+/// so they come from the smallest variant's Plan, built once.
+const std::vector<std::string>& launchStages() {
+  static const std::vector<std::string> names = [] {
+    const ModelConfig cfg = ModelConfig::reduced();
+    std::vector<std::string> v;
+    for (const ir::Stage& st : buildPlan(cfg, makeKey(cfg, 1, 1)).stages) v.push_back(st.name);
+    return v;
+  }();
+  return names;
+}
+
+/// Where `name` comes in dataflowOrder: (stage position, rank, position in kOutputWriters);
+/// nullopt for a name kOutputWriters does not know.
+std::optional<std::tuple<int, int, int>> dataflowKey(const std::string& name) {
+  const size_t dot = name.rfind(".r");
+  if (dot == std::string::npos || dot + 2 >= name.size()) return std::nullopt;
+  int rank = 0;
+  for (size_t i = dot + 2; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9') return std::nullopt;
+    rank = rank * 10 + (name[i] - '0');
+  }
+  const std::string base = name.substr(0, dot);
+  const std::vector<std::string>& stages = launchStages();
+  for (int w = 0; w < static_cast<int>(std::size(kOutputWriters)); ++w) {
+    if (base != kOutputWriters[w].output) continue;
+    int stage = static_cast<int>(stages.size());  // every stage's: after the last
+    if (kOutputWriters[w].stage) {
+      auto it = std::find(stages.begin(), stages.end(), kOutputWriters[w].stage);
+      if (it == stages.end())
+        throw RuntimeError("dataflowOrder", fmt::format("kOutputWriters: '{}' is written by stage '{}', which the "
+                                                        "Plan does not have",
+                                                        base, kOutputWriters[w].stage));
+      stage = static_cast<int>(it - stages.begin());
+    }
+    return std::tuple{stage, rank, w};
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::vector<std::string> dataflowOrder(const TensorMap& m) {
+  std::vector<std::pair<std::tuple<int, int, int>, std::string>> known;
+  std::vector<std::string> unknown;  // alphabetical: the map's order
+  for (const auto& [name, t] : m) {
+    if (auto k = dataflowKey(name)) {
+      known.emplace_back(*k, name);
+    } else {
+      unknown.push_back(name);
+    }
+  }
+  std::sort(known.begin(), known.end());
+  std::vector<std::string> out;
+  for (auto& [k, name] : known) out.push_back(std::move(name));
+  for (auto& name : unknown) out.push_back(std::move(name));
+  return out;
+}
+
 std::optional<Mismatch> firstMismatch(const TensorMap& got, const TensorMap& want) {
-  for (const auto& [name, w] : want) {
+  for (const std::string& name : dataflowOrder(want)) {
+    const HostTensor& w = want.at(name);
     auto it = got.find(name);
     if (it == got.end()) return Mismatch{name, -1, "missing", shapeText(w)};
     const HostTensor& g = it->second;
@@ -407,20 +472,21 @@ std::string describe(const Mismatch& m) {
   return fmt::format("{}[{}]: got {}, want {}", m.tensor, m.index, m.got, m.want);
 }
 
-std::map<std::string, int64_t> mismatchCounts(const TensorMap& got, const TensorMap& want) {
-  std::map<std::string, int64_t> out;
-  for (const auto& [name, w] : want) {
+std::vector<std::pair<std::string, int64_t>> mismatchCounts(const TensorMap& got, const TensorMap& want) {
+  std::vector<std::pair<std::string, int64_t>> out;
+  for (const std::string& name : dataflowOrder(want)) {
+    const HostTensor& w = want.at(name);
     auto it = got.find(name);
     if (it == got.end() || it->second.dtype != w.dtype || it->second.shape != w.shape ||
         it->second.data.size() != w.data.size()) {
-      out[name] = w.numel();
+      out.emplace_back(name, w.numel());
       continue;
     }
     const int n = runtime::dtypeBytes(w.dtype);
     int64_t bad = 0;
     for (int64_t i = 0; i < w.numel(); ++i)
       bad += std::memcmp(it->second.data.data() + i * n, w.data.data() + i * n, n) != 0;
-    if (bad) out[name] = bad;
+    if (bad) out.emplace_back(name, bad);
   }
   return out;
 }

@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/Plan.h"
@@ -119,17 +120,41 @@ runtime::TensorMap launchReferenceOutputs(const ModelConfig& cfg, int rows, int 
                                           ir::Experts experts = ir::Experts::All,
                                           RefNumerics numerics = RefNumerics::Ir);
 
+/// The Plan stage that writes each output a launch reads back (SimRun's and moeReferenceOutputs'
+/// names without ".rR"), a stage's outputs in the order it writes them; nullptr for err and
+/// trace, which every stage may write (they come after the last stage). The stage order itself
+/// is the Plan's (tests/test_spec_ffn.cpp checks that every output a launch reads back is here,
+/// and every stage named here is in the Plan).
+struct OutputWriter {
+  const char* output;
+  const char* stage;
+};
+inline constexpr OutputWriter kOutputWriters[] = {
+    {"res_out", "reduce"},     {"sres", "reduce"},       {"ssq", "reduce"},      {"ssq_tag", "reduce"},
+    {"rstd", "norm"},          {"xn", "norm"},           {"picks", "route"},     {"weights", "route"},
+    {"slot_expert", "table"},  {"slot_count", "table"},  {"slot_row", "table"},  {"slot_pick", "table"},
+    {"mid", "up"},             {"down", "down"},         {"out", "final"},       {"epoch", "epoch"},
+    {"err", nullptr},          {"trace", nullptr}};
+
+/// The names of `m` in the launch's dataflow order: by the position of the stage that writes
+/// them (kOutputWriters) in the Plan's stage list, then rank ascending, then kOutputWriters'
+/// order within a stage; names the table does not know come last, alphabetically.
+std::vector<std::string> dataflowOrder(const runtime::TensorMap& m);
+
 struct Mismatch {
   std::string tensor;
   int64_t index = -1;  // element index (row-major); -1: the tensor is missing or its shape differs
   std::string got, want;
 };
-/// The first element of a tensor in `want` whose bits differ in `got` (tensors only in `got`
-/// are ignored); nullopt if every bit agrees.
+/// The first element whose bits differ in `got` of the first tensor of `want` in dataflow order
+/// (dataflowOrder: the earliest stage's, the lowest rank's) that differs, so a wrong value is
+/// reported where it entered, not where it ended up. Tensors only in `got` are ignored; nullopt
+/// if every bit agrees.
 std::optional<Mismatch> firstMismatch(const runtime::TensorMap& got, const runtime::TensorMap& want);
 std::string describe(const Mismatch& m);
-/// How many elements of each tensor in `want` differ in bits in `got` (only tensors with a
-/// difference; a missing or reshaped tensor counts as all of its elements).
-std::map<std::string, int64_t> mismatchCounts(const runtime::TensorMap& got, const runtime::TensorMap& want);
+/// How many elements of each tensor in `want` differ in bits in `got`, in dataflow order (only
+/// tensors with a difference; a missing or reshaped tensor counts as all of its elements).
+std::vector<std::pair<std::string, int64_t>> mismatchCounts(const runtime::TensorMap& got,
+                                                            const runtime::TensorMap& want);
 
 }  // namespace monogen::specs::minimax_m3
