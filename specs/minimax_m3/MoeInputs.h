@@ -90,8 +90,8 @@ struct LaunchInputOptions {
 runtime::TensorMap makeLaunchInputs(const ModelConfig& cfg, int S, int TP, uint64_t seed,
                                     const LaunchInputOptions& opt = {});
 
-/// The all-reduce's inputs alone, EdgeCases values: part.rR and res_in (the first tensors of
-/// makeLaunchInputs's EdgeCases map for the same arguments). Validates S and TP (Layout::make).
+/// The all-reduce's inputs alone, EdgeCases values: part.rR and res_in, the same tensors as in
+/// makeLaunchInputs's EdgeCases map for the same arguments. Validates S and TP (Layout::make).
 runtime::TensorMap makeInputs(const ModelConfig& cfg, int rows, int tp, uint64_t seed);
 
 /// The expert set C the inputs were steered to (ascending), as makeLaunchInputs chose it for these
