@@ -38,7 +38,7 @@ void wholeLaunchMatrix(std::initializer_list<int> tps) {
   for (int S : {1, 3, 4, 5, 8, 9, 16})
     for (int TP : tps)
       for (uint64_t sched : {uint64_t(1) + (S + TP) % 8, uint64_t(1) + (S + TP + 4) % 8}) {
-        checkMoe(cfg, S, TP, makeMoeInputs(cfg, S, TP, 100 * S + TP + sched), sched);
+        checkMoe(cfg, S, TP, makeLaunchInputs(cfg, S, TP, 100 * S + TP + sched, edgeCases()), sched);
         ++runs;
       }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -59,29 +59,30 @@ TEST_CASE("ffn sim: more scheduler seeds", "[spec][ffn][.slow]") {
   const ModelConfig cfg = ModelConfig::reduced();
   for (int S : {1, 3, 4, 5, 8, 9, 16})
     for (int TP : {1, 2, 4, 8})
-      for (uint64_t sched = 1; sched <= 8; ++sched) checkMoe(cfg, S, TP, makeMoeInputs(cfg, S, TP, 31 * S + TP + sched), sched);
+      for (uint64_t sched = 1; sched <= 8; ++sched)
+        checkMoe(cfg, S, TP, makeLaunchInputs(cfg, S, TP, 31 * S + TP + sched, edgeCases()), sched);
 }
 
 TEST_CASE("ffn sim: adversarial routing through the kernel", "[spec][ffn][routed]") {
   const ModelConfig cfg = ModelConfig::reduced();
   SECTION("every logit ties (zero router weights and bias): ties go to the lower expert") {
-    MoeInputOptions o;
-    o.tiedBias = true;
-    const TensorMap in = makeMoeInputs(cfg, 5, 2, 21, o);
+    LaunchInputOptions o = edgeCases();
+    o.ties = true;
+    const TensorMap in = makeLaunchInputs(cfg, 5, 2, 21, o);
     const TensorMap out = checkMoe(cfg, 5, 2, in, 2);
     const int32_t* p = out.at("picks.r0").as<int32_t>();
     for (int t = 0; t < 5; ++t)
       for (int k = 0; k < cfg.topk; ++k) CHECK(p[t * cfg.topk + k] == k);
   }
   SECTION("NaN logits (router weights) and NaN selection values (bias)") {
-    MoeInputOptions o;
-    o.nanRouter = true;
-    for (int TP : {1, 4}) checkMoe(cfg, 8, TP, makeMoeInputs(cfg, 8, TP, 22, o), 5);
+    LaunchInputOptions o = edgeCases();
+    o.nanLogits = true;
+    for (int TP : {1, 4}) checkMoe(cfg, 8, TP, makeLaunchInputs(cfg, 8, TP, 22, o), 5);
   }
   SECTION("every row on the same experts") {
-    MoeInputOptions o;
+    LaunchInputOptions o = edgeCases();
     o.sameExpert = true;
-    const TensorMap out = checkMoe(cfg, 9, 2, makeMoeInputs(cfg, 9, 2, 23, o), 6);
+    const TensorMap out = checkMoe(cfg, 9, 2, makeLaunchInputs(cfg, 9, 2, 23, o), 6);
     CHECK(out.at("slot_count.r0").numel() == 1 + cfg.topk);
   }
   SECTION("every row on distinct experts") {
@@ -89,7 +90,7 @@ TEST_CASE("ffn sim: adversarial routing through the kernel", "[spec][ffn][routed
     const int S = 2, TP = 2;
     bool found = false;
     for (uint64_t seed = 1; seed < 60 && !found; ++seed) {
-      const TensorMap in = makeMoeInputs(cfg, S, TP, seed);
+      const TensorMap in = makeLaunchInputs(cfg, S, TP, seed, edgeCases());
       // the picks depend only on SRES / SSQ (the all-reduce reference) and the router
       TensorMap rin;
       const TensorMap ar = referenceOutputs(cfg, S, TP, in);
@@ -109,19 +110,19 @@ TEST_CASE("ffn sim: adversarial routing through the kernel", "[spec][ffn][routed
     CHECK(found);
   }
   SECTION("padded rows: no picks, no slot columns, a zero partial") {
-    MoeInputOptions o;
-    o.padded = {0, 3, 4};
-    const TensorMap out = checkMoe(cfg, 5, 4, makeMoeInputs(cfg, 5, 4, 24, o), 3);
+    LaunchInputOptions o = edgeCases();
+    o.paddedAt = {0, 3, 4};
+    const TensorMap out = checkMoe(cfg, 5, 4, makeLaunchInputs(cfg, 5, 4, 24, o), 3);
     CHECK(out.at("picks.r0").as<int32_t>()[0] == -1);
-    o.padded = {0, 1, 2};  // every row padded
-    checkMoe(cfg, 3, 2, makeMoeInputs(cfg, 3, 2, 25, o), 4);
+    o.paddedAt = {0, 1, 2};  // every row padded
+    checkMoe(cfg, 3, 2, makeLaunchInputs(cfg, 3, 2, 25, o), 4);
   }
 }
 
 TEST_CASE("ffn sim: the experts knob sums one side only", "[spec][ffn][routed]") {
   const ModelConfig cfg = ModelConfig::reduced();
   for (ir::Experts e : {ir::Experts::Shared, ir::Experts::Routed})
-    for (int TP : {1, 2}) checkMoe(cfg, 4, TP, makeMoeInputs(cfg, 4, TP, 40 + TP), 2, e);
+    for (int TP : {1, 2}) checkMoe(cfg, 4, TP, makeLaunchInputs(cfg, 4, TP, 40 + TP, edgeCases()), 2, e);
 }
 
 namespace {
@@ -161,4 +162,89 @@ TEST_CASE("ffn codegen: every S x TP variant compiles with no scratch, within th
     for (int TP : {1, 2, 4, 8}) compileVariant(cfg, S, TP);
   WARN(fmt::format("64 variants compiled in {:.1f} s",
                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()));
+}
+
+namespace {
+/// firstMismatch(got, want) for got = want with the lowest bit of each listed element flipped.
+std::optional<Mismatch> firstOfCorrupted(const TensorMap& want,
+                                         std::initializer_list<std::pair<const char*, int64_t>> flips) {
+  TensorMap got = want;
+  for (const auto& [name, i] : flips) {
+    HostTensor& t = got.at(name);
+    REQUIRE(i < t.numel());
+    t.data[static_cast<size_t>(i) * runtime::dtypeBytes(t.dtype)] ^= 1;
+  }
+  return firstMismatch(got, want);
+}
+}  // namespace
+
+TEST_CASE("mismatch: the first mismatch is the earliest stage's, then the lowest rank's, then the lowest element",
+          "[spec][ffn][mismatch]") {
+  const ModelConfig cfg = ModelConfig::reduced();
+  const int S = 3, TP = 2;
+  const TensorMap want = launchReferenceOutputs(cfg, S, TP, makeLaunchInputs(cfg, S, TP, 5, edgeCases()));
+  SECTION("an early stage's output before a later stage's, whatever the names") {
+    auto m = firstOfCorrupted(want, {{"down.r0", 7}, {"xn.r1", 5}});  // alphabetically down.r0 comes first
+    REQUIRE(m.has_value());
+    CHECK(m->tensor == "xn.r1");
+    CHECK(m->index == 5);
+    // a wrong slot table is reported in the table, not in what it feeds
+    m = firstOfCorrupted(want, {{"down.r0", 0}, {"mid.r0", 0}, {"out.r0", 0}, {"slot_row.r1", 2}});
+    REQUIRE(m.has_value());
+    CHECK(m->tensor == "slot_row.r1");
+    m = firstOfCorrupted(want, {{"mid.r0", 0}, {"res_out.r1", 3}});  // reduce before up
+    REQUIRE(m.has_value());
+    CHECK(m->tensor == "res_out.r1");
+  }
+  SECTION("within a stage: ranks ascending, then the stage's own order, then elements ascending") {
+    auto m = firstOfCorrupted(want, {{"picks.r1", 0}, {"weights.r0", 1}});
+    REQUIRE(m.has_value());
+    CHECK(m->tensor == "weights.r0");
+    m = firstOfCorrupted(want, {{"weights.r0", 1}, {"picks.r0", 2}});
+    REQUIRE(m.has_value());
+    CHECK(m->tensor == "picks.r0");
+    m = firstOfCorrupted(want, {{"out.r0", 9}, {"out.r0", 4}});
+    REQUIRE(m.has_value());
+    CHECK(m->tensor == "out.r0");
+    CHECK(m->index == 4);
+  }
+  SECTION("mismatchCounts lists the tensors in the same order") {
+    TensorMap got = want;
+    for (const char* n : {"out.r1", "down.r0", "xn.r0", "sres.r1"}) got.at(n).data[0] ^= 1;
+    std::vector<std::string> names;
+    for (const auto& [name, n] : mismatchCounts(got, want)) names.push_back(name);
+    CHECK(names == std::vector<std::string>{"sres.r1", "xn.r0", "down.r0", "out.r1"});  // reduce, norm, down, final
+  }
+}
+
+TEST_CASE("mismatch: every output a launch reads back has its writer stage in the Plan", "[spec][ffn][mismatch]") {
+  const ModelConfig cfg = ModelConfig::reduced();
+  const int S = 1, TP = 2;
+  ir::Key key = makeKey(cfg, S, TP);
+  key.trace = true;  // the trace buffers too
+  const ir::Plan plan = buildPlan(cfg, key);
+  const SimRun run = runOnSim(cfg, key, makeLaunchInputs(cfg, S, TP, 3, edgeCases()), schedSeed(1));
+  REQUIRE(run.valid);
+  auto writerOf = [](const std::string& base) -> const OutputWriter* {
+    for (const OutputWriter& w : kOutputWriters)
+      if (base == w.output) return &w;
+    return nullptr;
+  };
+  for (const auto& [name, t] : run.outputs) {
+    INFO(name);
+    const OutputWriter* w = writerOf(name.substr(0, name.rfind(".r")));
+    REQUIRE(w != nullptr);
+    if (w->stage) CHECK(plan.stageIndex(w->stage) >= 0);
+  }
+  for (const char* c : kCheckedMoe) {
+    INFO(c);
+    CHECK(writerOf(c) != nullptr);
+  }
+  // dataflowOrder knows every name: stage by stage, rank 0 before rank 1 within one
+  const std::vector<std::string> order = dataflowOrder(run.outputs);
+  REQUIRE(order.size() == run.outputs.size());
+  CHECK(order.front() == "res_out.r0");
+  CHECK(std::find(order.begin(), order.end(), "ssq_tag.r0") < std::find(order.begin(), order.end(), "res_out.r1"));
+  CHECK(std::find(order.begin(), order.end(), "res_out.r1") < std::find(order.begin(), order.end(), "rstd.r0"));
+  CHECK(std::find(order.begin(), order.end(), "out.r1") < std::find(order.begin(), order.end(), "epoch.r0"));
 }

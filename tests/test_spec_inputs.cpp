@@ -200,6 +200,46 @@ TEST_CASE("launch inputs: options that cannot be met are refused", "[spec][input
   CHECK_THROWS_AS(make(2, o), InputError);
 }
 
+TEST_CASE("launch inputs: EdgeCases values (the Sim tests' inputs)", "[spec][inputs]") {
+  const ModelConfig& cfg = reduced();
+  LaunchInputOptions o;
+  o.values = InputValues::EdgeCases;
+  const TensorMap in = makeLaunchInputs(cfg, 5, 2, 7, o);
+  // the all-reduce half is makeInputs's; sres / ssq are derived from it, as for Natural values;
+  // the same seed gives the same weights
+  const TensorMap ar = makeInputs(cfg, 5, 2, 7);
+  for (const auto& [name, t] : ar) CHECK(in.at(name).data == t.data);
+  for (const char* n : {"sres", "ssq", "slots", "norm_w", "router_w", "bias", "w13.r1", "s2.r0"})
+    CHECK(in.count(n) == 1);
+  CHECK(makeLaunchInputs(cfg, 5, 2, 7, o).at("w13.r1").data == in.at("w13.r1").data);
+  CHECK(o.describe() == "edge-cases");
+  // padded rows anywhere, and the last ones
+  o.paddedAt = {0, 3};
+  o.paddedRows = 1;
+  CHECK(o.describe() == "edge-cases padded=1 padded-at=0,3");
+  const TensorMap p = makeLaunchInputs(cfg, 5, 2, 7, o);
+  const int64_t want[] = {-1, 1, 2, -1, -1};
+  for (int t = 0; t < 5; ++t) CHECK(p.at("slots").as<int64_t>()[t] == want[t]);
+  // ties: every logit ties, so the picks are experts 0 .. topk-1 in every valid row
+  LaunchInputOptions tied;
+  tied.values = InputValues::EdgeCases;
+  tied.ties = true;
+  const TensorMap ref = referenceChecked(cfg, 3, 2, makeLaunchInputs(cfg, 3, 2, 7, tied));
+  for (int t = 0; t < 3; ++t)
+    for (int k = 0; k < cfg.topk; ++k) CHECK(ref.at("picks").as<int32_t>()[t * cfg.topk + k] == k);
+  // refused: steering EdgeCases values, a padded row out of range, paddedAt with steering
+  LaunchInputOptions bad = o;
+  bad.distinctExperts = 8;
+  CHECK_THROWS_AS(makeLaunchInputs(cfg, 5, 2, 7, bad), InputError);
+  bad = o;
+  bad.paddedAt = {5};
+  CHECK_THROWS_AS(makeLaunchInputs(cfg, 5, 2, 7, bad), InputError);
+  LaunchInputOptions steered;
+  steered.distinctExperts = 8;
+  steered.paddedAt = {1};
+  CHECK_THROWS_AS(makeLaunchInputs(cfg, 5, 2, 7, steered), InputError);
+}
+
 TEST_CASE("launch inputs: sameExpert and distinctPerToken", "[spec][inputs]") {
   const ModelConfig& cfg = reduced();
   const int K = cfg.topk;

@@ -105,7 +105,7 @@ TEST_CASE("robust sim: back-to-back launches on the same buffers alternate parit
   const int32_t tags[] = {101, 102, 103, 104, 105};
   for (int k = 0; k < 5; ++k) {
     INFO(fmt::format("launch {} tag {}", k, tags[k]));
-    const TensorMap in = makeMoeInputs(cfg, S, TP, 40 + k);
+    const TensorMap in = makeLaunchInputs(cfg, S, TP, 40 + k, edgeCases());
     LaunchParams p;
     p.tag = tags[k];
     p.handshake = k == 4;  // the step's last launch

@@ -93,7 +93,7 @@ void checkRowIndependence(const ModelConfig& cfg, int S, int TP, const TensorMap
 void rowIndependenceMatrix(int TP, bool negInfBias) {
   const ModelConfig cfg = ModelConfig::reduced();
   for (int S : {1, 8, 9, 16}) {
-    TensorMap in = makeMoeInputs(cfg, S, TP, 700 + 17 * S + TP);
+    TensorMap in = makeLaunchInputs(cfg, S, TP, 700 + 17 * S + TP, edgeCases());
     if (negInfBias)  // every selection value -inf: no row has a usable score
       for (int64_t e = 0; e < cfg.experts; ++e) in.at("bias").as<float>()[e] = -std::numeric_limits<float>::infinity();
     checkRowIndependence(cfg, S, TP, in, 1 + (S + TP) % 8);

@@ -21,6 +21,13 @@ inline monogen::runtime::SimOptions schedSeed(uint64_t s) {
   return o;
 }
 
+/// The Sim tests' inputs: makeLaunchInputs's EdgeCases values (MoeInputs.h), natural routing.
+inline monogen::specs::minimax_m3::LaunchInputOptions edgeCases() {
+  monogen::specs::minimax_m3::LaunchInputOptions o;
+  o.values = monogen::specs::minimax_m3::InputValues::EdgeCases;
+  return o;
+}
+
 /// The MoE outputs checked: every stage's (the router's parts are internal; route checks them).
 inline const char* const kCheckedMoe[] = {"rstd", "xn",        "picks", "weights", "slot_expert", "slot_count",
                                           "slot_row", "slot_pick", "mid",  "down",    "out"};

@@ -12,6 +12,7 @@
 
 #include "ir/Error.h"
 #include "ir/Numerics.h"
+#include "specs/minimax_m3/Layout.h"
 #include "specs/minimax_m3/MoeReference.h"
 #include "specs/minimax_m3/MoeTiling.h"
 #include "specs/minimax_m3/Reference.h"
@@ -36,11 +37,17 @@ class Rng {
   explicit Rng(uint64_t seed) : s_(seed) {}
   uint64_t next() { return mix(s_ += 0x9e3779b97f4a7c15ull); }
   float uniform() { return static_cast<float>(next() >> 40) * (1.0f / 16777216.0f); }  // [0, 1), exact
-  /// Irwin-Hall(4) scaled to unit variance: about normal.
-  float normal() { return ((uniform() + uniform()) + (uniform() + uniform()) - 2.0f) * 1.7320508f; }
+  /// Irwin-Hall(4) scaled to unit variance: about normal. (The draws are sequenced: the operands
+  /// of one expression may be evaluated in any order, and compilers differ.)
+  float normal() {
+    const float a = uniform(), b = uniform(), c = uniform(), d = uniform();
+    return ((a + b) + (c + d) - 2.0f) * 1.7320508f;
+  }
   /// Uniform in [-a, a).
   float sym(float a) { return (uniform() * 2.0f - 1.0f) * a; }
   int below(int n) { return static_cast<int>(next() % static_cast<uint64_t>(n)); }
+  uint32_t ubelow(uint32_t n) { return static_cast<uint32_t>(next() % n); }
+  uint32_t bit() { return static_cast<uint32_t>(next() >> 63); }
 
  private:
   uint64_t s_;
@@ -68,6 +75,13 @@ int ceilLog2(double x) { return static_cast<int>(std::ceil(std::log2(x))); }
 
 enum Tag : uint64_t { kW13 = 1, kS13 = 2, kW2 = 3, kS2 = 4 };
 
+/// EdgeCases' sameExpert experts: (3 + 5 i) % E, i < topk.
+std::vector<int> sameExpertSet(const ModelConfig& cfg) {
+  std::vector<int> c;
+  for (int i = 0; i < cfg.topk; ++i) c.push_back((3 + 5 * i) % cfg.experts);
+  return c;
+}
+
 /// What the routing options come to.
 struct RoutingPlan {
   int valid = 0;                         // valid rows (the first `valid`)
@@ -86,9 +100,17 @@ RoutingPlan planRouting(const ModelConfig& cfg, int S, int TP, uint64_t seed, co
     throw InputError(kWhere, fmt::format("paddedRows = {}: expected 0..S ({})", o.paddedRows, S));
   if (o.distinctExperts < 0)
     throw InputError(kWhere, fmt::format("distinctExperts = {}: expected >= 0 (0: natural)", o.distinctExperts));
+  for (int t : o.paddedAt)
+    if (t < 0 || t >= S) throw InputError(kWhere, fmt::format("paddedAt row {}: expected 0..S-1 ({})", t, S - 1));
   const int E = cfg.experts, K = cfg.topk;
   RoutingPlan p;
   p.valid = S - o.paddedRows;
+  if (o.values == InputValues::EdgeCases) {
+    if (o.distinctExperts != 0 || o.distinctPerToken)
+      throw InputError(kWhere, "distinctExperts and distinctPerToken steer Natural values only, not EdgeCases");
+    if (o.sameExpert) p.chosen = sameExpertSet(cfg);
+    return p;
+  }
   p.n = o.distinctExperts;
   if (o.sameExpert && o.distinctPerToken)
     throw InputError(kWhere, "sameExpert and distinctPerToken contradict each other");
@@ -118,6 +140,9 @@ RoutingPlan planRouting(const ModelConfig& cfg, int S, int TP, uint64_t seed, co
                                            "x top-k) = {}",
                                            p.n, K, E, p.valid, most));
     if (o.ties) throw InputError(kWhere, "ties apply to natural routing only (distinctExperts = 0)");
+    if (!o.paddedAt.empty())
+      throw InputError(kWhere, "paddedAt with steered routing: steering takes the first S - paddedRows rows as the "
+                               "valid ones (use paddedRows)");
     Rng g = stream(seed, 11);
     std::vector<int> all(static_cast<size_t>(E));
     for (int e = 0; e < E; ++e) all[e] = e;
@@ -154,6 +179,28 @@ HostTensor bf16Of(const std::vector<float>& v, std::vector<int64_t> shape) {
   HostTensor t = HostTensor::zeros(DType::BF16, std::move(shape));
   for (size_t i = 0; i < v.size(); ++i) t.as<uint16_t>()[i] = num::f32ToBf16(v[i]);
   return t;
+}
+
+/// The slots: a row's index, -1 for the last paddedRows rows and the paddedAt rows.
+HostTensor slotsOf(int S, const LaunchInputOptions& o) {
+  HostTensor slots = HostTensor::zeros(DType::I64, {S});
+  for (int t = 0; t < S; ++t) slots.as<int64_t>()[t] = t < S - o.paddedRows ? t : -1;
+  for (int t : o.paddedAt) slots.as<int64_t>()[t] = -1;
+  return slots;
+}
+
+/// push + reduce's results (the MoE reference's inputs) of m's parts and residual: sres, ssq.
+void addAllReduceResults(int S, int TP, int H, TensorMap& m) {
+  std::vector<const uint16_t*> parts;
+  for (int r = 0; r < TP; ++r) parts.push_back(m.at(rankName("part", r)).as<uint16_t>());
+  const AllReduceResult ar = referenceAllReduce(S, H, parts, m.at("res_in").as<uint16_t>());
+  HostTensor sres = HostTensor::zeros(DType::F32, {S, H});
+  std::memcpy(sres.data.data(), ar.sres.data(), sres.data.size());
+  const int64_t T = static_cast<int64_t>(ar.ssq.size()) / S;
+  HostTensor ssq = HostTensor::zeros(DType::F32, {S, T});
+  std::memcpy(ssq.data.data(), ar.ssq.data(), ssq.data.size());
+  m["sres"] = std::move(sres);
+  m["ssq"] = std::move(ssq);
 }
 
 /// Rank `rank`'s w13 / s13 / w2 / s2 of the logical model `seed`, in the contract layout.
@@ -202,11 +249,110 @@ const HostTensor& need(const TensorMap& in, const std::string& name, DType dt, c
   return runtime::requireTensor(in, name, dt, shape, kWhere);
 }
 
+// ---- EdgeCases values ----
+// Every draw is a statement of its own: the draws of one expression (a call's arguments, the
+// operands of |) may be evaluated in any order, and GCC and clang differ. The order is GCC 12's
+// for the one-expression forms these replaced (a call's arguments right to left, | left to
+// right), so the streams the tests were written against stay.
+
+uint16_t bf(uint32_t sign, uint32_t exp, uint32_t mant) {
+  return static_cast<uint16_t>(sign << 15 | (exp & 0xff) << 7 | (mant & 0x7f));
+}
+uint32_t bfExp(uint16_t b) { return (b >> 7) & 0xff; }
+
+/// A bf16 with exponent expBase + [0, expSpan): the mantissa drawn first, then the exponent, then the sign.
+uint16_t drawBf(Rng& g, uint32_t expBase, uint32_t expSpan) {
+  const uint32_t mant = g.ubelow(128);
+  const uint32_t exp = expBase + g.ubelow(expSpan);
+  const uint32_t sign = g.bit();
+  return bf(sign, exp, mant);
+}
+/// An f32 with exponent expBase + [0, expSpan): the sign drawn first, then the exponent, then the mantissa.
+float drawF32(Rng& g, uint32_t expBase, uint32_t expSpan) {
+  const uint32_t sign = g.bit();
+  const uint32_t exp = expBase + g.ubelow(expSpan);
+  const uint32_t mant = g.ubelow(1u << 23);
+  return num::bitsToF32(sign << 31 | exp << 23 | mant);
+}
+
+/// A value of moderate magnitude (2^-8 .. 2^5).
+uint16_t moderate(Rng& g) { return drawBf(g, 127 - 8, 13); }
+
+/// Any finite value: mostly moderate, some zeros, large, tiny and subnormal ones. Large ones
+/// stay below 2^57 so a 32-column sum of squares stays finite.
+uint16_t anyValue(Rng& g) {
+  const uint32_t k = g.ubelow(100);
+  if (k < 70) return moderate(g);
+  if (k < 78) return bf(g.bit(), 0, 0);            // +0 / -0
+  if (k < 86) return drawBf(g, 127 + 30, 27);      // large: 2^30 .. 2^56
+  if (k < 90) {                                    // subnormal
+    const uint32_t mant = 1 + g.ubelow(127);
+    return bf(g.bit(), 0, mant);
+  }
+  if (k < 94) return drawBf(g, 1, 16);             // tiny normal
+  return drawBf(g, 127 - 30, 50);                  // wide: 2^-30 .. 2^19
+}
+
+/// EdgeCases' MoE half: norm_w, router_w, bias, every rank's w13 / s13 / w2 / s2 from one
+/// sequential stream (in that order), into `m`.
+void edgeCaseMoe(const ModelConfig& cfg, int TP, uint64_t seed, const LaunchInputOptions& opt, TensorMap& m) {
+  Rng g(seed * 0x9e3779b97f4a7c15ull + 0x6d6f65ull);
+  const int64_t H = cfg.hidden, E = cfg.experts, E1 = cfg.expertsWithShared(), I = cfg.intermediate;
+  HostTensor normW = HostTensor::zeros(DType::BF16, {H});
+  for (int64_t i = 0; i < H; ++i) normW.as<uint16_t>()[i] = drawBf(g, 127 - 8, 8);
+  HostTensor routerW = HostTensor::zeros(DType::F32, {E, H});
+  HostTensor bias = HostTensor::zeros(DType::F32, {E});
+  if (!opt.ties) {  // ties: zero weights and bias, every logit ties
+    for (int64_t i = 0; i < E * H; ++i) routerW.as<float>()[i] = drawF32(g, 127 - 9, 5);
+    for (int64_t e = 0; e < E; ++e) bias.as<float>()[e] = drawF32(g, 127 - 8, 4);
+  }
+  if (opt.sameExpert) {
+    for (int64_t e = 0; e < E; ++e) bias.as<float>()[e] = 0.0f;
+    for (int e : sameExpertSet(cfg)) bias.as<float>()[e] = 4.0f;  // topk experts, every row
+  }
+  if (opt.nanLogits) {
+    const float nan = num::bitsToF32(0x7fc00000u);
+    for (int64_t e = 0; e < E; ++e) {
+      if (e % 5 == 1) routerW.as<float>()[e * H + (e * 37) % H] = nan;  // logit NaN: sigmoid NaN, weight 0
+      if (e % 7 == 3) bias.as<float>()[e] = nan;                         // selection value NaN: never preferred
+    }
+  }
+  m["norm_w"] = std::move(normW);
+  m["router_w"] = std::move(routerW);
+  m["bias"] = std::move(bias);
+  if (!opt.expertWeights) return;
+
+  TensorMap logical;
+  auto bytes = [&](std::vector<int64_t> shape, bool scale) {
+    HostTensor t = HostTensor::zeros(DType::U8, std::move(shape));
+    uint8_t* p = t.data.data();
+    const int64_t n = static_cast<int64_t>(t.data.size());
+    if (scale) {
+      for (int64_t i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(127 - 4 + g.ubelow(5));
+    } else {
+      for (int64_t i = 0; i < n; i += 8) {
+        uint64_t v = g.next();
+        for (int64_t k = i; k < std::min(n, i + 8); ++k, v >>= 8) p[k] = static_cast<uint8_t>(v);
+      }
+    }
+    return t;
+  };
+  logical["w13"] = bytes({E1, 2 * I, H / 2}, false);
+  logical["s13"] = bytes({E1, 2 * I, H / 32}, true);
+  logical["w2"] = bytes({E1, H, I / 2}, false);
+  logical["s2"] = bytes({E1, H, I / 32}, true);
+  for (int r = 0; r < TP; ++r)
+    for (auto& [name, t] : rankExpertTensors(cfg, TP, r, logical)) m[rankName(name, r)] = std::move(t);
+}
+
 }  // namespace
 
 std::string LaunchInputOptions::describe() const {
-  std::string s = distinctExperts ? fmt::format("experts={}", distinctExperts) : "natural";
+  std::string s = values == InputValues::EdgeCases ? "edge-cases"
+                  : distinctExperts                ? fmt::format("experts={}", distinctExperts)
+                                                   : "natural";
   if (paddedRows) s += fmt::format(" padded={}", paddedRows);
+  if (!paddedAt.empty()) s += fmt::format(" padded-at={}", fmt::join(paddedAt, ","));
   if (ties) s += " ties";
   if (nanLogits) s += " nan-logits";
   if (sameExpert) s += " same-expert";
@@ -223,6 +369,13 @@ std::vector<int> steeredExperts(const ModelConfig& cfg, int S, int TP, uint64_t 
 TensorMap makeLaunchInputs(const ModelConfig& cfg, int S, int TP, uint64_t seed, const LaunchInputOptions& opt) {
   const RoutingPlan p = planRouting(cfg, S, TP, seed, opt);
   const int H = cfg.hidden, E = cfg.experts, K = cfg.topk;
+  if (opt.values == InputValues::EdgeCases) {
+    TensorMap m = makeInputs(cfg, S, TP, seed);
+    m["slots"] = slotsOf(S, opt);
+    addAllReduceResults(S, TP, H, m);
+    edgeCaseMoe(cfg, TP, seed, opt, m);
+    return m;
+  }
   const int blk = H / 16;  // a row's signature block (hidden is a multiple of 256)
   TensorMap m;
 
@@ -242,24 +395,8 @@ TensorMap makeLaunchInputs(const ModelConfig& cfg, int S, int TP, uint64_t seed,
     for (int r = 0; r < TP; ++r) m[rankName("part", r)] = bf16Of(parts[r], {S, H});
     m["res_in"] = bf16Of(res, {S, H});
   }
-  {
-    HostTensor slots = HostTensor::zeros(DType::I64, {S});
-    for (int t = 0; t < S; ++t) slots.as<int64_t>()[t] = t < p.valid ? t : -1;
-    m["slots"] = std::move(slots);
-  }
-  // push + reduce's results (the MoE reference's inputs)
-  {
-    std::vector<const uint16_t*> parts;
-    for (int r = 0; r < TP; ++r) parts.push_back(m.at(rankName("part", r)).as<uint16_t>());
-    const AllReduceResult ar = referenceAllReduce(S, H, parts, m.at("res_in").as<uint16_t>());
-    HostTensor sres = HostTensor::zeros(DType::F32, {S, H});
-    std::memcpy(sres.data.data(), ar.sres.data(), sres.data.size());
-    const int64_t T = static_cast<int64_t>(ar.ssq.size()) / S;
-    HostTensor ssq = HostTensor::zeros(DType::F32, {S, T});
-    std::memcpy(ssq.data.data(), ar.ssq.data(), ssq.data.size());
-    m["sres"] = std::move(sres);
-    m["ssq"] = std::move(ssq);
-  }
+  m["slots"] = slotsOf(S, opt);
+  addAllReduceResults(S, TP, H, m);
 
   // ---- norm weight: bf16 in [-1/8, 1/8) ----
   {
@@ -309,6 +446,52 @@ TensorMap makeLaunchInputs(const ModelConfig& cfg, int S, int TP, uint64_t seed,
   if (opt.expertWeights)
     for (int r = 0; r < TP; ++r) rankWeights(cfg, TP, r, seed, m);
   (void)K;
+  return m;
+}
+
+TensorMap makeInputs(const ModelConfig& cfg, int rows, int tp, uint64_t seed) {
+  Layout::make(cfg, rows, tp);  // validates S and TP
+  const int H = cfg.hidden;
+  Rng g(seed * 0x100000001b3ull + 0x6d696e696d6178ull);
+  std::vector<HostTensor> parts;
+  for (int r = 0; r < tp; ++r) parts.push_back(HostTensor::zeros(DType::BF16, {rows, H}));
+  HostTensor res = HostTensor::zeros(DType::BF16, {rows, H});
+
+  for (int64_t i = 0; i < int64_t{rows} * H; ++i) {
+    uint16_t p[8] = {};
+    uint16_t rv = 0;
+    const uint32_t k = g.ubelow(100);
+    if (k < 55) {  // independent values
+      for (int r = 0; r < tp; ++r) p[r] = anyValue(g);
+      rv = anyValue(g);
+    } else if (k < 63) {  // negative zero everywhere: -0 + -0 stays -0
+      for (int r = 0; r < tp; ++r) p[r] = 0x8000;
+      rv = 0x8000;
+    } else if (k < 73) {  // the all-reduce's f32 sum lands on a bf16 tie (x + half an ulp of x)
+      const uint32_t s = g.bit(), e = 127 - 6 + g.ubelow(13);
+      p[0] = bf(s, e, g.ubelow(128));
+      if (tp > 1) p[1] = bf(s, e - 8, 0);
+      for (int r = 2; r < tp; ++r) p[r] = bf(g.bit(), 0, 0);
+      rv = anyValue(g);
+    } else if (k < 83) {  // large values cancelling across ranks: the rank order decides the sum
+      const uint16_t big = drawBf(g, 127 + 20, 20);
+      p[0] = big;
+      if (tp > 1) p[1] = big ^ 0x8000;
+      for (int r = 2; r < tp; ++r) p[r] = moderate(g);
+      rv = moderate(g);
+    } else {  // the residual add lands on a bf16 tie: residual = half an ulp of the reduced value
+      for (int r = 0; r < tp; ++r) p[r] = moderate(g);
+      float acc = num::bf16ToF32(p[0]);
+      for (int r = 1; r < tp; ++r) acc = acc + num::bf16ToF32(p[r]);
+      const uint16_t reduced = num::f32ToBf16(acc);
+      rv = bfExp(reduced) > 9 ? bf(g.bit(), bfExp(reduced) - 8, 0) : anyValue(g);
+    }
+    for (int r = 0; r < tp; ++r) parts[r].as<uint16_t>()[i] = p[r];
+    res.as<uint16_t>()[i] = rv;
+  }
+  TensorMap m;
+  for (int r = 0; r < tp; ++r) m[rankName("part", r)] = std::move(parts[r]);
+  m["res_in"] = std::move(res);
   return m;
 }
 

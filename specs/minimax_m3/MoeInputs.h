@@ -1,6 +1,7 @@
 // Seeded, platform-independent inputs for the whole MiniMax-M3 FFN launch (all-reduce + MoE)
 // on every rank of a TP group, in the weight contract's layout, with the routing steered to a
-// chosen number of distinct experts when asked.
+// chosen number of distinct experts when asked. One function (makeLaunchInputs) with one options
+// struct (LaunchInputOptions) for every caller: the CLI, the executor checks, the Sim tests.
 //
 // The tensors (names as moeReference's `in` and the Sim harness take them):
 //   part.rR   BF16 [S, hidden]   rank R's o_proj partial (R = 0 .. TP-1)
@@ -14,13 +15,21 @@
 //   w13.rR, s13.rR, w2.rR, s2.rR rank R's contract tensors (WeightContract.h): AITER
 //                                (16,16)-shuffled MXFP4, row-major e8m0 scales
 //
-// The expert weights are a function of (seed, tensor, expert, logical row, logical 8-byte
-// group) alone, so every TP splits the same logical model. Scales put gate / up / down values
-// at O(1) with some past the SwiGLU clamp (7). Sizes: the reduced config (hidden 1536, 16
-// experts, I 768) holds 17 x 1.88 MB = 32 MB of expert weights across the ranks together; the
-// full config (hidden 6144, 128 experts, I 3072) 129 x 30.1 MB = 3.9 GB, whatever the TP.
+// Two kinds of values (LaunchInputOptions::values), each a stream of its own:
+// - Natural (the default): activations about N(0, 1/4), router rows with about unit-variance
+//   logits, expert weights a function of (seed, tensor, expert, logical row, logical 8-byte
+//   group) alone, so every TP splits the same logical model; scales put gate / up / down values
+//   at O(1) with some past the SwiGLU clamp (7). The routing can be steered (below).
+// - EdgeCases: the all-reduce's awkward values (makeInputs: sums on bf16 ties, residual adds on
+//   bf16 ties, negative zeros, large magnitudes that cancel across ranks, subnormal and tiny
+//   values), then norm_w, router_w, bias and the logical MXFP4 weights from one sequential
+//   stream (scales near 2^0, so the GEMVs' sums stay finite), split per rank like Natural's.
+//   The Sim tests' inputs: the kernel against the reference where rounding is hardest.
+// Sizes: the reduced config (hidden 1536, 16 experts, I 768) holds 17 x 1.88 MB = 32 MB of
+// expert weights across the ranks together; the full config (hidden 6144, 128 experts, I 3072)
+// 129 x 30.1 MB = 3.9 GB, whatever the TP.
 //
-// Routing (LaunchInputOptions):
+// Routing (LaunchInputOptions), Natural values:
 // - natural (distinctExperts = 0): router rows with about unit-variance logits, a small bias;
 // - distinctExperts = N (topk <= N <= min(E, valid rows x topk)): a seeded set C of N experts
 //   gets bias 2 + [0, 1/16), every other expert a bias in [-1/16, 1/16), so C outscores the
@@ -37,11 +46,15 @@
 //   a group, so the top-k's tie rule (the lower expert) decides it. Natural routing only.
 // - nanLogits: a NaN in the router rows of max(1, E / 8) experts (outside C when steering), so
 //   their logits are NaN in every row (never picked; the route maps them to -inf).
+// EdgeCases values (no steering: distinctExperts and distinctPerToken throw):
+// - sameExpert: bias 4 on the topk experts (3 + 5 i) % E, 0 elsewhere;
+// - ties: zero router weights and bias, so every logit ties (the picks are experts 0 .. topk-1);
+// - nanLogits: a NaN router weight in experts e % 5 == 1 (logit NaN) and a NaN bias in experts
+//   e % 7 == 3 (selection value NaN: never preferred).
+// Either kind:
 // - paddedRows = P: the last P rows are padded (slot -1); picks and N count valid rows only.
+// - paddedAt: these rows are padded too, wherever they are (not with steering).
 // Combinations that contradict each other throw InputError.
-//
-// Named LaunchInputOptions / makeLaunchInputs (not MoeInputOptions / makeMoeInputs): the Sim
-// harness (SimHarness.h) declares its own MoeInputOptions / makeMoeInputs in this namespace.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -52,9 +65,14 @@
 
 namespace monogen::specs::minimax_m3 {
 
+/// Which stream the values come from (see the header comment).
+enum class InputValues { Natural, EdgeCases };
+
 struct LaunchInputOptions {
+  InputValues values = InputValues::Natural;
   int distinctExperts = 0;  // 0: natural routing
   int paddedRows = 0;       // the last paddedRows rows get slot -1
+  std::vector<int> paddedAt;  // these rows get slot -1 as well (0 .. S-1, any order)
   bool ties = false;
   bool nanLogits = false;
   bool sameExpert = false;
@@ -62,17 +80,23 @@ struct LaunchInputOptions {
   /// false: leave out w13 / s13 / w2 / s2 (routing-only inputs: the bytes model or the routing
   /// at the full config without generating its 3.9 GB of expert weights). Not in describe().
   bool expertWeights = true;
-  /// "natural", "experts=8 padded=2 ties ..." (for messages and safetensors metadata).
+  /// "natural", "experts=8 padded=2 ties ...", "edge-cases padded-at=0,3" (for messages and
+  /// safetensors metadata).
   std::string describe() const;
 };
 
 /// The whole launch's inputs for S rows on TP ranks (see the header comment). Throws
 /// InputError naming the option when the options cannot be met (e.g. N > valid rows x topk).
 runtime::TensorMap makeLaunchInputs(const ModelConfig& cfg, int S, int TP, uint64_t seed,
-                                 const LaunchInputOptions& opt = {});
+                                    const LaunchInputOptions& opt = {});
+
+/// The all-reduce's inputs alone, EdgeCases values: part.rR and res_in, the same tensors as in
+/// makeLaunchInputs's EdgeCases map for the same arguments. Validates S and TP (Layout::make).
+runtime::TensorMap makeInputs(const ModelConfig& cfg, int rows, int tp, uint64_t seed);
 
 /// The expert set C the inputs were steered to (ascending), as makeLaunchInputs chose it for these
-/// arguments; empty for natural routing. (Recomputed from the seed; costs no weights.)
+/// arguments; empty for natural routing (EdgeCases values: sameExpert's biased experts). (Recomputed
+/// from the seed; costs no weights.)
 std::vector<int> steeredExperts(const ModelConfig& cfg, int S, int TP, uint64_t seed, const LaunchInputOptions& opt);
 
 /// Rank `rank`'s weight-contract map (w13, s13, w2, s2, router_w, bias, norm_w) out of a

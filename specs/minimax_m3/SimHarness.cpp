@@ -1,10 +1,11 @@
 #include "specs/minimax_m3/SimHarness.h"
 
-#include "runtime/sim/SimRng.h"
-
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
+#include <iterator>
+#include <tuple>
 
 #include "codegen/Compiler.h"
 #include "ir/Error.h"
@@ -12,7 +13,6 @@
 #include "runtime/Launch.h"
 #include "specs/minimax_m3/KernelContext.h"
 #include "specs/minimax_m3/MoeReference.h"
-#include "specs/minimax_m3/WeightContract.h"
 #include "specs/minimax_m3/Reference.h"
 #include "specs/minimax_m3/Sites.h"
 #include "specs/minimax_m3/Spec.h"
@@ -25,38 +25,6 @@ using runtime::TensorMap;
 namespace num = ir::num;
 
 namespace {
-
-/// splitmix64: the same stream on every platform.
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : s_(seed) {}
-  uint64_t next() { return runtime::simSplitMix64(s_); }
-  uint32_t below(uint32_t n) { return static_cast<uint32_t>(next() % n); }
-  uint32_t bit() { return static_cast<uint32_t>(next() >> 63); }
-
- private:
-  uint64_t s_;
-};
-
-uint16_t bf(uint32_t sign, uint32_t exp, uint32_t mant) {
-  return static_cast<uint16_t>(sign << 15 | (exp & 0xff) << 7 | (mant & 0x7f));
-}
-uint32_t bfExp(uint16_t b) { return (b >> 7) & 0xff; }
-
-/// A value of moderate magnitude (2^-8 .. 2^5).
-uint16_t moderate(Rng& g) { return bf(g.bit(), 127 - 8 + g.below(13), g.below(128)); }
-
-/// Any finite value: mostly moderate, some zeros, large, tiny and subnormal ones. Large ones
-/// stay below 2^57 so a 32-column sum of squares stays finite.
-uint16_t anyValue(Rng& g) {
-  const uint32_t k = g.below(100);
-  if (k < 70) return moderate(g);
-  if (k < 78) return bf(g.bit(), 0, 0);                            // +0 / -0
-  if (k < 86) return bf(g.bit(), 127 + 30 + g.below(27), g.below(128));  // large: 2^30 .. 2^56
-  if (k < 90) return bf(g.bit(), 0, 1 + g.below(127));             // subnormal
-  if (k < 94) return bf(g.bit(), 1 + g.below(16), g.below(128));   // tiny normal
-  return bf(g.bit(), 127 - 30 + g.below(50), g.below(128));        // wide: 2^-30 .. 2^19
-}
 
 HostTensor bf16Tensor(int rows, int hidden) { return HostTensor::zeros(DType::BF16, {rows, hidden}); }
 
@@ -84,65 +52,6 @@ DType dtypeOf(ir::Scalar s) {
 
 }  // namespace
 
-TensorMap makeMoeInputs(const ModelConfig& cfg, int rows, int tp, uint64_t seed, const MoeInputOptions& opt) {
-  TensorMap m = makeInputs(cfg, rows, tp, seed);
-  Rng g(seed * 0x9e3779b97f4a7c15ull + 0x6d6f65ull);
-  const int64_t H = cfg.hidden, E = cfg.experts, E1 = cfg.expertsWithShared(), I = cfg.intermediate;
-  HostTensor normW = HostTensor::zeros(DType::BF16, {H});
-  for (int64_t i = 0; i < H; ++i) normW.as<uint16_t>()[i] = bf(g.bit(), 127 - 8 + g.below(8), g.below(128));
-  HostTensor routerW = HostTensor::zeros(DType::F32, {E, H});
-  HostTensor bias = HostTensor::zeros(DType::F32, {E});
-  if (!opt.tiedBias) {
-    for (int64_t i = 0; i < E * H; ++i)
-      routerW.as<float>()[i] = num::bitsToF32(g.bit() << 31 | (127 - 9 + g.below(5)) << 23 | g.below(1u << 23));
-    for (int64_t e = 0; e < E; ++e)
-      bias.as<float>()[e] = num::bitsToF32(g.bit() << 31 | (127 - 8 + g.below(4)) << 23 | g.below(1u << 23));
-  }
-  if (opt.sameExpert)
-  {
-    for (int64_t e = 0; e < E; ++e) bias.as<float>()[e] = 0.0f;
-    for (int i = 0; i < cfg.topk; ++i) bias.as<float>()[(3 + 5 * i) % E] = 4.0f;  // topk experts, every row
-  }
-  if (opt.nanRouter) {
-    const float nan = num::bitsToF32(0x7fc00000u);
-    for (int64_t e = 0; e < E; ++e) {
-      if (e % 5 == 1) routerW.as<float>()[e * H + (e * 37) % H] = nan;  // logit NaN: sigmoid NaN, weight 0
-      if (e % 7 == 3) bias.as<float>()[e] = nan;                         // selection value NaN: never preferred
-    }
-  }
-  m["norm_w"] = std::move(normW);
-  m["router_w"] = std::move(routerW);
-  m["bias"] = std::move(bias);
-
-  TensorMap logical;
-  auto bytes = [&](std::vector<int64_t> shape, bool scale) {
-    HostTensor t = HostTensor::zeros(DType::U8, std::move(shape));
-    uint8_t* p = t.data.data();
-    const int64_t n = static_cast<int64_t>(t.data.size());
-    if (scale) {
-      for (int64_t i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(127 - 4 + g.below(5));
-    } else {
-      for (int64_t i = 0; i < n; i += 8) {
-        uint64_t v = g.next();
-        for (int64_t k = i; k < std::min(n, i + 8); ++k, v >>= 8) p[k] = static_cast<uint8_t>(v);
-      }
-    }
-    return t;
-  };
-  logical["w13"] = bytes({E1, 2 * I, H / 2}, false);
-  logical["s13"] = bytes({E1, 2 * I, H / 32}, true);
-  logical["w2"] = bytes({E1, H, I / 2}, false);
-  logical["s2"] = bytes({E1, H, I / 32}, true);
-  for (int r = 0; r < tp; ++r)
-    for (auto& [name, t] : rankExpertTensors(cfg, tp, r, logical)) m[rankName(name.c_str(), r)] = std::move(t);
-  HostTensor slots = HostTensor::zeros(DType::I64, {rows});
-  for (int t = 0; t < rows; ++t) slots.as<int64_t>()[t] = t;
-  for (int t : opt.padded)
-    if (t >= 0 && t < rows) slots.as<int64_t>()[t] = -1;
-  m["slots"] = std::move(slots);
-  return m;
-}
-
 TensorMap moeReferenceOutputs(const ModelConfig& cfg, int rows, int tp, const TensorMap& inputs,
                               const TensorMap& runOutputs, ir::Experts experts) {
   const TensorMap acts{{"sres", runOutputs.at("sres.r0")}, {"ssq", runOutputs.at("ssq.r0")}};
@@ -157,52 +66,6 @@ TensorMap moeReferenceOutputs(const ModelConfig& cfg, int rows, int tp, const Te
     out[rankName("down", r)] = ref.at(rankName("down", r));
   }
   return out;
-}
-
-TensorMap makeInputs(const ModelConfig& cfg, int rows, int tp, uint64_t seed) {
-  Layout::make(cfg, rows, tp);  // validates S and TP
-  const int H = cfg.hidden;
-  Rng g(seed * 0x100000001b3ull + 0x6d696e696d6178ull);
-  std::vector<HostTensor> parts;
-  for (int r = 0; r < tp; ++r) parts.push_back(bf16Tensor(rows, H));
-  HostTensor res = bf16Tensor(rows, H);
-
-  for (int64_t i = 0; i < int64_t{rows} * H; ++i) {
-    uint16_t p[8] = {};
-    uint16_t rv = 0;
-    const uint32_t k = g.below(100);
-    if (k < 55) {  // independent values
-      for (int r = 0; r < tp; ++r) p[r] = anyValue(g);
-      rv = anyValue(g);
-    } else if (k < 63) {  // negative zero everywhere: -0 + -0 stays -0
-      for (int r = 0; r < tp; ++r) p[r] = 0x8000;
-      rv = 0x8000;
-    } else if (k < 73) {  // the all-reduce's f32 sum lands on a bf16 tie (x + half an ulp of x)
-      const uint32_t s = g.bit(), e = 127 - 6 + g.below(13);
-      p[0] = bf(s, e, g.below(128));
-      if (tp > 1) p[1] = bf(s, e - 8, 0);
-      for (int r = 2; r < tp; ++r) p[r] = bf(g.bit(), 0, 0);
-      rv = anyValue(g);
-    } else if (k < 83) {  // large values cancelling across ranks: the rank order decides the sum
-      const uint16_t big = bf(g.bit(), 127 + 20 + g.below(20), g.below(128));
-      p[0] = big;
-      if (tp > 1) p[1] = big ^ 0x8000;
-      for (int r = 2; r < tp; ++r) p[r] = moderate(g);
-      rv = moderate(g);
-    } else {  // the residual add lands on a bf16 tie: residual = half an ulp of the reduced value
-      for (int r = 0; r < tp; ++r) p[r] = moderate(g);
-      float acc = num::bf16ToF32(p[0]);
-      for (int r = 1; r < tp; ++r) acc = acc + num::bf16ToF32(p[r]);
-      const uint16_t reduced = num::f32ToBf16(acc);
-      rv = bfExp(reduced) > 9 ? bf(g.bit(), bfExp(reduced) - 8, 0) : anyValue(g);
-    }
-    for (int r = 0; r < tp; ++r) parts[r].as<uint16_t>()[i] = p[r];
-    res.as<uint16_t>()[i] = rv;
-  }
-  TensorMap m;
-  for (int r = 0; r < tp; ++r) m[rankName("part", r)] = std::move(parts[r]);
-  m["res_in"] = std::move(res);
-  return m;
 }
 
 SimSession::SimSession(const ModelConfig& cfg, const ir::Key& key)
@@ -527,8 +390,70 @@ std::string shapeText(const HostTensor& t) {
 
 }  // namespace
 
+namespace {
+
+/// The launch's stage names in Plan order. Every variant has the same stages in the same order,
+/// so they come from the smallest variant's Plan, built once.
+const std::vector<std::string>& launchStages() {
+  static const std::vector<std::string> names = [] {
+    const ModelConfig cfg = ModelConfig::reduced();
+    std::vector<std::string> v;
+    for (const ir::Stage& st : buildPlan(cfg, makeKey(cfg, 1, 1)).stages) v.push_back(st.name);
+    return v;
+  }();
+  return names;
+}
+
+/// Where `name` comes in dataflowOrder: (stage position, rank, position in kOutputWriters);
+/// nullopt for a name kOutputWriters does not know.
+std::optional<std::tuple<int, int, int>> dataflowKey(const std::string& name) {
+  const size_t dot = name.rfind(".r");
+  if (dot == std::string::npos || dot + 2 >= name.size()) return std::nullopt;
+  int rank = 0;
+  for (size_t i = dot + 2; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9') return std::nullopt;
+    rank = rank * 10 + (name[i] - '0');
+  }
+  const std::string base = name.substr(0, dot);
+  const std::vector<std::string>& stages = launchStages();
+  for (int w = 0; w < static_cast<int>(std::size(kOutputWriters)); ++w) {
+    if (base != kOutputWriters[w].output) continue;
+    int stage = static_cast<int>(stages.size());  // every stage's: after the last
+    if (kOutputWriters[w].stage) {
+      auto it = std::find(stages.begin(), stages.end(), kOutputWriters[w].stage);
+      if (it == stages.end())
+        throw RuntimeError("dataflowOrder", fmt::format("kOutputWriters: '{}' is written by stage '{}', which the "
+                                                        "Plan does not have",
+                                                        base, kOutputWriters[w].stage));
+      stage = static_cast<int>(it - stages.begin());
+    }
+    return std::tuple{stage, rank, w};
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::vector<std::string> dataflowOrder(const TensorMap& m) {
+  std::vector<std::pair<std::tuple<int, int, int>, std::string>> known;
+  std::vector<std::string> unknown;  // alphabetical: the map's order
+  for (const auto& [name, t] : m) {
+    if (auto k = dataflowKey(name)) {
+      known.emplace_back(*k, name);
+    } else {
+      unknown.push_back(name);
+    }
+  }
+  std::sort(known.begin(), known.end());
+  std::vector<std::string> out;
+  for (auto& [k, name] : known) out.push_back(std::move(name));
+  for (auto& name : unknown) out.push_back(std::move(name));
+  return out;
+}
+
 std::optional<Mismatch> firstMismatch(const TensorMap& got, const TensorMap& want) {
-  for (const auto& [name, w] : want) {
+  for (const std::string& name : dataflowOrder(want)) {
+    const HostTensor& w = want.at(name);
     auto it = got.find(name);
     if (it == got.end()) return Mismatch{name, -1, "missing", shapeText(w)};
     const HostTensor& g = it->second;
@@ -547,20 +472,21 @@ std::string describe(const Mismatch& m) {
   return fmt::format("{}[{}]: got {}, want {}", m.tensor, m.index, m.got, m.want);
 }
 
-std::map<std::string, int64_t> mismatchCounts(const TensorMap& got, const TensorMap& want) {
-  std::map<std::string, int64_t> out;
-  for (const auto& [name, w] : want) {
+std::vector<std::pair<std::string, int64_t>> mismatchCounts(const TensorMap& got, const TensorMap& want) {
+  std::vector<std::pair<std::string, int64_t>> out;
+  for (const std::string& name : dataflowOrder(want)) {
+    const HostTensor& w = want.at(name);
     auto it = got.find(name);
     if (it == got.end() || it->second.dtype != w.dtype || it->second.shape != w.shape ||
         it->second.data.size() != w.data.size()) {
-      out[name] = w.numel();
+      out.emplace_back(name, w.numel());
       continue;
     }
     const int n = runtime::dtypeBytes(w.dtype);
     int64_t bad = 0;
     for (int64_t i = 0; i < w.numel(); ++i)
       bad += std::memcmp(it->second.data.data() + i * n, w.data.data() + i * n, n) != 0;
-    if (bad) out[name] = bad;
+    if (bad) out.emplace_back(name, bad);
   }
   return out;
 }

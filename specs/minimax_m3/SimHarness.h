@@ -1,7 +1,7 @@
 // Runs the MiniMax-M3 FFN launch on a device (the Sim device by default; any runtime::Device:
 // gfx950-run, HIP) for every rank at once and compares it with the native reference: seeded
-// inputs, the device buffers of every rank (through the Device interface), the read-back of
-// every rank's results, and a bit-exact comparison.
+// inputs (MoeInputs.h: makeLaunchInputs, makeInputs), the device buffers of every rank (through
+// the Device interface), the read-back of every rank's results, and a bit-exact comparison.
 //
 // Tensor names: inputs "part.r<r>" (bf16 [S, hidden], rank r's o_proj partial) and "res_in"
 // (bf16 [S, hidden]); outputs "res_out.r<r>" (bf16 [S, hidden]), "sres.r<r>" (f32 [S, hidden]),
@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/Plan.h"
@@ -23,29 +24,10 @@
 #include "runtime/Trace.h"
 #include "specs/minimax_m3/Layout.h"
 #include "specs/minimax_m3/ModelConfig.h"
+#include "specs/minimax_m3/MoeInputs.h"
 #include "specs/minimax_m3/MoeReference.h"
 
 namespace monogen::specs::minimax_m3 {
-
-/// Seeded inputs for S rows on TP ranks (platform-independent). Finite bf16 values with the
-/// awkward ones mixed in: all-reduce sums on bf16 ties, residual adds on bf16 ties, negative
-/// zeros, large magnitudes that cancel across ranks, subnormal and tiny values.
-runtime::TensorMap makeInputs(const ModelConfig& cfg, int rows, int tp, uint64_t seed);
-
-/// What the MoE half of the inputs looks like (makeMoeInputs).
-struct MoeInputOptions {
-  std::vector<int> padded;       // rows whose slot is -1
-  bool nanRouter = false;        // NaN in some router weights / biases (some experts' logits NaN)
-  bool sameExpert = false;       // the bias steers every row to the same top-k experts
-  bool distinctExperts = false;  // the bias steers each row to its own experts (as far as E allows)
-  bool tiedBias = false;         // zero router weights and bias: every logit ties
-};
-
-/// makeInputs plus the MoE's: norm_w, router_w, bias, every rank's w13 / s13 / w2 / s2 (the
-/// weight contract's layout, from seeded logical MXFP4 weights), slots (I64 [S]). Weight scales
-/// stay near 2^0 so the GEMVs' sums stay finite.
-runtime::TensorMap makeMoeInputs(const ModelConfig& cfg, int rows, int tp, uint64_t seed,
-                                 const MoeInputOptions& opt = {});
 
 /// moeReference's outputs in runOnSim's naming for every rank r: rstd.rR, xn.rR, picks.rR,
 /// weights.rR, slot_expert.rR, slot_count.rR, slot_row.rR, slot_pick.rR (CTA 0's table),
@@ -138,17 +120,41 @@ runtime::TensorMap launchReferenceOutputs(const ModelConfig& cfg, int rows, int 
                                           ir::Experts experts = ir::Experts::All,
                                           RefNumerics numerics = RefNumerics::Ir);
 
+/// The Plan stage that writes each output a launch reads back (SimRun's and moeReferenceOutputs'
+/// names without ".rR"), a stage's outputs in the order it writes them; nullptr for err and
+/// trace, which every stage may write (they come after the last stage). The stage order itself
+/// is the Plan's (tests/test_spec_ffn.cpp checks that every output a launch reads back is here,
+/// and every stage named here is in the Plan).
+struct OutputWriter {
+  const char* output;
+  const char* stage;
+};
+inline constexpr OutputWriter kOutputWriters[] = {
+    {"res_out", "reduce"},     {"sres", "reduce"},       {"ssq", "reduce"},      {"ssq_tag", "reduce"},
+    {"rstd", "norm"},          {"xn", "norm"},           {"picks", "route"},     {"weights", "route"},
+    {"slot_expert", "table"},  {"slot_count", "table"},  {"slot_row", "table"},  {"slot_pick", "table"},
+    {"mid", "up"},             {"down", "down"},         {"out", "final"},       {"epoch", "epoch"},
+    {"err", nullptr},          {"trace", nullptr}};
+
+/// The names of `m` in the launch's dataflow order: by the position of the stage that writes
+/// them (kOutputWriters) in the Plan's stage list, then rank ascending, then kOutputWriters'
+/// order within a stage; names the table does not know come last, alphabetically.
+std::vector<std::string> dataflowOrder(const runtime::TensorMap& m);
+
 struct Mismatch {
   std::string tensor;
   int64_t index = -1;  // element index (row-major); -1: the tensor is missing or its shape differs
   std::string got, want;
 };
-/// The first element of a tensor in `want` whose bits differ in `got` (tensors only in `got`
-/// are ignored); nullopt if every bit agrees.
+/// The first element whose bits differ in `got` of the first tensor of `want` in dataflow order
+/// (dataflowOrder: the earliest stage's, the lowest rank's) that differs, so a wrong value is
+/// reported where it entered, not where it ended up. Tensors only in `got` are ignored; nullopt
+/// if every bit agrees.
 std::optional<Mismatch> firstMismatch(const runtime::TensorMap& got, const runtime::TensorMap& want);
 std::string describe(const Mismatch& m);
-/// How many elements of each tensor in `want` differ in bits in `got` (only tensors with a
-/// difference; a missing or reshaped tensor counts as all of its elements).
-std::map<std::string, int64_t> mismatchCounts(const runtime::TensorMap& got, const runtime::TensorMap& want);
+/// How many elements of each tensor in `want` differ in bits in `got`, in dataflow order (only
+/// tensors with a difference; a missing or reshaped tensor counts as all of its elements).
+std::vector<std::pair<std::string, int64_t>> mismatchCounts(const runtime::TensorMap& got,
+                                                            const runtime::TensorMap& want);
 
 }  // namespace monogen::specs::minimax_m3
