@@ -49,13 +49,7 @@ constexpr VariantClass kClasses[] = {
     {"reduced_S8_TP4", "reduced", 8, 4},
 };
 
-ir::Key keyOf(const mm::ModelConfig& cfg, int rows, int tp) {
-  ir::Key k;
-  k.rows = rows;
-  k.tp = tp;
-  k.config = cfg.canonical();
-  return k;
-}
+ir::Key keyOf(const mm::ModelConfig& cfg, int rows, int tp) { return mm::makeKey(cfg, rows, tp); }
 
 double threadCpuSeconds() {
   timespec ts{};

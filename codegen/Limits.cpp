@@ -22,22 +22,22 @@ int detail::unifiedRegisters(const CodeObjectInfo& info) {
 
 void detail::checkPlan(const ir::Plan& plan) {
   const std::string built = std::string(kCpu) + ":sramecc+:xnack-";
-  if (plan.target.targetId() != built)
+  if (plan.target().targetId() != built)
     throw CodegenError(plan.key.variantName(),
-                       fmt::format("the Plan targets {}; this code generator builds {}", plan.target.targetId(), built));
-  if (plan.grid.threads <= 0 || plan.grid.threads > plan.target.maxThreads || plan.grid.threads % plan.target.waveSize)
+                       fmt::format("the Plan targets {}; this code generator builds {}", plan.target().targetId(), built));
+  if (plan.grid.threads <= 0 || plan.grid.threads > plan.target().maxThreads || plan.grid.threads % plan.target().waveSize)
     throw CodegenError(plan.key.variantName(),
                        fmt::format("a CTA of {} threads; expected a multiple of {} up to {}", plan.grid.threads,
-                                   plan.target.waveSize, plan.target.maxThreads));
-  if (plan.ldsBytes > plan.target.ldsBytes)
+                                   plan.target().waveSize, plan.target().maxThreads));
+  if (plan.ldsBytes > plan.target().ldsBytes)
     throw CodegenError(plan.key.variantName(),
                        fmt::format("the Plan allocates {} bytes of LDS; the limit is {} bytes ({} KiB per CU)",
-                                   plan.ldsBytes, plan.target.ldsBytes, plan.target.ldsBytes / 1024));
+                                   plan.ldsBytes, plan.target().ldsBytes, plan.target().ldsBytes / 1024));
 }
 
 void checkLimits(const CodeObjectInfo& info, const ir::Plan& plan) {
   std::vector<std::string> bad;
-  const ir::Target& tg = plan.target;
+  const ir::Target& tg = plan.target();
   if (info.scratchBytes != 0)
     bad.push_back(fmt::format("{} bytes of scratch (private segment) per lane; expected 0", info.scratchBytes));
   if (info.vgprSpills != 0) bad.push_back(fmt::format("{} VGPRs spilled; expected 0", info.vgprSpills));

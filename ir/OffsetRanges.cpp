@@ -122,8 +122,8 @@ class Analysis {
     switch (op.code) {
       case OpCode::ConstInt: return exact(op.attrs.imm, op.attrs.imm);
       case OpCode::ThreadId: return exact(0, p_.grid.threads - 1);
-      case OpCode::LaneId: return exact(0, p_.target.waveSize - 1);
-      case OpCode::WaveId: return exact(0, std::max(1, p_.grid.threads / p_.target.waveSize) - 1);
+      case OpCode::LaneId: return exact(0, p_.target().waveSize - 1);
+      case OpCode::WaveId: return exact(0, std::max(1, p_.grid.threads / p_.target().waveSize) - 1);
       case OpCode::BlockId: return exact(0, p_.grid.blocks - 1);
       case OpCode::Cmp: return exact(0, 1);
       case OpCode::Popcount: return exact(0, bitsOf(ty(o[0])));

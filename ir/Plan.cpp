@@ -13,30 +13,25 @@ int Target::regBudgetPerWave(int threads) const {
   return 512 / wavesPerSimd;
 }
 
-const char* expertsName(Experts e) {
-  switch (e) {
-    case Experts::All: return "all";
-    case Experts::Shared: return "shared";
-    case Experts::Routed: return "routed";
-  }
-  return "?";
-}
-
 const char* argRoleName(ArgRole r) {
   static const char* n[] = {"input", "output", "weight", "scratch", "peers", "control"};
   return n[static_cast<int>(r)];
 }
 
 std::string Key::canonical() const {
-  return fmt::format("{} v{} S={} TP={} experts={} trace={} drop_mark={} target={} config={}", spec, specVersion,
-                     rows, tp, expertsName(experts), trace ? 1 : 0, dropMark, target, config);
+  return fmt::format("{} v{} S={} TP={} knobs=[{}] target={} wave{} cus={} lds={} threads={} clock={} config={}", spec,
+                     specVersion, rows, tp, knobs, target.targetId(), target.waveSize, target.computeUnits,
+                     target.ldsBytes, target.maxThreads, target.clockHz, config);
 }
 
 std::string Key::variantName() const {
   std::string n = fmt::format("{}-S{}-TP{}", spec, rows, tp);
-  if (experts != Experts::All) n += fmt::format("-{}", expertsName(experts));
-  if (trace) n += "-trace";
-  if (dropMark >= 0) n += fmt::format("-drop{}", dropMark);
+  for (size_t at = 0; at < knobs.size();) {
+    size_t end = knobs.find(' ', at);
+    if (end == std::string::npos) end = knobs.size();
+    if (end > at) n += "-" + knobs.substr(at, end - at);
+    at = end + 1;
+  }
   return n;
 }
 

@@ -27,25 +27,21 @@ struct Target {
   std::string targetId() const { return arch + ":" + features; }
 };
 
-/// Which expert terms the combine sums: all in production, one side for stage parity.
-enum class Experts : uint8_t { All, Shared, Routed };
-const char* expertsName(Experts e);
-
-/// A variant's identity: the spec, the specialization and the knobs. Its canonical text
-/// (with the target id) is what the cache hashes.
+/// A variant's identity: the spec, the specialization, the spec's knobs and the machine. Its
+/// canonical text (with the generator's build id and the toolchain, runtime/KeyHash.h) is what
+/// the cache hashes. The IR knows no spec's knobs: a spec writes its own as canonical text.
 struct Key {
-  std::string spec = "minimax_m3.ffn";
+  std::string spec;    // e.g. "minimax_m3.ffn"
   int specVersion = 1;
   int rows = 1;  // S
   int tp = 1;    // TP
-  Experts experts = Experts::All;
-  bool trace = false;
-  int dropMark = -1;   // fault test: this CTA never marks the launch done (-1: none)
-  std::string target = "gfx950:sramecc+:xnack-";
+  std::string knobs;   // the spec's non-default knobs as canonical "name=value" tokens ("" when none)
+  Target target;       // the machine: the one source of truth (Plan::target() reads it)
   std::string config;  // the spec's model/grid config as canonical text (dims change the kernel)
-  /// "minimax_m3.ffn v1 S=8 TP=4 experts=all trace=0 drop_mark=-1 target=gfx950:sramecc+:xnack- config=..."
+  /// "minimax_m3.ffn v1 S=8 TP=4 knobs=[experts=shared] target=gfx950:sramecc+:xnack- wave64 cus=256
+  /// lds=163840 threads=512 clock=100000000 config=..."
   std::string canonical() const;
-  /// "minimax_m3.ffn-S8-TP4" plus any non-default knob: a short name for files and messages.
+  /// "minimax_m3.ffn-S8-TP4" plus "-name=value" for each knob: a short name for files and messages.
   std::string variantName() const;
 };
 
@@ -130,8 +126,9 @@ struct Stage {
 
 /// One launch of one variant: everything the verifier, codegen and the devices need.
 struct Plan {
-  Target target;
   Key key;
+  /// The machine, which the key holds (Key::target).
+  const Target& target() const { return key.target; }
   Grid grid;
   std::vector<KernelArg> args;
   std::vector<MemRegion> regions;

@@ -135,8 +135,8 @@ std::string printPlan(const Plan& p) {
   auto add = [&](const std::string& line) { s += line + "\n"; };
   add(fmt::format("plan {}", p.key.variantName()));
   add(fmt::format("  key: {}", p.key.canonical()));
-  add(fmt::format("  target: {} (wave{}, {} CUs, {} KiB LDS, {} MHz realtime clock)", p.target.targetId(),
-                  p.target.waveSize, p.target.computeUnits, p.target.ldsBytes / 1024, p.target.clockHz / 1'000'000));
+  add(fmt::format("  target: {} (wave{}, {} CUs, {} KiB LDS, {} MHz realtime clock)", p.target().targetId(),
+                  p.target().waveSize, p.target().computeUnits, p.target().ldsBytes / 1024, p.target().clockHz / 1'000'000));
   add(fmt::format("  grid: {} x {} (persistent: every CTA co-resident)", p.grid.blocks, p.grid.threads));
   if (!p.facts.empty()) {
     add("  facts:");
@@ -158,7 +158,7 @@ std::string printPlan(const Plan& p) {
   for (const FlagArray& f : p.flags)
     add(fmt::format("    {:<10} in {:<10} {} pairs{}  {}", f.name, f.region, f.pairs,
                     std::string(f.peer ? " (peer)" : "") + (f.parityHalves ? " (2 parity halves, tag & 1)" : ""), f.doc));
-  add(fmt::format("  lds pools ({} of {} bytes):", p.ldsBytes, p.target.ldsBytes));
+  add(fmt::format("  lds pools ({} of {} bytes):", p.ldsBytes, p.target().ldsBytes));
   for (const LdsPool& l : p.pools)
     add(fmt::format("    {:<10} [{:#x}, {:#x}) {} bytes{}  {}", l.name, l.offset, l.offset + l.bytes, l.bytes,
                     l.aliasOf.empty() ? "" : " aliases " + l.aliasOf, l.doc));

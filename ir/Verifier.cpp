@@ -24,12 +24,12 @@ struct Problems {
 // ---------------------------------------------------------------- the Plan
 
 void checkGrid(const Plan& p, Problems& out) {
-  if (p.grid.threads <= 0 || p.grid.threads > p.target.maxThreads || p.grid.threads % p.target.waveSize != 0)
+  if (p.grid.threads <= 0 || p.grid.threads > p.target().maxThreads || p.grid.threads % p.target().waveSize != 0)
     out.add("grid", fmt::format("{} threads a CTA: expected a multiple of {} up to {}", p.grid.threads,
-                                p.target.waveSize, p.target.maxThreads));
-  if (p.grid.blocks <= 0 || p.grid.blocks > p.target.computeUnits)
+                                p.target().waveSize, p.target().maxThreads));
+  if (p.grid.blocks <= 0 || p.grid.blocks > p.target().computeUnits)
     out.add("grid", fmt::format("{} CTAs: a persistent grid needs every CTA co-resident, at most {} (one a CU)",
-                                p.grid.blocks, p.target.computeUnits));
+                                p.grid.blocks, p.target().computeUnits));
 }
 
 void checkArgs(const Plan& p, Problems& out) {
@@ -84,8 +84,8 @@ void checkRegions(const Plan& p, Problems& out) {
 }
 
 void checkPools(const Plan& p, Problems& out) {
-  if (p.ldsBytes > p.target.ldsBytes)
-    out.add("lds", fmt::format("{} bytes of LDS, the target has {}", p.ldsBytes, p.target.ldsBytes));
+  if (p.ldsBytes > p.target().ldsBytes)
+    out.add("lds", fmt::format("{} bytes of LDS, the target has {}", p.ldsBytes, p.target().ldsBytes));
   std::map<std::string, const LdsPool*> byName;
   for (const LdsPool& l : p.pools) byName[l.name] = &l;
   for (const LdsPool& l : p.pools) {

@@ -316,7 +316,7 @@ TEST_CASE("sim --sum: the stage-parity knob sums one side and stays bit-exact", 
   const Result r = sh(kMonogen + " sim --rows 2 --tp 2 --config reduced --sum shared --experts 4");
   INFO(r.out);
   CHECK(r.code == 0);
-  CHECK(r.out.find("minimax_m3.ffn-S2-TP2-shared on the Sim device") != std::string::npos);
+  CHECK(r.out.find("minimax_m3.ffn-S2-TP2-experts=shared on the Sim device") != std::string::npos);
   CHECK(r.out.find("verdict: bit-exact under 1 seed") != std::string::npos);
 }
 

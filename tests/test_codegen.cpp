@@ -200,7 +200,7 @@ TEST_CASE("a kernel using every opcode compiles, links and meets the limits", "[
   CHECK(info.maxFlatWorkgroupSize == 512);
   CHECK(info.ldsBytes == 8192);
   CHECK(info.vgprs > 0);
-  CHECK(info.vgprs <= p.target.regBudgetPerWave(512));
+  CHECK(info.vgprs <= p.target().regBudgetPerWave(512));
 
   // The explicit arguments sit at the Plan's kernarg offsets, with its sizes and names.
   const std::vector<int> offs = p.kernargOffsets();
@@ -512,10 +512,10 @@ TEST_CASE("a Plan for another target or CTA size is refused before lowering", "[
   Plan p = basePlan("test.codegen.target", 0);
   Builder b(p.kernel);
   b.store(b.arg(3, Type::ptr(AddrSpace::Global), "err"), b.tid());
-  p.target.arch = "gfx942";
+  p.key.target.arch = "gfx942";
   CHECK(codegenError([&] { codegen::compile(p); }, p).find("the Plan targets gfx942:sramecc+:xnack-") !=
         std::string::npos);
-  p.target.arch = "gfx950";
+  p.key.target.arch = "gfx950";
   p.grid.threads = 500;
   CHECK(codegenError([&] { codegen::compile(p); }, p).find("a CTA of 500 threads") != std::string::npos);
   p.grid.threads = 256;

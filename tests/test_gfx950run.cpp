@@ -58,7 +58,7 @@ void checkOnExecutor(int S, int TP, uint64_t seed) {
                    dev.lastRun().waveInstructions));
   INFO(key.variantName() << " seed " << seed << (run.valid ? "" : ": " + run.error));
   REQUIRE(run.valid);
-  const TensorMap want = launchReferenceOutputs(cfg, S, TP, in, key.experts, RefNumerics::Gfx950Run);
+  const TensorMap want = launchReferenceOutputs(cfg, S, TP, in, knobsOf(key).experts, RefNumerics::Gfx950Run);
   REQUIRE(want.size() == (4 + std::size(kCheckedMoe)) * static_cast<size_t>(TP));  // every output of every rank
   const auto m = firstMismatch(run.outputs, want);
   INFO((m ? describe(*m) : std::string("no mismatch")));
@@ -152,7 +152,7 @@ TEST_CASE("gfx950-run device: a second launch in the same session (flags kept, a
     const SimRun run = s.launch(in, {}, p);
     INFO("launch " << i << (run.valid ? "" : ": " + run.error));
     REQUIRE(run.valid);
-    const auto m = firstMismatch(run.outputs, launchReferenceOutputs(cfg, S, TP, in, key.experts, RefNumerics::Gfx950Run));
+    const auto m = firstMismatch(run.outputs, launchReferenceOutputs(cfg, S, TP, in, knobsOf(key).experts, RefNumerics::Gfx950Run));
     INFO((m ? describe(*m) : std::string("no mismatch")));
     CHECK_FALSE(m.has_value());
     for (int r = 0; r < TP; ++r) CHECK(run.outputs.at(fmt::format("epoch.r{}", r)).as<int32_t>()[0] == p.tag);  // advanced to this launch

@@ -37,7 +37,7 @@ std::string sha256sum(const std::string& text) {
 
 ir::Key fixedKey() {
   ir::Key k;
-  k.spec = "minimax_m3.ffn";
+  k.spec = "minimax_m3.ffn";  // Key has no default spec
   k.specVersion = 1;
   k.rows = 8;
   k.tp = 4;
@@ -83,14 +83,11 @@ TEST_CASE("keyhash: every part of the key changes the digest") {
   k.tp = 8;
   add(k, tc, "TP");
   k = base;
-  k.experts = ir::Experts::Shared;
-  add(k, tc, "experts");
+  k.knobs = "experts=shared";
+  add(k, tc, "a knob");
   k = base;
-  k.trace = true;
-  add(k, tc, "trace");
-  k = base;
-  k.dropMark = 3;
-  add(k, tc, "dropMark");
+  k.knobs = "experts=shared trace=1";
+  add(k, tc, "another knob");
   k = base;
   k.specVersion = 2;
   add(k, tc, "spec version");
@@ -98,8 +95,14 @@ TEST_CASE("keyhash: every part of the key changes the digest") {
   k.config += " x";
   add(k, tc, "config");
   k = base;
-  k.target = "gfx942:sramecc+:xnack-";
-  add(k, tc, "target");
+  k.target.arch = "gfx942";
+  add(k, tc, "target arch");
+  k = base;
+  k.target.features = "sramecc-:xnack-";
+  add(k, tc, "target features");
+  k = base;
+  k.target.computeUnits = 304;
+  add(k, tc, "the machine's CU count");
   add(base, "llvm-22.1.1", "toolchain");
 }
 

@@ -89,7 +89,7 @@ TEST_CASE("allreduce layout: every S and TP builds, verifies, and its regions an
         CHECK(L.red.bytes >= int64_t{L.redSlots} * (cfg.threads / 64) * 4);
 
         const ir::Plan plan = buildPlan(cfg, makeKey(cfg, S, TP));
-        CHECK(plan.ldsBytes <= plan.target.ldsBytes);
+        CHECK(plan.ldsBytes <= plan.target().ldsBytes);
         CHECK(plan.grid.blocks == cfg.blocks);
         CHECK(plan.grid.threads == cfg.threads);
         CHECK(plan.flag("ATTN").peer);

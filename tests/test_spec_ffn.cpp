@@ -24,7 +24,7 @@ using runtime::TensorMap;
 
 /// Runs (S, TP) and checks the all-reduce and every MoE output of every rank, bit for bit.
 TensorMap checkMoe(const ModelConfig& cfg, int S, int TP, const TensorMap& in, uint64_t sched,
-                   ir::Experts experts = ir::Experts::All) {
+                   MoeExperts experts = MoeExperts::All) {
   return checkWholeLaunch(cfg, S, TP, in, sched, experts);
 }
 
@@ -121,7 +121,7 @@ TEST_CASE("ffn sim: adversarial routing through the kernel", "[spec][ffn][routed
 
 TEST_CASE("ffn sim: the experts knob sums one side only", "[spec][ffn][routed]") {
   const ModelConfig cfg = ModelConfig::reduced();
-  for (ir::Experts e : {ir::Experts::Shared, ir::Experts::Routed})
+  for (MoeExperts e : {MoeExperts::Shared, MoeExperts::Routed})
     for (int TP : {1, 2}) checkMoe(cfg, 4, TP, makeLaunchInputs(cfg, 4, TP, 40 + TP, edgeCases()), 2, e);
 }
 
@@ -132,7 +132,7 @@ void compileVariant(const ModelConfig& cfg, int S, int TP) {
   ir::verify(plan);
   const codegen::CodeObject co = codegen::compile(plan);  // checkLimits: no scratch, no spills
   CHECK(co.info.scratchBytes == 0);
-  CHECK(co.info.ldsBytes <= plan.target.ldsBytes);
+  CHECK(co.info.ldsBytes <= plan.target().ldsBytes);
 }
 }  // namespace
 
@@ -220,8 +220,7 @@ TEST_CASE("mismatch: the first mismatch is the earliest stage's, then the lowest
 TEST_CASE("mismatch: every output a launch reads back has its writer stage in the Plan", "[spec][ffn][mismatch]") {
   const ModelConfig cfg = ModelConfig::reduced();
   const int S = 1, TP = 2;
-  ir::Key key = makeKey(cfg, S, TP);
-  key.trace = true;  // the trace buffers too
+  const ir::Key key = makeKey(cfg, S, TP, FfnKnobs{.trace = true});  // the trace buffers too
   const ir::Plan plan = buildPlan(cfg, key);
   const SimRun run = runOnSim(cfg, key, makeLaunchInputs(cfg, S, TP, 3, edgeCases()), schedSeed(1));
   REQUIRE(run.valid);

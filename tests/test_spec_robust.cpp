@@ -54,8 +54,7 @@ TEST_CASE("robust plan: parity halves, marks, faults and the finish stages verif
     for (int TP : {1, 2, 4, 8})
       for (bool trace : {false, true}) {
         INFO(fmt::format("S={} TP={} trace={}", S, TP, trace));
-        ir::Key key = makeKey(cfg, S, TP);
-        key.trace = trace;
+        const ir::Key key = makeKey(cfg, S, TP, FfnKnobs{.trace = trace});
         const ir::Plan plan = buildPlan(cfg, key);
         const auto problems = ir::verifyAll(plan);
         INFO((problems.empty() ? std::string() : problems.front()));
@@ -138,8 +137,7 @@ TEST_CASE("robust sim: a dropped mark keeps the epoch and names the epoch site a
   const TensorMap in = makeInputs(cfg, S, TP, 3);
   for (int drop : {0, 7, cfg.blocks - 1}) {
     INFO(fmt::format("drop mark of CTA {}", drop));
-    ir::Key key = makeKey(cfg, S, TP);
-    key.dropMark = drop;
+    const ir::Key key = makeKey(cfg, S, TP, FfnKnobs{.dropMark = drop});
     SimSession session(cfg, key);
     LaunchParams p;
     p.waitTicks = 20'000;
@@ -177,8 +175,7 @@ TEST_CASE("robust sim: a dropped mark keeps the epoch and names the epoch site a
 TEST_CASE("robust sim: a stalled rank is in every rank's error word within the bound", "[spec][robust][sim]") {
   const ModelConfig cfg = ModelConfig::reduced();
   const int S = 2, TP = 4, stalled = 2;
-  ir::Key key = makeKey(cfg, S, TP);
-  key.trace = true;  // CTA 0's handshake end stamp: when a rank's error word was final
+  const ir::Key key = makeKey(cfg, S, TP, FfnKnobs{.trace = true});  // CTA 0's handshake end stamp: when a rank's error word was final
   const TensorMap in = makeInputs(cfg, S, TP, 8);
   const int64_t W = 20'000;  // the wait bound
 
@@ -286,8 +283,7 @@ TEST_CASE("robust sim: a fault before the handshake reaches every rank, other la
 TEST_CASE("robust sim: the trace has every CTA of every rank, stages in order", "[spec][robust][sim][trace]") {
   const ModelConfig cfg = ModelConfig::reduced();
   const int S = 3, TP = 2;
-  ir::Key key = makeKey(cfg, S, TP);
-  key.trace = true;
+  const ir::Key key = makeKey(cfg, S, TP, FfnKnobs{.trace = true});
   SimSession session(cfg, key);
   const TensorMap in = makeInputs(cfg, S, TP, 5);
   LaunchParams p;

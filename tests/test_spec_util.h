@@ -38,12 +38,13 @@ inline const char* const kCheckedMoe[] = {"rstd", "xn",        "picks", "weights
 inline monogen::runtime::TensorMap checkWholeLaunch(const monogen::specs::minimax_m3::ModelConfig& cfg, int S, int TP,
                                                     const monogen::runtime::TensorMap& in,
                                                     const monogen::runtime::SimOptions& opts,
-                                                    monogen::ir::Experts experts = monogen::ir::Experts::All) {
+                                                    monogen::specs::minimax_m3::MoeExperts experts = monogen::specs::minimax_m3::MoeExperts::All) {
   using namespace monogen::specs::minimax_m3;
   INFO(fmt::format("S={} TP={} scheduler seed {} quantum {} LDS fill {:#x} experts {}", S, TP, opts.seed,
-                   opts.maxQuantum, opts.ldsFill, monogen::ir::expertsName(experts)));
-  monogen::ir::Key key = makeKey(cfg, S, TP);
-  key.experts = experts;
+                   opts.maxQuantum, opts.ldsFill, moeExpertsName(experts)));
+  FfnKnobs knobs;
+  knobs.experts = experts;
+  const monogen::ir::Key key = makeKey(cfg, S, TP, knobs);
   const SimRun run = runOnSim(cfg, key, in, opts);
   auto mm = firstMismatch(run.outputs, referenceOutputs(cfg, S, TP, in));
   INFO((mm ? "all-reduce: " + describe(*mm) : std::string("all-reduce: no mismatch")));
@@ -64,6 +65,6 @@ inline monogen::runtime::TensorMap checkWholeLaunch(const monogen::specs::minima
 /// checkWholeLaunch under scheduler seed `sched` (schedSeed).
 inline monogen::runtime::TensorMap checkWholeLaunch(const monogen::specs::minimax_m3::ModelConfig& cfg, int S, int TP,
                                                     const monogen::runtime::TensorMap& in, uint64_t sched,
-                                                    monogen::ir::Experts experts = monogen::ir::Experts::All) {
+                                                    monogen::specs::minimax_m3::MoeExperts experts = monogen::specs::minimax_m3::MoeExperts::All) {
   return checkWholeLaunch(cfg, S, TP, in, schedSeed(sched), experts);
 }

@@ -95,7 +95,7 @@ Run addCheck(CLI::App& app) {
 
     const mm::LaunchInputOptions io;
     const runtime::TensorMap inputs = mm::makeLaunchInputs(cfg, S, TP, o->seed, io);
-    const runtime::TensorMap want = mm::launchReferenceOutputs(cfg, S, TP, inputs, key.experts, numerics);
+    const runtime::TensorMap want = mm::launchReferenceOutputs(cfg, S, TP, inputs, mm::knobsOf(key).experts, numerics);
     fmt::print("inputs: seed {}, {}; reference numerics: {}\n", o->seed, io.describe(),
                numerics == mm::RefNumerics::Ir ? "the IR's declared models"
                                                : "gfx950-run's (exp2 = exp2f, f32 division results below FLT_MIN -> "

@@ -184,7 +184,7 @@ Run addSim(CLI::App& app) {
     }
     const runtime::TensorMap& inputs = in.tensors;
     runtime::TensorMap want = mm::referenceOutputs(cfg, S, TP, inputs);
-    for (auto& [name, t] : mm::moeReferenceOutputs(cfg, S, TP, inputs, want, key.experts)) want[name] = std::move(t);
+    for (auto& [name, t] : mm::moeReferenceOutputs(cfg, S, TP, inputs, want, mm::knobsOf(key).experts)) want[name] = std::move(t);
     const std::vector<int> picked = mm::distinctPicked(want.at(mm::rankName("picks", 0)));
     fmt::print("inputs: seed {}, {}; the reference's rows pick {} distinct routed expert{}: {}\n", inputSeed,
                inputsText, picked.size(), picked.size() == 1 ? "" : "s", fmt::join(picked, " "));

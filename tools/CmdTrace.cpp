@@ -47,7 +47,9 @@ Run addTrace(CLI::App& app) {
     checkInjection(o->injectRank, *ticks);
     const auto cfg = configOf(o->v);
     ir::Key key = keyOf(o->v, cfg, o->v.rows, o->v.tp);
-    key.trace = true;
+    mm::FfnKnobs knobs = mm::knobsOf(key);
+    knobs.trace = true;
+    key = mm::withKnobs(key, knobs);
     if (o->injectRank >= key.tp)
       throw InputError("--inject-rank", fmt::format("rank {}: expected -1 (none) or 0..{}", o->injectRank, key.tp - 1));
     runtime::checkOutputFile(o->out, "-o");  // before the launch

@@ -10,6 +10,7 @@
 #include "ir/Error.h"
 #include "runtime/AtomicFile.h"
 #include "specs/minimax_m3/Generate.h"
+#include "specs/minimax_m3/Spec.h"
 
 namespace monogen::tools {
 
@@ -42,14 +43,11 @@ ir::Key keyOf(const VariantOptions& o, const mm::ModelConfig& cfg, int rows, int
     throw InputError("--arch", fmt::format("unknown arch '{}': monogen generates gfx950 (MI350X/MI355X) code "
                                            "objects, target id gfx950:sramecc+:xnack-",
                                            o.arch));
-  ir::Key k;
-  k.rows = rows;
-  k.tp = tp;
-  k.experts = o.sum == "shared" ? ir::Experts::Shared : o.sum == "routed" ? ir::Experts::Routed : ir::Experts::All;
-  k.trace = o.trace;
-  k.dropMark = o.dropMark;
-  k.config = cfg.canonical();
-  return k;
+  mm::FfnKnobs knobs;
+  knobs.experts = o.sum == "shared" ? mm::MoeExperts::Shared : o.sum == "routed" ? mm::MoeExperts::Routed : mm::MoeExperts::All;
+  knobs.trace = o.trace;
+  knobs.dropMark = o.dropMark;
+  return mm::makeKey(cfg, rows, tp, knobs);
 }
 
 runtime::Generator generatorOf(const VariantOptions& o, const mm::ModelConfig& cfg) {

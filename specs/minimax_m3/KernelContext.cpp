@@ -13,8 +13,8 @@ using ir::Type;
 using ir::Val;
 
 KernelContext::KernelContext(const ModelConfig& cfg, const Layout& layout, const ir::Plan& plan, ir::Builder& b)
-    : cfg(cfg), L(layout), b(b), experts(plan.key.experts), plan_(&plan) {
-  if (plan.key.trace) {
+    : cfg(cfg), L(layout), b(b), experts(knobsOf(plan.key).experts), plan_(&plan) {
+  if (knobsOf(plan.key).trace) {
     Val n = b.named(i32(0), "trace_stages");  // the stage count, set by finishTrace
     traceStages_ = n.v;
   }
@@ -39,7 +39,7 @@ void KernelContext::bindStage() {
   rank = b.arg(plan_->argIndex(arg::kRank), Type::i32(), arg::kRank);
   waitTicks = b.arg(plan_->argIndex(arg::kWaitTicks), Type::i64(), arg::kWaitTicks);
   parity = b.named(tag & i32(1), "parity");
-  if (plan_->key.trace) trace = argPtr(arg::kTrace);
+  if (knobsOf(plan_->key).trace) trace = argPtr(arg::kTrace);
   normW = argPtr(arg::kNormW);
   routerW = argPtr(arg::kRouterW);
   bias = argPtr(arg::kBias);
@@ -83,7 +83,7 @@ void KernelContext::fail(Val code) {
 }
 
 void KernelContext::stage(int index, const std::function<void()>& body) {
-  if (!plan_->key.trace) {
+  if (!knobsOf(plan_->key).trace) {
     b.stage(index, [&] {
       bindStage();
       body();

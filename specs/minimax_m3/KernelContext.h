@@ -7,6 +7,7 @@
 
 #include "ir/Builder.h"
 #include "ir/Plan.h"
+#include "specs/minimax_m3/Knobs.h"
 #include "specs/minimax_m3/Layout.h"
 #include "specs/minimax_m3/ModelConfig.h"
 
@@ -66,7 +67,7 @@ struct KernelContext {
   ir::Val wave;                 // the thread's wave
   ir::Val red, tab, contrib;    // LDS pools
   ir::Val bstage;               // LDS pool: the GEMVs' staged B operands (when L.bstage.bytes > 0)
-  ir::Experts experts = ir::Experts::All;
+  MoeExperts experts = MoeExperts::All;
   /// Loads every rank's symmetric-buffer address (peers[0 .. TP)) into peerSym, for the stages
   /// that write to peers (push, down, epoch).
   void loadPeers();

@@ -22,13 +22,11 @@
 
 #include "runtime/Tensor.h"
 #include "specs/minimax_m3/ModelConfig.h"
+#include "specs/minimax_m3/Knobs.h"
 #include "specs/minimax_m3/MoeTiling.h"
 
 namespace monogen::specs::minimax_m3 {
 
-/// Which expert terms the combine sums (the seeds' Experts knob): all in production, one
-/// side alone for stage parity.
-enum class MoeExperts { All = 0, Shared = 1, Routed = 2 };
 
 // ---------------------------------------------------------------- declared scalar models
 

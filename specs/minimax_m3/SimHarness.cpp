@@ -53,10 +53,10 @@ DType dtypeOf(ir::Scalar s) {
 }  // namespace
 
 TensorMap moeReferenceOutputs(const ModelConfig& cfg, int rows, int tp, const TensorMap& inputs,
-                              const TensorMap& runOutputs, ir::Experts experts) {
+                              const TensorMap& runOutputs, MoeExperts experts) {
   const TensorMap acts{{"sres", runOutputs.at("sres.r0")}, {"ssq", runOutputs.at("ssq.r0")}};
   const TensorMap ref =
-      moeReference(cfg, rows, tp, inputs, static_cast<MoeExperts>(static_cast<int>(experts)), &acts);
+      moeReference(cfg, rows, tp, inputs, experts, &acts);
   TensorMap out;
   for (int r = 0; r < tp; ++r) {
     for (const char* n : {"rstd", "xn", "picks", "weights", "slot_expert", "slot_count", "slot_row", "slot_pick",
@@ -111,7 +111,7 @@ void SimSession::allocate() {
     b.epoch = mem.alloc(r, 4, rankName("epoch", r));  // kept across launches, like the flags
     b.inject = mem.alloc(r, 8, rankName("inject", r));
     for (const char* n : kMoeArgs) b.moe[n] = mem.alloc(r, plan_.arg(n).bytes(), rankName(n, r));
-    if (plan_.key.trace) b.trace = mem.alloc(r, plan_.arg(arg::kTrace).bytes(), rankName("trace", r));
+    if (knobsOf(plan_.key).trace) b.trace = mem.alloc(r, plan_.arg(arg::kTrace).bytes(), rankName("trace", r));
   }
 }
 
@@ -300,7 +300,7 @@ runtime::TraceBuffers traceOf(const ir::Plan& plan, const SimRun& run) {
   runtime::TraceBuffers t;
   t.name = plan.key.variantName();
   t.blocks = plan.grid.blocks;
-  t.clockHz = plan.target.clockHz;
+  t.clockHz = plan.target().clockHz;
   for (const ir::Stage& s : plan.stages) t.stages.push_back(s.name);
   for (int r = 0; r < plan.key.tp; ++r) {
     auto it = run.outputs.find(rankName("trace", r));
@@ -349,7 +349,7 @@ TensorMap referenceOutputs(const ModelConfig& cfg, int rows, int tp, const Tenso
 }
 
 TensorMap launchReferenceOutputs(const ModelConfig& cfg, int rows, int tp, const TensorMap& inputs,
-                                 ir::Experts experts, RefNumerics numerics) {
+                                 MoeExperts experts, RefNumerics numerics) {
   RefNumericsScope scope(numerics);
   TensorMap want = referenceOutputs(cfg, rows, tp, inputs);
   for (auto& [name, t] : moeReferenceOutputs(cfg, rows, tp, inputs, want, experts)) want[name] = std::move(t);

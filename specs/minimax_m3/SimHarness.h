@@ -19,6 +19,7 @@
 #include "ir/Plan.h"
 #include "runtime/Device.h"
 #include "runtime/sim/SimDevice.h"
+#include "specs/minimax_m3/Knobs.h"
 #include "runtime/sim/SimDeviceAdapter.h"
 #include "runtime/Tensor.h"
 #include "runtime/Trace.h"
@@ -34,7 +35,7 @@ namespace monogen::specs::minimax_m3 {
 /// mid.rR (used columns), down.rR (rank R's partial as every rank received it, read on rank 0)
 /// and out.rR, fed `run`'s own sres.r0 / ssq.r0. The knob comes from `experts`.
 runtime::TensorMap moeReferenceOutputs(const ModelConfig& cfg, int rows, int tp, const runtime::TensorMap& inputs,
-                                       const runtime::TensorMap& runOutputs, ir::Experts experts = ir::Experts::All);
+                                       const runtime::TensorMap& runOutputs, MoeExperts experts = MoeExperts::All);
 
 /// How one launch is fed, with the fault knobs the tests use.
 struct LaunchParams {
@@ -117,7 +118,7 @@ runtime::TensorMap referenceOutputs(const ModelConfig& cfg, int rows, int tp, co
 /// all-reduce's) plus moeReferenceOutputs fed the reference all-reduce's SRES / SSQ, computed
 /// under `numerics` (MoeReference.h: Ir for the Sim device, Gfx950Run for the executor).
 runtime::TensorMap launchReferenceOutputs(const ModelConfig& cfg, int rows, int tp, const runtime::TensorMap& inputs,
-                                          ir::Experts experts = ir::Experts::All,
+                                          MoeExperts experts = MoeExperts::All,
                                           RefNumerics numerics = RefNumerics::Ir);
 
 /// The Plan stage that writes each output a launch reads back (SimRun's and moeReferenceOutputs'

@@ -28,8 +28,9 @@ ir::Key checkedKey(const ModelConfig& cfg, const ir::Key& in) {
   if (key.config.empty()) key.config = canon;
   if (key.config != canon)
     throw InputError(where, fmt::format("the key's config '{}' is not the model config's '{}'", key.config, canon));
-  if (key.dropMark < -1 || key.dropMark >= cfg.blocks)
-    throw InputError(where, fmt::format("drop mark CTA {}: expected -1 (none) or 0..{}", key.dropMark,
+  const FfnKnobs knobs = knobsOf(key);  // an unknown or bad knob is an InputError
+  if (knobs.dropMark < -1 || knobs.dropMark >= cfg.blocks)
+    throw InputError(where, fmt::format("drop mark CTA {}: expected -1 (none) or 0..{}", knobs.dropMark,
                                         cfg.blocks - 1));
   return key;
 }
@@ -95,12 +96,13 @@ std::vector<KernelArg> kernelArgs(const Layout& L) {
 
 }  // namespace
 
-ir::Key makeKey(const ModelConfig& cfg, int rows, int tp) {
+ir::Key makeKey(const ModelConfig& cfg, int rows, int tp, const FfnKnobs& knobs) {
   ir::Key k;
   k.spec = kSpecId;
   k.specVersion = kSpecVersion;
   k.rows = rows;
   k.tp = tp;
+  k.knobs = knobs.canonical();
   k.config = cfg.canonical();
   return k;
 }

@@ -2,6 +2,7 @@
 // body, for one Key (S, TP) on a ModelConfig.
 #pragma once
 #include "ir/Plan.h"
+#include "specs/minimax_m3/Knobs.h"
 #include "specs/minimax_m3/ModelConfig.h"
 
 namespace monogen::specs::minimax_m3 {
@@ -14,7 +15,7 @@ inline constexpr int kSpecVersion = 1;
 /// wrong spec id or version, config text, S, TP or drop-mark CTA.
 ir::Plan buildPlan(const ModelConfig& cfg, const ir::Key& key);
 
-/// A key for (S, TP) on cfg with every other knob at its default.
-ir::Key makeKey(const ModelConfig& cfg, int rows, int tp);
+/// A key for (S, TP) on cfg with these knobs (by default every knob at its default).
+ir::Key makeKey(const ModelConfig& cfg, int rows, int tp, const FfnKnobs& knobs = {});
 
 }  // namespace monogen::specs::minimax_m3

@@ -32,7 +32,7 @@ ir::KernelArg controlArg(const char* name, ir::Scalar elem, std::vector<int64_t>
 
 // mark (every CTA, after its work): once every thread's stores have drained (release at agent
 // scope, then the CTA barrier), thread 0 publishes MARKS[block] := (tag, tag), released at agent
-// scope. The drop-mark knob (key.dropMark) leaves CTA dropMark's mark out: a fault the epoch
+// scope. The drop-mark knob (FfnKnobs::dropMark) leaves CTA dropMark's mark out: a fault the epoch
 // must catch.
 void stageMark(KernelContext& c, int dropMark) {
   ir::Builder& b = c.b;
@@ -123,7 +123,7 @@ std::vector<ir::KernelArg> finishArgs(const Layout& L, const ir::Key& key) {
                  "i32 [2]: fault injection: rank inject[0] - 1 (0: none) stalls inject[1] ticks at the "
                  "handshake, then fails"),
   };
-  if (key.trace)
+  if (knobsOf(key).trace)
     a.push_back(controlArg(arg::kTrace, ir::Scalar::I64, {L.blocks, 0, 2}, true,
                            "u64 [blocks][stages][2]: the realtime clock at each stage's start and end, "
                            "CTA by CTA (trace knob)"));
@@ -164,7 +164,7 @@ void addFinishStages(KernelContext& c, ir::Plan& plan) {
   ir::Builder& b = c.b;
   auto argOf = [&](const char* name, Type t) { return b.arg(plan.argIndex(name), t, name); };
   const Placement cta0{"epoch", 1, 0};
-  c.stage(first, [&] { stageMark(c, plan.key.dropMark); });
+  c.stage(first, [&] { stageMark(c, knobsOf(plan.key).dropMark); });
   c.stage(first + 1, [&] {
     c.forEachTask(cta0, [&](Val) {
       c.loadPeers();
