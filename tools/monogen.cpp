@@ -30,6 +30,14 @@ int main(int argc, char** argv) {
   using namespace monogen::tools;
   CLI::App app{"monogen: fused decode monokernels for AMD MI350X/MI355X (gfx950), generated from a C++ DSL"};
   app.require_subcommand(0, 1);
+  app.footer(
+      "Environment:\n"
+      "  MONOGEN_CACHE_DIR     the code-object cache directory (default ~/.cache/monogen, private: 0700)\n"
+      "  MONOGEN_CACHE=off     no disk cache: code objects stay in the process's memory\n"
+      "  MONOGEN_RECOMPILE=1   ignore cache hits: compile and rewrite\n"
+      "  MONOGEN_RUN_ONLY=1    a cache miss is an error naming the variant, never a compile\n"
+      "  MONOGEN_DUMP_DIR      every variant compiled leaves its plan, IR, LLVM IR and ISA there\n"
+      "  MONOGEN_GFX950_RUN    the gfx950-run simulator (default <source>/../shared/tools/gfx950-run)");
   std::vector<std::pair<CLI::App*, Run>> commands;
   auto add = [&](Run (*f)(CLI::App&)) {
     const size_t before = app.get_subcommands({}).size();
