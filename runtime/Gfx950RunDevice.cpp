@@ -275,12 +275,19 @@ void Gfx950RunDevice::launchPacked(const ir::Plan& plan, const CodeObjectBytes& 
   const int rc = runTool({tool, (dir.path / "LAUNCH.json").string(), "--timeout",
                           fmt::format("{}", opts_.timeoutSeconds), "--quiet", "--out", out.string()},
                          dir.path / "stdout.txt", dir.path / "stderr.txt");
-  json result;
-  if (fs::exists(out / "result.json")) {
+  // A tool that died before writing result.json (or wrote a broken one) leaves an empty object:
+  // the checks below then report its exit code and stderr, never a JSON error.
+  json result = json::object();
+  std::string resultNote;
+  if (!fs::exists(out / "result.json")) {
+    resultNote = "; it wrote no result.json";
+  } else {
     try {
       result = json::parse(readText(out / "result.json"));
-    } catch (const std::exception&) {
+      if (!result.is_object()) throw std::runtime_error("not a JSON object");
+    } catch (const std::exception& e) {
       result = json::object();
+      resultNote = std::string("; its result.json is unreadable: ") + e.what();
     }
   }
   last_.status = result.value("status", std::string());
@@ -299,7 +306,7 @@ void Gfx950RunDevice::launchPacked(const ir::Plan& plan, const CodeObjectBytes& 
     const char* kind = rc == 2 ? "bad input (exit 2)" : rc == 3 ? "simulator error (exit 3)"
                                                                : "unexpected exit";
     const std::string msg = result.value("error", std::string());
-    throw RuntimeError(where, fmt::format("{}: exit code {}, status '{}'{}{}{}", kind, rc, last_.status,
+    throw RuntimeError(where, fmt::format("{}: exit code {}, status '{}'{}{}{}{}", kind, rc, last_.status, resultNote,
                                           msg.empty() ? "" : "; result.json: " + msg,
                                           stderrTail.empty() ? "" : "; stderr:\n" + stderrTail, dir.note()));
   }

@@ -11,6 +11,9 @@
 #include <cstring>
 #include <limits>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
 #include <string>
 
 #include "codegen/Compiler.h"
@@ -448,4 +451,32 @@ TEST_CASE("gfx950-run device: fp4x8 -> bf16x8 with an e8m0 scale (v_cvt_scalef32
     }
   CHECK(badNative == 0);
   CHECK(badArith == 0);
+}
+
+TEST_CASE("gfx950-run device: a tool that dies without result.json is a RuntimeError with its exit code and stderr",
+          "[gfx950run]") {
+  const std::string script = (std::filesystem::temp_directory_path() / ("monogen-fake-gfx950-run-" +
+                                                                        std::to_string(::getpid()))).string();
+  {
+    std::ofstream f(script);
+    f << "#!/bin/sh\necho 'fake tool: out of memory' >&2\nexit 3\n";
+  }
+  std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+  const ModelConfig cfg = ModelConfig::reduced();
+  const ir::Key key = makeKey(cfg, 1, 1);
+  runtime::Gfx950RunOptions o;
+  o.tool = script;
+  Gfx950RunDevice dev(o);
+  SimSession s(cfg, key, dev, runtime::CodeObjectBytes{0x7f});
+  try {
+    s.launch(makeLaunchInputs(cfg, 1, 1, 1, {}), {});
+    FAIL("no error");
+  } catch (const RuntimeError& e) {
+    const std::string msg = e.what();
+    INFO(msg);
+    CHECK(msg.find("exit code 3") != std::string::npos);
+    CHECK(msg.find("no result.json") != std::string::npos);
+    CHECK(msg.find("fake tool: out of memory") != std::string::npos);
+  }
+  std::filesystem::remove(script);
 }
