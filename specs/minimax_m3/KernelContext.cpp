@@ -18,6 +18,13 @@ KernelContext::KernelContext(const ModelConfig& cfg, const Layout& layout, const
     Val n = b.named(i32(0), "trace_stages");  // the stage count, set by finishTrace
     traceStages_ = n.v;
   }
+  // The launch's tag comes from device memory, not from an argument, so that replaying the same
+  // arguments (a captured HIP graph) is a new launch each time. Every CTA reads the epoch (the
+  // last launch's tag) once, here in the prologue, and takes the next tag, launchTagAfter(epoch);
+  // CTA 0 moves the epoch on only once every CTA's mark is in (StageFinish.cpp), i.e. after every
+  // CTA has read it.
+  Val epochWord = b.load(Type::i32(), argPtr(arg::kEpoch), ir::MemOrder::Relaxed, ir::MemScope::Agent);
+  launchTag_ = b.named((epochWord & i32(kLaunchTagMask)) + i32(1), "tag").v;
 }
 
 Val KernelContext::argPtr(const char* name) {
@@ -35,7 +42,7 @@ void KernelContext::bindStage() {
   scratch = argPtr(arg::kScratch);
   sym = argPtr(arg::kSym);
   err = argPtr(arg::kErr);
-  tag = b.arg(plan_->argIndex(arg::kTag), Type::i32(), arg::kTag);
+  tag = b.wrap(launchTag_);
   rank = b.arg(plan_->argIndex(arg::kRank), Type::i32(), arg::kRank);
   waitTicks = b.arg(plan_->argIndex(arg::kWaitTicks), Type::i64(), arg::kWaitTicks);
   parity = b.named(tag & i32(1), "parity");

@@ -22,7 +22,6 @@ inline constexpr const char* kScratch = "scratch";
 inline constexpr const char* kSym = "sym";
 inline constexpr const char* kPeers = "peers";
 inline constexpr const char* kErr = "err";
-inline constexpr const char* kTag = "tag";
 inline constexpr const char* kRank = "rank";
 inline constexpr const char* kWaitTicks = "wait_ticks";
 inline constexpr const char* kEpoch = "epoch";          // the finish stages' control args (StageFinish.cpp)
@@ -39,6 +38,15 @@ inline constexpr const char* kS2 = "s2";
 inline constexpr const char* kSlots = "slots";
 inline constexpr const char* kOut = "out";
 }  // namespace arg
+
+/// Launch tags: a launch's tag is launchTagAfter(epoch), the epoch being the last launch's tag as
+/// the device holds it (never an argument: a replayed graph must make a new launch). Tags run
+/// 1 .. 2^30 and wrap to 1: consecutive launches always differ in parity (the areas' halves),
+/// and a pair is rewritten every second launch, so a tag 2^30 launches old is never waited for.
+inline constexpr int32_t kLaunchTagMask = (1 << 30) - 1;
+inline constexpr int32_t launchTagAfter(int32_t epoch) { return (epoch & kLaunchTagMask) + 1; }
+/// The epoch that makes the next launch's tag `tag` (1 .. 2^30).
+inline constexpr int32_t epochBefore(int32_t tag) { return tag - 1; }
 
 struct KernelContext {
   /// Binds the spec to b. Nothing is computed in the kernel's prologue: every stage (stage())
@@ -57,7 +65,7 @@ struct KernelContext {
   ir::Val scratch;              // this rank's scratch (SRES, SSQ)
   ir::Val sym;                  // this rank's symmetric buffer (ATTN)
   ir::Val err;                  // the error word and its count
-  ir::Val tag, rank;            // i32: the launch's tag (never 0), this rank
+  ir::Val tag, rank;            // i32: the launch's tag (launchTagAfter(epoch), never 0), this rank
   ir::Val waitTicks;            // i64: a wait's bound in 100 MHz ticks
   std::vector<ir::Val> peerSym; // every rank's symmetric buffer, rank order (after loadPeers())
   ir::Val parity;               // i32: tag & 1, the half of a parity-halved area this launch uses
@@ -124,6 +132,7 @@ struct KernelContext {
   /// The stage's ids, arguments, parity and LDS pools, emitted at its top (stage() calls it).
   void bindStage();
   ir::Value traceStages_;  // the ConstInt holding the trace's stage count (set by finishTrace)
+  ir::Value launchTag_;    // the launch's tag, read once in the prologue (launchTagAfter(epoch))
 };
 
 }  // namespace monogen::specs::minimax_m3

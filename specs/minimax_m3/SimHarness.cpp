@@ -129,6 +129,7 @@ uint64_t SimSession::bufferOf(const std::string& name, int r) const {
 SimRun SimSession::launch(const TensorMap& inputs, const runtime::SimOptions& opts, const LaunchParams& params) {
   runtime::Device& dev = *dev_;
   const Layout& L = layout_;
+  SimRun run;
   const std::vector<int64_t> shape{L.rows, L.hidden};
   const int64_t rowBytes = int64_t{L.rows} * L.hidden * 2;
   const HostTensor& res = need(inputs, "res_in", DType::BF16, shape);
@@ -169,7 +170,17 @@ SimRun SimSession::launch(const TensorMap& inputs, const runtime::SimOptions& op
     for (int p = 0; p < L.tp; ++p) peers.push_back(r == params.lostFrom && p == params.lostTo ? lost : bufs_[p].sym);
     dev.upload(r, b.peers, peers.data(), int64_t{L.tp} * 8);
     auto tagIt = params.rankTag.find(r);
-    const int32_t tag = tagIt == params.rankTag.end() ? params.tag : tagIt->second;
+    int32_t tag = tagIt == params.rankTag.end() ? params.tag : tagIt->second;
+    if (params.replay) {
+      dev.download(r, &tag, b.epoch, 4);
+      tag = launchTagAfter(tag);
+    } else {
+      if (tag < 1 || tag > kLaunchTagMask + 1)
+        throw InputError("launch tag", fmt::format("{}: expected 1 .. 2^30", tag));
+      const int32_t epoch = epochBefore(tag);
+      dev.upload(r, b.epoch, &epoch, 4);
+    }
+    if (r == 0) run.tag = tag;
     using runtime::LaunchArg;
     ranks.push_back({
         {arg::kPart, LaunchArg::tensor(b.part, DType::BF16, shape)},
@@ -179,7 +190,6 @@ SimRun SimSession::launch(const TensorMap& inputs, const runtime::SimOptions& op
         {arg::kSym, LaunchArg::tensor(b.sym, DType::U8, {L.symBytes})},
         {arg::kPeers, LaunchArg::peerTable(b.peers, peers)},
         {arg::kErr, LaunchArg::tensor(b.err, DType::I32, {2})},
-        {arg::kTag, LaunchArg::scalar(tag)},
         {arg::kRank, LaunchArg::scalar(r)},
         {arg::kWaitTicks, LaunchArg::scalar(params.waitTicks)},
         {arg::kEpoch, LaunchArg::tensor(b.epoch, DType::I32, {1})},
@@ -192,7 +202,6 @@ SimRun SimSession::launch(const TensorMap& inputs, const runtime::SimOptions& op
       ranks.back()[n] = LaunchArg::tensor(b.moe.at(n), dtypeOf(ka.elem), ka.shape);
     }
   }
-  SimRun run;
   // Checked against the Plan (presence, dtypes, shapes, alignment, peer table) and the device's
   // rank count before anything runs.
   auto* sim = dynamic_cast<runtime::SimDeviceAdapter*>(dev_);
@@ -228,7 +237,7 @@ SimRun SimSession::launch(const TensorMap& inputs, const runtime::SimOptions& op
       run.error = fmt::format("rank {}: error word {:#x} (site {}, rank {}, token {}), {} failure{}", r, ew[0],
                               errorSite(ew[0]), errorRank(ew[0]), errorToken(ew[0]), ew[1], ew[1] == 1 ? "" : "s");
     run.outputs[rankName("err", r)] = std::move(err);
-    readMoe(r, params.rankTag.count(0) ? params.rankTag.at(0) : params.tag, run.outputs);
+    readMoe(r, run.tag, run.outputs);
   }
   run.valid = run.error.empty();
   return run;

@@ -39,9 +39,12 @@ runtime::TensorMap moeReferenceOutputs(const ModelConfig& cfg, int rows, int tp,
 
 /// How one launch is fed, with the fault knobs the tests use.
 struct LaunchParams {
-  int32_t tag = 0x2a5eed01;       // the launch's tag (never 0)
+  int32_t tag = 0x2a5eed01;       // the launch's tag, 1 .. 2^30: the session sets each rank's epoch to
+                                  // epochBefore(tag) before the launch (the kernel reads it there)
+  bool replay = false;            // leave the epochs as the last launch left them (a graph replay):
+                                  // the launch's tag is then launchTagAfter(epoch); tag is ignored
   int64_t waitTicks = 100'000'000;  // a wait's bound: 1 s at 100 MHz
-  std::map<int, int32_t> rankTag; // rank -> a different tag for that rank alone
+  std::map<int, int32_t> rankTag; // rank -> a different tag for that rank alone (not with replay)
   int lostFrom = -1, lostTo = -1; // rank lostFrom's peers entry for rank lostTo points at a
                                   // buffer nobody reads: its pushes to lostTo never land
   bool handshake = false;         // the step's last launch: trade the ranks' failure flags
@@ -54,6 +57,7 @@ struct LaunchParams {
 /// its bits are. Outputs also hold "epoch.r<r>" (i32 [1]) and, with the trace knob,
 /// "trace.r<r>" (u64 [blocks][stages][2]).
 struct SimRun {
+  int32_t tag = 0;  // the tag rank 0's launch ran on
   runtime::TensorMap outputs;
   runtime::SimStats stats;
   bool valid = false;

@@ -62,8 +62,11 @@ void injectedFault(KernelContext& c, Val inject) {
 // epoch (CTA 0): on the step's last launch the injected fault first. Then every CTA's mark:
 // thread i (and i + threads ..) waits for MARKS[i] to carry the tag (acquire, agent scope,
 // bounded; past the bound the wait sets the error word: site epoch, this rank, token i) and
-// flags a missing one in LDS red[0]. If every mark is in, thread 0 stores epoch[0] := tag
-// (release, agent scope); else the epoch stays. On the step's last launch thread 0 then
+// flags a missing one in LDS red[0]. Thread 0 then moves the epoch on (release, agent scope):
+// epoch[0] := tag when every mark is in, else launchTagAfter(tag), skipping a tag, so a CTA
+// that is only late (it has not marked, so it may not yet have read the epoch) runs on a tag no
+// later launch uses, never on the next launch's. The epoch never stays: a launch on the same
+// tag would take this launch's pairs as its own. On the step's last launch thread 0 then
 // publishes this rank's error word (its failure flag: 0 is none) to FAULTS[rank] of every
 // rank (release, system scope).
 void stageEpoch(KernelContext& c, Val epoch, Val handshake, Val inject) {
@@ -82,8 +85,9 @@ void stageEpoch(KernelContext& c, Val epoch, Val handshake, Val inject) {
   });
   b.barrier();
   b.if_(c.tid == c.i32(0), [&] {
-    b.if_(b.load(Type::i32(), missing) == c.i32(0),
-          [&] { b.store(epoch, c.tag, MemOrder::Release, MemScope::Agent); });
+    Val skip = (c.tag & c.i32(kLaunchTagMask)) + c.i32(1);
+    b.store(epoch, b.select(b.load(Type::i32(), missing) == c.i32(0), c.tag, skip), MemOrder::Release,
+            MemScope::Agent);
     b.if_(last, [&] {
       Val word = b.load(Type::i32(), c.err, MemOrder::Relaxed, MemScope::Agent);
       for (int p = 0; p < L.tp; ++p)
@@ -116,7 +120,7 @@ void stageHandshake(KernelContext& c, Val handshake) {
 std::vector<ir::KernelArg> finishArgs(const Layout& L, const ir::Key& key) {
   std::vector<ir::KernelArg> a = {
       controlArg(arg::kEpoch, ir::Scalar::I32, {1}, true,
-                 "i32 [1]: the epoch, the tag of the last launch every CTA finished (never reset)"),
+                 "i32 [1]: the epoch: the last launch's tag (a launch's tag is launchTagAfter(epoch)); zero it once"),
       controlArg(arg::kHandshake, ir::Scalar::I32, {}, false,
                  "i32: nonzero on the step's last launch: trade every rank's failure flag over the peers"),
       controlArg(arg::kInject, ir::Scalar::I32, {2}, true,
