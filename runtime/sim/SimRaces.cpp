@@ -1,0 +1,324 @@
+// The Sim device's race detector (see SimRaces.h for the model): vector clocks, release records
+// on 8-byte words, shadow memory per 4-byte word, and the race reports.
+#include "runtime/sim/SimRaces.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "ir/Error.h"
+
+namespace monogen::runtime {
+
+namespace {
+bool isAcq(ir::MemOrder o) {
+  return o == ir::MemOrder::Acquire || o == ir::MemOrder::AcqRel || o == ir::MemOrder::SeqCst;
+}
+bool isRel(ir::MemOrder o) {
+  return o == ir::MemOrder::Release || o == ir::MemOrder::AcqRel || o == ir::MemOrder::SeqCst;
+}
+}  // namespace
+
+SimRaces::SimRaces(const ir::Plan& plan, const SimProgram& prog, std::vector<WaveInfo> waves, int64_t ldsBytes)
+    : plan_(plan), prog_(prog), info_(std::move(waves)), ldsBytes_(ldsBytes) {
+  const size_t n = info_.size();
+  waves_.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    waves_[i].vc.assign(n, 0);
+    waves_[i].vc[i] = 1;
+  }
+  arrived_.assign(n, 0);
+  uint32_t nCta = 0;
+  for (const WaveInfo& w : info_) nCta = std::max(nCta, w.ctaIndex + 1);
+  lds_.resize(nCta);
+}
+
+bool SimRaces::covers(ir::MemScope s, uint32_t a, uint32_t b) const {
+  switch (s) {
+    case ir::MemScope::Workgroup: return info_[a].ctaIndex == info_[b].ctaIndex;
+    case ir::MemScope::Agent: return info_[a].rank == info_[b].rank;
+    default: return true;
+  }
+}
+
+const SimRaces::ClockPtr& SimRaces::snapshot(uint32_t wi) {
+  WaveState& w = waves_[wi];
+  if (!w.snap) w.snap = std::make_shared<const Clock>(w.vc);
+  return w.snap;
+}
+
+void SimRaces::join(uint32_t wi, const Clock& c) {
+  WaveState& w = waves_[wi];
+  bool changed = false;
+  for (size_t i = 0; i < c.size(); ++i)
+    if (c[i] > w.vc[i]) {
+      w.vc[i] = c[i];
+      changed = true;
+    }
+  if (changed) w.snap.reset();
+}
+
+void SimRaces::addNote(uint32_t wi, Note n) {
+  auto& notes = waves_[wi].notes;
+  for (const Note& o : notes)
+    if (o.clock == n.clock && o.reason == n.reason && o.relPc == n.relPc) return;
+  if (notes.size() >= kMaxNotes) notes.erase(notes.begin());
+  notes.push_back(std::move(n));
+}
+
+void SimRaces::acquireRec(uint32_t wi, int32_t pc, const SyncRec& r, ir::MemOrder o, ir::MemScope s) {
+  if (!r.clock || r.wave == wi) return;
+  Note n{r.clock, r.wave, r.pc, pc, 0, r.scope, s};
+  if (!r.isRelease) n.reason = kNotRelease;
+  else if (!isAcq(o)) n.reason = kNotAcquire;
+  else if (!covers(r.scope, r.wave, wi)) n.reason = kRelScope;
+  else if (!covers(s, r.wave, wi)) n.reason = kAcqScope;
+  else {
+    join(wi, *r.clock);
+    return;
+  }
+  addNote(wi, std::move(n));
+}
+
+uint64_t SimRaces::syncKey(const SimMemory::Allocation* alloc, uint32_t ctaIndex, uint64_t addr) const {
+  addr &= ~7ull;
+  return alloc ? addr : ((1ull << 63) | (static_cast<uint64_t>(ctaIndex) << 32) | addr);
+}
+
+SimRaces::Word* SimRaces::shadow(const SimMemory::Allocation* alloc, uint32_t ctaIndex, uint64_t addr) {
+  if (!alloc) {
+    auto& v = lds_[ctaIndex];
+    if (v.empty()) v.resize(static_cast<size_t>((ldsBytes_ + 3) / 4));
+    return v.data() + addr / 4;
+  }
+  if (alloc != lastAlloc_) {
+    auto& v = global_[alloc];
+    if (v.empty()) v.resize(static_cast<size_t>((alloc->bytes + 3) / 4));
+    lastAlloc_ = alloc;
+    lastShadow_ = &v;
+  }
+  return lastShadow_->data() + (addr - alloc->base) / 4;
+}
+
+void SimRaces::access(uint32_t t, int32_t pc, const SimMemory::Allocation* alloc, uint64_t addr, int n, bool write,
+                      bool atomic, ir::MemScope scope) {
+  const uint32_t ci = info_[t].ctaIndex;
+  const uint64_t lo = alloc ? addr - alloc->base : addr;
+  const uint64_t first = lo / 4, last = (lo + static_cast<uint64_t>(n) - 1) / 4;
+  Word* base = shadow(alloc, ci, addr) - (lo / 4);
+  const Acc cur{t, waves_[t].vc[t], pc, static_cast<uint8_t>(atomic), static_cast<uint8_t>(scope)};
+  auto conflicts = [&](const Acc& e) {
+    if (e.wave == UINT32_MAX || hb(e, t)) return false;
+    if (atomic && e.atomic && covers(static_cast<ir::MemScope>(e.scope), e.wave, t) && covers(scope, e.wave, t))
+      return false;
+    return true;
+  };
+  for (uint64_t wd = first; wd <= last; ++wd) {
+    Word& s = base[wd];
+    const uint64_t wordAddr = (alloc ? alloc->base : 0) + wd * 4;
+    if (conflicts(s.write)) report(t, pc, write, atomic, scope, s.write, true, alloc, std::max(wordAddr, addr));
+    if (write) {
+      for (Acc& r : s.reads)
+        if (conflicts(r)) report(t, pc, write, atomic, scope, r, false, alloc, std::max(wordAddr, addr));
+      s.write = cur;
+      for (Acc& r : s.reads) r = Acc{};
+      continue;
+    }
+    // A read: drop the reads ordered before this one, then add (or refresh) this wave's.
+    int k = 0;
+    Acc keep[kReads];
+    for (const Acc& r : s.reads)
+      if (r.wave != UINT32_MAX && !hb(r, t)) keep[k++] = r;
+    if (k == kReads) {
+      std::move(keep + 1, keep + kReads, keep);
+      --k;
+      ++readsDropped_;
+    }
+    keep[k++] = cur;
+    for (int i = 0; i < kReads; ++i) s.reads[i] = i < k ? keep[i] : Acc{};
+  }
+}
+
+void SimRaces::storeSync(uint32_t t, int32_t pc, const SimMemory::Allocation* alloc, uint64_t addr, int n,
+                         ir::MemOrder o, ir::MemScope s, bool rmw) {
+  WaveState& w = waves_[t];
+  const uint32_t ci = info_[t].ctaIndex;
+  for (uint64_t a = addr & ~7ull; a < addr + static_cast<uint64_t>(n); a += 8) {
+    const uint64_t key = syncKey(alloc, ci, a);
+    if (o == ir::MemOrder::Plain) {
+      sync_.erase(key);
+      continue;
+    }
+    SyncRec r;
+    r.wave = t;
+    r.pc = pc;
+    r.scope = s;
+    if (isRel(o)) {
+      r.clock = snapshot(t);
+      r.isRelease = true;
+      w.released = true;
+    } else if (w.fenceSnap) {
+      r.clock = w.fenceSnap;
+      r.scope = w.fenceScope;
+      r.isRelease = true;
+    } else {
+      r.clock = snapshot(t);
+    }
+    if (rmw) {
+      auto it = sync_.find(key);
+      if (it != sync_.end() && it->second.isRelease) {
+        if (!r.isRelease) continue;  // a relaxed RMW continues the release sequence
+        Clock c = *r.clock;
+        const Clock& old = *it->second.clock;
+        for (size_t i = 0; i < c.size(); ++i) c[i] = std::max(c[i], old[i]);
+        r.clock = std::make_shared<const Clock>(std::move(c));
+      }
+    }
+    sync_[key] = std::move(r);
+  }
+}
+
+void SimRaces::loadSync(uint32_t t, int32_t pc, const SimMemory::Allocation* alloc, uint64_t addr, int n,
+                        ir::MemOrder o, ir::MemScope s) {
+  const uint32_t ci = info_[t].ctaIndex;
+  for (uint64_t a = addr & ~7ull; a < addr + static_cast<uint64_t>(n); a += 8) {
+    auto it = sync_.find(syncKey(alloc, ci, a));
+    if (it == sync_.end()) continue;
+    const SyncRec& r = it->second;
+    if (!isAcq(o) && r.isRelease && r.wave != t) {
+      // Relaxed: an acquire fence later in this wave may still take it.
+      auto& p = waves_[t].pending;
+      bool have = false;
+      for (const SyncRec& q : p) have |= q.clock == r.clock;
+      if (!have) {
+        if (p.size() >= 64) p.erase(p.begin());
+        p.push_back(r);
+      }
+    }
+    acquireRec(t, pc, r, o, s);
+  }
+}
+
+void SimRaces::endRelease(uint32_t t) {
+  WaveState& w = waves_[t];
+  if (!w.released) return;
+  w.released = false;
+  ++w.vc[t];
+  w.snap.reset();
+}
+
+void SimRaces::fence(uint32_t t, int32_t pc, ir::MemOrder o, ir::MemScope s) {
+  WaveState& w = waves_[t];
+  if (isAcq(o)) {
+    std::vector<SyncRec> p;
+    p.swap(w.pending);
+    for (const SyncRec& r : p) {
+      // The relaxed read's notes were taken at the read; here the fence is the acquire.
+      if (covers(r.scope, r.wave, t) && covers(s, r.wave, t)) join(t, *r.clock);
+      else addNote(t, Note{r.clock, r.wave, r.pc, pc, covers(r.scope, r.wave, t) ? kAcqScope : kRelScope, r.scope, s});
+    }
+  }
+  if (isRel(o)) {
+    w.fenceSnap = snapshot(t);
+    w.fenceScope = s;
+    w.released = true;
+    endRelease(t);
+  }
+}
+
+void SimRaces::barrier(uint32_t firstWave, uint32_t waves) {
+  Clock c(waves_.size(), 0);
+  std::vector<Note> notes;
+  for (uint32_t i = firstWave; i < firstWave + waves; ++i) {
+    if (!arrived_[i]) continue;
+    const Clock& v = waves_[i].vc;
+    for (size_t j = 0; j < c.size(); ++j) c[j] = std::max(c[j], v[j]);
+    for (const Note& n : waves_[i].notes) notes.push_back(n);
+  }
+  for (uint32_t i = firstWave; i < firstWave + waves; ++i) {
+    if (!arrived_[i]) continue;
+    arrived_[i] = 0;
+    WaveState& w = waves_[i];
+    w.vc = c;
+    ++w.vc[i];
+    w.snap.reset();
+    for (const Note& n : notes) addNote(i, n);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reports
+
+std::string SimRaces::describe(uint32_t wi, int32_t pc) const {
+  const SimInst& in = prog_.insts[static_cast<size_t>(pc)];
+  const std::string stage =
+      in.stage >= 0 && in.stage < static_cast<int>(plan_.stages.size()) ? plan_.stages[in.stage].name : "(no stage)";
+  const WaveInfo& w = info_[wi];
+  return fmt::format("stage '{}' op #{} {} (rank {} CTA {} wave {})", stage, in.opNum, ir::opName(in.op->code),
+                     w.rank, w.cta, w.wave);
+}
+
+std::string SimRaces::why(uint32_t t, const Acc& prev) const {
+  auto opOf = [&](int32_t pc) {
+    const SimInst& in = prog_.insts[static_cast<size_t>(pc)];
+    return fmt::format("op #{} {}", in.opNum, ir::opName(in.op->code));
+  };
+  auto uncovered = [&](ir::MemScope s, uint32_t a, uint32_t b) {
+    if (s == ir::MemScope::Workgroup && info_[a].rank == info_[b].rank)
+      return fmt::format("CTAs {} and {}", info_[a].cta, info_[b].cta);
+    return fmt::format("ranks {} and {}", info_[a].rank, info_[b].rank);
+  };
+  for (auto it = waves_[t].notes.rbegin(); it != waves_[t].notes.rend(); ++it) {
+    const Note& n = *it;
+    if ((*n.clock)[prev.wave] < prev.clock) continue;  // that store did not carry the earlier access
+    switch (n.reason) {
+      case kNotRelease:
+        return fmt::format("missing release: {} (read by {}) is relaxed, not a release", opOf(n.relPc),
+                           opOf(n.acqPc));
+      case kNotAcquire:
+        return fmt::format("missing acquire: {} reads the release of {} but is relaxed, not an acquire",
+                           opOf(n.acqPc), opOf(n.relPc));
+      case kRelScope:
+        return fmt::format("scope: the release at {} scope ({}) does not cover {}", ir::memScopeName(n.relScope),
+                           opOf(n.relPc), uncovered(n.relScope, n.relWave, t));
+      default:
+        return fmt::format("scope: the acquire at {} scope ({}) does not cover {}", ir::memScopeName(n.acqScope),
+                           opOf(n.acqPc), uncovered(n.acqScope, n.relWave, t));
+    }
+  }
+  if (info_[prev.wave].ctaIndex == info_[t].ctaIndex) return "no barrier or release/acquire between them";
+  return "no release/acquire between them";
+}
+
+void SimRaces::report(uint32_t t, int32_t pc, bool write, bool atomic, ir::MemScope scope, const Acc& prev,
+                      bool prevWrite, const SimMemory::Allocation* alloc, uint64_t addr) {
+  const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(prev.pc)) << 32) | static_cast<uint32_t>(pc);
+  if (!seenPairs_.insert(key).second) return;
+  ++raceCount_;
+  if (static_cast<int>(reports_.size()) >= kMaxReports) return;
+  auto kind = [](bool wr, bool at) { return fmt::format("{}{}", at ? "atomic " : "", wr ? "write" : "read"); };
+  const std::string region =
+      alloc ? fmt::format("'{}' (rank {}) + {}", alloc->name, alloc->rank, addr - alloc->base)
+            : fmt::format("LDS of CTA {} (rank {}) + {}", info_[t].cta, info_[t].rank, addr);
+  std::string reason;
+  if (atomic && prev.atomic) {
+    // Two atomics race only when a scope does not cover both waves.
+    const auto ps = static_cast<ir::MemScope>(prev.scope);
+    const bool rankWide = info_[prev.wave].rank != info_[t].rank;
+    reason = fmt::format("scope: atomics at {} and {} scope do not cover {} {} and {}", ir::memScopeName(ps),
+                         ir::memScopeName(scope), rankWide ? "ranks" : "CTAs",
+                         rankWide ? info_[prev.wave].rank : info_[prev.wave].cta, rankWide ? info_[t].rank : info_[t].cta);
+  } else {
+    reason = why(t, prev);
+  }
+  reports_.push_back(fmt::format("race on {}: {} by {}, then {} by {}: {}", region, kind(prevWrite, prev.atomic),
+                                 describe(prev.wave, prev.pc), kind(write, atomic), describe(t, pc), reason));
+}
+
+void SimRaces::finish(SimStats& stats) const {
+  stats.raceCount += raceCount_;
+  stats.raceReadsDropped += readsDropped_;
+  for (const std::string& r : reports_) stats.races.push_back(plan_.key.variantName() + ": " + r);
+}
+
+}  // namespace monogen::runtime
