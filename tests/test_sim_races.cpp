@@ -225,3 +225,51 @@ TEST_CASE("races: the detector is off by default and reports nothing") {
   CHECK(st.raceCount == 0);
   CHECK(st.races.empty());
 }
+
+TEST_CASE("races: a publish needs the other waves drained into it (a barrier before the release)") {
+  for (bool drain : {false, true}) {
+    // CTA 0: wave 1 stores the data, wave 0 publishes (release); CTA 1: wait (acquire), read.
+    Kit k(2, 128);
+    auto& b = k.b;
+    Val d = k.gptr(0), p = k.gptr(1), o = k.gptr(2), e = k.gptr(3);
+    Val lane = b.lane();
+    Val off = b.sext(lane * 4, Type::i64());
+    b.if_(b.block() == 0,
+          [&] {
+            b.stage(0, [&] {
+              b.if_(b.wave() == 1, [&] { b.store(b.ptrAdd(d, off), lane); });
+              if (drain) b.barrier();
+              b.if_(b.wave() == 0, [&] {
+                b.sleep(127);  // let wave 1 store first, so the report is the write-then-read one
+                b.if_(lane == 0, [&] { b.publish(p, b.i32(7), b.i32(1)); });
+              });
+            });
+          },
+          [&] {
+            b.stage(1, [&] {
+              b.if_(b.wave() == 0, [&] {
+                b.wait(p, b.i32(1), b.i64(1'000'000), e, b.i32(1), 1);
+                b.store(b.ptrAdd(o, off), b.load(Type::i32(), b.ptrAdd(d, off)));
+              });
+            });
+          });
+    const uint64_t data = k.alloc(256, "data"), pair = k.alloc(8, "pair"), out = k.alloc(256, "out"),
+                   err = k.alloc(8, "err");
+    int drainNamed = 0;
+    for (uint64_t seed = 1; seed <= 6; ++seed) {
+      k.write<uint64_t>(pair, {0});
+      const auto st = k.runRaces({{data, pair, out, err}}, seed);
+      const std::string r = joined(st);
+      INFO("drain " << drain << ", seed " << seed << "\n" << r);
+      if (drain) {
+        CHECK(st.raceCount == 0);
+      } else {
+        CHECK_THAT(r, Catch::Contains("race on 'data' (rank 0) + 0"));
+        drainNamed += r.find("missing drain: the release op #") != std::string::npos &&
+                      r.find("by wave 0 (acquired by op #") != std::string::npos &&
+                      r.find("does not carry wave 1's access") != std::string::npos;
+      }
+    }
+    if (!drain) CHECK(drainNamed > 0);
+  }
+}

@@ -227,9 +227,9 @@ Run addSim(CLI::App& app) {
       for (const std::string& r : run.stats.races) fmt::print("    {}\n", r);
       if (run.stats.raceCount > static_cast<int64_t>(run.stats.races.size()))
         fmt::print("    ... and {} more racing op pairs\n", run.stats.raceCount - static_cast<int64_t>(run.stats.races.size()));
-      if (o->races && run.stats.raceReadsDropped)
-        fmt::print("    (the shadow dropped {} read epochs: a write-after-read race against those may go unseen)\n",
-                   run.stats.raceReadsDropped);
+      if (o->races && run.stats.raceUncheckedWrites)
+        fmt::print("    ({} writes hit a word whose shadow read set had overflowed: a write-after-read race there "
+                   "may go unseen)\n", run.stats.raceUncheckedWrites);
       flushStdout();
       if (!ok) ++bad;
       if (!saved || savedVerdict == "bit-exact") {  // keep the first failing run

@@ -101,11 +101,11 @@ struct SimStats {
   int64_t globalBytesStored = 0;  // bytes written (stores, publishes, atomics)
   std::map<std::string, int64_t> bytesLoadedByStage;  // per Plan stage name
   // SimOptions::races: distinct (earlier op, later op) pairs found racing, the first few as
-  // messages naming both accesses, the region and the missing edge; and the read epochs the
-  // shadow had to drop (a write-after-read race against one of those can go unseen).
+  // messages naming both accesses, the region and the missing edge; and the writes to a word
+  // whose shadow read set had overflowed (a write-after-read race there can go unseen; 0: none).
   int64_t raceCount = 0;
   std::vector<std::string> races;
-  int64_t raceReadsDropped = 0;
+  int64_t raceUncheckedWrites = 0;
 };
 
 /// Runs every CTA of every rank of a launch, interleaving waves with a seeded scheduler.

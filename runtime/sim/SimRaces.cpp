@@ -58,8 +58,7 @@ void SimRaces::join(uint32_t wi, const Clock& c) {
   if (changed) w.snap.reset();
 }
 
-void SimRaces::addNote(uint32_t wi, Note n) {
-  auto& notes = waves_[wi].notes;
+void SimRaces::addNote(std::vector<Note>& notes, Note n) {
   for (const Note& o : notes)
     if (o.clock == n.clock && o.reason == n.reason && o.relPc == n.relPc) return;
   if (notes.size() >= kMaxNotes) notes.erase(notes.begin());
@@ -75,9 +74,11 @@ void SimRaces::acquireRec(uint32_t wi, int32_t pc, const SyncRec& r, ir::MemOrde
   else if (!covers(s, r.wave, wi)) n.reason = kAcqScope;
   else {
     join(wi, *r.clock);
+    n.reason = kJoined;
+    addNote(waves_[wi].joins, std::move(n));
     return;
   }
-  addNote(wi, std::move(n));
+  addNote(waves_[wi].notes, std::move(n));
 }
 
 uint64_t SimRaces::syncKey(const SimMemory::Allocation* alloc, uint32_t ctaIndex, uint64_t addr) const {
@@ -118,6 +119,7 @@ void SimRaces::access(uint32_t t, int32_t pc, const SimMemory::Allocation* alloc
     const uint64_t wordAddr = (alloc ? alloc->base : 0) + wd * 4;
     if (conflicts(s.write)) report(t, pc, write, atomic, scope, s.write, true, alloc, std::max(wordAddr, addr));
     if (write) {
+      if (s.write.dropped) ++uncheckedWrites_;
       for (Acc& r : s.reads)
         if (conflicts(r)) report(t, pc, write, atomic, scope, r, false, alloc, std::max(wordAddr, addr));
       s.write = cur;
@@ -132,7 +134,7 @@ void SimRaces::access(uint32_t t, int32_t pc, const SimMemory::Allocation* alloc
     if (k == kReads) {
       std::move(keep + 1, keep + kReads, keep);
       --k;
-      ++readsDropped_;
+      s.write.dropped = 1;
     }
     keep[k++] = cur;
     for (int i = 0; i < kReads; ++i) s.reads[i] = i < k ? keep[i] : Acc{};
@@ -214,8 +216,10 @@ void SimRaces::fence(uint32_t t, int32_t pc, ir::MemOrder o, ir::MemScope s) {
     p.swap(w.pending);
     for (const SyncRec& r : p) {
       // The relaxed read's notes were taken at the read; here the fence is the acquire.
-      if (covers(r.scope, r.wave, t) && covers(s, r.wave, t)) join(t, *r.clock);
-      else addNote(t, Note{r.clock, r.wave, r.pc, pc, covers(r.scope, r.wave, t) ? kAcqScope : kRelScope, r.scope, s});
+      if (covers(r.scope, r.wave, t) && covers(s, r.wave, t)) {
+        join(t, *r.clock);
+        addNote(w.joins, Note{r.clock, r.wave, r.pc, pc, kJoined, r.scope, s});
+      } else addNote(w.notes, Note{r.clock, r.wave, r.pc, pc, covers(r.scope, r.wave, t) ? kAcqScope : kRelScope, r.scope, s});
     }
   }
   if (isRel(o)) {
@@ -228,12 +232,13 @@ void SimRaces::fence(uint32_t t, int32_t pc, ir::MemOrder o, ir::MemScope s) {
 
 void SimRaces::barrier(uint32_t firstWave, uint32_t waves) {
   Clock c(waves_.size(), 0);
-  std::vector<Note> notes;
+  std::vector<Note> notes, joins;
   for (uint32_t i = firstWave; i < firstWave + waves; ++i) {
     if (!arrived_[i]) continue;
     const Clock& v = waves_[i].vc;
     for (size_t j = 0; j < c.size(); ++j) c[j] = std::max(c[j], v[j]);
     for (const Note& n : waves_[i].notes) notes.push_back(n);
+    for (const Note& n : waves_[i].joins) joins.push_back(n);
   }
   for (uint32_t i = firstWave; i < firstWave + waves; ++i) {
     if (!arrived_[i]) continue;
@@ -242,7 +247,8 @@ void SimRaces::barrier(uint32_t firstWave, uint32_t waves) {
     w.vc = c;
     ++w.vc[i];
     w.snap.reset();
-    for (const Note& n : notes) addNote(i, n);
+    for (const Note& n : notes) addNote(w.notes, n);
+    for (const Note& n : joins) addNote(w.joins, n);
   }
 }
 
@@ -286,6 +292,16 @@ std::string SimRaces::why(uint32_t t, const Acc& prev) const {
                            opOf(n.acqPc), uncovered(n.acqScope, n.relWave, t));
     }
   }
+  // A release this wave did acquire, from the writer's CTA, that did not carry the access: the
+  // writer's wave was not drained into the releasing wave (a barrier) before the release.
+  for (auto it = waves_[t].joins.rbegin(); it != waves_[t].joins.rend(); ++it) {
+    const Note& n = *it;
+    if (n.relWave == prev.wave || info_[n.relWave].ctaIndex != info_[prev.wave].ctaIndex) continue;
+    if ((*n.clock)[prev.wave] >= prev.clock) continue;
+    return fmt::format("missing drain: the release {} by wave {} (acquired by {}) does not carry wave {}'s access: no "
+                       "barrier between that access and the release",
+                       opOf(n.relPc), info_[n.relWave].wave, opOf(n.acqPc), info_[prev.wave].wave);
+  }
   if (info_[prev.wave].ctaIndex == info_[t].ctaIndex) return "no barrier or release/acquire between them";
   return "no release/acquire between them";
 }
@@ -317,7 +333,7 @@ void SimRaces::report(uint32_t t, int32_t pc, bool write, bool atomic, ir::MemSc
 
 void SimRaces::finish(SimStats& stats) const {
   stats.raceCount += raceCount_;
-  stats.raceReadsDropped += readsDropped_;
+  stats.raceUncheckedWrites += uncheckedWrites_;
   for (const std::string& r : reports_) stats.races.push_back(plan_.key.variantName() + ": " + r);
 }
 

@@ -23,7 +23,8 @@
 // Shadow memory: per 4-byte word the last write's epoch and up to kReads read epochs (a read that
 // is ordered after an earlier one replaces it, as FastTrack's argument allows; past kReads
 // unordered readers the oldest is dropped, so a write-after-read race with it can be missed:
-// SimStats::raceReadsDropped counts those). Atomics (order != Plain, RMW, CmpXchg, Publish, Wait)
+// SimStats::raceUncheckedWrites counts the writes to a word whose read set overflowed since its
+// last write; 0 means no race was missed that way). Atomics (order != Plain, RMW, CmpXchg, Publish, Wait)
 // do not race with each other when both scopes cover both waves; they do race with plain accesses.
 // LDS has a shadow per CTA (so it is checked between that CTA's waves only). A wave's own accesses
 // never race (program order; the hardware's LDS queue is in order too).
@@ -31,7 +32,9 @@
 // Reports: the first kMaxReports distinct (earlier site, later site) pairs, each naming both
 // accesses (stage, op #preorder and name, rank, CTA, wave), the region and byte offset, and the
 // edge that is missing when the detector saw a near miss (a relaxed publish or wait read by the
-// other side, or a release/acquire whose scope does not cover both waves); see SimStats::races.
+// other side, a release/acquire whose scope does not cover both waves, or a release acquired from
+// the writer's CTA that did not carry the write: a missing drain/barrier before the release); see
+// SimStats::races. Near misses travel with the acquiring wave and through its CTA's barriers.
 // Not yet: uninitialized reads (poisoned LDS/scratch), and explanations carried across more than
 // one barrier hop.
 #pragma once
@@ -92,6 +95,7 @@ class SimRaces {
     int32_t pc = -1;
     uint8_t atomic = 0;
     uint8_t scope = 0;
+    uint8_t dropped = 0;  // in Word::write: a read since that write was dropped (kReads overflowed)
   };
   struct Word {
     Acc write;
@@ -114,7 +118,7 @@ class SimRaces {
     uint8_t reason;     // kNotRelease, kNotAcquire, kRelScope, kAcqScope
     ir::MemScope relScope, acqScope;
   };
-  enum : uint8_t { kNotRelease, kNotAcquire, kRelScope, kAcqScope };
+  enum : uint8_t { kNotRelease, kNotAcquire, kRelScope, kAcqScope, kJoined };
   struct WaveState {
     Clock vc;
     ClockPtr snap;          // a copy of vc while vc has not changed
@@ -123,6 +127,7 @@ class SimRaces {
     bool released = false;  // this op released: tick at endRelease
     std::vector<SyncRec> pending;  // relaxed reads' releases, for an acquire fence
     std::vector<Note> notes;
+    std::vector<Note> joins;  // releases this wave did acquire (kJoined), for "missing drain"
   };
 
   bool covers(ir::MemScope s, uint32_t a, uint32_t b) const;
@@ -130,7 +135,7 @@ class SimRaces {
   const ClockPtr& snapshot(uint32_t wi);
   void join(uint32_t wi, const Clock& c);
   void acquireRec(uint32_t wi, int32_t pc, const SyncRec& r, ir::MemOrder o, ir::MemScope s);
-  void addNote(uint32_t wi, Note n);
+  static void addNote(std::vector<Note>& notes, Note n);
   Word* shadow(const SimMemory::Allocation* alloc, uint32_t ctaIndex, uint64_t addr);
   uint64_t syncKey(const SimMemory::Allocation* alloc, uint32_t ctaIndex, uint64_t addr) const;
   void report(uint32_t t, int32_t pc, bool write, bool atomic, ir::MemScope scope, const Acc& prev, bool prevWrite,
@@ -151,7 +156,7 @@ class SimRaces {
   std::unordered_map<uint64_t, SyncRec> sync_;  // 8-byte word -> its last store's release
   std::unordered_set<uint64_t> seenPairs_;      // (earlier pc, later pc) already reported
   std::vector<std::string> reports_;
-  int64_t raceCount_ = 0, readsDropped_ = 0;
+  int64_t raceCount_ = 0, uncheckedWrites_ = 0;
 };
 
 }  // namespace monogen::runtime
