@@ -226,8 +226,10 @@ TEST_CASE("races: the detector is off by default and reports nothing") {
   CHECK(st.races.empty());
 }
 
-TEST_CASE("races: a publish needs the other waves drained into it (a barrier before the release)") {
-  for (bool drain : {false, true}) {
+TEST_CASE("races: a publish needs the other waves drained into it (their release fence, then a barrier)") {
+  // mode 0: no barrier; 1: a barrier without the fence (ctaSync(false)); 2: ctaSync(drain=true).
+  for (int mode : {0, 1, 2}) {
+    const bool drain = mode == 2;
     // CTA 0: wave 1 stores the data, wave 0 publishes (release); CTA 1: wait (acquire), read.
     Kit k(2, 128);
     auto& b = k.b;
@@ -238,7 +240,8 @@ TEST_CASE("races: a publish needs the other waves drained into it (a barrier bef
           [&] {
             b.stage(0, [&] {
               b.if_(b.wave() == 1, [&] { b.store(b.ptrAdd(d, off), lane); });
-              if (drain) b.barrier();
+              if (drain) b.fence(MemOrder::Release, MemScope::Agent);
+              if (mode >= 1) b.barrier();
               b.if_(b.wave() == 0, [&] {
                 b.sleep(127);  // let wave 1 store first, so the report is the write-then-read one
                 b.if_(lane == 0, [&] { b.publish(p, b.i32(7), b.i32(1)); });
@@ -260,7 +263,7 @@ TEST_CASE("races: a publish needs the other waves drained into it (a barrier bef
       k.write<uint64_t>(pair, {0});
       const auto st = k.runRaces({{data, pair, out, err}}, seed);
       const std::string r = joined(st);
-      INFO("drain " << drain << ", seed " << seed << "\n" << r);
+      INFO("mode " << mode << ", seed " << seed << "\n" << r);
       if (drain) {
         CHECK(st.raceCount == 0);
       } else {

@@ -26,6 +26,8 @@ SimRaces::SimRaces(const ir::Plan& plan, const SimProgram& prog, std::vector<Wav
   for (size_t i = 0; i < n; ++i) {
     waves_[i].vc.assign(n, 0);
     waves_[i].vc[i] = 1;
+    waves_[i].vis[0].assign(n, 0);
+    waves_[i].vis[1].assign(n, 0);
   }
   arrived_.assign(n, 0);
   uint32_t nCta = 0;
@@ -41,21 +43,35 @@ bool SimRaces::covers(ir::MemScope s, uint32_t a, uint32_t b) const {
   }
 }
 
-const SimRaces::ClockPtr& SimRaces::snapshot(uint32_t wi) {
+namespace {
+int levelOf(ir::MemScope s) { return s == ir::MemScope::Workgroup ? 0 : s == ir::MemScope::Agent ? 1 : 2; }
+}  // namespace
+
+const SimRaces::ClockPtr& SimRaces::releaseClock(uint32_t wi, ir::MemScope s) {
   WaveState& w = waves_[wi];
-  if (!w.snap) w.snap = std::make_shared<const Clock>(w.vc);
-  return w.snap;
+  const int L = levelOf(s);
+  for (int l = 1; l <= L; ++l)
+    if (w.vis[l - 1][wi] != w.vc[wi]) {
+      w.vis[l - 1][wi] = w.vc[wi];
+      w.snap[l].reset();
+    }
+  if (!w.snap[L]) w.snap[L] = std::make_shared<const Clock>(L == 0 ? w.vc : w.vis[L - 1]);
+  return w.snap[L];
 }
 
-void SimRaces::join(uint32_t wi, const Clock& c) {
+void SimRaces::join(uint32_t wi, const Clock& c, ir::MemScope s) {
   WaveState& w = waves_[wi];
-  bool changed = false;
-  for (size_t i = 0; i < c.size(); ++i)
-    if (c[i] > w.vc[i]) {
-      w.vc[i] = c[i];
-      changed = true;
-    }
-  if (changed) w.snap.reset();
+  const int L = levelOf(s);
+  for (int l = 0; l <= L; ++l) {
+    Clock& v = l == 0 ? w.vc : w.vis[l - 1];
+    bool changed = false;
+    for (size_t i = 0; i < c.size(); ++i)
+      if (c[i] > v[i]) {
+        v[i] = c[i];
+        changed = true;
+      }
+    if (changed) w.snap[l].reset();
+  }
 }
 
 void SimRaces::addNote(std::vector<Note>& notes, Note n) {
@@ -73,7 +89,7 @@ void SimRaces::acquireRec(uint32_t wi, int32_t pc, const SyncRec& r, ir::MemOrde
   else if (!covers(r.scope, r.wave, wi)) n.reason = kRelScope;
   else if (!covers(s, r.wave, wi)) n.reason = kAcqScope;
   else {
-    join(wi, *r.clock);
+    join(wi, *r.clock, r.scope);
     n.reason = kJoined;
     addNote(waves_[wi].joins, std::move(n));
     return;
@@ -156,7 +172,7 @@ void SimRaces::storeSync(uint32_t t, int32_t pc, const SimMemory::Allocation* al
     r.pc = pc;
     r.scope = s;
     if (isRel(o)) {
-      r.clock = snapshot(t);
+      r.clock = releaseClock(t, s);
       r.isRelease = true;
       w.released = true;
     } else if (w.fenceSnap) {
@@ -164,7 +180,7 @@ void SimRaces::storeSync(uint32_t t, int32_t pc, const SimMemory::Allocation* al
       r.scope = w.fenceScope;
       r.isRelease = true;
     } else {
-      r.clock = snapshot(t);
+      r.clock = releaseClock(t, ir::MemScope::Workgroup);  // not a release: for the report only
     }
     if (rmw) {
       auto it = sync_.find(key);
@@ -206,7 +222,7 @@ void SimRaces::endRelease(uint32_t t) {
   if (!w.released) return;
   w.released = false;
   ++w.vc[t];
-  w.snap.reset();
+  for (auto& p : w.snap) p.reset();
 }
 
 void SimRaces::fence(uint32_t t, int32_t pc, ir::MemOrder o, ir::MemScope s) {
@@ -217,13 +233,13 @@ void SimRaces::fence(uint32_t t, int32_t pc, ir::MemOrder o, ir::MemScope s) {
     for (const SyncRec& r : p) {
       // The relaxed read's notes were taken at the read; here the fence is the acquire.
       if (covers(r.scope, r.wave, t) && covers(s, r.wave, t)) {
-        join(t, *r.clock);
+        join(t, *r.clock, r.scope);
         addNote(w.joins, Note{r.clock, r.wave, r.pc, pc, kJoined, r.scope, s});
       } else addNote(w.notes, Note{r.clock, r.wave, r.pc, pc, covers(r.scope, r.wave, t) ? kAcqScope : kRelScope, r.scope, s});
     }
   }
   if (isRel(o)) {
-    w.fenceSnap = snapshot(t);
+    w.fenceSnap = releaseClock(t, s);
     w.fenceScope = s;
     w.released = true;
     endRelease(t);
@@ -231,12 +247,14 @@ void SimRaces::fence(uint32_t t, int32_t pc, ir::MemOrder o, ir::MemScope s) {
 }
 
 void SimRaces::barrier(uint32_t firstWave, uint32_t waves) {
-  Clock c(waves_.size(), 0);
+  Clock c(waves_.size(), 0), vis[2] = {c, c};
   std::vector<Note> notes, joins;
   for (uint32_t i = firstWave; i < firstWave + waves; ++i) {
     if (!arrived_[i]) continue;
     const Clock& v = waves_[i].vc;
     for (size_t j = 0; j < c.size(); ++j) c[j] = std::max(c[j], v[j]);
+    for (int l = 0; l < 2; ++l)
+      for (size_t j = 0; j < c.size(); ++j) vis[l][j] = std::max(vis[l][j], waves_[i].vis[l][j]);
     for (const Note& n : waves_[i].notes) notes.push_back(n);
     for (const Note& n : waves_[i].joins) joins.push_back(n);
   }
@@ -246,7 +264,9 @@ void SimRaces::barrier(uint32_t firstWave, uint32_t waves) {
     WaveState& w = waves_[i];
     w.vc = c;
     ++w.vc[i];
-    w.snap.reset();
+    w.vis[0] = vis[0];
+    w.vis[1] = vis[1];
+    for (auto& p : w.snap) p.reset();
     for (const Note& n : notes) addNote(w.notes, n);
     for (const Note& n : joins) addNote(w.joins, n);
   }
@@ -298,9 +318,21 @@ std::string SimRaces::why(uint32_t t, const Acc& prev) const {
     const Note& n = *it;
     if (n.relWave == prev.wave || info_[n.relWave].ctaIndex != info_[prev.wave].ctaIndex) continue;
     if ((*n.clock)[prev.wave] >= prev.clock) continue;
-    return fmt::format("missing drain: the release {} by wave {} (acquired by {}) does not carry wave {}'s access: no "
-                       "barrier between that access and the release",
-                       opOf(n.relPc), info_[n.relWave].wave, opOf(n.acqPc), info_[prev.wave].wave);
+    return fmt::format("missing drain: the release {} by wave {} (acquired by {}) does not carry wave {}'s access: "
+                       "wave {} needs a release at {} scope (ctaSync(drain)'s fence) and then a barrier before it",
+                       opOf(n.relPc), info_[n.relWave].wave, opOf(n.acqPc), info_[prev.wave].wave,
+                       info_[prev.wave].wave, ir::memScopeName(n.relScope));
+  }
+  // The same, found among the releases still on memory (the joins list is bounded): one by another
+  // wave of the writer's CTA that this wave has acquired (its clock covers the release).
+  for (const auto& [key, r] : sync_) {
+    if (!r.isRelease || r.wave == prev.wave || info_[r.wave].ctaIndex != info_[prev.wave].ctaIndex) continue;
+    if ((*r.clock)[prev.wave] >= prev.clock || waves_[t].vc[r.wave] < (*r.clock)[r.wave]) continue;
+    return fmt::format("missing drain: the release {} by wave {} (which this wave acquired) does not carry wave {}'s "
+                       "access: wave {} needs a release at {} scope (ctaSync(drain)'s fence) and then a barrier "
+                       "before it",
+                       opOf(r.pc), info_[r.wave].wave, info_[prev.wave].wave, info_[prev.wave].wave,
+                       ir::memScopeName(r.scope));
   }
   if (info_[prev.wave].ctaIndex == info_[t].ctaIndex) return "no barrier or release/acquire between them";
   return "no release/acquire between them";

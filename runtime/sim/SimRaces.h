@@ -9,6 +9,12 @@
 // an access is the epoch (wave, clock)):
 // - program order within a wave;
 // - the CTA barrier: every wave that arrives joins every other's clock;
+// - visibility (drains): besides its clock, a wave keeps what of it is visible at agent and at
+//   system scope. A wave's own accesses reach scope S only by its own release at S (a release
+//   fence, as ctaSync(drain) does, or a release store); a barrier joins each level separately;
+//   and a release at S carries only the S-visible clock. So "barrier, then wave 0 publishes" does
+//   not carry wave 1's stores to another CTA unless wave 1 released at agent scope before the
+//   barrier (on the hardware a wave's release waits for its own stores only).
 // - release -> acquire: a release (a Publish or Store with a release order, an RMW/CmpXchg with
 //   one, or any atomic store after a release Fence of the same wave) leaves a copy of the
 //   releaser's clock on each 8-byte word it writes; an acquire (a Wait or Load with an acquire
@@ -121,7 +127,12 @@ class SimRaces {
   enum : uint8_t { kNotRelease, kNotAcquire, kRelScope, kAcqScope, kJoined };
   struct WaveState {
     Clock vc;
-    ClockPtr snap;          // a copy of vc while vc has not changed
+    /// What of vc is visible at agent (vis[0]) and system (vis[1]) scope: a wave's own accesses
+    /// get there by its own release at that scope (a drain); others' by a barrier join of their
+    /// vis, or an acquire of a release at that scope.
+    Clock vis[2];
+    ClockPtr snap[3];       // per level (0 workgroup = vc, 1 agent, 2 system): the clock a release
+                            // there carries, while the clocks have not changed
     ClockPtr fenceSnap;     // the last release fence's clock
     ir::MemScope fenceScope = ir::MemScope::Agent;
     bool released = false;  // this op released: tick at endRelease
@@ -132,8 +143,10 @@ class SimRaces {
 
   bool covers(ir::MemScope s, uint32_t a, uint32_t b) const;
   bool hb(const Acc& e, uint32_t t) const { return e.wave == t || e.clock <= waves_[t].vc[e.wave]; }
-  const ClockPtr& snapshot(uint32_t wi);
-  void join(uint32_t wi, const Clock& c);
+  /// The clock a release at scope s by wi carries (its own accesses made visible at s first).
+  const ClockPtr& releaseClock(uint32_t wi, ir::MemScope s);
+  /// An acquire of c, released at scope s: wi knows c, and c is visible at s's levels.
+  void join(uint32_t wi, const Clock& c, ir::MemScope s);
   void acquireRec(uint32_t wi, int32_t pc, const SyncRec& r, ir::MemOrder o, ir::MemScope s);
   static void addNote(std::vector<Note>& notes, Note n);
   Word* shadow(const SimMemory::Allocation* alloc, uint32_t ctaIndex, uint64_t addr);
