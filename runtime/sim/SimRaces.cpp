@@ -173,10 +173,12 @@ void SimRaces::storeSync(uint32_t t, int32_t pc, const SimMemory::Allocation* al
     r.scope = s;
     if (isRel(o)) {
       r.clock = releaseClock(t, s);
+      r.known = releaseClock(t, ir::MemScope::Workgroup);
       r.isRelease = true;
       w.released = true;
     } else if (w.fenceSnap) {
       r.clock = w.fenceSnap;
+      r.known = w.fenceSnap;
       r.scope = w.fenceScope;
       r.isRelease = true;
     } else {
@@ -323,11 +325,20 @@ std::string SimRaces::why(uint32_t t, const Acc& prev) const {
                        opOf(n.relPc), info_[n.relWave].wave, opOf(n.acqPc), info_[prev.wave].wave,
                        info_[prev.wave].wave, ir::memScopeName(n.relScope));
   }
-  // The same, found among the releases still on memory (the joins list is bounded): one by another
-  // wave of the writer's CTA that this wave has acquired (its clock covers the release).
+  // Among the releases still on memory (the notes are bounded): one that carries the access at a
+  // scope that does not cover this wave.
+  for (const auto& [key, r] : sync_) {
+    if (!r.isRelease || (*r.clock)[prev.wave] < prev.clock || covers(r.scope, r.wave, t)) continue;
+    return fmt::format("scope: the release by {} carries it, but at {} scope, which does not cover {}",
+                       describe(r.wave, r.pc), ir::memScopeName(r.scope), uncovered(r.scope, r.wave, t));
+  }
+  // One by another wave of the writer's CTA that this wave acquired, that knew of the access (a
+  // barrier) but did not carry it (the writer did not release it at that scope first).
   for (const auto& [key, r] : sync_) {
     if (!r.isRelease || r.wave == prev.wave || info_[r.wave].ctaIndex != info_[prev.wave].ctaIndex) continue;
-    if ((*r.clock)[prev.wave] >= prev.clock || waves_[t].vc[r.wave] < (*r.clock)[r.wave]) continue;
+    if ((*r.clock)[prev.wave] >= prev.clock || (*r.known)[prev.wave] < prev.clock ||
+        waves_[t].vc[r.wave] < (*r.clock)[r.wave])
+      continue;
     return fmt::format("missing drain: the release {} by wave {} (which this wave acquired) does not carry wave {}'s "
                        "access: wave {} needs a release at {} scope (ctaSync(drain)'s fence) and then a barrier "
                        "before it",

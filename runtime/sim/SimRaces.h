@@ -111,6 +111,7 @@ class SimRaces {
   /// report can say the release is missing).
   struct SyncRec {
     ClockPtr clock;
+    ClockPtr known;  // the releaser's whole clock (clock is its part visible at scope)
     uint32_t wave = 0;
     int32_t pc = -1;
     ir::MemScope scope = ir::MemScope::Agent;
