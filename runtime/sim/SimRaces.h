@@ -41,8 +41,12 @@
 // other side, a release/acquire whose scope does not cover both waves, or a release acquired from
 // the writer's CTA that did not carry the write: a missing drain/barrier before the release); see
 // SimStats::races. Near misses travel with the acquiring wave and through its CTA's barriers.
-// Not yet: uninitialized reads (poisoned LDS/scratch), and explanations carried across more than
-// one barrier hop.
+// Cost: SimOptions::races off is one predictable branch per access (no measurable change); on,
+// the reduced launch runs at about half the ops/s (S2 TP2: 3.3 -> 1.7 M ops/s; S8 TP4: 3.0 -> 1.5).
+// Not yet (issue 9): uninitialized reads (poisoned LDS/scratch/allocations); the detector on in
+// the spec tests over the S x TP matrix and at full dims; in-tree mutation tests of the stages; a
+// read set that does not overflow (raceUncheckedWrites says when it mattered); the error word a
+// timed-out wait writes is not checked.
 #pragma once
 #include <cstdint>
 #include <memory>
