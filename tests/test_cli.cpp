@@ -312,6 +312,15 @@ TEST_CASE("sim --save of an INVALID launch saves it, and its metadata says so", 
   CHECK(s.outputs.at("err.r1").as<int32_t>()[0] != 0);
 }
 
+TEST_CASE("sim --races: the reduced launch is race-free under the Sim's race detector", "[cli]") {
+  const Result r = sh(kMonogen + " sim --rows 2 --tp 2 --config reduced --races");
+  INFO(r.out);
+  CHECK(r.code == 0);
+  CHECK(r.out.find("RACE") == std::string::npos);
+  CHECK(r.out.find("race on") == std::string::npos);
+  CHECK(r.out.find("verdict: bit-exact under 1 seed") != std::string::npos);
+}
+
 TEST_CASE("sim --sum: the stage-parity knob sums one side and stays bit-exact", "[cli]") {
   const Result r = sh(kMonogen + " sim --rows 2 --tp 2 --config reduced --sum shared --experts 4");
   INFO(r.out);

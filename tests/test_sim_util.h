@@ -50,6 +50,13 @@ struct Kit {
     o.seed = seed;
     return dev.run(plan, args, o);
   }
+  /// run() with the race detector on (SimOptions::races).
+  runtime::SimStats runRaces(const std::vector<std::vector<uint64_t>>& args, uint64_t seed = 1) {
+    runtime::SimOptions o;
+    o.seed = seed;
+    o.races = true;
+    return dev.run(plan, args, o);
+  }
 };
 
 inline float f32FromBits(uint32_t u) {

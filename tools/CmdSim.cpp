@@ -117,6 +117,7 @@ Run addSim(CLI::App& app) {
     int seeds = 1;
     int experts = 0;     // --experts N: distinct routed experts the rows pick (0: natural routing)
     int paddedRows = 0;  // --padded-rows K: the last K rows get slot -1
+    bool races = false;  // --races: the Sim's happens-before race detector
     std::string inputs, save;
     mm::LaunchParams launch;
   };
@@ -145,6 +146,9 @@ Run addSim(CLI::App& app) {
   c->add_option("--wait-ticks", o->launch.waitTicks, "a wait's bound in 100 MHz ticks, 1 or more")
       ->check(CLI::Range(int64_t{1}, std::numeric_limits<int64_t>::max()))
       ->capture_default_str();
+  c->add_flag("--races", o->races,
+              "run the Sim device's race detector (happens-before with scopes): a race makes the verdict RACE and "
+              "lists the first few, naming both accesses and the missing edge");
   c->add_flag("--handshake", o->launch.handshake, "run it as the step's last launch (the ranks trade failure flags)");
   CLI::Option* rank = c->add_option("--inject-rank", o->launch.injectRank,
                                     "fault injection (implies --handshake): this rank stalls at the handshake, then "
@@ -201,6 +205,7 @@ Run addSim(CLI::App& app) {
     for (int i = 0; i < o->seeds; ++i) {
       runtime::SimOptions so;
       so.seed = o->seed + static_cast<uint64_t>(i);
+      so.races = o->races;
       const auto t0 = std::chrono::steady_clock::now();
       // a long launch (full dims: minutes) reports on stderr every 20M ops
       so.progress = [&, seed = so.seed](const runtime::SimProgress& p) {
@@ -212,10 +217,19 @@ Run addSim(CLI::App& app) {
       };
       mm::SimRun run = mm::runOnSim(cfg, key, inputs, so, launch);
       const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      const std::string verdict = verdictOf(run, mm::firstMismatch(run.outputs, want));
+      std::string verdict = verdictOf(run, mm::firstMismatch(run.outputs, want));
+      if (run.stats.raceCount > 0)  // a racy launch is never bit-exact, whatever its outputs
+        verdict = fmt::format("RACE: {} racing op pair{} (outputs: {})", run.stats.raceCount,
+                              run.stats.raceCount == 1 ? "" : "s", verdict);
       const bool ok = verdict == "bit-exact";
-      fmt::print("  seed {:<4} {:>10} ops {:>8} ticks {:6.2f} s  {}\n", so.seed, run.stats.steps, run.stats.ticks, sec,
-                 verdict);
+      fmt::print("  seed {:<4} {:>10} ops {:>8} ticks {:6.2f} s ({:.1f} M ops/s)  {}\n", so.seed, run.stats.steps,
+                 run.stats.ticks, sec, sec > 0 ? run.stats.steps / sec / 1e6 : 0.0, verdict);
+      for (const std::string& r : run.stats.races) fmt::print("    {}\n", r);
+      if (run.stats.raceCount > static_cast<int64_t>(run.stats.races.size()))
+        fmt::print("    ... and {} more racing op pairs\n", run.stats.raceCount - static_cast<int64_t>(run.stats.races.size()));
+      if (o->races && run.stats.raceUncheckedWrites)
+        fmt::print("    ({} writes hit a word whose shadow read set had overflowed: a write-after-read race there "
+                   "may go unseen)\n", run.stats.raceUncheckedWrites);
       flushStdout();
       if (!ok) ++bad;
       if (!saved || savedVerdict == "bit-exact") {  // keep the first failing run

@@ -13,7 +13,9 @@
 // - a wait resolves lane by lane: a lane is done when its pair carries the tag, or when the clock
 //   passes the wait's start + the lane's bound (then errWord[0] := code if it was 0, errWord[1]
 //   += 1, the result is the pair's current value); a bound of INT64_MAX never runs out;
-// - execution is sequentially consistent, one op at a time, so weak-memory bugs are not found;
+// - execution is sequentially consistent, one op at a time, so weak-memory bugs do not change
+//   results; SimOptions::races turns on a happens-before race detector that finds them
+//   (runtime/sim/SimRaces.h);
 // - every access is bounds-checked, atomics must be aligned; errors are SimError naming the
 //   variant, stage, op (#preorder number and name), rank, CTA, wave, lane, address and the
 //   nearest allocation.
@@ -83,6 +85,10 @@ struct SimOptions {
   /// Called every progressEvery ops (and not at all when empty): for a long launch's progress line.
   std::function<void(const SimProgress&)> progress;
   int64_t progressEvery = 20'000'000;
+  /// The happens-before race detector (runtime/sim/SimRaces.h): vector clocks per wave, shadow
+  /// memory per 4-byte word; races land in SimStats::races. Off by default (it costs time and
+  /// about 64 bytes a word of every allocation and LDS the launch touches).
+  bool races = false;
 };
 
 /// What a simulated launch did.
@@ -94,6 +100,12 @@ struct SimStats {
                                   // wave's load counts the union of its lanes' bytes (coalesced)
   int64_t globalBytesStored = 0;  // bytes written (stores, publishes, atomics)
   std::map<std::string, int64_t> bytesLoadedByStage;  // per Plan stage name
+  // SimOptions::races: distinct (earlier op, later op) pairs found racing, the first few as
+  // messages naming both accesses, the region and the missing edge; and the writes to a word
+  // whose shadow read set had overflowed (a write-after-read race there can go unseen; 0: none).
+  int64_t raceCount = 0;
+  std::vector<std::string> races;
+  int64_t raceUncheckedWrites = 0;
 };
 
 /// Runs every CTA of every rank of a launch, interleaving waves with a seeded scheduler.

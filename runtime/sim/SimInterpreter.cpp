@@ -588,8 +588,13 @@ SimLaunch::Status SimLaunch::step(SimWave& w) {
       FOR_LANES(exec, l) {
         const uint64_t a = ptrAt(w, in.opd[0], in.t0, l);
         addrs[na++] = a;
-        const uint8_t* src = access(w, in, l, sp, a, n, atomic, nullptr);
+        SimMemory::Allocation* al = nullptr;
+        const uint8_t* src = access(w, in, l, sp, a, n, atomic, &al);
         copyN(fr + in.res + n * l, src, n);
+        if (races_) [[unlikely]] {
+          races_->access(waveIndex(w), w.pc, al, a, n, false, atomic, op.attrs.scope);
+          if (atomic) races_->loadSync(waveIndex(w), w.pc, al, a, n, op.attrs.order, op.attrs.scope);
+        }
         if (in.rt.scalar == Scalar::I1)
           for (int e = 0; e < in.rt.lanes; ++e) fr[in.res + n * l + e] &= 1;
       }
@@ -609,7 +614,13 @@ SimLaunch::Status SimLaunch::step(SimWave& w) {
         uint8_t* dst = access(w, in, l, sp, ptrAt(w, in.opd[0], in.t0, l), n, atomic, &a);
         copyN(dst, fr + in.opd[1] + n * l, n);
         if (a && a->watched) wakeWatchers(a, ptrAt(w, in.opd[0], in.t0, l), n);
+        if (races_) [[unlikely]] {
+          const uint64_t ad = ptrAt(w, in.opd[0], in.t0, l);
+          races_->access(waveIndex(w), w.pc, a, ad, n, true, atomic, op.attrs.scope);
+          races_->storeSync(waveIndex(w), w.pc, a, ad, n, op.attrs.order, op.attrs.scope, false);
+        }
       }
+      if (races_) [[unlikely]] races_->endRelease(waveIndex(w));
       if (sp != ir::AddrSpace::Lds) stats_.globalBytesStored += static_cast<int64_t>(n) * std::popcount(exec);
       break;
     }
@@ -641,7 +652,14 @@ SimLaunch::Status SimLaunch::step(SimWave& w) {
         stN(p, n, r);
         stN(fr + in.res + n * l, n, old);
         if (a && a->watched) wakeWatchers(a, ptrAt(w, in.opd[0], in.t0, l), n);
+        if (races_) [[unlikely]] {
+          const uint64_t ad = ptrAt(w, in.opd[0], in.t0, l);
+          races_->loadSync(waveIndex(w), w.pc, a, ad, n, op.attrs.order, op.attrs.scope);
+          races_->access(waveIndex(w), w.pc, a, ad, n, true, true, op.attrs.scope);
+          races_->storeSync(waveIndex(w), w.pc, a, ad, n, op.attrs.order, op.attrs.scope, true);
+        }
       }
+      if (races_) [[unlikely]] races_->endRelease(waveIndex(w));
       if (sp != ir::AddrSpace::Lds) {
         const int64_t b = static_cast<int64_t>(n) * std::popcount(exec);
         stats_.globalBytesLoaded += b;
@@ -657,12 +675,20 @@ SimLaunch::Status SimLaunch::step(SimWave& w) {
         SimMemory::Allocation* a = nullptr;
         uint8_t* p = access(w, in, l, sp, ptrAt(w, in.opd[0], in.t0, l), n, true, &a);
         const uint64_t old = ldN(p, n);
-        if (old == ldN(fr + in.opd[1] + n * l, n)) {
+        const bool swapped = old == ldN(fr + in.opd[1] + n * l, n);
+        if (swapped) {
           stN(p, n, ldN(fr + in.opd[2] + n * l, n));
           if (a && a->watched) wakeWatchers(a, ptrAt(w, in.opd[0], in.t0, l), n);
         }
         stN(fr + in.res + n * l, n, old);
+        if (races_) [[unlikely]] {
+          const uint64_t ad = ptrAt(w, in.opd[0], in.t0, l);
+          races_->loadSync(waveIndex(w), w.pc, a, ad, n, op.attrs.order, op.attrs.scope);
+          races_->access(waveIndex(w), w.pc, a, ad, n, swapped, true, op.attrs.scope);
+          if (swapped) races_->storeSync(waveIndex(w), w.pc, a, ad, n, op.attrs.order, op.attrs.scope, true);
+        }
       }
+      if (races_) [[unlikely]] races_->endRelease(waveIndex(w));
       if (sp != ir::AddrSpace::Lds) {
         const int64_t b = static_cast<int64_t>(n) * std::popcount(exec);
         stats_.globalBytesLoaded += b;
@@ -672,11 +698,14 @@ SimLaunch::Status SimLaunch::step(SimWave& w) {
       break;
     }
     case OpCode::Fence:
-      break;  // sequentially consistent already (see SimLaunch.h)
+      // Sequentially consistent already (see SimLaunch.h); the race detector keeps its edges.
+      if (races_) [[unlikely]] races_->fence(waveIndex(w), w.pc, op.attrs.order, op.attrs.scope);
+      break;
     case OpCode::Barrier: {
       ++w.pc;
       SimCta& c = ctas_[w.ctaIndex];
       ++c.arrived;
+      if (races_) [[unlikely]] races_->arrive(waveIndex(w));
       if (c.arrived >= c.live) {
         releaseBarrier(c);
         return kContinue;
@@ -748,7 +777,12 @@ SimLaunch::Status SimLaunch::step(SimWave& w) {
         st<int32_t>(p, ld<int32_t>(fr + in.opd[1] + 4 * l));
         st<int32_t>(p + 4, ld<int32_t>(fr + in.opd[2] + 4 * l));
         if (a && a->watched) wakeWatchers(a, addr, 8);
+        if (races_) [[unlikely]] {
+          races_->access(waveIndex(w), w.pc, a, addr, 8, true, true, op.attrs.scope);
+          races_->storeSync(waveIndex(w), w.pc, a, addr, 8, op.attrs.order, op.attrs.scope, false);
+        }
       }
+      if (races_) [[unlikely]] races_->endRelease(waveIndex(w));
       if (sp != ir::AddrSpace::Lds) stats_.globalBytesStored += 8 * std::popcount(exec);
       break;
     }
@@ -769,6 +803,10 @@ SimLaunch::Status SimLaunch::step(SimWave& w) {
         if (tag == ld<int32_t>(fr + in.opd[1] + 4 * l)) {
           st<int32_t>(fr + in.res + 4 * l, value);
           resolved |= 1ull << l;
+          if (races_) [[unlikely]] {
+            races_->access(waveIndex(w), w.pc, a, pairAddr, 8, false, true, op.attrs.scope);
+            races_->loadSync(waveIndex(w), w.pc, a, pairAddr, 8, op.attrs.order, op.attrs.scope);
+          }
           continue;
         }
         const int64_t deadline = satAdd(w.waitStart, ld<int64_t>(fr + in.opd[2] + 8 * l));
@@ -784,6 +822,10 @@ SimLaunch::Status SimLaunch::step(SimWave& w) {
           st<int32_t>(fr + in.res + 4 * l, ld<int32_t>(p));
           resolved |= 1ull << l;
           ++stats_.waitTimeouts;
+          if (races_) [[unlikely]] {  // a timed-out wait reads the stale pair: that is its protocol
+            races_->access(waveIndex(w), w.pc, a, pairAddr, 8, false, true, op.attrs.scope);
+            races_->loadSync(waveIndex(w), w.pc, a, pairAddr, 8, op.attrs.order, op.attrs.scope);
+          }
           if (ea && ea->watched) wakeWatchers(ea, ewAddr, 8);
           continue;
         }

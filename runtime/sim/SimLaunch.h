@@ -6,17 +6,20 @@
 //
 // Memory ordering: the launch executes one op of one wave at a time and every access acts on
 // memory at once, so the execution is sequentially consistent. The order/scope attributes are
-// checked (atomics must be aligned) but have no other effect: the Sim device therefore cannot
-// find weak-memory bugs (a missing release/acquire or fence); only the interleavings are explored.
+// checked (atomics must be aligned) but have no other effect on the execution; weak-memory bugs (a
+// missing release/acquire, fence or barrier, a scope too narrow) are found by the race detector
+// (SimOptions::races, SimRaces.h), which the interpreter calls behind one `if (races_)` per access.
 #pragma once
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <queue>
 #include <unordered_map>
 #include <vector>
 
 #include "runtime/sim/SimDevice.h"
 #include "runtime/sim/SimProgram.h"
+#include "runtime/sim/SimRaces.h"
 #include "runtime/sim/SimRng.h"
 
 namespace monogen::runtime {
@@ -89,6 +92,7 @@ class SimLaunch {
   // The bytes one wave's load asks of memory (the union of its lanes' ranges); sorts addrs.
   static int64_t coalescedBytes(uint64_t* addrs, int count, int n);
 
+  uint32_t waveIndex(const SimWave& w) const { return static_cast<uint32_t>(&w - waves_.data()); }
   std::string where(const SimWave& w, const SimInst& in, int lane) const;
   std::string stageName(int stage) const;
   [[noreturn]] void fail(const SimWave& w, const SimInst& in, int lane, const std::string& what) const;
@@ -114,6 +118,7 @@ class SimLaunch {
   std::unordered_map<uint64_t, Watch> watch_;  // pair address -> waves blocked waiting on it
   SimMemory::Allocation* lastAlloc_ = nullptr;
   SimRng rng_;
+  std::unique_ptr<SimRaces> races_;  // SimOptions::races, else null
 
   int64_t now_ = 0;       // simulated clock ticks since launch start
   int64_t tickAccum_ = 0; // ops not yet turned into ticks

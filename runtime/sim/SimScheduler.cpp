@@ -71,6 +71,12 @@ SimLaunch::SimLaunch(SimMemory& mem, const ir::Plan& plan, const SimProgram& pro
       }
     }
   live_ = static_cast<int64_t>(nWave);
+  if (opts_.races) {
+    std::vector<SimRaces::WaveInfo> info;
+    info.reserve(nWave);
+    for (const SimWave& w : waves_) info.push_back({w.rank, w.cta, w.wave, w.ctaIndex});
+    races_ = std::make_unique<SimRaces>(plan, prog, std::move(info), plan.ldsBytes);
+  }
   stageBytes_.assign(plan.stages.size() + 1, 0);
 }
 
@@ -109,6 +115,7 @@ void SimLaunch::block(SimWave& w, SimWave::State s) {
 
 void SimLaunch::releaseBarrier(SimCta& c) {
   c.arrived = 0;
+  if (races_) races_->barrier(c.firstWave, c.waves);
   for (uint32_t i = 0; i < c.waves; ++i) {
     const uint32_t wi = c.firstWave + i;
     if (waves_[wi].state == SimWave::Barrier) makeRunnable(wi);
@@ -210,6 +217,7 @@ SimStats SimLaunch::run() {
                                  stats_.steps, live_, now_));
   }
   stats_.ticks = now_;
+  if (races_) races_->finish(stats_);
   for (size_t s = 0; s < plan_.stages.size(); ++s)
     if (stageBytes_[s]) stats_.bytesLoadedByStage[plan_.stages[s].name] += stageBytes_[s];
   if (stageBytes_.back()) stats_.bytesLoadedByStage["(no stage)"] += stageBytes_.back();

@@ -1,0 +1,383 @@
+// The Sim device's race detector (see SimRaces.h for the model): vector clocks, release records
+// on 8-byte words, shadow memory per 4-byte word, and the race reports.
+#include "runtime/sim/SimRaces.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "ir/Error.h"
+
+namespace monogen::runtime {
+
+namespace {
+bool isAcq(ir::MemOrder o) {
+  return o == ir::MemOrder::Acquire || o == ir::MemOrder::AcqRel || o == ir::MemOrder::SeqCst;
+}
+bool isRel(ir::MemOrder o) {
+  return o == ir::MemOrder::Release || o == ir::MemOrder::AcqRel || o == ir::MemOrder::SeqCst;
+}
+}  // namespace
+
+SimRaces::SimRaces(const ir::Plan& plan, const SimProgram& prog, std::vector<WaveInfo> waves, int64_t ldsBytes)
+    : plan_(plan), prog_(prog), info_(std::move(waves)), ldsBytes_(ldsBytes) {
+  const size_t n = info_.size();
+  waves_.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    waves_[i].vc.assign(n, 0);
+    waves_[i].vc[i] = 1;
+    waves_[i].vis[0].assign(n, 0);
+    waves_[i].vis[1].assign(n, 0);
+  }
+  arrived_.assign(n, 0);
+  uint32_t nCta = 0;
+  for (const WaveInfo& w : info_) nCta = std::max(nCta, w.ctaIndex + 1);
+  lds_.resize(nCta);
+}
+
+bool SimRaces::covers(ir::MemScope s, uint32_t a, uint32_t b) const {
+  switch (s) {
+    case ir::MemScope::Workgroup: return info_[a].ctaIndex == info_[b].ctaIndex;
+    case ir::MemScope::Agent: return info_[a].rank == info_[b].rank;
+    default: return true;
+  }
+}
+
+namespace {
+int levelOf(ir::MemScope s) { return s == ir::MemScope::Workgroup ? 0 : s == ir::MemScope::Agent ? 1 : 2; }
+}  // namespace
+
+const SimRaces::ClockPtr& SimRaces::releaseClock(uint32_t wi, ir::MemScope s) {
+  WaveState& w = waves_[wi];
+  const int L = levelOf(s);
+  for (int l = 1; l <= L; ++l)
+    if (w.vis[l - 1][wi] != w.vc[wi]) {
+      w.vis[l - 1][wi] = w.vc[wi];
+      w.snap[l].reset();
+    }
+  if (!w.snap[L]) w.snap[L] = std::make_shared<const Clock>(L == 0 ? w.vc : w.vis[L - 1]);
+  return w.snap[L];
+}
+
+void SimRaces::join(uint32_t wi, const Clock& c, ir::MemScope s) {
+  WaveState& w = waves_[wi];
+  const int L = levelOf(s);
+  for (int l = 0; l <= L; ++l) {
+    Clock& v = l == 0 ? w.vc : w.vis[l - 1];
+    bool changed = false;
+    for (size_t i = 0; i < c.size(); ++i)
+      if (c[i] > v[i]) {
+        v[i] = c[i];
+        changed = true;
+      }
+    if (changed) w.snap[l].reset();
+  }
+}
+
+void SimRaces::addNote(std::vector<Note>& notes, Note n) {
+  for (const Note& o : notes)
+    if (o.clock == n.clock && o.reason == n.reason && o.relPc == n.relPc) return;
+  if (notes.size() >= kMaxNotes) notes.erase(notes.begin());
+  notes.push_back(std::move(n));
+}
+
+void SimRaces::acquireRec(uint32_t wi, int32_t pc, const SyncRec& r, ir::MemOrder o, ir::MemScope s) {
+  if (!r.clock || r.wave == wi) return;
+  Note n{r.clock, r.wave, r.pc, pc, 0, r.scope, s};
+  if (!r.isRelease) n.reason = kNotRelease;
+  else if (!isAcq(o)) n.reason = kNotAcquire;
+  else if (!covers(r.scope, r.wave, wi)) n.reason = kRelScope;
+  else if (!covers(s, r.wave, wi)) n.reason = kAcqScope;
+  else {
+    join(wi, *r.clock, r.scope);
+    n.reason = kJoined;
+    addNote(waves_[wi].joins, std::move(n));
+    return;
+  }
+  addNote(waves_[wi].notes, std::move(n));
+}
+
+uint64_t SimRaces::syncKey(const SimMemory::Allocation* alloc, uint32_t ctaIndex, uint64_t addr) const {
+  addr &= ~7ull;
+  return alloc ? addr : ((1ull << 63) | (static_cast<uint64_t>(ctaIndex) << 32) | addr);
+}
+
+SimRaces::Word* SimRaces::shadow(const SimMemory::Allocation* alloc, uint32_t ctaIndex, uint64_t addr) {
+  if (!alloc) {
+    auto& v = lds_[ctaIndex];
+    if (v.empty()) v.resize(static_cast<size_t>((ldsBytes_ + 3) / 4));
+    return v.data() + addr / 4;
+  }
+  if (alloc != lastAlloc_) {
+    auto& v = global_[alloc];
+    if (v.empty()) v.resize(static_cast<size_t>((alloc->bytes + 3) / 4));
+    lastAlloc_ = alloc;
+    lastShadow_ = &v;
+  }
+  return lastShadow_->data() + (addr - alloc->base) / 4;
+}
+
+void SimRaces::access(uint32_t t, int32_t pc, const SimMemory::Allocation* alloc, uint64_t addr, int n, bool write,
+                      bool atomic, ir::MemScope scope) {
+  const uint32_t ci = info_[t].ctaIndex;
+  const uint64_t lo = alloc ? addr - alloc->base : addr;
+  const uint64_t first = lo / 4, last = (lo + static_cast<uint64_t>(n) - 1) / 4;
+  Word* base = shadow(alloc, ci, addr) - (lo / 4);
+  const Acc cur{t, waves_[t].vc[t], pc, static_cast<uint8_t>(atomic), static_cast<uint8_t>(scope)};
+  auto conflicts = [&](const Acc& e) {
+    if (e.wave == UINT32_MAX || hb(e, t)) return false;
+    if (atomic && e.atomic && covers(static_cast<ir::MemScope>(e.scope), e.wave, t) && covers(scope, e.wave, t))
+      return false;
+    return true;
+  };
+  for (uint64_t wd = first; wd <= last; ++wd) {
+    Word& s = base[wd];
+    const uint64_t wordAddr = (alloc ? alloc->base : 0) + wd * 4;
+    if (conflicts(s.write)) report(t, pc, write, atomic, scope, s.write, true, alloc, std::max(wordAddr, addr));
+    if (write) {
+      if (s.write.dropped) ++uncheckedWrites_;
+      for (Acc& r : s.reads)
+        if (conflicts(r)) report(t, pc, write, atomic, scope, r, false, alloc, std::max(wordAddr, addr));
+      s.write = cur;
+      for (Acc& r : s.reads) r = Acc{};
+      continue;
+    }
+    // A read: drop the reads ordered before this one, then add (or refresh) this wave's.
+    int k = 0;
+    Acc keep[kReads];
+    for (const Acc& r : s.reads)
+      if (r.wave != UINT32_MAX && !hb(r, t)) keep[k++] = r;
+    if (k == kReads) {
+      std::move(keep + 1, keep + kReads, keep);
+      --k;
+      s.write.dropped = 1;
+    }
+    keep[k++] = cur;
+    for (int i = 0; i < kReads; ++i) s.reads[i] = i < k ? keep[i] : Acc{};
+  }
+}
+
+void SimRaces::storeSync(uint32_t t, int32_t pc, const SimMemory::Allocation* alloc, uint64_t addr, int n,
+                         ir::MemOrder o, ir::MemScope s, bool rmw) {
+  WaveState& w = waves_[t];
+  const uint32_t ci = info_[t].ctaIndex;
+  for (uint64_t a = addr & ~7ull; a < addr + static_cast<uint64_t>(n); a += 8) {
+    const uint64_t key = syncKey(alloc, ci, a);
+    if (o == ir::MemOrder::Plain) {
+      sync_.erase(key);
+      continue;
+    }
+    SyncRec r;
+    r.wave = t;
+    r.pc = pc;
+    r.scope = s;
+    if (isRel(o)) {
+      r.clock = releaseClock(t, s);
+      r.known = releaseClock(t, ir::MemScope::Workgroup);
+      r.isRelease = true;
+      w.released = true;
+    } else if (w.fenceSnap) {
+      r.clock = w.fenceSnap;
+      r.known = w.fenceSnap;
+      r.scope = w.fenceScope;
+      r.isRelease = true;
+    } else {
+      r.clock = releaseClock(t, ir::MemScope::Workgroup);  // not a release: for the report only
+    }
+    if (rmw) {
+      auto it = sync_.find(key);
+      if (it != sync_.end() && it->second.isRelease) {
+        if (!r.isRelease) continue;  // a relaxed RMW continues the release sequence
+        Clock c = *r.clock;
+        const Clock& old = *it->second.clock;
+        for (size_t i = 0; i < c.size(); ++i) c[i] = std::max(c[i], old[i]);
+        r.clock = std::make_shared<const Clock>(std::move(c));
+      }
+    }
+    sync_[key] = std::move(r);
+  }
+}
+
+void SimRaces::loadSync(uint32_t t, int32_t pc, const SimMemory::Allocation* alloc, uint64_t addr, int n,
+                        ir::MemOrder o, ir::MemScope s) {
+  const uint32_t ci = info_[t].ctaIndex;
+  for (uint64_t a = addr & ~7ull; a < addr + static_cast<uint64_t>(n); a += 8) {
+    auto it = sync_.find(syncKey(alloc, ci, a));
+    if (it == sync_.end()) continue;
+    const SyncRec& r = it->second;
+    if (!isAcq(o) && r.isRelease && r.wave != t) {
+      // Relaxed: an acquire fence later in this wave may still take it.
+      auto& p = waves_[t].pending;
+      bool have = false;
+      for (const SyncRec& q : p) have |= q.clock == r.clock;
+      if (!have) {
+        if (p.size() >= 64) p.erase(p.begin());
+        p.push_back(r);
+      }
+    }
+    acquireRec(t, pc, r, o, s);
+  }
+}
+
+void SimRaces::endRelease(uint32_t t) {
+  WaveState& w = waves_[t];
+  if (!w.released) return;
+  w.released = false;
+  ++w.vc[t];
+  for (auto& p : w.snap) p.reset();
+}
+
+void SimRaces::fence(uint32_t t, int32_t pc, ir::MemOrder o, ir::MemScope s) {
+  WaveState& w = waves_[t];
+  if (isAcq(o)) {
+    std::vector<SyncRec> p;
+    p.swap(w.pending);
+    for (const SyncRec& r : p) {
+      // The relaxed read's notes were taken at the read; here the fence is the acquire.
+      if (covers(r.scope, r.wave, t) && covers(s, r.wave, t)) {
+        join(t, *r.clock, r.scope);
+        addNote(w.joins, Note{r.clock, r.wave, r.pc, pc, kJoined, r.scope, s});
+      } else addNote(w.notes, Note{r.clock, r.wave, r.pc, pc, covers(r.scope, r.wave, t) ? kAcqScope : kRelScope, r.scope, s});
+    }
+  }
+  if (isRel(o)) {
+    w.fenceSnap = releaseClock(t, s);
+    w.fenceScope = s;
+    w.released = true;
+    endRelease(t);
+  }
+}
+
+void SimRaces::barrier(uint32_t firstWave, uint32_t waves) {
+  Clock c(waves_.size(), 0), vis[2] = {c, c};
+  std::vector<Note> notes, joins;
+  for (uint32_t i = firstWave; i < firstWave + waves; ++i) {
+    if (!arrived_[i]) continue;
+    const Clock& v = waves_[i].vc;
+    for (size_t j = 0; j < c.size(); ++j) c[j] = std::max(c[j], v[j]);
+    for (int l = 0; l < 2; ++l)
+      for (size_t j = 0; j < c.size(); ++j) vis[l][j] = std::max(vis[l][j], waves_[i].vis[l][j]);
+    for (const Note& n : waves_[i].notes) notes.push_back(n);
+    for (const Note& n : waves_[i].joins) joins.push_back(n);
+  }
+  for (uint32_t i = firstWave; i < firstWave + waves; ++i) {
+    if (!arrived_[i]) continue;
+    arrived_[i] = 0;
+    WaveState& w = waves_[i];
+    w.vc = c;
+    ++w.vc[i];
+    w.vis[0] = vis[0];
+    w.vis[1] = vis[1];
+    for (auto& p : w.snap) p.reset();
+    for (const Note& n : notes) addNote(w.notes, n);
+    for (const Note& n : joins) addNote(w.joins, n);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reports
+
+std::string SimRaces::describe(uint32_t wi, int32_t pc) const {
+  const SimInst& in = prog_.insts[static_cast<size_t>(pc)];
+  const std::string stage =
+      in.stage >= 0 && in.stage < static_cast<int>(plan_.stages.size()) ? plan_.stages[in.stage].name : "(no stage)";
+  const WaveInfo& w = info_[wi];
+  return fmt::format("stage '{}' op #{} {} (rank {} CTA {} wave {})", stage, in.opNum, ir::opName(in.op->code),
+                     w.rank, w.cta, w.wave);
+}
+
+std::string SimRaces::why(uint32_t t, const Acc& prev) const {
+  auto opOf = [&](int32_t pc) {
+    const SimInst& in = prog_.insts[static_cast<size_t>(pc)];
+    return fmt::format("op #{} {}", in.opNum, ir::opName(in.op->code));
+  };
+  auto uncovered = [&](ir::MemScope s, uint32_t a, uint32_t b) {
+    if (s == ir::MemScope::Workgroup && info_[a].rank == info_[b].rank)
+      return fmt::format("CTAs {} and {}", info_[a].cta, info_[b].cta);
+    return fmt::format("ranks {} and {}", info_[a].rank, info_[b].rank);
+  };
+  for (auto it = waves_[t].notes.rbegin(); it != waves_[t].notes.rend(); ++it) {
+    const Note& n = *it;
+    if ((*n.clock)[prev.wave] < prev.clock) continue;  // that store did not carry the earlier access
+    switch (n.reason) {
+      case kNotRelease:
+        return fmt::format("missing release: {} (read by {}) is relaxed, not a release", opOf(n.relPc),
+                           opOf(n.acqPc));
+      case kNotAcquire:
+        return fmt::format("missing acquire: {} reads the release of {} but is relaxed, not an acquire",
+                           opOf(n.acqPc), opOf(n.relPc));
+      case kRelScope:
+        return fmt::format("scope: the release at {} scope ({}) does not cover {}", ir::memScopeName(n.relScope),
+                           opOf(n.relPc), uncovered(n.relScope, n.relWave, t));
+      default:
+        return fmt::format("scope: the acquire at {} scope ({}) does not cover {}", ir::memScopeName(n.acqScope),
+                           opOf(n.acqPc), uncovered(n.acqScope, n.relWave, t));
+    }
+  }
+  // A release this wave did acquire, from the writer's CTA, that did not carry the access: the
+  // writer's wave was not drained into the releasing wave (a barrier) before the release.
+  for (auto it = waves_[t].joins.rbegin(); it != waves_[t].joins.rend(); ++it) {
+    const Note& n = *it;
+    if (n.relWave == prev.wave || info_[n.relWave].ctaIndex != info_[prev.wave].ctaIndex) continue;
+    if ((*n.clock)[prev.wave] >= prev.clock) continue;
+    return fmt::format("missing drain: the release {} by wave {} (acquired by {}) does not carry wave {}'s access: "
+                       "wave {} needs a release at {} scope (ctaSync(drain)'s fence) and then a barrier before it",
+                       opOf(n.relPc), info_[n.relWave].wave, opOf(n.acqPc), info_[prev.wave].wave,
+                       info_[prev.wave].wave, ir::memScopeName(n.relScope));
+  }
+  // Among the releases still on memory (the notes are bounded): one that carries the access at a
+  // scope that does not cover this wave.
+  for (const auto& [key, r] : sync_) {
+    if (!r.isRelease || (*r.clock)[prev.wave] < prev.clock || covers(r.scope, r.wave, t)) continue;
+    return fmt::format("scope: the release by {} carries it, but at {} scope, which does not cover {}",
+                       describe(r.wave, r.pc), ir::memScopeName(r.scope), uncovered(r.scope, r.wave, t));
+  }
+  // One by another wave of the writer's CTA that this wave acquired, that knew of the access (a
+  // barrier) but did not carry it (the writer did not release it at that scope first).
+  for (const auto& [key, r] : sync_) {
+    if (!r.isRelease || r.wave == prev.wave || info_[r.wave].ctaIndex != info_[prev.wave].ctaIndex) continue;
+    if ((*r.clock)[prev.wave] >= prev.clock || (*r.known)[prev.wave] < prev.clock ||
+        waves_[t].vc[r.wave] < (*r.clock)[r.wave])
+      continue;
+    return fmt::format("missing drain: the release {} by wave {} (which this wave acquired) does not carry wave {}'s "
+                       "access: wave {} needs a release at {} scope (ctaSync(drain)'s fence) and then a barrier "
+                       "before it",
+                       opOf(r.pc), info_[r.wave].wave, info_[prev.wave].wave, info_[prev.wave].wave,
+                       ir::memScopeName(r.scope));
+  }
+  if (info_[prev.wave].ctaIndex == info_[t].ctaIndex) return "no barrier or release/acquire between them";
+  return "no release/acquire between them";
+}
+
+void SimRaces::report(uint32_t t, int32_t pc, bool write, bool atomic, ir::MemScope scope, const Acc& prev,
+                      bool prevWrite, const SimMemory::Allocation* alloc, uint64_t addr) {
+  const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(prev.pc)) << 32) | static_cast<uint32_t>(pc);
+  if (!seenPairs_.insert(key).second) return;
+  ++raceCount_;
+  if (static_cast<int>(reports_.size()) >= kMaxReports) return;
+  auto kind = [](bool wr, bool at) { return fmt::format("{}{}", at ? "atomic " : "", wr ? "write" : "read"); };
+  const std::string region =
+      alloc ? fmt::format("'{}' (rank {}) + {}", alloc->name, alloc->rank, addr - alloc->base)
+            : fmt::format("LDS of CTA {} (rank {}) + {}", info_[t].cta, info_[t].rank, addr);
+  std::string reason;
+  if (atomic && prev.atomic) {
+    // Two atomics race only when a scope does not cover both waves.
+    const auto ps = static_cast<ir::MemScope>(prev.scope);
+    const bool rankWide = info_[prev.wave].rank != info_[t].rank;
+    reason = fmt::format("scope: atomics at {} and {} scope do not cover {} {} and {}", ir::memScopeName(ps),
+                         ir::memScopeName(scope), rankWide ? "ranks" : "CTAs",
+                         rankWide ? info_[prev.wave].rank : info_[prev.wave].cta, rankWide ? info_[t].rank : info_[t].cta);
+  } else {
+    reason = why(t, prev);
+  }
+  reports_.push_back(fmt::format("race on {}: {} by {}, then {} by {}: {}", region, kind(prevWrite, prev.atomic),
+                                 describe(prev.wave, prev.pc), kind(write, atomic), describe(t, pc), reason));
+}
+
+void SimRaces::finish(SimStats& stats) const {
+  stats.raceCount += raceCount_;
+  stats.raceUncheckedWrites += uncheckedWrites_;
+  for (const std::string& r : reports_) stats.races.push_back(plan_.key.variantName() + ": " + r);
+}
+
+}  // namespace monogen::runtime

@@ -1,0 +1,180 @@
+// SimRaces: the Sim device's happens-before race detector (SimOptions::races; issue 9).
+//
+// The Sim device executes sequentially consistently, so a missing release, acquire or barrier
+// never changes a result there. This detector finds them anyway: it keeps a vector clock per wave
+// (over every wave of every rank) and shadow memory per 4-byte word, and reports any two
+// conflicting accesses by different waves that no happens-before chain orders.
+//
+// Happens-before edges (FastTrack-style: a wave's own clock ticks at each release and barrier;
+// an access is the epoch (wave, clock)):
+// - program order within a wave;
+// - the CTA barrier: every wave that arrives joins every other's clock;
+// - visibility (drains): besides its clock, a wave keeps what of it is visible at agent and at
+//   system scope. A wave's own accesses reach scope S only by its own release at S (a release
+//   fence, as ctaSync(drain) does, or a release store); a barrier joins each level separately;
+//   and a release at S carries only the S-visible clock. So "barrier, then wave 0 publishes" does
+//   not carry wave 1's stores to another CTA unless wave 1 released at agent scope before the
+//   barrier (on the hardware a wave's release waits for its own stores only).
+// - release -> acquire: a release (a Publish or Store with a release order, an RMW/CmpXchg with
+//   one, or any atomic store after a release Fence of the same wave) leaves a copy of the
+//   releaser's clock on each 8-byte word it writes; an acquire (a Wait or Load with an acquire
+//   order, an RMW/CmpXchg with one, or an acquire Fence after a relaxed atomic read) that reads the
+//   word joins it. A relaxed RMW keeps the word's release (a release sequence); any other store
+//   replaces it.
+// - An edge counts only when both the release's and the acquire's scope cover both waves:
+//   Workgroup = the same CTA, Agent = the same rank, System = any two waves.
+// The (value, tag) pair is an atomic 8-byte access (the LL protocol): a Wait never races with the
+// Publish it reads, but data outside the pair needs the release/acquire above.
+//
+// Shadow memory: per 4-byte word the last write's epoch and up to kReads read epochs (a read that
+// is ordered after an earlier one replaces it, as FastTrack's argument allows; past kReads
+// unordered readers the oldest is dropped, so a write-after-read race with it can be missed:
+// SimStats::raceUncheckedWrites counts the writes to a word whose read set overflowed since its
+// last write; 0 means no race was missed that way). Atomics (order != Plain, RMW, CmpXchg, Publish, Wait)
+// do not race with each other when both scopes cover both waves; they do race with plain accesses.
+// LDS has a shadow per CTA (so it is checked between that CTA's waves only). A wave's own accesses
+// never race (program order; the hardware's LDS queue is in order too).
+//
+// Reports: the first kMaxReports distinct (earlier site, later site) pairs, each naming both
+// accesses (stage, op #preorder and name, rank, CTA, wave), the region and byte offset, and the
+// edge that is missing when the detector saw a near miss (a relaxed publish or wait read by the
+// other side, a release/acquire whose scope does not cover both waves, or a release acquired from
+// the writer's CTA that did not carry the write: a missing drain/barrier before the release); see
+// SimStats::races. Near misses travel with the acquiring wave and through its CTA's barriers.
+// Cost: SimOptions::races off is one predictable branch per access (no measurable change); on,
+// the reduced launch runs at about half the ops/s (S2 TP2: 3.3 -> 1.7 M ops/s; S8 TP4: 3.0 -> 1.5).
+// Not yet (issue 9): uninitialized reads (poisoned LDS/scratch/allocations); the detector on in
+// the spec tests over the S x TP matrix and at full dims; in-tree mutation tests of the stages; a
+// read set that does not overflow (raceUncheckedWrites says when it mattered); the error word a
+// timed-out wait writes is not checked.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "ir/Plan.h"
+#include "runtime/sim/SimDevice.h"
+#include "runtime/sim/SimProgram.h"
+
+namespace monogen::runtime {
+
+class SimRaces {
+ public:
+  /// One entry per wave: rank, CTA (within the rank) and CTA index (rank * blocks + cta), wave.
+  struct WaveInfo {
+    int32_t rank, cta, wave;
+    uint32_t ctaIndex;
+  };
+  SimRaces(const ir::Plan& plan, const SimProgram& prog, std::vector<WaveInfo> waves, int64_t ldsBytes);
+
+  /// One lane's access of [addr, addr + n). alloc is the allocation (nullptr for LDS, then cta
+  /// names whose LDS). atomic: order != Plain (or an RMW, CmpXchg, Publish, Wait).
+  void access(uint32_t wi, int32_t pc, const SimMemory::Allocation* alloc, uint64_t addr, int n, bool write,
+              bool atomic, ir::MemScope scope);
+  /// A store (or the write of an RMW) of [addr, addr + n) with order o at scope s sets the words'
+  /// release records. rmw: keep an existing release (release sequence).
+  void storeSync(uint32_t wi, int32_t pc, const SimMemory::Allocation* alloc, uint64_t addr, int n, ir::MemOrder o,
+                 ir::MemScope s, bool rmw);
+  /// An atomic read of [addr, addr + n) with order o at scope s: an acquire joins the words'
+  /// releases; a relaxed read keeps them for a later acquire fence.
+  void loadSync(uint32_t wi, int32_t pc, const SimMemory::Allocation* alloc, uint64_t addr, int n, ir::MemOrder o,
+                ir::MemScope s);
+  /// After an op whose lanes released: the wave's clock ticks.
+  void endRelease(uint32_t wi);
+  void fence(uint32_t wi, int32_t pc, ir::MemOrder o, ir::MemScope s);
+  /// A wave arrives at its CTA's barrier; barrier() when it releases (all arrived waves join).
+  void arrive(uint32_t wi) { arrived_[wi] = 1; }
+  void barrier(uint32_t firstWave, uint32_t waves);
+
+  /// Writes the race count and the reports into stats.
+  void finish(SimStats& stats) const;
+
+  static constexpr int kReads = 3;
+  static constexpr int kMaxReports = 16;
+  static constexpr int kMaxNotes = 16;
+
+ private:
+  using Clock = std::vector<uint32_t>;
+  using ClockPtr = std::shared_ptr<const Clock>;
+  struct Acc {
+    uint32_t wave = UINT32_MAX;  // UINT32_MAX: none
+    uint32_t clock = 0;
+    int32_t pc = -1;
+    uint8_t atomic = 0;
+    uint8_t scope = 0;
+    uint8_t dropped = 0;  // in Word::write: a read since that write was dropped (kReads overflowed)
+  };
+  struct Word {
+    Acc write;
+    Acc reads[kReads];
+  };
+  /// The release a store left on an 8-byte word (isRelease false: a relaxed store, kept so a race
+  /// report can say the release is missing).
+  struct SyncRec {
+    ClockPtr clock;
+    ClockPtr known;  // the releaser's whole clock (clock is its part visible at scope)
+    uint32_t wave = 0;
+    int32_t pc = -1;
+    ir::MemScope scope = ir::MemScope::Agent;
+    bool isRelease = false;
+  };
+  /// A release -> acquire edge the wave did not get, and why: for the race report.
+  struct Note {
+    ClockPtr clock;     // the store's clock
+    uint32_t relWave;   // the storing wave
+    int32_t relPc, acqPc;
+    uint8_t reason;     // kNotRelease, kNotAcquire, kRelScope, kAcqScope
+    ir::MemScope relScope, acqScope;
+  };
+  enum : uint8_t { kNotRelease, kNotAcquire, kRelScope, kAcqScope, kJoined };
+  struct WaveState {
+    Clock vc;
+    /// What of vc is visible at agent (vis[0]) and system (vis[1]) scope: a wave's own accesses
+    /// get there by its own release at that scope (a drain); others' by a barrier join of their
+    /// vis, or an acquire of a release at that scope.
+    Clock vis[2];
+    ClockPtr snap[3];       // per level (0 workgroup = vc, 1 agent, 2 system): the clock a release
+                            // there carries, while the clocks have not changed
+    ClockPtr fenceSnap;     // the last release fence's clock
+    ir::MemScope fenceScope = ir::MemScope::Agent;
+    bool released = false;  // this op released: tick at endRelease
+    std::vector<SyncRec> pending;  // relaxed reads' releases, for an acquire fence
+    std::vector<Note> notes;
+    std::vector<Note> joins;  // releases this wave did acquire (kJoined), for "missing drain"
+  };
+
+  bool covers(ir::MemScope s, uint32_t a, uint32_t b) const;
+  bool hb(const Acc& e, uint32_t t) const { return e.wave == t || e.clock <= waves_[t].vc[e.wave]; }
+  /// The clock a release at scope s by wi carries (its own accesses made visible at s first).
+  const ClockPtr& releaseClock(uint32_t wi, ir::MemScope s);
+  /// An acquire of c, released at scope s: wi knows c, and c is visible at s's levels.
+  void join(uint32_t wi, const Clock& c, ir::MemScope s);
+  void acquireRec(uint32_t wi, int32_t pc, const SyncRec& r, ir::MemOrder o, ir::MemScope s);
+  static void addNote(std::vector<Note>& notes, Note n);
+  Word* shadow(const SimMemory::Allocation* alloc, uint32_t ctaIndex, uint64_t addr);
+  uint64_t syncKey(const SimMemory::Allocation* alloc, uint32_t ctaIndex, uint64_t addr) const;
+  void report(uint32_t t, int32_t pc, bool write, bool atomic, ir::MemScope scope, const Acc& prev, bool prevWrite,
+              const SimMemory::Allocation* alloc, uint64_t addr);
+  std::string describe(uint32_t wi, int32_t pc) const;
+  std::string why(uint32_t t, const Acc& prev) const;
+
+  const ir::Plan& plan_;
+  const SimProgram& prog_;
+  std::vector<WaveInfo> info_;
+  std::vector<WaveState> waves_;
+  std::vector<uint8_t> arrived_;
+  int64_t ldsBytes_;
+  std::unordered_map<const SimMemory::Allocation*, std::vector<Word>> global_;
+  const SimMemory::Allocation* lastAlloc_ = nullptr;
+  std::vector<Word>* lastShadow_ = nullptr;
+  std::vector<std::vector<Word>> lds_;  // per CTA, allocated on first use
+  std::unordered_map<uint64_t, SyncRec> sync_;  // 8-byte word -> its last store's release
+  std::unordered_set<uint64_t> seenPairs_;      // (earlier pc, later pc) already reported
+  std::vector<std::string> reports_;
+  int64_t raceCount_ = 0, uncheckedWrites_ = 0;
+};
+
+}  // namespace monogen::runtime
