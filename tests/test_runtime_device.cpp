@@ -1,5 +1,7 @@
 // The Device interface (checked launches) and the HIP device without ROCm.
 #include <dlfcn.h>
+#include <fmt/format.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <cstring>
@@ -110,6 +112,7 @@ TEST_CASE("hip: without ROCm, construction throws a RuntimeError naming libamdhi
     INFO(msg);
     CHECK_THAT(msg, Catch::Contains("libamdhip64.so.7"));
     CHECK_THAT(msg, Catch::Contains("libamdhip64.so.6"));
+    CHECK_THAT(msg, Catch::Contains("libamdhip64.so.5"));
     CHECK_THAT(msg, Catch::Contains("libamdhip64.so:"));
     CHECK_THAT(msg, Catch::Contains("ROCm"));
   }
@@ -124,4 +127,27 @@ TEST_CASE("hip: a library without the HIP symbols is refused, naming the symbol"
   // libc loads, but it is not libamdhip64: the first dlsym fails cleanly.
   CHECK_THROWS_WITH(HipDevice({"libamdhip64-monogen-test-missing.so", "libc.so.6"}),
                     Catch::Contains("libc.so.6") && Catch::Contains("no symbol hipGetErrorString"));
+}
+
+// With a HIP runtime and no GPU (Debian's libamdhip64-5 in CI): every entry point resolves, then
+// the device says no gfx950 GPU is present. Skipped without a runtime, or on a GPU machine.
+TEST_CASE("hip: with a HIP runtime and no GPU, construction says no gfx950 GPU is present") {
+  if (!anyHipLibraryLoads()) {
+    WARN("skipped: no libamdhip64 here (apt-get install libamdhip64-5)");
+    return;
+  }
+  if (access("/dev/kfd", F_OK) == 0) {
+    WARN("skipped: /dev/kfd exists (a GPU machine)");
+    return;
+  }
+  try {
+    HipDevice d;
+    FAIL("HipDevice() succeeded without a GPU: " << d.name());
+  } catch (const RuntimeError& e) {
+    const std::string msg = e.what();
+    INFO(msg);
+    CHECK_THAT(msg, Catch::Contains("libamdhip64.so"));
+    CHECK_THAT(msg, Catch::Contains(fmt::format("{} entry points resolved", HipDevice::kResolvedEntryPoints)));
+    CHECK_THAT(msg, Catch::Contains("no gfx950 GPU is present"));
+  }
 }
