@@ -29,6 +29,7 @@
 #include <cstdio>
 
 #include <functional>
+#include <map>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -375,11 +376,15 @@ TEST_CASE("fences: release writes L2 back then waits; acquire waits then invalid
   }
 }
 
-// The launch itself: in the reduced S=2 TP=2 FFN kernel, every flag site carries the bits its
-// scope needs, every buffer_wbl2 / buffer_inv has the bits of agent or system scope, and each
-// system-scope release writeback (buffer_wbl2 sc0 sc1) is followed, after an s_waitcnt vmcnt(0),
-// by a system-scope store (sc0 sc1): the handshake's fault publish to the peers.
-TEST_CASE("the FFN launch's ISA: flag sites have their scope's bits and sequences", "[codegen][scopes]") {
+// The launch itself: the reduced S=2 TP=2 FFN kernel, cut into its stages at the "; stage <name>
+// arguments" comment each stage's code starts with (codegen/Lowering.cpp, opaqueKernargPtr). Each
+// stage's flag sites carry the bits of the scope the spec gives them (specs/minimax_m3/Stage*.cpp):
+// the all-reduce pushes (push, down) are relaxed system-scope 8-byte stores to the peers; the waits
+// on them (reduce, final) poll and invalidate at system scope; the flags between this GPU's CTAs
+// (reduce -> norm -> router -> route -> table -> up -> down, the marks) are agent-scope releases
+// and acquires; the handshake's fault words are system-scope releases and acquires. Every
+// buffer_wbl2 is followed by an s_waitcnt vmcnt(0) before any other vector memory op.
+TEST_CASE("the FFN launch's ISA: each stage's flag sites have their scope's bits and sequences", "[codegen][scopes]") {
   // Through the CLI (this test links codegen only): monogen dump --what isa.
   const std::string cmd = MONOGEN_BINARY_DIR "/tools/monogen dump --rows 2 --tp 2 --config reduced --what isa";
   std::string isa;
@@ -391,37 +396,74 @@ TEST_CASE("the FFN launch's ISA: flag sites have their scope's bits and sequence
   REQUIRE(pclose(f) == 0);
   const auto is = instructions(isa);
   REQUIRE(is.size() > 1000);
-  int wbSys = 0, wbAgent = 0, invSys = 0, invAgent = 0, sysStores = 0, polls = 0;
-  for (size_t i = 0; i < is.size(); ++i) {
-    const std::string m = mnemonic(is[i]);
-    if (m == "buffer_wbl2") {
-      const std::string bb = bits(is[i]);
-      INFO(is[i]);
-      REQUIRE((bb == "sc1" || bb == "sc0 sc1"));
-      (bb == "sc1" ? wbAgent : wbSys)++;
-      // The release's wait and store follow (nothing vector-memory before the wait).
-      size_t j = i + 1;
-      while (j < is.size() && !waitsVm0(is[j])) {
-        CHECK_FALSE(isVmem(is[j]));
-        ++j;
+
+  // Per stage: (mnemonic [bits]) -> count, from the stage's marker to the next one.
+  std::map<std::string, std::map<std::string, int>> sites;
+  {
+    std::istringstream in(isa);
+    std::string line, stage = "entry";
+    const std::regex marker("; stage (\\w+) arguments");
+    std::smatch m;
+    while (std::getline(in, line)) {
+      if (std::regex_search(line, m, marker)) {
+        stage = m[1];
+        continue;
       }
-      REQUIRE(j < is.size());
+      for (const auto& ins : instructions(line + "\n")) {
+        const std::string mn = mnemonic(ins);
+        if (mn == "global_load_dwordx2" || mn == "global_store_dwordx2" || mn == "buffer_wbl2" || mn == "buffer_inv")
+          ++sites[stage][mn + " [" + bits(ins) + "]"];
+      }
     }
-    if (m == "buffer_inv") {
-      const std::string bb = bits(is[i]);
-      INFO(is[i]);
-      REQUIRE((bb == "sc1" || bb == "sc0 sc1"));
-      (bb == "sc1" ? invAgent : invSys)++;
-    }
-    if (m == "global_store_dwordx2" && bits(is[i]) == "sc0 sc1") ++sysStores;
-    if (m == "global_load_dwordx2" && (bits(is[i]) == "sc1" || bits(is[i]) == "sc0 sc1")) ++polls;
   }
-  INFO(fmt::format("wbl2 agent {} system {}, inv agent {} system {}, system pair stores {}, polls {}", wbAgent, wbSys,
-                   invAgent, invSys, sysStores, polls));
-  CHECK(wbAgent > 0);    // agent releases: norm, router, route, marks
-  CHECK(wbSys > 0);      // the handshake's system-scope release to the peers
-  CHECK(invAgent > 0);   // agent acquires: norm, router, route, up, epoch
-  CHECK(invSys > 0);     // system acquires: reduce, final, handshake
-  CHECK(sysStores > 0);  // the peer pushes (relaxed system) and the handshake publish
-  CHECK(polls > 0);
+  const std::string poll = "global_load_dwordx2", pair = "global_store_dwordx2";
+  struct Want {
+    const char* stage;
+    std::vector<std::string> present, absent;
+  };
+  const std::string sys = " [sc0 sc1]", agent = " [sc1]";
+  const std::vector<Want> wants = {
+      {"push", {pair + sys}, {"buffer_wbl2" + sys, "buffer_wbl2" + agent}},  // relaxed pushes to the peers
+      {"reduce", {poll + sys, "buffer_inv" + sys, "buffer_wbl2" + agent, pair + agent}, {poll + agent}},
+      {"norm", {poll + agent, "buffer_inv" + agent, "buffer_wbl2" + agent, pair + agent}, {"buffer_inv" + sys, pair + sys}},
+      {"router", {poll + agent, "buffer_inv" + agent, "buffer_wbl2" + agent, pair + agent}, {"buffer_inv" + sys, pair + sys}},
+      {"route", {poll + agent, "buffer_inv" + agent, "buffer_wbl2" + agent, pair + agent}, {"buffer_inv" + sys, pair + sys}},
+      {"table", {poll + agent, "buffer_inv" + agent}, {"buffer_inv" + sys}},
+      {"up", {poll + agent, "buffer_inv" + agent, "buffer_wbl2" + agent, pair + agent}, {"buffer_inv" + sys}},
+      {"down", {poll + agent, "buffer_inv" + agent, pair + sys}, {"buffer_wbl2" + sys}},
+      {"final", {poll + sys, "buffer_inv" + sys}, {poll + agent, "buffer_inv" + agent}},
+      {"mark", {"buffer_wbl2" + agent, pair + agent}, {"buffer_wbl2" + sys}},
+      {"handshake", {"buffer_wbl2" + sys, pair + sys, poll + sys, "buffer_inv" + sys}, {}},
+  };
+  for (const Want& w : wants) {
+    REQUIRE(sites.count(w.stage));
+    const auto& got = sites.at(w.stage);
+    std::string seen;
+    for (const auto& [k, c] : got) seen += fmt::format(" {} x{};", k, c);
+    INFO("stage " << w.stage << ":" << seen);
+    for (const auto& k : w.present) {
+      INFO("expected " << k);
+      CHECK(got.count(k));
+    }
+    for (const auto& k : w.absent) {
+      INFO("not expected " << k);
+      CHECK_FALSE(got.count(k));
+    }
+  }
+
+  // Every writeback is waited for before the next vector memory op (the release's store).
+  int wbl2 = 0;
+  for (size_t i = 0; i < is.size(); ++i) {
+    if (mnemonic(is[i]) != "buffer_wbl2") continue;
+    ++wbl2;
+    INFO(is[i] << " at instruction " << i);
+    REQUIRE((bits(is[i]) == "sc1" || bits(is[i]) == "sc0 sc1"));
+    size_t j = i + 1;
+    while (j < is.size() && !waitsVm0(is[j])) {
+      CHECK_FALSE(isVmem(is[j]));
+      ++j;
+    }
+    REQUIRE(j < is.size());
+  }
+  CHECK(wbl2 > 10);
 }
