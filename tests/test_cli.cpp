@@ -627,7 +627,7 @@ TEST_CASE("sim --inputs DIR needs only the inputs: no outputs.safetensors or ref
   CHECK(r.out.find("verdict: bit-exact under 1 seed") != std::string::npos);
 }
 
-TEST_CASE("monogen cache: ls, verify, prune and clear; MONOGEN_RUN_ONLY, MONOGEN_CACHE=off and MONOGEN_DUMP_DIR",
+TEST_CASE("monogen cache: ls, verify, prune and clear, MONOGEN_RUN_ONLY, MONOGEN_CACHE=off and MONOGEN_DUMP_DIR",
           "[cli][cache]") {
   TempDir d;
   const std::string env = withCache(d);

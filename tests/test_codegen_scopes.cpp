@@ -234,7 +234,7 @@ std::string dump(const std::vector<std::string>& is) {
 
 }  // namespace
 
-TEST_CASE("publish: an 8-byte store with the scope's bits; release writes L2 back first", "[codegen][scopes]") {
+TEST_CASE("publish: an 8-byte store with the scope's bits, and a release writes L2 back first", "[codegen][scopes]") {
   for (MemScope s : kScopes)
     for (MemOrder o : {MemOrder::Release, MemOrder::Relaxed}) {
       const std::string what = where(o == MemOrder::Release ? "publish release" : "publish relaxed", s);
@@ -280,7 +280,7 @@ TEST_CASE("a release with no store outstanding still waits for its writeback", "
   }
 }
 
-TEST_CASE("wait: the poll has the scope's bits; acquire waits and invalidates before the data loads", "[codegen][scopes]") {
+TEST_CASE("wait: the poll has the scope's bits, and an acquire waits and invalidates before the data loads", "[codegen][scopes]") {
   for (MemScope s : kScopes)
     for (MemOrder o : {MemOrder::Acquire, MemOrder::Relaxed}) {
       const std::string what = where(o == MemOrder::Acquire ? "wait acquire" : "wait relaxed", s);
@@ -351,7 +351,7 @@ TEST_CASE("ordered loads and stores: the scope's bits, acquire and release seque
   }
 }
 
-TEST_CASE("fences: release writes L2 back then waits; acquire waits then invalidates", "[codegen][scopes]") {
+TEST_CASE("fences: a release writes L2 back then waits, an acquire waits then invalidates", "[codegen][scopes]") {
   for (MemScope s : kScopes) {
     {
       const std::string what = where("fence release", s);

@@ -137,7 +137,7 @@ TEST_CASE("too many VGPRs: the wave's registers and the SIMD's are named", "[cor
                                             k.vgprsPerWave, 2 * k.vgprsPerWave)));
 }
 
-TEST_CASE("wavefront size, CTA size and wave slots are checked; every problem is listed", "[coresidency]") {
+TEST_CASE("wavefront size, CTA size and wave slots are checked, and every problem is listed", "[coresidency]") {
   DeviceLimits d = mi355x();
   d.warpSize = 32;
   d.maxThreadsPerBlock = 256;
