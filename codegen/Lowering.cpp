@@ -154,6 +154,35 @@ class Lowerer {
     }
     return llvm::SyncScope::System;
   }
+  // Releases at agent and system scope. AMDGPUUsage's GFX942 code sequences (gfx950 follows
+  // them) for a store atomic / atomicrmw release and a fence release at agent (system) scope are
+  //   1. buffer_wbl2 sc1 (sc0 sc1)   2. s_waitcnt vmcnt(0) & lgkmcnt(0)   3. the store sc1 (sc0 sc1)
+  // and the wait is what makes the L2 writeback complete before the flag can be seen: buffer_wbl2
+  // counts in vmcnt. LLVM 22.1's SIInsertWaitcnts does not count it, so when no other vector
+  // memory op is outstanding it removes the legalizer's wait (llvm/llvm-project#178316, "Fix
+  // missing waitcnt after buffer_wbl2", merged for LLVM 23) and a publish came out as
+  // `buffer_wbl2 sc1; global_store_dwordx2 ... sc1` (tests/test_codegen_scopes.cpp shows it).
+  // So a release at agent or system scope is lowered as LLVM's fence release at that scope (the
+  // buffer_wbl2 with the scope's bits), an explicit `s_waitcnt vmcnt(0)` (an asm with a memory
+  // clobber, so nothing moves across it), then the access with the release part dropped (a
+  // monotonic store has the same sc bits as the release store). Workgroup releases write
+  // nothing back and are left to LLVM. Remove this when the toolchain has the fix.
+  static bool writesBack(MemOrder o, MemScope s) {
+    return s != MemScope::Workgroup && (o == MemOrder::Release || o == MemOrder::AcqRel || o == MemOrder::SeqCst);
+  }
+  void waitVmcnt0() {
+    auto* fty = llvm::FunctionType::get(b_.getVoidTy(), false);
+    b_.CreateCall(fty, llvm::InlineAsm::get(fty, "s_waitcnt vmcnt(0)", "~{memory}", /*hasSideEffects=*/true));
+  }
+  /// Emits the release half of `o` at `s` if it writes back, and returns the order left for the
+  /// access itself (Release -> Monotonic, AcqRel -> Acquire; SeqCst stays).
+  MemOrder releaseFirst(MemOrder o, MemScope s) {
+    if (!writesBack(o, s)) return o;
+    b_.CreateFence(llvm::AtomicOrdering::Release, scope(s));
+    waitVmcnt0();
+    return o == MemOrder::Release ? MemOrder::Relaxed : o == MemOrder::AcqRel ? MemOrder::Acquire : o;
+  }
+
   static llvm::Align naturalAlign(int bytes) {
     int a = 1;
     while (a < 16 && bytes % (a * 2) == 0) a *= 2;
@@ -328,14 +357,16 @@ class Lowerer {
       case OpCode::AtomicRmw: return def(op, atomicRmw(op, rt, in(0), in(1)));
       case OpCode::CmpXchg: {
         const int bytes = rt.bytes();
-        auto* cx = b_.CreateAtomicCmpXchg(in(0), in(1), in(2), llvm::MaybeAlign(bytes), ordering(op.attrs.order, true),
-                                          failureOrdering(op.attrs.order), scope(op.attrs.scope));
+        const MemOrder o = releaseFirst(op.attrs.order, op.attrs.scope);
+        auto* cx = b_.CreateAtomicCmpXchg(in(0), in(1), in(2), llvm::MaybeAlign(bytes), ordering(o, true),
+                                          failureOrdering(o), scope(op.attrs.scope));
         return def(op, b_.CreateExtractValue(cx, 0));
       }
       case OpCode::Fence:
         if (op.attrs.order == MemOrder::Plain || op.attrs.order == MemOrder::Relaxed)
           fail(op, "a fence needs acquire, release, acq_rel or seq_cst order");
         b_.CreateFence(ordering(op.attrs.order), scope(op.attrs.scope));
+        if (writesBack(op.attrs.order, op.attrs.scope)) waitVmcnt0();  // see releaseFirst
         return;
       case OpCode::Barrier:
         b_.CreateFence(llvm::AtomicOrdering::Release, scope(MemScope::Workgroup));
@@ -363,13 +394,23 @@ class Lowerer {
       }
 
       // --- sync ---
+      // Publish and Wait, the flags' memory model (ir/Op.h says which scope each flag takes):
+      // a publish is one 8-byte store atomic at its order and scope; AMDGPUUsage GFX942 rows
+      // "store atomic monotonic" (global_store sc0=1 / sc1=1 / sc0=1 sc1=1 at workgroup / agent /
+      // system) and "store atomic release" (agent: buffer_wbl2 sc1=1, s_waitcnt vmcnt(0), store
+      // sc1=1; system: buffer_wbl2 sc0=1 sc1=1, s_waitcnt vmcnt(0), store sc0=1 sc1=1; the wait
+      // explicit, see releaseFirst). A wait (Lowerer::wait) polls with a monotonic load at its scope
+      // (global_load sc0 / sc1 / sc0 sc1) and, for acquire, ends with a fence acquire at its scope:
+      // "fence acquire" agent: s_waitcnt vmcnt(0) & lgkmcnt(0), buffer_inv sc1=1; system: the same
+      // with buffer_inv sc0=1 sc1=1. tests/test_codegen_scopes.cpp reads each sequence in the ISA.
       case OpCode::Publish: {
         llvm::Value* lo = b_.CreateZExt(in(1), b_.getInt64Ty());
         llvm::Value* hi = b_.CreateShl(b_.CreateZExt(in(2), b_.getInt64Ty()), 32);
-        auto* st = b_.CreateAlignedStore(b_.CreateOr(lo, hi), in(0), llvm::Align(8));
         if (op.attrs.order != MemOrder::Release && op.attrs.order != MemOrder::Relaxed)
           fail(op, "publish order must be release or relaxed");
-        st->setAtomic(ordering(op.attrs.order), scope(op.attrs.scope));
+        const MemOrder o = releaseFirst(op.attrs.order, op.attrs.scope);
+        auto* st = b_.CreateAlignedStore(b_.CreateOr(lo, hi), in(0), llvm::Align(8));
+        st->setAtomic(ordering(o), scope(op.attrs.scope));
         return;
       }
       case OpCode::Wait: return def(op, wait(op));
@@ -636,8 +677,9 @@ class Lowerer {
     }
     if (bytes > 8) fail(op, fmt::format("an atomic store of {} bytes (at most 8)", bytes));
     llvm::Value* bits = vt.isBool() ? b_.CreateBitCast(val, b_.getIntNTy(bytes * 8)) : toBits(val, vt);
+    const MemOrder o = releaseFirst(op.attrs.order, op.attrs.scope);
     auto* st = b_.CreateAlignedStore(bits, p, llvm::Align(bytes));
-    st->setAtomic(ordering(op.attrs.order), scope(op.attrs.scope));
+    st->setAtomic(ordering(o), scope(op.attrs.scope));
   }
   llvm::Value* atomicRmw(const ir::Op& op, const ir::Type& rt, llvm::Value* p, llvm::Value* val) {
     using B = llvm::AtomicRMWInst::BinOp;
@@ -659,8 +701,8 @@ class Lowerer {
         default: fail(op, "unknown rmw op");
       }
     }
-    return b_.CreateAtomicRMW(bop, p, val, llvm::MaybeAlign(rt.bytes()), ordering(op.attrs.order, true),
-                              scope(op.attrs.scope));
+    const MemOrder o = releaseFirst(op.attrs.order, op.attrs.scope);
+    return b_.CreateAtomicRMW(bop, p, val, llvm::MaybeAlign(rt.bytes()), ordering(o, true), scope(op.attrs.scope));
   }
   static llvm::AtomicOrdering failureOrdering(MemOrder o) {
     switch (o) {

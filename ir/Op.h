@@ -86,6 +86,24 @@ enum class OpCode : uint16_t {
   ReadFirstLane,///< (value) -> the value of the wave's first active lane, in every lane.
   Mfma,         ///< (a, b, acc) -> acc', the attrs.mfma shape with its documented lane layout.
   // --- sync: first-class (value, tag) pairs ---
+  // Scopes, as the memory model says (LLVM AMDGPUUsage, "Memory Model GFX942", which gfx950
+  // follows; table "AMDHSA Memory Model Code Sequences GFX942"):
+  //  - A flag another GPU reads (a push into a peer's symmetric buffer, the handshake) is
+  //    published at System scope: its store carries sc0 sc1 and, for Release, a buffer_wbl2 sc0 sc1
+  //    and s_waitcnt vmcnt(0) come first, so what the flag releases is written back past this
+  //    GPU's L2 before the flag can be seen. A pair whose value is the whole message (the
+  //    all-reduce pushes) is Relaxed: the single 8-byte store is the data.
+  //  - A flag only this GPU's CTAs read is published at Agent scope (sc1; buffer_wbl2 sc1 + wait).
+  //  - A wait polls at its scope (agent: sc1, system: sc0 sc1) and, for Acquire, ends with
+  //    s_waitcnt vmcnt(0) and buffer_inv sc1 (agent) / sc0 sc1 (system), so the loads after it do
+  //    not hit stale L2 / L1 lines. A wait on a flag a peer GPU wrote takes System scope: the
+  //    HSA/LLVM model synchronizes a release and an acquire only when each one's scope includes the
+  //    other thread, and a peer GPU is outside this agent. (AITER's and vLLM's custom all-reduce
+  //    poll their peers' flags with __MEMORY_SCOPE_DEVICE, agent, acquires: that relies on the
+  //    XGMI probes invalidating local lines the peer writes; ours costs buffer_inv sc0 sc1 instead
+  //    of sc1 per wait.) Workgroup scope writes back and invalidates nothing (not tgsplit).
+  // codegen/Lowering.cpp lowers these (with an explicit wait after buffer_wbl2, which LLVM 22.1
+  // drops, llvm/llvm-project#178316); tests/test_codegen_scopes.cpp checks the ISA of each.
   Publish,      ///< (pair ptr, value i32, tag i32): one 8-byte store of {value, tag}; order Release or Relaxed.
   Wait,         ///< (pair ptr, tag i32, bound i64 ticks, error word ptr, error code i32) -> value i32.
                 ///< Polls until the pair carries tag, then reads with attrs.order (Acquire/Relaxed).

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "ir/Error.h"
+#include "runtime/CoResidency.h"
 
 namespace monogen::runtime {
 
@@ -19,6 +20,21 @@ enum MemcpyKind : int { HostToHost = 0, HostToDevice = 1, DeviceToHost = 2, Devi
 inline void* const kLaunchParamBufferPointer = reinterpret_cast<void*>(1);  // HIP_LAUNCH_PARAM_BUFFER_POINTER
 inline void* const kLaunchParamBufferSize = reinterpret_cast<void*>(2);     // HIP_LAUNCH_PARAM_BUFFER_SIZE
 inline void* const kLaunchParamEnd = reinterpret_cast<void*>(3);            // HIP_LAUNCH_PARAM_END
+constexpr Error kErrorNoDevice = 100;                                         // hipErrorNoDevice
+// hipDeviceAttribute_t values: the same in ROCm 5.2's header (Debian's libamdhip64-dev) and in
+// ROCm 7's (ROCm/rocm-systems projects/hip/include/hip/hip_runtime_api.h), counted and compiled.
+enum Attribute : int {
+  kAttrComputeCapabilityMajor = 23,  // gfx950: 9 (gfx9 ...)
+  kAttrMaxThreadsPerBlock = 56,
+  kAttrMaxThreadsPerMultiProcessor = 57,
+  kAttrComputeCapabilityMinor = 61,  // gfx950: 5 (... 5 x)
+  kAttrMultiprocessorCount = 63,
+  kAttrMaxRegistersPerMultiprocessor = 72,
+  kAttrMaxSharedMemoryPerBlock = 74,
+  kAttrWarpSize = 87,
+  kAttrMaxSharedMemoryPerMultiprocessor = 10002,  // AMD-specific
+};
+using IpcMemHandle = struct { char reserved[64]; };  // hipIpcMemHandle_t (HIP_IPC_HANDLE_SIZE 64)
 }  // namespace hip
 
 struct HipApi {
@@ -34,6 +50,15 @@ struct HipApi {
   hip::Error (*memcpy)(void*, const void*, size_t, hip::MemcpyKind) = nullptr;
   hip::Error (*deviceSynchronize)() = nullptr;
   const char* (*getErrorString)(hip::Error) = nullptr;
+  hip::Error (*deviceGetAttribute)(int*, int, int) = nullptr;
+  // Resolved for the per-rank runtime (uncached symmetric buffers, IPC peers, the caller's
+  // stream); present in ROCm 5.2's libamdhip64.so.5 as in 6 and 7.
+  hip::Error (*extMallocWithFlags)(void**, size_t, unsigned) = nullptr;
+  hip::Error (*ipcGetMemHandle)(hip::IpcMemHandle*, void*) = nullptr;
+  hip::Error (*ipcOpenMemHandle)(void**, hip::IpcMemHandle, unsigned) = nullptr;
+  hip::Error (*ipcCloseMemHandle)(void*) = nullptr;
+  hip::Error (*streamSynchronize)(hip::Stream) = nullptr;
+  hip::Error (*runtimeGetVersion)(int*) = nullptr;
 
   /// Throws RuntimeError at `where` if rc is not hipSuccess.
   void check(hip::Error rc, const char* call, const std::string& where) const {
@@ -51,7 +76,7 @@ void resolve(HipApi& api, F& fn, const char* symbol, const std::string& lib) {
   void* p = dlsym(api.handle, symbol);
   if (!p)
     throw RuntimeError("HIP device",
-                       fmt::format("{} was loaded but has no symbol {}; the HIP device needs a ROCm 6 or 7 "
+                       fmt::format("{} was loaded but has no symbol {}; the HIP device needs a ROCm 5.2 or later "
                                    "libamdhip64",
                                    lib, symbol));
   fn = reinterpret_cast<F>(p);
@@ -60,7 +85,7 @@ void resolve(HipApi& api, F& fn, const char* symbol, const std::string& lib) {
 }  // namespace
 
 std::vector<std::string> HipDevice::defaultLibraryNames() {
-  return {"libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so"};
+  return {"libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so"};
 }
 
 HipDevice::HipDevice(std::vector<std::string> libraryNames) : api_(std::make_unique<HipApi>()) {
@@ -80,7 +105,7 @@ HipDevice::HipDevice(std::vector<std::string> libraryNames) : api_(std::make_uni
   if (!api_->handle)
     throw RuntimeError("HIP device",
                        "cannot load the HIP runtime (libamdhip64); tried, in order:" + tried +
-                           "\nThe HIP device needs ROCm (6 or 7) installed, with libamdhip64 on the loader path "
+                           "\nThe HIP device needs ROCm (5.2 or later; 6 or 7 for gfx950) installed, with libamdhip64 on the loader path "
                            "(e.g. LD_LIBRARY_PATH=/opt/rocm/lib). Without a GPU, use the Sim device.");
   // The library stays loaded for the life of the process: the HIP runtime does not support
   // being unloaded, so there is no dlclose.
@@ -94,10 +119,63 @@ HipDevice::HipDevice(std::vector<std::string> libraryNames) : api_(std::make_uni
   resolve(*api_, api_->free, "hipFree", library_);
   resolve(*api_, api_->memcpy, "hipMemcpy", library_);
   resolve(*api_, api_->deviceSynchronize, "hipDeviceSynchronize", library_);
+  resolve(*api_, api_->deviceGetAttribute, "hipDeviceGetAttribute", library_);
+  resolve(*api_, api_->extMallocWithFlags, "hipExtMallocWithFlags", library_);
+  resolve(*api_, api_->ipcGetMemHandle, "hipIpcGetMemHandle", library_);
+  resolve(*api_, api_->ipcOpenMemHandle, "hipIpcOpenMemHandle", library_);
+  resolve(*api_, api_->ipcCloseMemHandle, "hipIpcCloseMemHandle", library_);
+  resolve(*api_, api_->streamSynchronize, "hipStreamSynchronize", library_);
+  resolve(*api_, api_->runtimeGetVersion, "hipRuntimeGetVersion", library_);
+  int version = 0;
+  if (api_->runtimeGetVersion(&version) == hip::kSuccess) runtimeVersion_ = version;
+  const std::string where = fmt::format("HIP device ({}, runtime {}, {} entry points resolved)", library_,
+                                        runtimeVersion_, kResolvedEntryPoints);
   int n = 0;
-  api_->check(api_->getDeviceCount(&n), "hipGetDeviceCount", "HIP device (" + library_ + ")");
-  if (n <= 0) throw RuntimeError("HIP device (" + library_ + ")", "hipGetDeviceCount found no GPU");
+  const hip::Error rc = api_->getDeviceCount(&n);
+  if (rc == hip::kErrorNoDevice || (rc == hip::kSuccess && n <= 0))
+    throw RuntimeError(where, "no gfx950 GPU is present: hipGetDeviceCount found no GPU at all (is /dev/kfd there, "
+                              "and the user in the render group?). Without a GPU, use --device sim or gfx950-run.");
+  api_->check(rc, "hipGetDeviceCount", where);
   deviceCount_ = n;
+  std::string found;
+  int gfx950 = 0;
+  for (int d = 0; d < n; ++d) {
+    const DeviceLimits l = limits(d);
+    gfx950 += l.name.find("gfx950") != std::string::npos;
+    found += "\n  " + l.name;
+  }
+  if (gfx950 == 0)
+    throw RuntimeError(where, fmt::format("no gfx950 GPU is present: the {} GPU(s) found are{}\nmonogen's code objects "
+                                          "are for gfx950 (MI350X / MI355X) only",
+                                          n, found));
+}
+
+int HipDevice::attribute(int device, int attr, const char* name) const {
+  int v = 0;
+  api_->check(api_->deviceGetAttribute(&v, attr, device), "hipDeviceGetAttribute",
+              fmt::format("HIP device {}, attribute {}", device, name));
+  return v;
+}
+
+DeviceLimits HipDevice::limits(int device) const {
+  DeviceLimits l;
+  const int major = attribute(device, hip::kAttrComputeCapabilityMajor, "hipDeviceAttributeComputeCapabilityMajor");
+  const int minor = attribute(device, hip::kAttrComputeCapabilityMinor, "hipDeviceAttributeComputeCapabilityMinor");
+  // HIP reports a gfx9xy ISA as major 9, minor x: gfx950 is 9.5, gfx942 9.4, gfx90a 9.0.
+  l.name = major == 9 && minor == 5 ? fmt::format("HIP device {} (gfx950)", device)
+                                    : fmt::format("HIP device {} (compute capability {}.{}, not gfx950)", device, major,
+                                                  minor);
+  l.computeUnits = attribute(device, hip::kAttrMultiprocessorCount, "hipDeviceAttributeMultiprocessorCount");
+  l.ldsPerCu = attribute(device, hip::kAttrMaxSharedMemoryPerMultiprocessor,
+                         "hipDeviceAttributeMaxSharedMemoryPerMultiprocessor");
+  l.ldsPerBlock = attribute(device, hip::kAttrMaxSharedMemoryPerBlock, "hipDeviceAttributeMaxSharedMemoryPerBlock");
+  l.registersPerCu = attribute(device, hip::kAttrMaxRegistersPerMultiprocessor,
+                               "hipDeviceAttributeMaxRegistersPerMultiprocessor");
+  l.maxThreadsPerCu = attribute(device, hip::kAttrMaxThreadsPerMultiProcessor,
+                                "hipDeviceAttributeMaxThreadsPerMultiProcessor");
+  l.maxThreadsPerBlock = attribute(device, hip::kAttrMaxThreadsPerBlock, "hipDeviceAttributeMaxThreadsPerBlock");
+  l.warpSize = attribute(device, hip::kAttrWarpSize, "hipDeviceAttributeWarpSize");
+  return l;
 }
 
 // Modules stay loaded (hipModuleUnload is not among the resolved entry points); allocations
@@ -170,7 +248,9 @@ void HipDevice::launchPacked(const ir::Plan& plan, const CodeObjectBytes& code, 
   const int tp = plan.key.tp;
   const std::string where = "hip launch of " + plan.key.variantName();
   if (code.empty()) throw RuntimeError(where, "the code object is empty");
-  if (plan.kernel.name.empty()) throw RuntimeError(where, "the plan's kernel has no name");
+  // The symbol is the code object's own (codegen's kernelSymbol(plan), "monogen_<variant>"), read
+  // from its kernel descriptor: plan.kernel.name is the spec's name for the kernel, not a symbol.
+  const KernelResources res = readKernelResources(code);
   if (static_cast<int>(args.kernargs.size()) != tp)
     throw RuntimeError(where, fmt::format("{} kernarg segments for TP = {}", args.kernargs.size(), tp));
   if (tp > deviceCount_)
@@ -180,7 +260,19 @@ void HipDevice::launchPacked(const ir::Plan& plan, const CodeObjectBytes& code, 
   for (int r = 0; r < tp; ++r) {
     const std::string w = fmt::format("{}, rank {}", where, r);
     setDevice(r, w);
-    fns[r] = function(r, code, plan.kernel.name, w);
+    fns[r] = function(r, code, res.symbol, w);
+    // Before the first launch of this code object on this device: the whole grid resident at
+    // one CTA a CU, or a clear refusal (runtime/CoResidency.h).
+    bool first;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      first = !coResident_.count({r, code});
+    }
+    if (first) {
+      checkCoResidency(res, plan.grid.blocks, plan.grid.threads, limits(r), w);
+      std::lock_guard<std::mutex> g(mu_);
+      coResident_.insert({r, code});
+    }
   }
   std::vector<std::vector<uint8_t>> kernargs = args.kernargs;  // launch wants non-const pointers
   for (int r = 0; r < tp; ++r) {

@@ -1,5 +1,6 @@
 // The monogen CLI end to end: bad arguments, emitted code objects read by LLVM's own tools,
 // the cache across processes, dumps, and the sim verdict over the whole launch.
+#include <dlfcn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -626,7 +627,7 @@ TEST_CASE("sim --inputs DIR needs only the inputs: no outputs.safetensors or ref
   CHECK(r.out.find("verdict: bit-exact under 1 seed") != std::string::npos);
 }
 
-TEST_CASE("monogen cache: ls, verify, prune and clear; MONOGEN_RUN_ONLY, MONOGEN_CACHE=off and MONOGEN_DUMP_DIR",
+TEST_CASE("monogen cache: ls, verify, prune and clear, MONOGEN_RUN_ONLY, MONOGEN_CACHE=off and MONOGEN_DUMP_DIR",
           "[cli][cache]") {
   TempDir d;
   const std::string env = withCache(d);
@@ -688,4 +689,34 @@ TEST_CASE("monogen cache: ls, verify, prune and clear; MONOGEN_RUN_ONLY, MONOGEN
   r = sh(env + kMonogen + " cache clear");
   CHECK(r.out.find("removed 1 entries") != std::string::npos);
   CHECK(sh(env + kMonogen + " cache verify").out.find("0 entries checked") != std::string::npos);
+}
+
+// The HIP device with a real libamdhip64 and no GPU (Debian's libamdhip64-5, ROCm 5.2, in CI via
+// tools/setup.sh): `check --device hip` loads the library, resolves every entry point the runtime
+// uses, then says that no gfx950 GPU is present and exits non-zero, before compiling anything.
+// Skipped (with a message) where no libamdhip64 is installed, or where /dev/kfd exists (a GPU
+// machine: there the command runs the launch instead).
+TEST_CASE("check --device hip: with libamdhip64 and no GPU, a clear error naming the library", "[cli][hip]") {
+  const char* libs[] = {"libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so"};
+  std::string found;
+  for (const char* l : libs)
+    if (void* h = found.empty() ? dlopen(l, RTLD_LAZY | RTLD_LOCAL) : nullptr) {
+      dlclose(h);
+      found = l;
+    }
+  if (found.empty()) {
+    WARN("skipped: no libamdhip64 on the loader path (apt-get install libamdhip64-5, or ROCm 6/7)");
+    return;
+  }
+  if (access("/dev/kfd", F_OK) == 0) {
+    WARN("skipped: /dev/kfd exists (a GPU machine); run monogen check --device hip there");
+    return;
+  }
+  const Result r = sh(kMonogen + " check --device hip --rows 1 --tp 1 --config reduced 2>&1");
+  INFO(r.out);
+  CHECK(r.code != 0);
+  CHECK_THAT(r.out, Catch::Contains("HIP device (" + found));
+  CHECK_THAT(r.out, Catch::Contains("17 entry points resolved"));
+  CHECK_THAT(r.out, Catch::Contains("no gfx950 GPU is present"));
+  CHECK(r.out.find("code object:") == std::string::npos);  // refused before any compile
 }

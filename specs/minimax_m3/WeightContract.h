@@ -39,6 +39,47 @@
 // e8m0Unshuffle below implement AITER's layout for a caller converting a framework's scales;
 // scaleIndex() is the one place the contract's scale layout is defined. This is an open point:
 // confirm against the serving framework before the kernel reads s13 / s2 directly.
+//
+// WHAT THE FRAMEWORKS HOLD on gfx950 after loading an MXFP4 MoE checkpoint (read from their
+// sources; Quark OCP-MX checkpoints, the AITER MoE backend):
+//  - vLLM, vllm/model_executor/layers/quantization/quark/quark_moe.py (commit 004b19de),
+//    QuarkOCP_MX_MoEMethod.process_weights_after_loading: scales e8m0_shuffle'd over the
+//    experts' rows flattened ([s0 * s1, K/32], viewed back as [s0, s1, -1]); weights
+//    rocm_aiter_ops.shuffle_weights(w13, w2), i.e. AITER shuffle_weight(layout=(16, 16)); w13 is
+//    [E, 2 I/TP, K/2] with the gate rows before the up rows (concatenated, not interleaved).
+//  - SGLang, python/sglang/srt/layers/quantization/quark/schemes/quark_w4a4_mxfp4_moe.py (commit
+//    0007e654), QuarkW4A4MXFp4MoE.process_weights_after_loading, the default path: the same
+//    e8m0_shuffle of s13 / s2, and on gfx95 (`_is_shuffle_moe_mxfp4 = is_gfx95_supported()`)
+//    shuffle_weight(w, (16, 16)) of w13 and w2, w13 gate|up concatenated "as loaded". Only with
+//    SGLANG_USE_AITER_MOE_GU_ITLV=1 does it switch to the a16w4 "klane-inner" layouts
+//    (shuffle_weight_a16w4_sep_fp4 / shuffle_scale_a16w4_sep_fp4, or the gate/up-interleaved
+//    *_gui_fp4 with AITER_FP4BF16_USE_ITLV=1).
+//  - AITER, aiter/utility/fp4_utils.py e8m0_shuffle: pad to (rows % 256, cols % 8), view
+//    [m/32, 2, 16, n/8, 2, 4], permute (0, 3, 5, 2, 4, 1) (what e8m0Shuffle below implements);
+//    aiter/ops/shuffle.py shuffle_weight_a16w4(src [E, N, K/2], NLane, gate_up): KPack 16 bytes,
+//    KLane = 64 / NLane, view [E, 2, N/2/NLane, NLane, K0, KLane, KPack] permuted to
+//    [E, N0, 2, K0, KLane, NLane, KPack] (gate and up interleaved a NLane-row block at a time);
+//    its callers pass NLane 16 with shuffle_scale_a16w4 for the scales. vLLM uses that layout for
+//    gpt-oss-style interleaved checkpoints and its own A16W4 kernels, not for Quark MiniMax.
+//  - ATOM's MiniMax-M3 mono (ROCm/ATOM atom/models/minimax_m3/mono/library_validation.py,
+//    commit 0ca214f9) borrows the framework's tensors "without converting their storage" and
+//    checks only shapes at TP 4: w13 [129, 1536, 3072] fp4x2, s13 [129, 1536, 192], w2
+//    [129, 6144, 384], s2 [129, 6144, 24] uint8 (unpadded shapes: e8m0_shuffle pads nothing there).
+// So the weights as held match this contract's (16,16) w13 / w2 (gate rows first): a direct read.
+// The scales do not: the frameworks hold e8m0_shuffle'd s13 / s2, this contract row-major.
+// WHAT THE CONTRACT WOULD NEED to read them directly: scaleIndex(expert, row, kb) =
+// e8m0 offset of (expert * N + row, kb) in the flattened [(E+1) N, pn] matrix (a 32-row group
+// never straddles two experts, since N = 2 I/TP and hidden are multiples of 32, so an expert's
+// scales stay one contiguous N * pn slab); the up and down stages' scale loads would change
+// (there a row's K blocks j .. j+3 sit 64 bytes apart, blocks j+4 .. j+7 start 2 bytes after them,
+// the next 8 blocks 256 bytes on; rows i and i+1 are 4 bytes apart). Padding:
+// exact for MiniMax-M3 full dims except s2 at TP 8 (I/TP/32 = 12 columns, held padded to 16,
+// shape [129, 6144, 16]); the reduced test config pads more. The alternative, a one-time
+// in-place unshuffle at load, costs one pass over s13 + s2 (129 x 6144 x (192 + 96) / TP bytes,
+// about 57 MB at TP 4, microseconds of HBM time) but leaves the framework's own AITER MoE kernels
+// reading the wrong layout, so it would need a private copy. Neither is implemented here.
+// checkContract cannot tell shuffled from row-major scales by shape (they are the same at TP 1..4);
+// the caller must say which layout it holds (the frameworks set `is_shuffled` on the weights).
 #pragma once
 #include <cstdint>
 #include <string>

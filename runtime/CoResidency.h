@@ -1,0 +1,60 @@
+// Co-residency: a persistent launch spins on flags other CTAs publish, so every CTA of the grid
+// must be resident at once, one CTA per CU. checkCoResidency is a pure function over what the code
+// object asks for (its kernel descriptor) and what the device has (hipDeviceGetAttribute values);
+// HipDevice calls it before its first launch of a code object, and a per-rank runtime can call
+// it the same way. It refuses, naming every figure that does not fit, with what was expected.
+//
+// The kernel's resources come from the code object's kernel descriptor (the 64-byte
+// `<kernel>.kd` object the command processor reads at dispatch, AMDGPUUsage "Kernel Descriptor"),
+// read here with glibc's <elf.h> structures: the runtime library does not link LLVM (a server
+// that only loads cached code objects needs no LLVM), so LLVM's msgpack reader of the
+// NT_AMDGPU_METADATA note (codegen/Metadata.cpp) is not available here. The descriptor is what the
+// hardware allocates from (granulated VGPR and SGPR counts, LDS, scratch), and
+// tests/test_coresidency.cpp checks this reader against codegen's metadata on real variants.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace monogen::runtime {
+
+/// What one CTA of a kernel takes, from its code object's kernel descriptor.
+struct KernelResources {
+  std::string symbol;         ///< the kernel's symbol (the descriptor's name without ".kd")
+  int vgprsPerWave = 0;       ///< VGPRs + AGPRs allocated per wave (granulated: the unified file on gfx90a+)
+  int archVgprs = 0;          ///< of which architectural VGPRs (accum_offset; AGPRs start there)
+  int sgprsPerWave = 0;       ///< SGPRs allocated per wave (granulated; LLVM raises it to the most
+                              ///< that keeps the occupancy its VGPRs allow, so above .sgpr_count)
+  int64_t ldsBytes = 0;       ///< group_segment_fixed_size
+  int64_t scratchBytes = 0;   ///< private_segment_fixed_size per work-item
+  int wavefrontSize = 64;     ///< 32 if the descriptor enables wave32
+};
+
+/// Reads the kernel descriptor of the code object's only kernel. Throws RuntimeError (where:
+/// "code object") if it is not a 64-bit AMDGPU ELF, has no or several `.kd` symbols, or the
+/// descriptor lies outside the file.
+KernelResources readKernelResources(const std::vector<uint8_t>& codeObject);
+
+/// What a device offers, as hipDeviceGetAttribute reports it (and the gfx9 facts it does not).
+struct DeviceLimits {
+  std::string name;                  ///< for messages: "HIP device 3 (gfx950)"
+  int computeUnits = 0;              ///< hipDeviceAttributeMultiprocessorCount
+  int64_t ldsPerCu = 0;              ///< hipDeviceAttributeMaxSharedMemoryPerMultiprocessor
+  int64_t ldsPerBlock = 0;           ///< hipDeviceAttributeMaxSharedMemoryPerBlock
+  int64_t registersPerCu = 0;        ///< hipDeviceAttributeMaxRegistersPerMultiprocessor (32-bit lanes
+                                     ///< x VGPRs: CLR reports VGPRs per SIMD x SIMDs x 64)
+  int maxThreadsPerCu = 0;           ///< hipDeviceAttributeMaxThreadsPerMultiProcessor
+  int maxThreadsPerBlock = 0;        ///< hipDeviceAttributeMaxThreadsPerBlock
+  int warpSize = 0;                  ///< hipDeviceAttributeWarpSize
+  int simdsPerCu = 4;                ///< gfx9 (CDNA): 4 SIMDs a CU; no attribute reports it
+  int sgprsPerSimd = 800;            ///< gfx9: 800 SGPRs a SIMD (AMDGPUUsage / the backend's total)
+  int maxWavesPerSimd = 8;           ///< gfx90a, gfx942, gfx950: 8 wave slots a SIMD
+};
+
+/// Throws RuntimeError (where: `where`) unless `blocks` CTAs of `threadsPerCta` threads, each
+/// taking `k`, can all be resident at once on `d`, one CTA per CU. The message lists every
+/// figure that does not fit, what the kernel needs and what the device has.
+void checkCoResidency(const KernelResources& k, int blocks, int threadsPerCta, const DeviceLimits& d,
+                      const std::string& where);
+
+}  // namespace monogen::runtime
