@@ -363,7 +363,7 @@ TEST_CASE("dump the every-op kernel (run explicitly)", "[.dump]") {
       .write(reinterpret_cast<const char*>(co.bytes.data()), static_cast<std::streamsize>(co.bytes.size()));
 }
 
-TEST_CASE("lld and metadata failures are CodegenErrors; lld runs again afterwards", "[codegen]") {
+TEST_CASE("lld and metadata failures are CodegenErrors, lld runs again afterwards", "[codegen]") {
   const std::vector<uint8_t> junk = {0x7f, 'E', 'L', 'F', 1, 2, 3};
   try {
     codegen::detail::link(junk, "test.variant");

@@ -680,7 +680,7 @@ TEST_CASE("cache across processes: a compiler killed with SIGKILL holds no one u
   CHECK(Cache::scan(t.path).at(0).problem.empty());
 }
 
-TEST_CASE("cache: a temp file a killed writer left is removed by the next cache; a live writer's is not") {
+TEST_CASE("cache: a temp file a killed writer left is removed by the next cache, a live writer's is not") {
   TempDir t;
   const fs::path f = populate(t.path);
   const std::string digest = f.stem().string();

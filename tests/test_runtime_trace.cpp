@@ -79,7 +79,7 @@ TEST_CASE("trace: chrome JSON has a process a rank, a thread a CTA, microseconds
   CHECK(j.at("otherData").at("clock_hz") == 100'000'000);
 }
 
-TEST_CASE("trace: a CTA that never got to a stage has no event; bad buffers are refused", "[runtime][trace]") {
+TEST_CASE("trace: a CTA that never got to a stage has no event, bad buffers are refused", "[runtime][trace]") {
   TraceBuffers t = sample();
   t.ranks[1][(2 * 2 + 1) * 2] = 0;  // rank 1 CTA 2 reduce: neither stamp
   t.ranks[1][(2 * 2 + 1) * 2 + 1] = 0;

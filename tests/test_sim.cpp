@@ -227,7 +227,7 @@ TEST_CASE("sim: divergent if/else merges through variables") {
   }
 }
 
-TEST_CASE("sim: for and while loops with per-lane bounds; lanes leave independently") {
+TEST_CASE("sim: for and while loops with per-lane bounds, lanes leave independently") {
   Kit k(1, 64);
   auto& b = k.b;
   Val out = k.gptr(0);
@@ -615,7 +615,7 @@ TEST_CASE("sim: a wait past its bound sets the error word (first code wins, ever
   CHECK(o[1] < 1100);
 }
 
-TEST_CASE("sim: sleep blocks for its ticks; realtime counts from clockStart") {
+TEST_CASE("sim: sleep blocks for its ticks, realtime counts from clockStart") {
   Kit k(1, 64);
   auto& b = k.b;
   Val out = k.gptr(0);
@@ -837,7 +837,7 @@ static void fullSizeLaunch(int tp) {
 TEST_CASE("sim: a full-size launch (4 ranks x 256 CTAs x 512 threads) runs in seconds") { fullSizeLaunch(4); }
 TEST_CASE("sim: a full-size launch at TP 8 (16384 waves)", "[.perf]") { fullSizeLaunch(8); }
 
-TEST_CASE("sim: many waves wait on one pair while data stores hit the same buffer; a plain store wakes them") {
+TEST_CASE("sim: many waves wait on one pair while data stores hit the same buffer, a plain store wakes them") {
   Kit k(256, 64);
   auto& b = k.b;
   Val scratch = k.gptr(0), out = k.gptr(1), err = k.gptr(2);
@@ -885,7 +885,7 @@ TEST_CASE("sim: a deadlock with many blocked waves is listed abbreviated") {
   REQUIRE_THROWS_WITH(k.run({{f, e}}), Catch::Contains("128 waves are blocked") && Catch::Contains("and 112 more"));
 }
 
-TEST_CASE("sim: a partial last wave has only its threads' lanes; i1 vectors bitcast bit by bit") {
+TEST_CASE("sim: a partial last wave has only its threads' lanes, i1 vectors bitcast bit by bit") {
   Kit k(1, 96);
   auto& b = k.b;
   Val out = k.gptr(0);

@@ -9,7 +9,7 @@
 using namespace monogen;
 using namespace monogen::specs::minimax_m3;
 
-TEST_CASE("knobs: the default key has none; each knob round-trips through the key's text", "[spec][knobs]") {
+TEST_CASE("knobs: the default key has none, each knob round-trips through the key's text", "[spec][knobs]") {
   const ModelConfig cfg = ModelConfig::reduced();
   CHECK(makeKey(cfg, 8, 4).knobs.empty());
   CHECK(makeKey(cfg, 8, 4).variantName() == "minimax_m3.ffn-S8-TP4");
