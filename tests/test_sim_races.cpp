@@ -209,7 +209,7 @@ TEST_CASE("races: atomics of a covering scope do not race with each other, but d
       b.atomicRmw(monogen::ir::RmwOp::Add, c, b.i32(1));
       if (plainRead) b.store(b.ptrAdd(o, b.sext(b.block() * 4, Type::i64())), b.load(Type::i32(), c));
     });
-    const uint64_t cnt = k.alloc(8, "counter"), out = k.alloc(8, "out");
+    const uint64_t cnt = k.zeroed(8, "counter"), out = k.alloc(8, "out");
     const auto st = k.runRaces({{cnt, out}});
     const std::string r = joined(st);
     INFO(r);

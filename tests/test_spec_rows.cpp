@@ -12,7 +12,8 @@
 // differ in some bit, so some launch corrupts t and checks u: 2 ceil(log2 S) launches cover every
 // (t, u) pair instead of S launches, one a row. The value and its place rotate over the kinds
 // (NaN / +Inf / -Inf partial on a rank, NaN / Inf residual) and over the row's columns. LDS
-// starts dirty (0xff bytes), as on hardware, where it holds the previous kernel's data.
+// starts poisoned (NaNs, Infs, garbage: the Sim's default, SimOptions::poisonSeed), as on hardware,
+// where it holds the previous kernel's data; each launch here gets its own poison seed.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
@@ -63,11 +64,11 @@ std::optional<std::string> rowsDiffer(const ModelConfig& cfg, int TP, const Tens
   return std::nullopt;
 }
 
-/// Scheduler seed `sched`, with every CTA's LDS starting as 0xff bytes (NaN as bf16 and f32), as
-/// a previous kernel's data would be on hardware: a read of LDS no op of the launch wrote shows.
+/// Scheduler seed `sched`, with every CTA's LDS poisoned by its own pattern (the Sim's default,
+/// seeded here apart from the scheduler): a read of LDS no op of the launch wrote shows.
 runtime::SimOptions dirtyLds(uint64_t sched) {
   runtime::SimOptions o = schedSeed(sched);
-  o.ldsFill = 0xff;
+  o.poisonSeed = 0x0dd5eed0 + sched;
   return o;
 }
 

@@ -40,8 +40,8 @@ inline monogen::runtime::TensorMap checkWholeLaunch(const monogen::specs::minima
                                                     const monogen::runtime::SimOptions& opts,
                                                     monogen::specs::minimax_m3::MoeExperts experts = monogen::specs::minimax_m3::MoeExperts::All) {
   using namespace monogen::specs::minimax_m3;
-  INFO(fmt::format("S={} TP={} scheduler seed {} quantum {} LDS fill {:#x} experts {}", S, TP, opts.seed,
-                   opts.maxQuantum, opts.ldsFill, moeExpertsName(experts)));
+  INFO(fmt::format("S={} TP={} scheduler seed {} quantum {} LDS poison seed {} experts {}", S, TP, opts.seed,
+                   opts.maxQuantum, opts.poisonSeed ? opts.poisonSeed : opts.seed, moeExpertsName(experts)));
   FfnKnobs knobs;
   knobs.experts = experts;
   const monogen::ir::Key key = makeKey(cfg, S, TP, knobs);
