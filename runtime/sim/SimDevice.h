@@ -98,8 +98,10 @@ struct SimOptions {
   std::function<void(const SimProgress&)> progress;
   int64_t progressEvery = 20'000'000;
   /// The happens-before race detector (runtime/sim/SimRaces.h): vector clocks per wave, shadow
-  /// memory per 4-byte word; races land in SimStats::races. Off by default (it costs time and
-  /// about 64 bytes a word of every allocation and LDS the launch touches).
+  /// memory per 4-byte word; races land in SimStats::races. With it, the uninitialized-read check:
+  /// a read of LDS, scratch or an output that no op of this launch wrote (SimStats::uninit; the
+  /// rule is in SimRaces.h). Off by default (it costs time and about 64 bytes a word of every
+  /// allocation and LDS the launch touches).
   bool races = false;
 };
 
@@ -118,6 +120,13 @@ struct SimStats {
   int64_t raceCount = 0;
   std::vector<std::string> races;
   int64_t raceUncheckedWrites = 0;
+  // SimOptions::races: distinct ops that read bytes of LDS, scratch or an output no op of this
+  // launch wrote (SimRaces.h, "Uninitialized reads"), the first few as messages naming the op, the
+  // region (pool / Plan region) and byte offset. A launch with one is never bit-exact.
+  int64_t uninitCount = 0;
+  std::vector<std::string> uninit;
+  /// Races and uninitialized reads together: 0 when the launch is clean under SimOptions::races.
+  int64_t findings() const { return raceCount + uninitCount; }
 };
 
 /// Runs every CTA of every rank of a launch, interleaving waves with a seeded scheduler.

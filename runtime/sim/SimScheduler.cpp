@@ -79,6 +79,14 @@ SimLaunch::SimLaunch(SimMemory& mem, const ir::Plan& plan, const SimProgram& pro
     info.reserve(nWave);
     for (const SimWave& w : waves_) info.push_back({w.rank, w.cta, w.wave, w.ctaIndex});
     races_ = std::make_unique<SimRaces>(plan, prog, std::move(info), plan.ldsBytes);
+    // The memory the launch owns, checked for uninitialized reads (SimRaces.h): every rank's
+    // Scratch and Output pointer arguments' allocations.
+    for (int r = 0; r < tp_; ++r)
+      for (size_t i = 0; i < plan.args.size() && i < args[r].size(); ++i) {
+        const ir::KernelArg& ka = plan.args[i];
+        if (!ka.isPointer || (ka.role != ir::ArgRole::Scratch && ka.role != ir::ArgRole::Output)) continue;
+        if (const SimMemory::Allocation* a = mem_.find(args[r][i], 1)) races_->own(a, static_cast<int>(i));
+      }
   }
   stageBytes_.assign(plan.stages.size() + 1, 0);
 }
