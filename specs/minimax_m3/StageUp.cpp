@@ -103,7 +103,11 @@ void stageUp(KernelContext& c, Val task, UpWeights& cur, UpWeights& next) {
   const int H = L.hidden, IP = T.interPerRank;
   Val nSlots = c.tabLd(W.misc, c.i32(0));
   Val valid = task < nSlots * c.i32(T.upTiles);
-  Val u = b.min(task / c.i32(T.upTiles), c.i32(T.maxSlots - 1)), j = task % c.i32(T.upTiles);
+  // A task past the table's units still reads its slot's mask (cnt, used only where valid): u is
+  // clamped to the last slot the table wrote, nSlots - 1, not to maxSlots - 1, whose slotMask
+  // word no op of the launch writes when fewer slots are used (the Sim's uninitialized-read check
+  // found that read of LDS the launch never wrote; the value was dead, the read was not).
+  Val u = b.min(task / c.i32(T.upTiles), nSlots - c.i32(1)), j = task % c.i32(T.upTiles);
   Val cnt = b.popcount(c.tabLd(W.slotMask, u));
   Val g = c.lane / c.i32(16), col = c.lane % c.i32(16);
 
