@@ -95,19 +95,27 @@ void stageDown(KernelContext& c, Val task) {
     Val vmask = c.tabLd(W.misc, c.i32(1));
     Val valid = ((vmask >> t) & c.i32(1)) != c.i32(0);
     auto contribAt = [&](Val p, Val r) { return b.load(Type::f32(), b.ptrAdd(c.contrib, (p * c.i32(16) + r) * c.i32(4))); };
+    // A padded row's CONTRIB rows are never written (it is in no slot's columns, the shared
+    // one's either), so only a valid row reads them; a padded row's partial is 0. (Reading them
+    // and selecting 0 after, as this did, read LDS no op of the launch wrote: the Sim's
+    // uninitialized-read check found it with padded rows. The value was dead; the read was not.)
+    ir::Var tots[2] = {b.var(b.f32(0.0), "tot0"), b.var(b.f32(0.0), "tot1")};
+    b.if_(valid, [&] {
+      for (int h = 0; h < 2; ++h) {
+        Val r = r2 * c.i32(2) + c.i32(h);
+        Val tot = b.f32(0.0);
+        if (c.experts != MoeExperts::Routed) tot = b.roundBf16(contribAt(c.i32(K * S) + t, r));
+        if (c.experts != MoeExperts::Shared)
+          for (int k = 0; k < K; ++k) {
+            Val w = b.bitcast(c.tabLd(W.pickW, t * c.i32(K) + c.i32(k)), Type::f32());
+            Val v = contribAt(t * c.i32(K) + c.i32(k), r);
+            tot = b.roundBf16(tot + b.roundBf16(w * v));
+          }
+        b.set(tots[h], tot);
+      }
+    });
     Val o[2];
-    for (int h = 0; h < 2; ++h) {
-      Val r = r2 * c.i32(2) + c.i32(h);
-      Val tot = b.f32(0.0);
-      if (c.experts != MoeExperts::Routed) tot = b.roundBf16(contribAt(c.i32(K * S) + t, r));
-      if (c.experts != MoeExperts::Shared)
-        for (int k = 0; k < K; ++k) {
-          Val w = b.bitcast(c.tabLd(W.pickW, t * c.i32(K) + c.i32(k)), Type::f32());
-          Val v = contribAt(t * c.i32(K) + c.i32(k), r);
-          tot = b.roundBf16(tot + b.roundBf16(w * v));
-        }
-      o[h] = b.f32ToBf16(b.select(valid, tot, b.f32(0.0)));
-    }
+    for (int h = 0; h < 2; ++h) o[h] = b.f32ToBf16(b.get(tots[h]));
     Val word = b.bitcast(b.insert(b.splat(o[0], 2), o[1], 1), Type::i32());
     Val at = (c.rank * c.i32(S) + t) * c.i32(H / 2) + task * c.i32(8) + r2;
     for (int p = 0; p < L.tp; ++p)
