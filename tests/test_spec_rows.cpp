@@ -118,3 +118,30 @@ TEST_CASE("rows: a NaN or Inf in one row's inputs leaves every other row bit-ide
 }
 
 TEST_CASE("rows: every selection value -inf, TP 8", "[spec][rows]") { rowIndependenceMatrix(8, true); }
+
+TEST_CASE("rows: degenerate routing reads nothing the launch did not write (race detector, uninitialized reads)",
+          "[spec][rows]") {
+  // What the Robust fix was about: rows with fewer than top-k usable scores (all -inf biases, NaN
+  // logits, a NaN row), ties, every row on one expert, padded rows, every row padded. With
+  // SimOptions::races every read of LDS, scratch or an output must be of bytes this launch wrote.
+  // (A route that repeats a pick makes the combine read a CONTRIB row nothing wrote: this test
+  // fails then, naming that read.)
+  const ModelConfig cfg = ModelConfig::reduced();
+  for (auto [S, TP] : {std::pair{3, 2}, std::pair{9, 4}}) {
+    for (int kind = 0; kind < 7; ++kind) {
+      LaunchInputOptions io = edgeCases();
+      io.ties = kind == 1;
+      io.nanLogits = kind == 2;
+      io.sameExpert = kind == 3;
+      io.paddedRows = kind == 4 ? 1 : kind == 5 ? S : 0;
+      TensorMap in = makeLaunchInputs(cfg, S, TP, 900 + 10 * S + kind, io);
+      if (kind == 0 || kind == 6)  // every selection value -inf: no row has a usable score
+        for (int64_t e = 0; e < cfg.experts; ++e) in.at("bias").as<float>()[e] = -std::numeric_limits<float>::infinity();
+      if (kind == 6) corruptRow(cfg, TP, in, 0, 0);  // and row 0's partial NaN
+      INFO(fmt::format("S={} TP={} kind {} ({}{})", S, TP, kind, io.describe(), kind == 0 || kind == 6 ? ", all -inf biases" : ""));
+      runtime::SimOptions o = dirtyLds(1 + kind);
+      o.races = true;
+      checkWholeLaunch(cfg, S, TP, in, o);
+    }
+  }
+}

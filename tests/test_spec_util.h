@@ -59,6 +59,14 @@ inline monogen::runtime::TensorMap checkWholeLaunch(const monogen::specs::minima
   CHECK_FALSE(mm.has_value());
   CHECK(run.stats.waitTimeouts == 0);
   for (int r = 0; r < TP; ++r) CHECK(run.outputs.at(fmt::format("err.r{}", r)).as<int32_t>()[0] == 0);
+  if (opts.races) {  // the race detector and the uninitialized-read check: nothing found
+    std::string found;
+    for (const std::string& r : run.stats.races) found += r + "\n";
+    for (const std::string& r : run.stats.uninit) found += r + "\n";
+    INFO(found);
+    CHECK(run.stats.raceCount == 0);
+    CHECK(run.stats.uninitCount == 0);
+  }
   return run.outputs;
 }
 
