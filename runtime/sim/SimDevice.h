@@ -16,6 +16,9 @@
 // - execution is sequentially consistent, one op at a time, so weak-memory bugs do not change
 //   results; SimOptions::races turns on a happens-before race detector that finds them
 //   (runtime/sim/SimRaces.h);
+// - LDS (every launch) and every allocation start poisoned (poisonFill), as on hardware, where
+//   they hold whatever was there; SimOptions::races also reports a read of LDS, scratch or an
+//   output that no op of the launch wrote (SimRaces.h, "Uninitialized reads");
 // - every access is bounds-checked, atomics must be aligned; errors are SimError naming the
 //   variant, stage, op (#preorder number and name), rank, CTA, wave, lane, address and the
 //   nearest allocation.
