@@ -319,6 +319,8 @@ TEST_CASE("sim --races: the reduced launch is race-free under the Sim's race det
   CHECK(r.code == 0);
   CHECK(r.out.find("RACE") == std::string::npos);
   CHECK(r.out.find("race on") == std::string::npos);
+  CHECK(r.out.find("UNINIT") == std::string::npos);  // and reads nothing the launch did not write
+  CHECK(r.out.find("uninitialized read") == std::string::npos);
   CHECK(r.out.find("verdict: bit-exact under 1 seed") != std::string::npos);
 }
 

@@ -13,8 +13,9 @@ namespace mm = monogen::specs::minimax_m3;
 
 namespace {
 
-// Every argument of the Plan on every rank, as fresh zeroed device buffers (the peers table
-// lists every rank's "sym" buffer). Zero inputs: the point is the API path, not the numerics.
+// Every argument of the Plan on every rank, as fresh device buffers the host zeroes (device
+// memory starts uninitialized: poisoned on the Sim; the peers table lists every rank's "sym"
+// buffer). Zero inputs: the point is the API path, not the numerics.
 std::vector<runtime::RankArgs> zeroArgs(runtime::Device& dev, const ir::Plan& plan) {
   const int tp = plan.key.tp;
   std::vector<runtime::RankArgs> ranks(tp);
@@ -23,7 +24,10 @@ std::vector<runtime::RankArgs> zeroArgs(runtime::Device& dev, const ir::Plan& pl
     for (const ir::KernelArg& a : plan.args)
       if (a.isPointer && a.role != ir::ArgRole::Peers) {
         const auto dt = *runtime::dtypeFor(a.elem);
-        const uint64_t addr = dev.alloc(r, std::max<int64_t>(a.bytes(), 8), a.name, std::max(a.align, 256));
+        const int64_t bytes = std::max<int64_t>(a.bytes(), 8);
+        const uint64_t addr = dev.alloc(r, bytes, a.name, std::max(a.align, 256));
+        const std::vector<uint8_t> zeros(static_cast<size_t>(bytes), 0);
+        dev.upload(r, addr, zeros.data(), bytes);
         ranks[r][a.name] = runtime::LaunchArg::tensor(addr, dt, a.shape);
         if (a.name == "sym") sym[r] = addr;
       }

@@ -424,7 +424,7 @@ TEST_CASE("sim: ballot, popcount, readfirstlane, shuffle from inactive lanes") {
     Val inner = b.ballot(b.i1(true));
     b.if_(lane == 63, [&] { b.store(at(0), inner); });
   });
-  const uint64_t o = k.alloc(64 * 32, "out");
+  const uint64_t o = k.zeroed(64 * 32, "out");  // lanes that store nothing leave 0
   k.run({{o}});
   auto r = k.read<int64_t>(o, 256);
   uint64_t want = 0;
@@ -547,7 +547,7 @@ TEST_CASE("sim: publish/wait chains across CTAs, whatever the interleaving") {
   for (uint64_t seed = 1; seed <= 5; ++seed) {
     Kit k(8, 128);
     buildChain(k);
-    const uint64_t pairs = k.alloc(64, "pairs"), out = k.alloc(32, "out"), err = k.alloc(8, "err");
+    const uint64_t pairs = k.alloc(64, "pairs"), out = k.alloc(32, "out"), err = k.zeroed(8, "err");
     std::vector<int32_t> stale(16);
     for (int i = 0; i < 8; ++i) {
       stale[2 * i] = 999;
@@ -579,9 +579,9 @@ TEST_CASE("sim: publish/wait across ranks through peer pointers") {
   });
   std::vector<uint64_t> flags, outs, errs;
   for (int r = 0; r < 2; ++r) {
-    flags.push_back(k.alloc(16, "flags", r));
+    flags.push_back(k.zeroed(16, "flags", r));
     outs.push_back(k.alloc(8, "out", r));
-    errs.push_back(k.alloc(8, "err", r));
+    errs.push_back(k.zeroed(8, "err", r));
   }
   k.run({{flags[0], flags[1], outs[0], errs[0], 0}, {flags[1], flags[0], outs[1], errs[1], 1}});
   CHECK(k.read<int32_t>(outs[0], 2) == std::vector<int32_t>{100, 101});
@@ -602,7 +602,7 @@ TEST_CASE("sim: a wait past its bound sets the error word (first code wins, ever
       b.store(b.ptrAdd(out, b.sext(lane * 16 + 8, Type::i64())), dt);
     });
   });
-  const uint64_t gp = k.alloc(16, "pairs"), go = k.alloc(32, "out"), ge = k.alloc(8, "err");
+  const uint64_t gp = k.alloc(16, "pairs"), go = k.alloc(32, "out"), ge = k.zeroed(8, "err");
   k.write(gp, std::vector<int32_t>{42, 3, 43, 3});
   auto st = k.run({{gp, go, ge}});
   CHECK(k.read<int32_t>(ge, 2) == std::vector<int32_t>{7, 2});
@@ -643,7 +643,7 @@ TEST_CASE("sim: deadlock is detected and names the blocked waves") {
       b.publish(flag, b.i32(1), b.i32(1));
     }, [&] { b.wait(flag, b.i32(1), b.i64(INT64_MAX), err, b.i32(1), 2); });
   });
-  const uint64_t f = k.alloc(8, "flag"), e = k.alloc(8, "err");
+  const uint64_t f = k.zeroed(8, "flag"), e = k.zeroed(8, "err");
   REQUIRE_THROWS_AS(k.run({{f, e}}), SimError);
   REQUIRE_THROWS_WITH(k.run({{f, e}}), Catch::Contains("deadlock") && Catch::Contains("barrier") &&
                                            Catch::Contains("wait") && Catch::Contains("second") &&
@@ -702,14 +702,14 @@ TEST_CASE("sim: a pair published twice in one launch is an error naming both pub
     b.if_(b.block() == 0, [&] { b.stage(0, [&] { b.publish(flag, b.i32(1), b.i32(1)); }); },
           [&] { b.stage(1, [&] { b.publish(flag, b.i32(2), b.i32(1)); }); });
   });
-  const uint64_t f = k.alloc(8, "flags");
+  const uint64_t f = k.zeroed(8, "flags");
   REQUIRE_THROWS_WITH(k.run({{f}}), Catch::Contains("published twice") && Catch::Contains("first") &&
                                         Catch::Contains("second") && Catch::Contains("flags"));
   // One publisher per launch is fine, launch after launch.
   Kit k2(1, 64);
   Val flag2 = k2.gptr(0);
   k2.b.if_(k2.b.tid() == 0, [&] { k2.b.publish(flag2, k2.b.i32(1), k2.b.arg(1, Type::i32(), "tag")); });
-  const uint64_t f2 = k2.alloc(8, "flags");
+  const uint64_t f2 = k2.zeroed(8, "flags");
   k2.run({{f2, 1}});
   k2.run({{f2, 2}});
   CHECK(k2.read<int32_t>(f2, 2) == std::vector<int32_t>{1, 2});
@@ -727,7 +727,7 @@ TEST_CASE("sim: atomics act per active lane in lane order") {
   Val seen = b.cmpXchg(b.ptrAdd(ctr, 12), lane, lane + 1);   // only lane 0 matches 0, then lane 1 matches 1...
   b.store(b.ptrAdd(out, b.sext(256 + lane * 4, Type::i64())), seen);
   b.atomicRmw(ir::RmwOp::Add, fsum, b.f32(0.25));
-  const uint64_t c = k.alloc(16, "ctr"), o = k.alloc(512, "out"), fs = k.alloc(4, "fsum");
+  const uint64_t c = k.alloc(16, "ctr"), o = k.alloc(512, "out"), fs = k.zeroed(4, "fsum");
   k.write(c, std::vector<int32_t>{0, INT32_MIN, -1, 0});
   k.run({{c, o, fs}});
   auto r = k.read<int32_t>(o, 128);
@@ -752,7 +752,7 @@ std::vector<int32_t> ticketOrder(uint64_t seed, monogen::runtime::SimStats* st =
     Val t = b.atomicRmw(ir::RmwOp::Add, ctr, b.i32(1));
     b.store(b.ptrAdd(out, b.sext((b.block() * 4 + b.wave()) * 4, Type::i64())), t);
   });
-  const uint64_t c = k.alloc(4, "ctr"), o = k.alloc(128, "out");
+  const uint64_t c = k.zeroed(4, "ctr"), o = k.alloc(128, "out");
   auto s = k.run({{c, o}}, seed);
   if (st) *st = s;
   return k.read<int32_t>(o, 32);
@@ -855,7 +855,7 @@ TEST_CASE("sim: many waves wait on one pair while data stores hit the same buffe
           Val v = b.wait(flag, b.i32(9), b.i64(100'000'000), err, b.i32(1), 1);
           b.store(b.ptrAdd(out, b.sext((b.block() * 64 + lane) * 4, Type::i64())), v);
         });
-  const uint64_t s = k.alloc(8192 + 8, "scratch"), o = k.alloc(256 * 64 * 4, "out"), e = k.alloc(8, "err");
+  const uint64_t s = k.zeroed(8192 + 8, "scratch"), o = k.alloc(256 * 64 * 4, "out"), e = k.zeroed(8, "err");
   const auto t0 = std::chrono::steady_clock::now();
   auto st = k.run({{s, o, e}}, 3);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -881,7 +881,7 @@ TEST_CASE("sim: a deadlock with many blocked waves is listed abbreviated") {
   auto& b = k.b;
   Val flag = k.gptr(0), err = k.gptr(1);
   b.if_(b.wave() == 0, [&] { b.barrier(); }, [&] { b.wait(flag, b.i32(1), b.i64(INT64_MAX), err, b.i32(1), 2); });
-  const uint64_t f = k.alloc(8, "flag"), e = k.alloc(8, "err");
+  const uint64_t f = k.zeroed(8, "flag"), e = k.zeroed(8, "err");
   REQUIRE_THROWS_WITH(k.run({{f, e}}), Catch::Contains("128 waves are blocked") && Catch::Contains("and 112 more"));
 }
 

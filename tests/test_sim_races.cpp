@@ -209,7 +209,7 @@ TEST_CASE("races: atomics of a covering scope do not race with each other, but d
       b.atomicRmw(monogen::ir::RmwOp::Add, c, b.i32(1));
       if (plainRead) b.store(b.ptrAdd(o, b.sext(b.block() * 4, Type::i64())), b.load(Type::i32(), c));
     });
-    const uint64_t cnt = k.alloc(8, "counter"), out = k.alloc(8, "out");
+    const uint64_t cnt = k.zeroed(8, "counter"), out = k.alloc(8, "out");
     const auto st = k.runRaces({{cnt, out}});
     const std::string r = joined(st);
     INFO(r);
@@ -274,5 +274,187 @@ TEST_CASE("races: a publish needs the other waves drained into it (their release
       }
     }
     if (!drain) CHECK(drainNamed > 0);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Poison and the uninitialized-read check (SimRaces.h, "Uninitialized reads")
+
+namespace {
+
+std::string joinedUninit(const runtime::SimStats& st) {
+  std::string s;
+  for (const std::string& r : st.uninit) s += r + "\n";
+  return s;
+}
+
+/// Declares kernel argument `index` of the Kit's plan: a pointer to `bytes` bytes in `role`.
+void declareArg(Kit& k, int index, const char* name, monogen::ir::ArgRole role, int64_t bytes) {
+  if (static_cast<int>(k.plan.args.size()) <= index) k.plan.args.resize(static_cast<size_t>(index) + 1);
+  monogen::ir::KernelArg& a = k.plan.args[static_cast<size_t>(index)];
+  a.name = name;
+  a.isPointer = true;
+  a.elem = monogen::ir::Scalar::I8;
+  a.shape = {bytes};
+  a.role = role;
+}
+
+bool isF32Nan(uint32_t w) { return (w & 0x7f800000u) == 0x7f800000u && (w & 0x7fffffu) != 0; }
+bool isBf16Nan(uint16_t h) { return (h & 0x7f80u) == 0x7f80u && (h & 0x7fu) != 0; }
+
+}  // namespace
+
+TEST_CASE("poison: LDS starts every launch poisoned, CTA by CTA, and so does every allocation") {
+  Kit k(2, 64, 1024);
+  auto& b = k.b;
+  Val out = k.gptr(0);
+  Val lane = b.lane();
+  Val lds = b.intToPtr(b.i32(0), AddrSpace::Lds);
+  for (int i = 0; i < 4; ++i) {  // CTA c copies its LDS words 0..255 to out[c][..]
+    Val w = lane + b.i32(64 * i);
+    b.store(b.ptrAdd(out, b.sext((b.block() * 256 + w) * 4, Type::i64())), b.load(Type::i32(), b.ptrAdd(lds, w * 4)));
+  }
+  const uint64_t o = k.alloc(2 * 1024, "out");
+  auto ldsWords = [&](uint64_t poisonSeed, uint64_t sched) {
+    runtime::SimOptions opt;
+    opt.seed = sched;
+    opt.poisonSeed = poisonSeed;
+    k.dev.run(k.plan, {{o}}, opt);
+    return k.read<uint32_t>(o, 512);
+  };
+  const std::vector<uint32_t> a = ldsWords(0, 1);
+  int f32Nan = 0, bf16Nan = 0, zero = 0, differ = 0;
+  for (int i = 0; i < 512; ++i) {
+    f32Nan += isF32Nan(a[i]);
+    bf16Nan += isBf16Nan(static_cast<uint16_t>(a[i])) + isBf16Nan(static_cast<uint16_t>(a[i] >> 16));
+    zero += a[i] == 0;
+    if (i < 256) differ += a[i] != a[256 + i];
+  }
+  INFO("f32 NaNs " << f32Nan << ", bf16 NaNs " << bf16Nan << ", zero words " << zero << ", CTA words differing " << differ);
+  CHECK(f32Nan > 128);   // a NaN (f32, bf16) wherever a read of unwritten LDS could feed a sum
+  CHECK(bf16Nan > 128);
+  CHECK(zero == 0);
+  CHECK(differ > 240);   // each CTA its own pattern
+  CHECK(ldsWords(0, 1) == a);        // seeded: the same launch, the same poison
+  CHECK(ldsWords(0, 2) != a);        // by default the scheduler seed seeds it
+  CHECK(ldsWords(77, 1) != ldsWords(78, 1));
+
+  // A fresh allocation holds poison too (hipMalloc's memory is not zeroed); two differ.
+  const uint64_t x = k.alloc(4096, "x"), y = k.alloc(4096, "y");
+  const auto xw = k.read<uint32_t>(x, 1024), yw = k.read<uint32_t>(y, 1024);
+  int xNan = 0, xZero = 0;
+  for (uint32_t w : xw) {
+    xNan += isF32Nan(w);
+    xZero += w == 0;
+  }
+  CHECK(xNan > 256);
+  CHECK(xZero == 0);
+  CHECK(xw != yw);
+}
+
+TEST_CASE("uninit: a read of LDS or of scratch no op of the launch wrote is reported with its site") {
+  // Stage 'first': wave 0 writes LDS words 0..63, scratch words 0..63 and the low bf16 of LDS
+  // words 96..159; after a barrier wave 1 reads the words written (clean) and an input the host
+  // wrote (never checked). Stage 'second': wave 1 reads LDS and scratch words 64..127, which
+  // nothing wrote, and LDS words 96..159, half written.
+  Kit k(1, 128, 1024);
+  auto& b = k.b;
+  declareArg(k, 0, "scratch", monogen::ir::ArgRole::Scratch, 512);
+  declareArg(k, 1, "in", monogen::ir::ArgRole::Input, 256);
+  declareArg(k, 2, "out", monogen::ir::ArgRole::Output, 2048);
+  Val scratch = k.gptr(0), in = k.gptr(1), out = k.gptr(2);
+  Val lane = b.lane();
+  Val lds = b.intToPtr(b.i32(0), AddrSpace::Lds);
+  auto g = [&](Val base, Val byteOff) { return b.ptrAdd(base, b.sext(byteOff, Type::i64())); };
+  auto o = [&](int col) { return g(out, (lane * 8 + col) * 4); };
+  b.stage(0, [&] {
+    b.if_(b.wave() == 0, [&] {
+      b.store(b.ptrAdd(lds, lane * 4), lane);
+      b.store(g(scratch, lane * 4), lane);
+      b.store(b.ptrAdd(lds, lane * 4 + 384), b.f32ToBf16(b.f32(1.0)));
+    });
+    b.barrier();
+    b.if_(b.wave() == 1, [&] {
+      b.store(o(0), b.load(Type::i32(), b.ptrAdd(lds, lane * 4)));
+      b.store(o(1), b.load(Type::i32(), g(scratch, lane * 4)));
+      b.store(o(2), b.load(Type::i32(), g(in, lane * 4)));
+    });
+  });
+  b.stage(1, [&] {
+    b.if_(b.wave() == 1, [&] {
+      b.store(o(3), b.load(Type::i32(), b.ptrAdd(lds, lane * 4 + 256)));
+      b.store(o(4), b.load(Type::i32(), g(scratch, lane * 4 + 256)));
+      b.store(o(5), b.load(Type::i32(), b.ptrAdd(lds, lane * 4 + 384)));
+    });
+  });
+  const uint64_t s = k.alloc(512, "scratch.r0"), i = k.alloc(256, "in"), ob = k.alloc(2048, "out");
+  k.write(i, std::vector<int32_t>(64, 5));
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    const auto st = k.runRaces({{s, i, ob}}, seed);
+    const std::string r = joinedUninit(st);
+    INFO("seed " << seed << "\n" << r);
+    CHECK(st.raceCount == 0);
+    CHECK(st.uninitCount == 3);
+    CHECK(st.findings() == 3);
+    REQUIRE(st.uninit.size() == 3);
+    // every report is stage 'second', wave 1: the clean reads of stage 'first' are not among them
+    for (const std::string& u : st.uninit)
+      CHECK_THAT(u, Catch::Contains("by stage 'second' op #") && Catch::Contains(" load (rank 0 CTA 0 wave 1)"));
+    CHECK_THAT(r, Catch::Contains("uninitialized read of LDS of CTA 0 (rank 0) + 256: 4 of the 4 bytes read no op of "
+                                  "this launch wrote"));
+    CHECK_THAT(r, Catch::Contains("uninitialized read of 'scratch.r0' (rank 0) + 256 (argument 'scratch'): 4 of the 4 "
+                                  "bytes read"));
+    CHECK_THAT(r, Catch::Contains("uninitialized read of LDS of CTA 0 (rank 0) + 386: 2 of the 4 bytes read"));
+  }
+  // What the unwritten reads returned: the poison, not 0.
+  int poisoned = 0;
+  const auto got = k.read<uint32_t>(ob, 512);
+  for (int l = 0; l < 64; ++l) {
+    CHECK(got[l * 8 + 0] == static_cast<uint32_t>(l));
+    CHECK(got[l * 8 + 2] == 5u);
+    poisoned += got[l * 8 + 3] != 0 && got[l * 8 + 4] != 0;
+  }
+  CHECK(poisoned == 64);
+  // Off (the default), nothing is checked.
+  CHECK(k.run({{s, i, ob}}).uninitCount == 0);
+}
+
+TEST_CASE("uninit: a wait reading a stale pair is its protocol; an atomic re-read of that pair too; others are not") {
+  // mode 0: a bounded wait on a pair that keeps the last launch's tag (it times out), then a
+  // relaxed atomic read of the pair's tag (as the handshake does): clean. mode 1: the same, the
+  // re-read a plain load: reported. mode 2: an atomic read of a pair no wait read: reported.
+  for (int mode : {0, 1, 2}) {
+    Kit k(1, 64);
+    auto& b = k.b;
+    declareArg(k, 0, "scratch", monogen::ir::ArgRole::Scratch, 16);
+    declareArg(k, 1, "err", monogen::ir::ArgRole::Control, 8);
+    declareArg(k, 2, "out", monogen::ir::ArgRole::Output, 16);
+    Val scratch = k.gptr(0), err = k.gptr(1), out = k.gptr(2);
+    Val lane = b.lane();
+    b.stage(0, [&] {
+      b.if_(lane < 2, [&] {
+        Val p = b.ptrAdd(scratch, b.sext(lane * 8, Type::i64()));
+        Val v = mode == 2 ? b.i32(0) : b.wait(p, b.i32(5), b.i64(200), err, b.i32(1), 1);
+        Val tag = b.load(Type::i32(), b.ptrAdd(p, 4), mode == 1 ? MemOrder::Plain : MemOrder::Relaxed, MemScope::Agent);
+        b.store(b.ptrAdd(out, b.sext(lane * 8, Type::i64())), v);
+        b.store(b.ptrAdd(out, b.sext(lane * 8 + 4, Type::i64())), tag);
+      });
+    });
+    const uint64_t s = k.alloc(16, "scratch.r0"), e = k.zeroed(8, "err"), o = k.alloc(16, "out");
+    k.write(s, std::vector<int32_t>{11, 4, 0, 0});  // pair 0 from the last launch (tag 4), pair 1 the host's zero
+    const auto st = k.runRaces({{s, e, o}});
+    const std::string r = joinedUninit(st);
+    INFO("mode " << mode << "\n" << r);
+    CHECK(st.raceCount == 0);
+    CHECK(st.waitTimeouts == (mode == 2 ? 0 : 2));
+    CHECK(k.read<int32_t>(o, 4) == std::vector<int32_t>{mode == 2 ? 0 : 11, 4, 0, 0});
+    if (mode == 0) {
+      CHECK(st.uninitCount == 0);
+    } else {
+      CHECK(st.uninitCount == 1);
+      CHECK_THAT(r, Catch::Contains("uninitialized read of 'scratch.r0' (rank 0) + 4 (argument 'scratch'): 4 of the 4 "
+                                    "bytes read no op of this launch wrote, by stage 'first' op #") &&
+                        Catch::Contains(" load (rank 0 CTA 0 wave 0)"));
+    }
   }
 }

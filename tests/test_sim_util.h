@@ -31,8 +31,16 @@ struct Kit {
     s1.name = "second";
     plan.stages = {s0, s1};
   }
+  /// A Sim allocation: poisoned, as hipMalloc's memory is uninitialized (SimMemory::alloc).
   uint64_t alloc(int64_t bytes, const std::string& name, int rank = 0) {
     return dev.memory().alloc(bytes, rank, name);
+  }
+  /// alloc, then zeroed by the host (a hipMemset): for the words a kernel needs 0 at its start
+  /// (an error word, a counter, flag pairs).
+  uint64_t zeroed(int64_t bytes, const std::string& name, int rank = 0) {
+    const uint64_t a = alloc(bytes, name, rank);
+    std::memset(dev.memory().host(a, bytes), 0, static_cast<size_t>(bytes));
+    return a;
   }
   template <class T>
   std::vector<T> read(uint64_t addr, size_t n) {

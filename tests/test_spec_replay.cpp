@@ -47,8 +47,13 @@ TEST_CASE("replay: the same arguments three times on the same buffers are three 
   for (int k = 0; k < 3; ++k) {
     INFO("launch " << k);
     const TensorMap in = makeLaunchInputs(cfg, S, TP, 70 + k, {});  // new activations in the same buffers
-    const SimRun run = session.launch(in, schedSeed(k + 1), p);
-    CHECK(run.tag == k + 1);  // the epochs start at 0
+    runtime::SimOptions o = schedSeed(k + 1);
+    o.races = true;  // and no launch reads what it did not write: only the pairs cross launches
+    const SimRun run = session.launch(in, o, p);
+    INFO((run.stats.uninit.empty() ? std::string("no uninitialized read") : run.stats.uninit.front()));
+    INFO((run.stats.races.empty() ? std::string("no race") : run.stats.races.front()));
+    CHECK(run.stats.findings() == 0);
+    CHECK(run.tag == k + 1);  // the epochs start at 0 (zeroAtAllocation)
     CHECK(run.valid);
     const auto m = wrongOutput(cfg, S, TP, in, run);
     INFO((m ? describe(*m) : std::string("no mismatch")));
@@ -69,7 +74,14 @@ TEST_CASE("replay: under a tag that stays the same (a replayed tag argument) the
   REQUIRE(a.valid);
   REQUIRE_FALSE(wrongOutput(cfg, S, TP, first, a).has_value());
   const TensorMap second = makeLaunchInputs(cfg, S, TP, 81, {});
-  const SimRun b = session.launch(second, schedSeed(2), p);
+  runtime::SimOptions o = schedSeed(2);
+  o.races = true;
+  const SimRun b = session.launch(second, o, p);
+  // The uninitialized-read check sees it too (a wait passes on the first launch's pair, and what it
+  // guards, this launch has not written), or the race detector does; the count depends on the
+  // interleaving.
+  CHECK(b.stats.findings() > 0);
+  if (!b.stats.uninit.empty()) WARN("a replayed tag: " << b.stats.uninit.front());
   // The waits take the first launch's pairs as this launch's, so the outputs are not the second
   // launch's (whether some later check also trips depends on the interleaving).
   const auto m = wrongOutput(cfg, S, TP, second, b);
@@ -99,5 +111,32 @@ TEST_CASE("replay: the same kernarg bytes three times on gfx950-run, every launc
     const auto m = wrongOutput(cfg, S, TP, in, run, RefNumerics::Gfx950Run);
     INFO((m ? describe(*m) : std::string("no mismatch")));
     CHECK_FALSE(m.has_value());
+  }
+}
+
+TEST_CASE("replay: a session zeroes the flag arrays, the epoch and the error word at allocation, nothing else",
+          "[spec][replay]") {
+  // Sim allocations start poisoned, as hipMalloc's memory is uninitialized: the contract's ranges
+  // (zeroAtAllocation) are zeroed by the host, and the rest of scratch and sym stays poison until
+  // the launch writes it.
+  const ModelConfig cfg = ModelConfig::reduced();
+  const int S = 3, TP = 2;
+  SimSession session(cfg, makeKey(cfg, S, TP));
+  const std::vector<ZeroOnce> zs = zeroAtAllocation(session.plan());
+  CHECK(zs.size() == session.plan().flags.size() + 2);
+  auto& mem = session.device().memory();
+  for (int r = 0; r < TP; ++r) {
+    int64_t zeroed = 0;
+    for (const ZeroOnce& z : zs) {
+      INFO("rank " << r << ": " << z.what << " in " << z.arg);
+      const uint8_t* p = mem.host(session.bufferOf(z.arg, r) + static_cast<uint64_t>(z.offset), z.bytes);
+      CHECK(std::all_of(p, p + z.bytes, [](uint8_t v) { return v == 0; }));
+      if (z.arg == arg::kScratch) zeroed += z.bytes;
+    }
+    // XN, a data region of scratch: poisoned, not zeroed.
+    const Layout& L = session.layout();
+    const uint8_t* xn = mem.host(session.bufferOf(arg::kScratch, r) + static_cast<uint64_t>(L.xn.offset), L.xn.bytes);
+    CHECK(std::count(xn, xn + L.xn.bytes, uint8_t{0}) < L.xn.bytes / 16);
+    CHECK(zeroed < L.scratchBytes / 2);
   }
 }

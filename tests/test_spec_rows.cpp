@@ -12,7 +12,8 @@
 // differ in some bit, so some launch corrupts t and checks u: 2 ceil(log2 S) launches cover every
 // (t, u) pair instead of S launches, one a row. The value and its place rotate over the kinds
 // (NaN / +Inf / -Inf partial on a rank, NaN / Inf residual) and over the row's columns. LDS
-// starts dirty (0xff bytes), as on hardware, where it holds the previous kernel's data.
+// starts poisoned (NaNs, Infs, garbage: the Sim's default, SimOptions::poisonSeed), as on hardware,
+// where it holds the previous kernel's data; each launch here gets its own poison seed.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
@@ -63,11 +64,11 @@ std::optional<std::string> rowsDiffer(const ModelConfig& cfg, int TP, const Tens
   return std::nullopt;
 }
 
-/// Scheduler seed `sched`, with every CTA's LDS starting as 0xff bytes (NaN as bf16 and f32), as
-/// a previous kernel's data would be on hardware: a read of LDS no op of the launch wrote shows.
+/// Scheduler seed `sched`, with every CTA's LDS poisoned by its own pattern (the Sim's default,
+/// seeded here apart from the scheduler): a read of LDS no op of the launch wrote shows.
 runtime::SimOptions dirtyLds(uint64_t sched) {
   runtime::SimOptions o = schedSeed(sched);
-  o.ldsFill = 0xff;
+  o.poisonSeed = 0x0dd5eed0 + sched;
   return o;
 }
 
@@ -117,3 +118,30 @@ TEST_CASE("rows: a NaN or Inf in one row's inputs leaves every other row bit-ide
 }
 
 TEST_CASE("rows: every selection value -inf, TP 8", "[spec][rows]") { rowIndependenceMatrix(8, true); }
+
+TEST_CASE("rows: degenerate routing reads nothing the launch did not write (race detector, uninitialized reads)",
+          "[spec][rows]") {
+  // What the Robust fix was about: rows with fewer than top-k usable scores (all -inf biases, NaN
+  // logits, a NaN row), ties, every row on one expert, padded rows, every row padded. With
+  // SimOptions::races every read of LDS, scratch or an output must be of bytes this launch wrote.
+  // (A route that repeats a pick makes the combine read a CONTRIB row nothing wrote: this test
+  // fails then, naming that read.)
+  const ModelConfig cfg = ModelConfig::reduced();
+  for (auto [S, TP] : {std::pair{3, 2}, std::pair{9, 4}}) {
+    for (int kind = 0; kind < 7; ++kind) {
+      LaunchInputOptions io = edgeCases();
+      io.ties = kind == 1;
+      io.nanLogits = kind == 2;
+      io.sameExpert = kind == 3;
+      io.paddedRows = kind == 4 ? 1 : kind == 5 ? S : 0;
+      TensorMap in = makeLaunchInputs(cfg, S, TP, 900 + 10 * S + kind, io);
+      if (kind == 0 || kind == 6)  // every selection value -inf: no row has a usable score
+        for (int64_t e = 0; e < cfg.experts; ++e) in.at("bias").as<float>()[e] = -std::numeric_limits<float>::infinity();
+      if (kind == 6) corruptRow(cfg, TP, in, 0, 0);  // and row 0's partial NaN
+      INFO(fmt::format("S={} TP={} kind {} ({}{})", S, TP, kind, io.describe(), kind == 0 || kind == 6 ? ", all -inf biases" : ""));
+      runtime::SimOptions o = dirtyLds(1 + kind);
+      o.races = true;
+      checkWholeLaunch(cfg, S, TP, in, o);
+    }
+  }
+}

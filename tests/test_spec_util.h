@@ -40,8 +40,8 @@ inline monogen::runtime::TensorMap checkWholeLaunch(const monogen::specs::minima
                                                     const monogen::runtime::SimOptions& opts,
                                                     monogen::specs::minimax_m3::MoeExperts experts = monogen::specs::minimax_m3::MoeExperts::All) {
   using namespace monogen::specs::minimax_m3;
-  INFO(fmt::format("S={} TP={} scheduler seed {} quantum {} LDS fill {:#x} experts {}", S, TP, opts.seed,
-                   opts.maxQuantum, opts.ldsFill, moeExpertsName(experts)));
+  INFO(fmt::format("S={} TP={} scheduler seed {} quantum {} LDS poison seed {} experts {}", S, TP, opts.seed,
+                   opts.maxQuantum, opts.poisonSeed ? opts.poisonSeed : opts.seed, moeExpertsName(experts)));
   FfnKnobs knobs;
   knobs.experts = experts;
   const monogen::ir::Key key = makeKey(cfg, S, TP, knobs);
@@ -59,6 +59,14 @@ inline monogen::runtime::TensorMap checkWholeLaunch(const monogen::specs::minima
   CHECK_FALSE(mm.has_value());
   CHECK(run.stats.waitTimeouts == 0);
   for (int r = 0; r < TP; ++r) CHECK(run.outputs.at(fmt::format("err.r{}", r)).as<int32_t>()[0] == 0);
+  if (opts.races) {  // the race detector and the uninitialized-read check: nothing found
+    std::string found;
+    for (const std::string& r : run.stats.races) found += r + "\n";
+    for (const std::string& r : run.stats.uninit) found += r + "\n";
+    INFO(found);
+    CHECK(run.stats.raceCount == 0);
+    CHECK(run.stats.uninitCount == 0);
+  }
   return run.outputs;
 }
 

@@ -147,8 +147,9 @@ Run addSim(CLI::App& app) {
       ->check(CLI::Range(int64_t{1}, std::numeric_limits<int64_t>::max()))
       ->capture_default_str();
   c->add_flag("--races", o->races,
-              "run the Sim device's race detector (happens-before with scopes): a race makes the verdict RACE and "
-              "lists the first few, naming both accesses and the missing edge");
+              "run the Sim device's race detector (happens-before with scopes) and its uninitialized-read check: a "
+              "race makes the verdict RACE, a read of LDS, scratch or an output no op of the launch wrote UNINIT; "
+              "the first few are listed, naming the accesses and the missing edge or the region");
   c->add_flag("--handshake", o->launch.handshake, "run it as the step's last launch (the ranks trade failure flags)");
   CLI::Option* rank = c->add_option("--inject-rank", o->launch.injectRank,
                                     "fault injection (implies --handshake): this rank stalls at the handshake, then "
@@ -218,15 +219,25 @@ Run addSim(CLI::App& app) {
       mm::SimRun run = mm::runOnSim(cfg, key, inputs, so, launch);
       const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       std::string verdict = verdictOf(run, mm::firstMismatch(run.outputs, want));
-      if (run.stats.raceCount > 0)  // a racy launch is never bit-exact, whatever its outputs
-        verdict = fmt::format("RACE: {} racing op pair{} (outputs: {})", run.stats.raceCount,
-                              run.stats.raceCount == 1 ? "" : "s", verdict);
+      // A racy launch, or one that read memory it never wrote, is never bit-exact, whatever its outputs.
+      const int64_t nr = run.stats.raceCount, nu = run.stats.uninitCount;
+      if (nr > 0 || nu > 0) {
+        std::string what;
+        if (nr > 0) what = fmt::format("{} racing op pair{}", nr, nr == 1 ? "" : "s");
+        if (nu > 0)
+          what += fmt::format("{}{} op{} reading uninitialized memory", what.empty() ? "" : ", ", nu, nu == 1 ? "" : "s");
+        verdict = fmt::format("{}: {} (outputs: {})", nr > 0 ? "RACE" : "UNINIT", what, verdict);
+      }
       const bool ok = verdict == "bit-exact";
       fmt::print("  seed {:<4} {:>10} ops {:>8} ticks {:6.2f} s ({:.1f} M ops/s)  {}\n", so.seed, run.stats.steps,
                  run.stats.ticks, sec, sec > 0 ? run.stats.steps / sec / 1e6 : 0.0, verdict);
       for (const std::string& r : run.stats.races) fmt::print("    {}\n", r);
       if (run.stats.raceCount > static_cast<int64_t>(run.stats.races.size()))
         fmt::print("    ... and {} more racing op pairs\n", run.stats.raceCount - static_cast<int64_t>(run.stats.races.size()));
+      for (const std::string& r : run.stats.uninit) fmt::print("    {}\n", r);
+      if (run.stats.uninitCount > static_cast<int64_t>(run.stats.uninit.size()))
+        fmt::print("    ... and {} more ops reading uninitialized memory\n",
+                   run.stats.uninitCount - static_cast<int64_t>(run.stats.uninit.size()));
       if (o->races && run.stats.raceUncheckedWrites)
         fmt::print("    ({} writes hit a word whose shadow read set had overflowed: a write-after-read race there "
                    "may go unseen)\n", run.stats.raceUncheckedWrites);

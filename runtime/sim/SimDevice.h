@@ -16,6 +16,9 @@
 // - execution is sequentially consistent, one op at a time, so weak-memory bugs do not change
 //   results; SimOptions::races turns on a happens-before race detector that finds them
 //   (runtime/sim/SimRaces.h);
+// - LDS (every launch) and every allocation start poisoned (poisonFill), as on hardware, where
+//   they hold whatever was there; SimOptions::races also reports a read of LDS, scratch or an
+//   output that no op of the launch wrote (SimRaces.h, "Uninitialized reads");
 // - every access is bounds-checked, atomics must be aligned; errors are SimError naming the
 //   variant, stage, op (#preorder number and name), rank, CTA, wave, lane, address and the
 //   nearest allocation.
@@ -31,13 +34,24 @@
 
 namespace monogen::runtime {
 
+/// Fills [p, p + bytes) with the Sim's poison: what LDS and a fresh allocation hold before anyone
+/// writes them (on hardware, whatever the previous kernel or process left). A pattern of 4-byte
+/// words seeded by `seed` (a 16 KiB period), each one of: an f32 quiet NaN, an f32 signalling
+/// NaN, two bf16 quiet NaNs, two bf16 signalling NaNs, +-Inf or the largest finite f32, 32 random
+/// bits, 0xffffffff, or a small negative i32 (-256 .. -1). Never a valid launch tag (1 .. 2^30)
+/// except in the random words, so a flag pair the host did not zero fails its wait (or, by chance,
+/// passes it: the host zeroes pairs, see SimHarness.cpp).
+void poisonFill(uint8_t* p, int64_t bytes, uint64_t seed);
+
 /// Simulated device memory: one 64-bit address space shared by every rank, made of named
 /// allocations. Every kernel access is bounds-checked against the allocation it falls in.
 class SimMemory {
  public:
   SimMemory();
   ~SimMemory();
-  /// A zeroed allocation of `bytes` for `rank`, aligned to `align`; returns its device address.
+  /// A poisoned allocation (poisonFill, seeded by its address) of `bytes` for `rank`, aligned to
+  /// `align`; returns its device address. Like hipMalloc's memory it is not zeroed: the host
+  /// zeroes (uploads) what the launch's contract needs before the first launch.
   uint64_t alloc(int64_t bytes, int rank, const std::string& name, int64_t align = 256);
   /// Host view of [addr, addr + bytes); throws SimError if it is not inside one allocation.
   uint8_t* host(uint64_t addr, int64_t bytes);
@@ -79,15 +93,18 @@ struct SimOptions {
   int maxQuantum = 32;        // a wave runs 1..maxQuantum ops before the scheduler picks again
   int64_t maxSteps = 4'000'000'000;  // safety net: ops executed across all waves
   int64_t clockStart = 1'000'000;    // the realtime clock's value at launch start
-  /// Every byte of every CTA's LDS at launch start. Hardware's LDS holds the previous kernel's
-  /// data; 0xff makes a read of LDS this launch never wrote a NaN (bf16, f32) or -1.
-  uint8_t ldsFill = 0;
+  /// Every CTA's LDS starts every launch poisoned, as hardware's holds the previous kernel's data:
+  /// poisonFill seeded by poisonSeed (0: the scheduler seed) and the CTA, so a read of LDS the
+  /// launch never wrote is a NaN (bf16, f32), an Inf, -1 or garbage, and differs from CTA to CTA.
+  uint64_t poisonSeed = 0;
   /// Called every progressEvery ops (and not at all when empty): for a long launch's progress line.
   std::function<void(const SimProgress&)> progress;
   int64_t progressEvery = 20'000'000;
   /// The happens-before race detector (runtime/sim/SimRaces.h): vector clocks per wave, shadow
-  /// memory per 4-byte word; races land in SimStats::races. Off by default (it costs time and
-  /// about 64 bytes a word of every allocation and LDS the launch touches).
+  /// memory per 4-byte word; races land in SimStats::races. With it, the uninitialized-read check:
+  /// a read of LDS, scratch or an output that no op of this launch wrote (SimStats::uninit; the
+  /// rule is in SimRaces.h). Off by default (it costs time and about 64 bytes a word of every
+  /// allocation and LDS the launch touches).
   bool races = false;
 };
 
@@ -106,6 +123,13 @@ struct SimStats {
   int64_t raceCount = 0;
   std::vector<std::string> races;
   int64_t raceUncheckedWrites = 0;
+  // SimOptions::races: distinct ops that read bytes of LDS, scratch or an output no op of this
+  // launch wrote (SimRaces.h, "Uninitialized reads"), the first few as messages naming the op, the
+  // region (pool / Plan region) and byte offset. A launch with one is never bit-exact.
+  int64_t uninitCount = 0;
+  std::vector<std::string> uninit;
+  /// Races and uninitialized reads together: 0 when the launch is clean under SimOptions::races.
+  int64_t findings() const { return raceCount + uninitCount; }
 };
 
 /// Runs every CTA of every rank of a launch, interleaving waves with a seeded scheduler.

@@ -592,7 +592,7 @@ SimLaunch::Status SimLaunch::step(SimWave& w) {
         const uint8_t* src = access(w, in, l, sp, a, n, atomic, &al);
         copyN(fr + in.res + n * l, src, n);
         if (races_) [[unlikely]] {
-          races_->access(waveIndex(w), w.pc, al, a, n, false, atomic, op.attrs.scope);
+          races_->access(waveIndex(w), w.pc, al, a, n, false, atomic, op.attrs.scope, SimRaces::Use::Read);
           if (atomic) races_->loadSync(waveIndex(w), w.pc, al, a, n, op.attrs.order, op.attrs.scope);
         }
         if (in.rt.scalar == Scalar::I1)
@@ -616,7 +616,7 @@ SimLaunch::Status SimLaunch::step(SimWave& w) {
         if (a && a->watched) wakeWatchers(a, ptrAt(w, in.opd[0], in.t0, l), n);
         if (races_) [[unlikely]] {
           const uint64_t ad = ptrAt(w, in.opd[0], in.t0, l);
-          races_->access(waveIndex(w), w.pc, a, ad, n, true, atomic, op.attrs.scope);
+          races_->access(waveIndex(w), w.pc, a, ad, n, true, atomic, op.attrs.scope, SimRaces::Use::Write);
           races_->storeSync(waveIndex(w), w.pc, a, ad, n, op.attrs.order, op.attrs.scope, false);
         }
       }
@@ -655,7 +655,7 @@ SimLaunch::Status SimLaunch::step(SimWave& w) {
         if (races_) [[unlikely]] {
           const uint64_t ad = ptrAt(w, in.opd[0], in.t0, l);
           races_->loadSync(waveIndex(w), w.pc, a, ad, n, op.attrs.order, op.attrs.scope);
-          races_->access(waveIndex(w), w.pc, a, ad, n, true, true, op.attrs.scope);
+          races_->access(waveIndex(w), w.pc, a, ad, n, true, true, op.attrs.scope, SimRaces::Use::Read);
           races_->storeSync(waveIndex(w), w.pc, a, ad, n, op.attrs.order, op.attrs.scope, true);
         }
       }
@@ -684,7 +684,7 @@ SimLaunch::Status SimLaunch::step(SimWave& w) {
         if (races_) [[unlikely]] {
           const uint64_t ad = ptrAt(w, in.opd[0], in.t0, l);
           races_->loadSync(waveIndex(w), w.pc, a, ad, n, op.attrs.order, op.attrs.scope);
-          races_->access(waveIndex(w), w.pc, a, ad, n, swapped, true, op.attrs.scope);
+          races_->access(waveIndex(w), w.pc, a, ad, n, swapped, true, op.attrs.scope, SimRaces::Use::Read);
           if (swapped) races_->storeSync(waveIndex(w), w.pc, a, ad, n, op.attrs.order, op.attrs.scope, true);
         }
       }
@@ -778,7 +778,7 @@ SimLaunch::Status SimLaunch::step(SimWave& w) {
         st<int32_t>(p + 4, ld<int32_t>(fr + in.opd[2] + 4 * l));
         if (a && a->watched) wakeWatchers(a, addr, 8);
         if (races_) [[unlikely]] {
-          races_->access(waveIndex(w), w.pc, a, addr, 8, true, true, op.attrs.scope);
+          races_->access(waveIndex(w), w.pc, a, addr, 8, true, true, op.attrs.scope, SimRaces::Use::Write);
           races_->storeSync(waveIndex(w), w.pc, a, addr, 8, op.attrs.order, op.attrs.scope, false);
         }
       }
@@ -804,7 +804,7 @@ SimLaunch::Status SimLaunch::step(SimWave& w) {
           st<int32_t>(fr + in.res + 4 * l, value);
           resolved |= 1ull << l;
           if (races_) [[unlikely]] {
-            races_->access(waveIndex(w), w.pc, a, pairAddr, 8, false, true, op.attrs.scope);
+            races_->access(waveIndex(w), w.pc, a, pairAddr, 8, false, true, op.attrs.scope, SimRaces::Use::WaitPair);
             races_->loadSync(waveIndex(w), w.pc, a, pairAddr, 8, op.attrs.order, op.attrs.scope);
           }
           continue;
@@ -823,7 +823,7 @@ SimLaunch::Status SimLaunch::step(SimWave& w) {
           resolved |= 1ull << l;
           ++stats_.waitTimeouts;
           if (races_) [[unlikely]] {  // a timed-out wait reads the stale pair: that is its protocol
-            races_->access(waveIndex(w), w.pc, a, pairAddr, 8, false, true, op.attrs.scope);
+            races_->access(waveIndex(w), w.pc, a, pairAddr, 8, false, true, op.attrs.scope, SimRaces::Use::WaitPair);
             races_->loadSync(waveIndex(w), w.pc, a, pairAddr, 8, op.attrs.order, op.attrs.scope);
           }
           if (ea && ea->watched) wakeWatchers(ea, ewAddr, 8);

@@ -1,15 +1,51 @@
-// SimMemory: the Sim device's one 64-bit address space of named, zeroed allocations. Consecutive
-// allocations are separated by an unmapped guard gap, so an access just past one end never lands
-// in a neighbour and is reported as out of bounds.
+// SimMemory: the Sim device's one 64-bit address space of named, poisoned allocations (and the
+// poison LDS starts with). Consecutive allocations are separated by an unmapped guard gap, so an
+// access just past one end never lands in a neighbour and is reported as out of bounds.
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
 
 #include "ir/Error.h"
 #include "runtime/sim/SimDevice.h"
+#include "runtime/sim/SimRng.h"
 
 namespace monogen::runtime {
 
 namespace {
 constexpr uint64_t kGuardGap = 64 * 1024;
+constexpr int kPoisonWords = 4096;  // the pattern's period: 16 KiB
+}  // namespace
+
+void poisonFill(uint8_t* p, int64_t bytes, uint64_t seed) {
+  if (bytes <= 0) return;
+  uint32_t tile[kPoisonWords];
+  uint64_t st = seed;
+  for (uint32_t& w : tile) {
+    const uint64_t h = simSplitMix64(st);
+    const uint32_t r = static_cast<uint32_t>(h >> 32), sign = (r & 1u) << 31;
+    switch (h & 7) {
+      case 0: w = sign | 0x7fc00000u | (r >> 10); break;                     // f32 quiet NaN
+      case 1: w = sign | 0x7f800000u | ((r >> 10) & 0x1fffffu) | 1u; break;  // f32 signalling NaN
+      case 2: w = 0x7fc07fc0u | ((r >> 8) & 0x3f003fu) | sign; break;        // two bf16 quiet NaNs
+      case 3: w = 0x7f817f81u | ((r >> 8) & 0x1e001eu) | sign; break;        // two bf16 signalling NaNs
+      case 4: w = sign | ((r & 2) ? 0x7f800000u : 0x7f7fffffu); break;       // +-Inf, +-FLT_MAX
+      case 5: w = r; break;                                                   // garbage
+      case 6: w = 0xffffffffu; break;                                         // -1, a NaN
+      default: w = static_cast<uint32_t>(-1 - static_cast<int32_t>(r & 0xff)); break;  // -256 .. -1
+    }
+  }
+  // Start the period at a seeded word, so two fills with different seeds differ everywhere.
+  const size_t start = static_cast<size_t>(splitMix64Mix(seed) % kPoisonWords) * 4;
+  const auto* src = reinterpret_cast<const uint8_t*>(tile);
+  size_t done = 0, from = start;
+  const size_t n = static_cast<size_t>(bytes);
+  while (done < n) {
+    const size_t k = std::min(n - done, sizeof tile - from);
+    std::memcpy(p + done, src + from, k);
+    done += k;
+    from = 0;
+  }
 }
 
 SimMemory::SimMemory() = default;
@@ -26,7 +62,8 @@ uint64_t SimMemory::alloc(int64_t bytes, int rank, const std::string& name, int6
   al.bytes = bytes;
   al.rank = rank;
   al.name = name;
-  al.data.assign(static_cast<size_t>(bytes), 0);
+  al.data.resize(static_cast<size_t>(bytes));
+  poisonFill(al.data.data(), bytes, splitMix64Mix(base ^ 0x9015011ull));
   next_ = base + static_cast<uint64_t>(bytes) + kGuardGap;
   return base;
 }

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 
 #include "ir/Error.h"
 
@@ -102,27 +103,56 @@ uint64_t SimRaces::syncKey(const SimMemory::Allocation* alloc, uint32_t ctaIndex
   return alloc ? addr : ((1ull << 63) | (static_cast<uint64_t>(ctaIndex) << 32) | addr);
 }
 
-SimRaces::Word* SimRaces::shadow(const SimMemory::Allocation* alloc, uint32_t ctaIndex, uint64_t addr) {
+void SimRaces::own(const SimMemory::Allocation* alloc, int arg) {
+  global_[alloc].arg = arg;
+  lastAlloc_ = nullptr;
+}
+
+SimRaces::Word* SimRaces::shadow(const SimMemory::Allocation* alloc, uint32_t ctaIndex, uint64_t addr, int* owned) {
   if (!alloc) {
     auto& v = lds_[ctaIndex];
     if (v.empty()) v.resize(static_cast<size_t>((ldsBytes_ + 3) / 4));
+    *owned = -2;
     return v.data() + addr / 4;
   }
   if (alloc != lastAlloc_) {
-    auto& v = global_[alloc];
-    if (v.empty()) v.resize(static_cast<size_t>((alloc->bytes + 3) / 4));
+    AllocShadow& v = global_[alloc];
+    if (v.words.empty()) v.words.resize(static_cast<size_t>((alloc->bytes + 3) / 4));
     lastAlloc_ = alloc;
     lastShadow_ = &v;
   }
-  return lastShadow_->data() + (addr - alloc->base) / 4;
+  *owned = lastShadow_->arg;
+  return lastShadow_->words.data() + (addr - alloc->base) / 4;
 }
 
 void SimRaces::access(uint32_t t, int32_t pc, const SimMemory::Allocation* alloc, uint64_t addr, int n, bool write,
-                      bool atomic, ir::MemScope scope) {
+                      bool atomic, ir::MemScope scope, Use use) {
   const uint32_t ci = info_[t].ctaIndex;
   const uint64_t lo = alloc ? addr - alloc->base : addr;
   const uint64_t first = lo / 4, last = (lo + static_cast<uint64_t>(n) - 1) / 4;
-  Word* base = shadow(alloc, ci, addr) - (lo / 4);
+  int owned = -1;
+  Word* base = shadow(alloc, ci, addr, &owned) - (lo / 4);
+  // The uninitialized-read check (SimRaces.h): bytes of [lo, lo + n) in word wd.
+  auto bytesOf = [&](uint64_t wd) -> uint8_t {
+    const uint64_t b0 = std::max(lo, wd * 4), b1 = std::min(lo + static_cast<uint64_t>(n), wd * 4 + 4);
+    return static_cast<uint8_t>(((1u << (b1 - b0)) - 1) << (b0 - wd * 4));
+  };
+  if (owned != -1 && use != Use::Write) {
+    int unwritten = 0;
+    uint64_t firstAddr = 0;
+    for (uint64_t wd = first; wd <= last; ++wd) {
+      uint8_t& init = base[wd].write.init;
+      if (use == Use::WaitPair) {
+        init |= kWaited;
+        continue;
+      }
+      const uint8_t miss = bytesOf(wd) & ~init & 0xf;
+      if (!miss || (atomic && (init & kWaited))) continue;
+      if (!unwritten) firstAddr = (alloc ? alloc->base : 0) + wd * 4 + static_cast<uint64_t>(__builtin_ctz(miss));
+      unwritten += std::popcount(miss);
+    }
+    if (unwritten) reportUninit(t, pc, alloc, owned, firstAddr, n, unwritten);
+  }
   const Acc cur{t, waves_[t].vc[t], pc, static_cast<uint8_t>(atomic), static_cast<uint8_t>(scope)};
   auto conflicts = [&](const Acc& e) {
     if (e.wave == UINT32_MAX || hb(e, t)) return false;
@@ -138,7 +168,9 @@ void SimRaces::access(uint32_t t, int32_t pc, const SimMemory::Allocation* alloc
       if (s.write.dropped) ++uncheckedWrites_;
       for (Acc& r : s.reads)
         if (conflicts(r)) report(t, pc, write, atomic, scope, r, false, alloc, std::max(wordAddr, addr));
+      const uint8_t init = s.write.init | bytesOf(wd);
       s.write = cur;
+      s.write.init = init;
       for (Acc& r : s.reads) r = Acc{};
       continue;
     }
@@ -374,10 +406,41 @@ void SimRaces::report(uint32_t t, int32_t pc, bool write, bool atomic, ir::MemSc
                                  describe(prev.wave, prev.pc), kind(write, atomic), describe(t, pc), reason));
 }
 
+void SimRaces::reportUninit(uint32_t t, int32_t pc, const SimMemory::Allocation* alloc, int owned, uint64_t addr,
+                            int bytes, int unwritten) {
+  if (!uninitPcs_.insert(pc).second) return;
+  if (static_cast<int>(uninitReports_.size()) >= kMaxReports) return;
+  std::string region;
+  if (!alloc) {
+    region = fmt::format("LDS of CTA {} (rank {}) + {}", info_[t].cta, info_[t].rank, addr);
+    std::string pools;
+    for (const ir::LdsPool& p : plan_.pools)
+      if (static_cast<int64_t>(addr) >= p.offset && static_cast<int64_t>(addr) < p.offset + p.bytes)
+        pools += fmt::format("{}pool '{}' + {}", pools.empty() ? "" : ", ", p.name, static_cast<int64_t>(addr) - p.offset);
+    if (!pools.empty()) region += " (" + pools + ")";
+  } else {
+    const int64_t off = static_cast<int64_t>(addr - alloc->base);
+    region = fmt::format("'{}' (rank {}) + {}", alloc->name, alloc->rank, off);
+    if (owned >= 0 && owned < static_cast<int>(plan_.args.size())) {
+      const std::string& buf = plan_.args[static_cast<size_t>(owned)].name;
+      std::string in = fmt::format("argument '{}'", buf);
+      for (const ir::MemRegion& r : plan_.regions)
+        if (r.buffer == buf && off >= r.offset && off < r.offset + r.bytes)
+          in += fmt::format(", region '{}' + {}", r.name, off - r.offset);
+      region += " (" + in + ")";
+    }
+  }
+  uninitReports_.push_back(fmt::format("uninitialized read of {}: {} of the {} bytes read no op of this launch wrote, "
+                                       "by {}",
+                                       region, unwritten, bytes, describe(t, pc)));
+}
+
 void SimRaces::finish(SimStats& stats) const {
   stats.raceCount += raceCount_;
   stats.raceUncheckedWrites += uncheckedWrites_;
   for (const std::string& r : reports_) stats.races.push_back(plan_.key.variantName() + ": " + r);
+  stats.uninitCount += static_cast<int64_t>(uninitPcs_.size());
+  for (const std::string& r : uninitReports_) stats.uninit.push_back(plan_.key.variantName() + ": " + r);
 }
 
 }  // namespace monogen::runtime

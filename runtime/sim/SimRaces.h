@@ -41,12 +41,45 @@
 // other side, a release/acquire whose scope does not cover both waves, or a release acquired from
 // the writer's CTA that did not carry the write: a missing drain/barrier before the release); see
 // SimStats::races. Near misses travel with the acquiring wave and through its CTA's barriers.
+//
+// Uninitialized reads (SimOptions::races too). LDS starts every launch poisoned and so does every
+// Sim allocation (poisonFill, SimDevice.h); the host zeroes what the contract needs once (the
+// flag arrays, the epoch, the error word: SimHarness.cpp's SimSession::allocate). The rule:
+// - a read of LDS (any CTA, any wave) of a byte that no op of this launch wrote on that CTA's
+//   LDS is reported; LDS is never carried across launches;
+// - so is a read of a byte of an allocation the launch owns, one that backs a Scratch or Output
+//   pointer argument of the Plan on some rank (scratch, the symmetric peer buffers `sym` through
+//   `peers` too, and the outputs), that no op of this launch wrote;
+// - except the flag pairs' protocol, which carries them across launches: a Wait's read of its
+//   8-byte pair is never reported (a stale pair, from an earlier launch or the host's zero, is
+//   what a wait reads until the publish lands; a timed-out wait returns it), and an atomic read
+//   of a pair word a Wait of this launch already read is not either (the handshake reads the tag
+//   of the pair it waited for, to tell a flag that came from a stale one). A plain load of a pair,
+//   or any read of a pair no wait has read, is checked like any other word;
+// - arguments the host writes (Input, Weight, Peers) and the Control ones the contract carries
+//   across launches (the epoch counter: the last launch's tag; the error word; inject; trace) are
+//   not checked: their bytes are defined before the launch by the host or by the last launch.
+// A read is a Load (plain or atomic), or the read half of an AtomicRmw / CmpXchg; any write
+// (Store, Publish, RMW, a CmpXchg that swapped) marks its bytes written. The check is per byte (a
+// bf16 store covers half a word), regardless of order: whether the write is ordered before the
+// read is the race detector's question. Reports (SimStats::uninit) name the reading op (stage,
+// op #preorder and name, rank, CTA, wave), the first byte's region (LDS of CTA c + offset and the
+// pool, or the allocation + offset and the Plan region) and how many bytes of the access were
+// unwritten; one report per reading op (SimStats::uninitCount counts the ops).
+//
 // Cost: SimOptions::races off is one predictable branch per access (no measurable change); on,
 // the reduced launch runs at about half the ops/s (S2 TP2: 3.3 -> 1.7 M ops/s; S8 TP4: 3.0 -> 1.5).
-// Not yet (issue 9): uninitialized reads (poisoned LDS/scratch/allocations); the detector on in
-// the spec tests over the S x TP matrix and at full dims; in-tree mutation tests of the stages; a
-// read set that does not overflow (raceUncheckedWrites says when it mattered); the error word a
-// timed-out wait writes is not checked.
+// The uninitialized-read check adds nothing measurable to that, and the poison (a 16 KiB pattern
+// copied over each allocation once and each CTA's LDS every launch) nothing off: process CPU
+// seconds, medians of 3 interleaved runs against the tree before both, on a loaded 2-core
+// machine: S2 TP2 off 1.53 -> 1.54, on 2.57 -> 2.46; S8 TP4 off 3.66 -> 3.64, on 6.64 -> 6.08;
+// full dims S1 TP1 off, user 19.11 -> 19.17 s, peak 7.79 -> 7.80 GB.
+// Not yet (issue 9): the detector on in the spec tests over the S x TP matrix and at full dims
+// (the degenerate-routing cases of test_spec_rows and test_spec_replay's launches run with it);
+// in-tree mutation tests of the stages; a read set that does not overflow (raceUncheckedWrites
+// says when it mattered); the error word a timed-out wait writes is not checked; reads of Input,
+// Weight and Control arguments the host never wrote (poison read as an epoch or a weight) are
+// not reported: the host's writes are not tracked.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -70,10 +103,20 @@ class SimRaces {
   };
   SimRaces(const ir::Plan& plan, const SimProgram& prog, std::vector<WaveInfo> waves, int64_t ldsBytes);
 
+  /// The allocation backs Plan argument `arg` (a Scratch or Output pointer): reads of it are
+  /// checked for bytes this launch never wrote.
+  void own(const SimMemory::Allocation* alloc, int arg);
+
+  /// What an access does with the uninitialized-read check: a read to check (Load, the read of
+  /// an RMW / CmpXchg), a Wait's read of its pair (never reported; marks the pair waited), or
+  /// nothing to check (a pure write).
+  enum class Use : uint8_t { Write, Read, WaitPair };
+
   /// One lane's access of [addr, addr + n). alloc is the allocation (nullptr for LDS, then cta
   /// names whose LDS). atomic: order != Plain (or an RMW, CmpXchg, Publish, Wait).
+  /// use: what the uninitialized-read check does with it (Use); a write marks its bytes written.
   void access(uint32_t wi, int32_t pc, const SimMemory::Allocation* alloc, uint64_t addr, int n, bool write,
-              bool atomic, ir::MemScope scope);
+              bool atomic, ir::MemScope scope, Use use);
   /// A store (or the write of an RMW) of [addr, addr + n) with order o at scope s sets the words'
   /// release records. rmw: keep an existing release (release sequence).
   void storeSync(uint32_t wi, int32_t pc, const SimMemory::Allocation* alloc, uint64_t addr, int n, ir::MemOrder o,
@@ -106,7 +149,10 @@ class SimRaces {
     uint8_t atomic = 0;
     uint8_t scope = 0;
     uint8_t dropped = 0;  // in Word::write: a read since that write was dropped (kReads overflowed)
+    uint8_t init = 0;     // in Word::write (kept across writes): bits 0..3, the word's bytes this
+                          // launch wrote; kWaited, a Wait of this launch read the pair word
   };
+  static constexpr uint8_t kWaited = 0x10;
   struct Word {
     Acc write;
     Acc reads[kReads];
@@ -154,7 +200,10 @@ class SimRaces {
   void join(uint32_t wi, const Clock& c, ir::MemScope s);
   void acquireRec(uint32_t wi, int32_t pc, const SyncRec& r, ir::MemOrder o, ir::MemScope s);
   static void addNote(std::vector<Note>& notes, Note n);
-  Word* shadow(const SimMemory::Allocation* alloc, uint32_t ctaIndex, uint64_t addr);
+  /// The word's shadow; *owned: the Plan argument the allocation backs (own()), -1 if none (LDS: -2).
+  Word* shadow(const SimMemory::Allocation* alloc, uint32_t ctaIndex, uint64_t addr, int* owned);
+  void reportUninit(uint32_t t, int32_t pc, const SimMemory::Allocation* alloc, int owned, uint64_t addr,
+                    int bytes, int unwritten);
   uint64_t syncKey(const SimMemory::Allocation* alloc, uint32_t ctaIndex, uint64_t addr) const;
   void report(uint32_t t, int32_t pc, bool write, bool atomic, ir::MemScope scope, const Acc& prev, bool prevWrite,
               const SimMemory::Allocation* alloc, uint64_t addr);
@@ -167,14 +216,20 @@ class SimRaces {
   std::vector<WaveState> waves_;
   std::vector<uint8_t> arrived_;
   int64_t ldsBytes_;
-  std::unordered_map<const SimMemory::Allocation*, std::vector<Word>> global_;
+  struct AllocShadow {
+    std::vector<Word> words;
+    int arg = -1;  // own(): the Plan argument it backs, else -1
+  };
+  std::unordered_map<const SimMemory::Allocation*, AllocShadow> global_;
   const SimMemory::Allocation* lastAlloc_ = nullptr;
-  std::vector<Word>* lastShadow_ = nullptr;
+  AllocShadow* lastShadow_ = nullptr;
   std::vector<std::vector<Word>> lds_;  // per CTA, allocated on first use
   std::unordered_map<uint64_t, SyncRec> sync_;  // 8-byte word -> its last store's release
   std::unordered_set<uint64_t> seenPairs_;      // (earlier pc, later pc) already reported
   std::vector<std::string> reports_;
   int64_t raceCount_ = 0, uncheckedWrites_ = 0;
+  std::unordered_set<int32_t> uninitPcs_;  // reading ops already reported as uninitialized reads
+  std::vector<std::string> uninitReports_;
 };
 
 }  // namespace monogen::runtime

@@ -38,14 +38,17 @@ SimLaunch::SimLaunch(SimMemory& mem, const ir::Plan& plan, const SimProgram& pro
   const size_t nWave = nCta * wavesPerCta_;
   frames_ = static_cast<uint8_t*>(std::calloc(nWave * prog.frameBytes + 64, 1));
   const size_t lds = static_cast<size_t>(plan.ldsBytes);
-  ldsAll_ = static_cast<uint8_t*>(std::calloc(nCta * lds + 64, 1));
+  ldsAll_ = static_cast<uint8_t*>(std::malloc(nCta * lds + 64));  // poisoned below
   if (!frames_ || !ldsAll_) {
     std::free(frames_);
     std::free(ldsAll_);
     throw SimError(v, fmt::format("out of host memory for {} wave frames of {} bytes or {} CTAs' LDS", nWave,
                                   prog.frameBytes, nCta));
   }
-  if (opts_.ldsFill != 0) std::memset(ldsAll_, opts_.ldsFill, nCta * lds);
+  // LDS starts poisoned (SimOptions::poisonSeed), CTA by CTA, as hardware's holds the last kernel's data.
+  const uint64_t poison = opts_.poisonSeed ? opts_.poisonSeed : opts_.seed;
+  for (size_t ci = 0; ci < nCta; ++ci)
+    poisonFill(ldsAll_ + ci * lds, static_cast<int64_t>(lds), splitMix64Mix(poison * 0x1000193ull + ci + 1));
   waves_.resize(nWave);
   ctas_.resize(nCta);
   runnable_.reserve(nWave);
@@ -76,6 +79,14 @@ SimLaunch::SimLaunch(SimMemory& mem, const ir::Plan& plan, const SimProgram& pro
     info.reserve(nWave);
     for (const SimWave& w : waves_) info.push_back({w.rank, w.cta, w.wave, w.ctaIndex});
     races_ = std::make_unique<SimRaces>(plan, prog, std::move(info), plan.ldsBytes);
+    // The memory the launch owns, checked for uninitialized reads (SimRaces.h): every rank's
+    // Scratch and Output pointer arguments' allocations.
+    for (int r = 0; r < tp_; ++r)
+      for (size_t i = 0; i < plan.args.size() && i < args[r].size(); ++i) {
+        const ir::KernelArg& ka = plan.args[i];
+        if (!ka.isPointer || (ka.role != ir::ArgRole::Scratch && ka.role != ir::ArgRole::Output)) continue;
+        if (const SimMemory::Allocation* a = mem_.find(args[r][i], 1)) races_->own(a, static_cast<int>(i));
+      }
   }
   stageBytes_.assign(plan.stages.size() + 1, 0);
 }

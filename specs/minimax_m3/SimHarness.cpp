@@ -94,6 +94,25 @@ std::vector<uint8_t> SimSession::read(int rank, uint64_t addr, int64_t bytes) {
   return v;
 }
 
+std::vector<ZeroOnce> zeroAtAllocation(const ir::Plan& plan) {
+  std::vector<ZeroOnce> z;
+  for (const ir::FlagArray& f : plan.flags) {
+    auto r = std::find_if(plan.regions.begin(), plan.regions.end(),
+                          [&](const ir::MemRegion& m) { return m.name == f.region; });
+    if (r == plan.regions.end())
+      throw RuntimeError(plan.key.variantName(), fmt::format("flag array '{}': no region '{}'", f.name, f.region));
+    z.push_back({r->buffer, r->offset, f.pairs * kPairBytes, fmt::format("flag array '{}'", f.name)});
+  }
+  z.push_back({arg::kEpoch, 0, plan.arg(arg::kEpoch).bytes(), "epoch"});
+  z.push_back({arg::kErr, 0, plan.arg(arg::kErr).bytes(), "error word"});
+  return z;
+}
+
+// Allocation is where the host's side of the launch contract lives: the buffers come back
+// uninitialized (the Sim poisons them, hipMalloc's hold whatever was there), and the ranges
+// zeroAtAllocation lists (every flag array, the epoch, the error word) are zeroed here, once, on
+// every rank, before any launch. Every other buffer is written before a launch reads it: the
+// inputs and weights by launch()'s uploads, scratch, sym and the outputs by the launch itself.
 void SimSession::allocate() {
   runtime::Device& mem = *dev_;
   const Layout& L = layout_;
@@ -113,6 +132,11 @@ void SimSession::allocate() {
     for (const char* n : kMoeArgs) b.moe[n] = mem.alloc(r, plan_.arg(n).bytes(), rankName(n, r));
     if (knobsOf(plan_.key).trace) b.trace = mem.alloc(r, plan_.arg(arg::kTrace).bytes(), rankName("trace", r));
   }
+  for (const ZeroOnce& z : zeroAtAllocation(plan_))
+    for (int r = 0; r < L.tp; ++r) {
+      const std::vector<uint8_t> zeros(static_cast<size_t>(z.bytes), 0);
+      mem.upload(r, bufferOf(z.arg, r) + static_cast<uint64_t>(z.offset), zeros.data(), z.bytes);
+    }
 }
 
 uint64_t SimSession::bufferOf(const std::string& name, int r) const {
@@ -151,7 +175,7 @@ SimRun SimSession::launch(const TensorMap& inputs, const runtime::SimOptions& op
     const RankBuffers& b = bufs_[r];
     dev.upload(r, b.part, need(inputs, rankName("part", r), DType::BF16, shape).data.data(), rowBytes);
     dev.upload(r, b.resIn, res.data.data(), rowBytes);
-    zero(r, b.err, 8);
+    zero(r, b.err, 8);  // each launch is judged alone: its error word starts at no failure
     const int32_t inject[2] = {params.injectRank >= 0 ? params.injectRank + 1 : 0, params.injectTicks};
     dev.upload(r, b.inject, inject, 8);
     if (b.trace) zero(r, b.trace, plan_.arg(arg::kTrace).bytes());

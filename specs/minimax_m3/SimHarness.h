@@ -64,8 +64,31 @@ struct SimRun {
   std::string error;  // empty when valid: "rank 1: error word 0x10b (site 11, rank 1, token 0), 1 failure"
 };
 
+/// What the host zeroes once per rank, where it allocates the buffers and before the first
+/// launch (a HIP runtime's one hipMemset): device memory starts as whatever was there (hipMalloc;
+/// the Sim poisons it), and the launch carries these across launches itself:
+/// - every flag array of the Plan (ir::FlagArray: `pairs` x 8 bytes of its region, in scratch or
+///   in the symmetric buffer sym): pairs are never reset, a wait passes on a pair carrying the
+///   launch's tag (1 .. 2^30), so every pair must start with a tag no launch has: 0. Left as it was,
+///   a pair may carry this launch's tag by chance, or by a previous process's launch on the same
+///   memory, and the wait takes its stale value without any publish;
+/// - the epoch (the last launch's tag): 0, so the first launch's tag is launchTagAfter(0) = 1 and
+///   every rank starts on the same tag;
+/// - the error word and its count: 0 (no failure yet; a set word is sticky until the host clears it).
+/// Nothing else needs a value before the first launch: every other byte of scratch and sym is
+/// written by the launch before it is read (SimOptions::races checks that). The arguments' docs
+/// (Spec.cpp) ask for the whole of scratch and sym to be zeroed once, which covers this.
+struct ZeroOnce {
+  std::string arg;       // the Plan argument (buffer) it lies in
+  int64_t offset = 0;    // bytes into it
+  int64_t bytes = 0;
+  std::string what;      // the flag array, "epoch" or "error word"
+};
+std::vector<ZeroOnce> zeroAtAllocation(const ir::Plan& plan);
+
 /// Every rank's buffers on one device, kept across launches (flags are never reset; a new
-/// launch needs a new tag).
+/// launch needs a new tag). The buffers are allocated uninitialized (poisoned on the Sim) and
+/// zeroAtAllocation's ranges zeroed once, in the constructor.
 class SimSession {
  public:
   /// On a Sim device of its own.

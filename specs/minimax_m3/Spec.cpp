@@ -74,7 +74,8 @@ std::vector<KernelArg> kernelArgs(const Layout& L) {
       ptrArg(arg::kPeers, Scalar::I64, {L.tp}, ArgRole::Peers, 8,
              "u64 [TP]: every rank's symmetric buffer address, in rank order"),
       ptrArg(arg::kErr, Scalar::I32, {2}, ArgRole::Control, 4,
-             "i32 [2]: the error word (first failure: site | rank << 8 | token << 16) and the failure count"),
+             "i32 [2]: the error word (first failure: site | rank << 8 | token << 16) and the failure count; "
+             "zero it once (a failure sets it only while it is 0), and again once a failure is handled"),
       scalarArg(arg::kRank, Scalar::I32, "i32: this rank, 0..TP-1"),
       scalarArg(arg::kWaitTicks, Scalar::I64, "i64: a wait's bound in 100 MHz realtime ticks"),
       // the MoE's weights (WeightContract.h) and its rows and output

@@ -27,7 +27,7 @@ Val a16w4Step(ir::Builder& b, Val acc, Val w4, Val scaleByte, const Val x[4]) {
 // (block, block + blocks, .. below the table's slots x upTiles), i.e. the rows its units' B
 // columns read, and copies only those rows of XN to the bstage pool, 16 bytes a thread a pass,
 // after awaitX; then the CTA's barrier. Up reads its B operands there. (A slot of no rows, the
-// shared one when every row is padded, reads a row it never stores a result of.)
+// shared one when every row is padded, reads nothing: stageUp skips its GEMV.)
 void stageXnToLds(KernelContext& c) {
   ir::Builder& b = c.b;
   const Layout& L = c.L;
@@ -87,7 +87,7 @@ void loadUpWeights(KernelContext& c, Val task, UpWeights& w) {
 }
 
 // Slot u = task / upTiles, tile pair j = task % upTiles (the seeds' stage_up); a task past the
-// table's slots only keeps the CTA's barriers. First it issues the loads of the CTA's next unit's
+// table's slots only keeps the CTA's barriers, and a slot of no rows only those and its UPF. First it issues the loads of the CTA's next unit's
 // weights (task + blocks) into `next`; its own came in `cur` (loaded during the unit before, the
 // first unit's after the table). The slot's expert e, its cnt columns (rows); lane
 // column c = lane % 16 reads row slotRow[u][min(c, cnt - 1)] of XN (in LDS when L.xnInLds). Wave w runs K steps [w
@@ -103,12 +103,21 @@ void stageUp(KernelContext& c, Val task, UpWeights& cur, UpWeights& next) {
   const int H = L.hidden, IP = T.interPerRank;
   Val nSlots = c.tabLd(W.misc, c.i32(0));
   Val valid = task < nSlots * c.i32(T.upTiles);
-  Val u = b.min(task / c.i32(T.upTiles), c.i32(T.maxSlots - 1)), j = task % c.i32(T.upTiles);
+  // A task past the table's units still reads its slot's mask (cnt, used only where valid): u is
+  // clamped to the last slot the table wrote, nSlots - 1, not to maxSlots - 1, whose slotMask
+  // word no op of the launch writes when fewer slots are used (the Sim's uninitialized-read check
+  // found that read of LDS the launch never wrote; the value was dead, the read was not).
+  Val u = b.min(task / c.i32(T.upTiles), nSlots - c.i32(1)), j = task % c.i32(T.upTiles);
   Val cnt = b.popcount(c.tabLd(W.slotMask, u));
   Val g = c.lane / c.i32(16), col = c.lane % c.i32(16);
 
   loadUpWeights(c, task + c.i32(L.blocks), next);  // in flight while this unit computes (seed 000)
-  b.if_(valid, [&] {
+  // A slot of no rows (the shared one when every row is padded) computes nothing and stores no MID
+  // column, but still publishes its UPF. (Its GEMV read XN row 0, which the CTA had not copied to
+  // bstage, and summed red's partials of it: the uninitialized-read check found both with every
+  // row padded. Nothing of it was stored; the reads were real.)
+  Val work = valid & (cnt > c.i32(0));
+  b.if_(work, [&] {
     Val xcol = b.max(b.min(col, cnt - c.i32(1)), c.i32(0));
     Val row = b.max(c.tabLd(W.slotRow, u * c.i32(16) + xcol), c.i32(0));
     ir::Var accG = b.var(b.splat(b.f32(0.0), 4), "acc_gate");
@@ -138,7 +147,7 @@ void stageUp(KernelContext& c, Val task, UpWeights& cur, UpWeights& next) {
     }
   });
   c.ctaSync(false);
-  b.if_(valid & (c.tid < c.i32(256)), [&] {
+  b.if_(work & (c.tid < c.i32(256)), [&] {
     Val r = c.tid / c.i32(16), cc = c.tid % c.i32(16);
     Val gate = b.f32(0.0), up = b.f32(0.0);
     for (int w = 0; w < L.waves; ++w) {
