@@ -419,7 +419,7 @@ TEST_CASE("uninit: a read of LDS or of scratch no op of the launch wrote is repo
   CHECK(k.run({{s, i, ob}}).uninitCount == 0);
 }
 
-TEST_CASE("uninit: a wait reading a stale pair is its protocol; an atomic re-read of that pair too; others are not") {
+TEST_CASE("uninit: a wait reading a stale pair is its protocol, an atomic re-read of that pair too, others are not") {
   // mode 0: a bounded wait on a pair that keeps the last launch's tag (it times out), then a
   // relaxed atomic read of the pair's tag (as the handshake does): clean. mode 1: the same, the
   // re-read a plain load: reported. mode 2: an atomic read of a pair no wait read: reported.
