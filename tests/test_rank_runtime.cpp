@@ -16,6 +16,7 @@
 
 #include "ir/Error.h"
 #include "runtime/Cache.h"
+#include "runtime/HipRankDevice.h"
 #include "runtime/RankRuntime.h"
 #include "runtime/sim/RankProcesses.h"
 #include "runtime/sim/SimRankDevice.h"
@@ -246,4 +247,16 @@ TEST_CASE("rank runtime: in run-only mode a missing code object is an error nami
   CHECK_THROWS_WITH(rt.warmUp(), Catch::Contains("warm-up of " + makeKey(cfg, 3, 1).variantName()) &&
                                      Catch::Contains("MONOGEN_RUN_ONLY"));
   CHECK(gen.compiles() == 0);
+}
+
+TEST_CASE("rank runtime: the HIP rank device without a loadable libamdhip64 is a clear error", "[rank][hip]") {
+  try {
+    runtime::HipRankDevice dev(0, 2, -1, {"libmonogen-no-such-hip.so"});
+    FAIL("constructed");
+  } catch (const RuntimeError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("cannot load the HIP runtime") &&
+                             Catch::Contains("libmonogen-no-such-hip.so"));
+  }
+  // The default names: no GPU here, so whichever library loads (if any) this must not construct.
+  CHECK_THROWS_AS(runtime::HipRankDevice(0, 2), RuntimeError);
 }
