@@ -152,6 +152,8 @@ int runSimRank(const ModelConfig& cfg, const SimRankJob& job, runtime::RankChann
       want[s].push_back(rankReference(launchReferenceOutputs(cfg, s, tp, inputs[s].back(), job.knobs.experts), r, tp));
     }
 
+  const double referenceSec = std::chrono::duration<double>(clock::now() - t0).count();
+  const auto s0 = clock::now();
   runtime::SimRankDevice dev(r, tp, job.sim);
   runtime::Generator gen = makeGenerator(cfg, nullptr);  // the Sim needs Plans only: no compile, no cache
   runtime::RankRuntime rt(gen, dev, rankRuntimeOptions(cfg, r, tp, job.rows, job.knobs));
@@ -168,7 +170,8 @@ int runSimRank(const ModelConfig& cfg, const SimRankJob& job, runtime::RankChann
   }
   ch.report(nlohmann::json{{"event", "ready"},
                            {"rank", r},
-                           {"seconds", std::chrono::duration<double>(clock::now() - t0).count()}}
+                           {"seconds", std::chrono::duration<double>(clock::now() - s0).count()},
+                           {"reference_seconds", referenceSec}}
                 .dump());
   bool allExact = true;
   for (int s : job.rows)

@@ -61,7 +61,8 @@ struct SimRankJob {
 /// handles over `ch` (all-gather), open, barrier, warm up, bind once per S, then every launch:
 /// upload new activations into the bound buffers, launch, read back, compare with the reference
 /// (computed before the exchange). Reports JSON lines over `ch`:
-///   {"event":"ready", "rank", "seconds"}  (after warm-up)
+///   {"event":"ready", "rank", "seconds", "reference_seconds"}  (after bind; seconds since the
+///     device was made: allocate, exchange, open, warm up, bind; the inputs and references before)
 ///   {"event":"start", "rank", "rows", "launch", "tag"}
 ///   {"event":"done", "rank", "rows", "launch", "tag", "valid", "verdict", "seconds", "ops"}
 /// verdict is "bit-exact", "MISMATCH: <first differing element>" or "INVALID: <rankError>".
