@@ -92,6 +92,26 @@ TEST_CASE("rank runtime: TP processes, one a rank, replay the same packed argume
   }
 }
 
+TEST_CASE("rank runtime: the same check fails when every launch runs on one tag (a replayed tag argument)",
+          "[rank]") {
+  SimRankJob job;
+  job.rows = {2};
+  job.launches = 2;
+  job.seed = 50;
+  job.waitTicks = 200'000'000;  // 2 s of idle: the second launch may also time out waiting
+  job.fixedTag = 5;
+  const Outcome o = runRanks(2, job);
+  for (int r = 0; r < 2; ++r) {
+    INFO("rank " << r << " " << o.errors[r]);
+    REQUIRE(o.done[r].size() == 2);
+    CHECK(o.done[r][0]["verdict"] == "bit-exact");
+    const std::string v = o.done[r][1]["verdict"];
+    CHECK(v != "bit-exact");  // the waits took the first launch's pairs as this launch's
+    CHECK(o.status[r] == 1);
+    WARN("rank " << r << ", second launch on the same tag: " << v.substr(0, 160));
+  }
+}
+
 TEST_CASE("rank runtime: S = 1 and S = 8 interleaved on the same ranks, each S its own regions", "[rank]") {
   SimRankJob job;
   job.rows = {1, 8};
@@ -117,7 +137,7 @@ TEST_CASE("rank runtime: a rank killed mid-launch leaves the others INVALID with
   job.rows = {2};
   job.launches = 2;
   job.seed = 11;
-  job.waitTicks = 50'000'000;  // 0.5 s of idle (100 MHz ticks)
+  job.waitTicks = 200'000'000;  // 2 s of idle (100 MHz ticks): short, yet not reached by a healthy launch under ctest -j2
   bool killed = false;
   std::chrono::steady_clock::time_point killedAt;
   std::vector<double> endAfterKill(tp, -1);
@@ -143,12 +163,14 @@ TEST_CASE("rank runtime: a rank killed mid-launch leaves the others INVALID with
     CHECK(d["valid"] == false);
     const std::string v = d["verdict"];
     CHECK(v.rfind("INVALID: rank " + std::to_string(r) + ": error word", 0) == 0);
-    CHECK(v.find(fmt::format("for rank {}'s pair", victim)) != std::string::npos);  // names the missing rank
+    // names the missing rank: the first wait past its bound may be a local one (the error word holds
+    // the first), so the verdict also lists the ranks whose pairs never came
+    CHECK(v.find(fmt::format("this launch's pairs never came from rank {} (", victim)) != std::string::npos);
     CHECK(o.status[r] == 1);
     // Every wait past the bound costs at most the bound of idle time, and the stages time out one
     // after another; a minute would mean the bound has no real-time meaning.
     CHECK(endAfterKill[r] >= 0);
-    CHECK(endAfterKill[r] < 30);
+    CHECK(endAfterKill[r] < 90);
     WARN(fmt::format("rank {} ended {:.2f} s after rank {} was killed: {}", r, endAfterKill[r], victim, v));
   }
 }

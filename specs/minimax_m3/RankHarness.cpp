@@ -140,6 +140,30 @@ std::string rankError(const TensorMap& outputs, int rank) {
                      errorMeaning(ew[0]));
 }
 
+std::string missingPeers(const ModelConfig& cfg, runtime::RankRuntime& rt, int rows, int32_t tag) {
+  const Layout L = Layout::make(cfg, rows, rt.tp());
+  const uint64_t sym = rt.buffer(rows, arg::kSym);
+  std::string out;
+  for (int src = 0; src < rt.tp(); ++src) {
+    std::string parts;
+    for (const Area* a : {&L.attn, &L.ffn}) {
+      std::vector<uint8_t> bytes(static_cast<size_t>(a->bytes));
+      rt.device().download(bytes.data(), sym + a->offset, a->bytes);
+      const int64_t per = a->pairs / (a->parity ? 2 : 1) / rt.tp();  // one source's pairs in this launch's half
+      const int64_t first = (a->parity ? (tag & 1) * (a->pairs / 2) : 0) + src * per;
+      int64_t have = 0;
+      for (int64_t i = first; i < first + per; ++i) {
+        int32_t t;
+        std::memcpy(&t, bytes.data() + kPairBytes * i + 4, 4);
+        have += t == tag;
+      }
+      if (have != per) parts += fmt::format("{}{} {} of {}", parts.empty() ? "" : ", ", a->name, have, per);
+    }
+    if (!parts.empty()) out += fmt::format("{}rank {} ({} pairs came)", out.empty() ? "" : "; ", src, parts);
+  }
+  return out.empty() ? "" : "this launch's pairs never came from " + out;
+}
+
 int runSimRank(const ModelConfig& cfg, const SimRankJob& job, runtime::RankChannel& ch) {
   const int r = ch.rank(), tp = ch.tp();
   using clock = std::chrono::steady_clock;
@@ -177,6 +201,10 @@ int runSimRank(const ModelConfig& cfg, const SimRankJob& job, runtime::RankChann
   for (int s : job.rows)
     for (int k = 0; k < job.launches; ++k) {
       uploadRankInputs(dev, rt.plan(s), io[s], r, inputs[s][k]);  // new activations, same buffers
+      if (job.fixedTag) {
+        const int32_t e = epochBefore(job.fixedTag);
+        dev.upload(rt.buffer(s, arg::kEpoch), &e, 4);
+      }
       int32_t epoch = 0;
       dev.download(&epoch, rt.buffer(s, arg::kEpoch), 4);
       const int32_t tag = launchTagAfter(epoch);
@@ -190,6 +218,7 @@ int runSimRank(const ModelConfig& cfg, const SimRankJob& job, runtime::RankChann
       std::string verdict = "bit-exact";
       if (!err.empty()) {
         verdict = "INVALID: " + err;
+        if (const std::string m = missingPeers(cfg, rt, s, tag); !m.empty()) verdict += "; " + m;
       } else if (const auto m = firstMismatch(got, want[s][k])) {
         verdict = "MISMATCH: " + describe(*m);
       }

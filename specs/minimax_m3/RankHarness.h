@@ -47,6 +47,12 @@ runtime::TensorMap rankReference(const runtime::TensorMap& all, int rank, int tp
 /// failures: <meaning, naming the rank at fault>".
 std::string rankError(const runtime::TensorMap& outputs, int rank);
 
+/// Which ranks' pushes of the launch of `tag` are not all in this rank's symmetric buffer (the
+/// ATTN and FFN pairs rank src owes it): "this launch's pairs never came from rank 2 (ATTN 0 of
+/// 1536, FFN 0 of 1536 pairs came)"; "" when every pair is there. The error word holds only the
+/// first wait that ran out, which may be a local one; this names the rank that went missing.
+std::string missingPeers(const ModelConfig& cfg, runtime::RankRuntime& rt, int rows, int32_t tag);
+
 /// One rank's part of a multi-process Sim run.
 struct SimRankJob {
   std::vector<int> rows{2};    // the S values, each warmed up; each runs `launches` launches in turn
@@ -55,6 +61,9 @@ struct SimRankJob {
   int64_t waitTicks = 100'000'000;  // the bound: real time while this process idles (SimRankDevice.h)
   runtime::SimOptions sim;     // scheduler seed and knobs (firstRank, realtimeWaits are set for it)
   FfnKnobs knobs;
+  /// Fault demonstration: before every launch, write the epoch so that every launch runs on this
+  /// tag (what a tag kernel argument does under graph replay). 0: never (the device epoch decides).
+  int32_t fixedTag = 0;
 };
 
 /// The body of rank ch.rank()'s process: a SimRankDevice and a RankRuntime; allocate, exchange
