@@ -689,3 +689,18 @@ TEST_CASE("monogen cache: ls, verify, prune and clear; MONOGEN_RUN_ONLY, MONOGEN
   CHECK(r.out.find("removed 1 entries") != std::string::npos);
   CHECK(sh(env + kMonogen + " cache verify").out.find("0 entries checked") != std::string::npos);
 }
+
+TEST_CASE("check --device sim --per-rank: one process a rank, a line per rank and launch, the verdict", "[cli][rank]") {
+  const Result r = sh(kMonogen + " check --device sim --per-rank --config reduced --rows 2 --tp 2 --launches 2");
+  INFO(r.out);
+  CHECK(r.code == 0);
+  CHECK(r.out.find("one process a rank (per-rank runtime): 2 processes") != std::string::npos);
+  CHECK(r.out.find("rank 1 launch 1 tag 2:") != std::string::npos);
+  CHECK(r.out.find("verdict: bit-exact") != std::string::npos);
+  const Result bad = sh(kMonogen + " check --device gfx950-run --per-rank --config reduced --rows 2 --tp 2");
+  CHECK(bad.code != 0);
+  CHECK(bad.out.find("--per-rank") != std::string::npos);
+  const Result stray = sh(kMonogen + " check --device sim --launches 3 --config reduced --rows 2 --tp 2");
+  CHECK(stray.code != 0);
+  CHECK(stray.out.find("take effect with --per-rank only") != std::string::npos);
+}

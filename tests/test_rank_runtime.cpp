@@ -46,7 +46,8 @@ Outcome runRanks(int tp, const SimRankJob& job,
   o.done.resize(tp);
   o.errors.resize(tp);
   const auto t0 = std::chrono::steady_clock::now();
-  runtime::RankProcesses procs(tp, [&](runtime::RankChannel& ch) { return runSimRank(cfg, job, ch); });
+  const SimRankData data = makeSimRankData(cfg, job, tp);  // once, before the fork: the ranks share it
+  runtime::RankProcesses procs(tp, [&](runtime::RankChannel& ch) { return runSimRank(cfg, job, data, ch); });
   o.status = procs.run(
       [&](int r, const std::string& line) {
         if (line.rfind("error: ", 0) == 0) {

@@ -640,24 +640,24 @@ SimLaunch::Status SimLaunch::step(SimWave& w) {
         uint8_t* p = access(w, in, l, sp, ptrAt(w, in.opd[0], in.t0, l), n, true, &a);
         const uint64_t v = ldN(fr + in.opd[1] + n * l, n);
         auto apply = [&](uint64_t old) {
-        uint64_t r = 0;
-        if (isF) {
-          r = std::bit_cast<uint32_t>(std::bit_cast<float>(static_cast<uint32_t>(old)) +
-                                      std::bit_cast<float>(static_cast<uint32_t>(v)));
-        } else {
-          switch (op.attrs.rmw) {
-            case ir::RmwOp::Add: r = old + v; break;
-            case ir::RmwOp::Or: r = old | v; break;
-            case ir::RmwOp::And: r = old & v; break;
-            case ir::RmwOp::Xor: r = old ^ v; break;
-            case ir::RmwOp::Max: r = sx(old, bits) >= sx(v, bits) ? old : v; break;
-            case ir::RmwOp::Min: r = sx(old, bits) <= sx(v, bits) ? old : v; break;
-            case ir::RmwOp::UMax: r = old >= v ? old : v; break;
-            case ir::RmwOp::UMin: r = old <= v ? old : v; break;
-            case ir::RmwOp::Xchg: r = v; break;
+          uint64_t r = 0;
+          if (isF) {
+            r = std::bit_cast<uint32_t>(std::bit_cast<float>(static_cast<uint32_t>(old)) +
+                                        std::bit_cast<float>(static_cast<uint32_t>(v)));
+          } else {
+            switch (op.attrs.rmw) {
+              case ir::RmwOp::Add: r = old + v; break;
+              case ir::RmwOp::Or: r = old | v; break;
+              case ir::RmwOp::And: r = old & v; break;
+              case ir::RmwOp::Xor: r = old ^ v; break;
+              case ir::RmwOp::Max: r = sx(old, bits) >= sx(v, bits) ? old : v; break;
+              case ir::RmwOp::Min: r = sx(old, bits) <= sx(v, bits) ? old : v; break;
+              case ir::RmwOp::UMax: r = old >= v ? old : v; break;
+              case ir::RmwOp::UMin: r = old <= v ? old : v; break;
+              case ir::RmwOp::Xchg: r = v; break;
+            }
           }
-        }
-        return r;
+          return r;
         };
         uint64_t old;
         if (a && a->shared) [[unlikely]] {

@@ -164,19 +164,23 @@ std::string missingPeers(const ModelConfig& cfg, runtime::RankRuntime& rt, int r
   return out.empty() ? "" : "this launch's pairs never came from " + out;
 }
 
-int runSimRank(const ModelConfig& cfg, const SimRankJob& job, runtime::RankChannel& ch) {
-  const int r = ch.rank(), tp = ch.tp();
-  using clock = std::chrono::steady_clock;
-  const auto t0 = clock::now();
-  // Inputs and references first: nothing slow between the exchange and the launches.
-  std::map<int, std::vector<TensorMap>> inputs, want;
+SimRankData makeSimRankData(const ModelConfig& cfg, const SimRankJob& job, int tp) {
+  SimRankData d;
   for (int s : job.rows)
     for (int k = 0; k < job.launches; ++k) {
-      inputs[s].push_back(makeLaunchInputs(cfg, s, tp, job.seed + static_cast<uint64_t>(k), {}));
-      want[s].push_back(rankReference(launchReferenceOutputs(cfg, s, tp, inputs[s].back(), job.knobs.experts), r, tp));
+      d.inputs[s].push_back(makeLaunchInputs(cfg, s, tp, job.seed + static_cast<uint64_t>(k), {}));
+      d.want[s].push_back(launchReferenceOutputs(cfg, s, tp, d.inputs[s].back(), job.knobs.experts));
     }
+  return d;
+}
 
-  const double referenceSec = std::chrono::duration<double>(clock::now() - t0).count();
+int runSimRank(const ModelConfig& cfg, const SimRankJob& job, const SimRankData& data, runtime::RankChannel& ch) {
+  const int r = ch.rank(), tp = ch.tp();
+  using clock = std::chrono::steady_clock;
+  for (int s : job.rows)
+    if (!data.inputs.count(s) || data.inputs.at(s).size() < static_cast<size_t>(job.launches) ||
+        !data.want.count(s) || data.want.at(s).size() < static_cast<size_t>(job.launches))
+      throw InputError("runSimRank", fmt::format("no inputs or references for S = {} x {} launches", s, job.launches));
   const auto s0 = clock::now();
   runtime::SimRankDevice dev(r, tp, job.sim);
   runtime::Generator gen = makeGenerator(cfg, nullptr);  // the Sim needs Plans only: no compile, no cache
@@ -194,13 +198,12 @@ int runSimRank(const ModelConfig& cfg, const SimRankJob& job, runtime::RankChann
   }
   ch.report(nlohmann::json{{"event", "ready"},
                            {"rank", r},
-                           {"seconds", std::chrono::duration<double>(clock::now() - s0).count()},
-                           {"reference_seconds", referenceSec}}
+                           {"seconds", std::chrono::duration<double>(clock::now() - s0).count()}}
                 .dump());
   bool allExact = true;
   for (int s : job.rows)
     for (int k = 0; k < job.launches; ++k) {
-      uploadRankInputs(dev, rt.plan(s), io[s], r, inputs[s][k]);  // new activations, same buffers
+      uploadRankInputs(dev, rt.plan(s), io[s], r, data.inputs.at(s)[k]);  // new activations, same buffers
       if (job.fixedTag) {
         const int32_t e = epochBefore(job.fixedTag);
         dev.upload(rt.buffer(s, arg::kEpoch), &e, 4);
@@ -219,7 +222,7 @@ int runSimRank(const ModelConfig& cfg, const SimRankJob& job, runtime::RankChann
       if (!err.empty()) {
         verdict = "INVALID: " + err;
         if (const std::string m = missingPeers(cfg, rt, s, tag); !m.empty()) verdict += "; " + m;
-      } else if (const auto m = firstMismatch(got, want[s][k])) {
+      } else if (const auto m = firstMismatch(got, rankReference(data.want.at(s)[k], r, tp))) {
         verdict = "MISMATCH: " + describe(*m);
       }
       allExact = allExact && verdict == "bit-exact";

@@ -66,16 +66,22 @@ struct SimRankJob {
   int32_t fixedTag = 0;
 };
 
+/// A job's inputs and references (launchReferenceOutputs, every rank's), by S then launch: made
+/// once, in the parent before it forks the ranks' processes, which share them.
+struct SimRankData {
+  std::map<int, std::vector<runtime::TensorMap>> inputs, want;
+};
+SimRankData makeSimRankData(const ModelConfig& cfg, const SimRankJob& job, int tp);
+
 /// The body of rank ch.rank()'s process: a SimRankDevice and a RankRuntime; allocate, exchange
 /// handles over `ch` (all-gather), open, barrier, warm up, bind once per S, then every launch:
-/// upload new activations into the bound buffers, launch, read back, compare with the reference
-/// (computed before the exchange). Reports JSON lines over `ch`:
-///   {"event":"ready", "rank", "seconds", "reference_seconds"}  (after bind; seconds since the
-///     device was made: allocate, exchange, open, warm up, bind; the inputs and references before)
+/// upload new activations (data.inputs) into the bound buffers, launch, read back, compare with
+/// this rank's part of data.want. Reports JSON lines over `ch`:
+///   {"event":"ready", "rank", "seconds"}  (after bind: allocate, exchange, open, warm up, bind)
 ///   {"event":"start", "rank", "rows", "launch", "tag"}
 ///   {"event":"done", "rank", "rows", "launch", "tag", "valid", "verdict", "seconds", "ops"}
 /// verdict is "bit-exact", "MISMATCH: <first differing element>" or "INVALID: <rankError>".
 /// Returns 0 when every launch was bit-exact, 1 otherwise.
-int runSimRank(const ModelConfig& cfg, const SimRankJob& job, runtime::RankChannel& ch);
+int runSimRank(const ModelConfig& cfg, const SimRankJob& job, const SimRankData& data, runtime::RankChannel& ch);
 
 }  // namespace monogen::specs::minimax_m3
