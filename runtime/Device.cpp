@@ -9,7 +9,10 @@ namespace monogen::runtime {
 Device::~Device() = default;
 
 void Device::launch(const ir::Plan& plan, const CodeObjectBytes& code, const std::vector<RankArgs>& ranks) {
-  PackedLaunch packed = packLaunch(plan, ranks);
+  launch(plan, code, packLaunch(plan, ranks));
+}
+
+void Device::launch(const ir::Plan& plan, const CodeObjectBytes& code, const PackedLaunch& packed) {
   if (plan.key.tp > maxRanks())
     throw RuntimeError("launch of " + plan.key.variantName() + " on " + name(),
                        fmt::format("TP = {} ranks, but the device has only {}", plan.key.tp, maxRanks()));

@@ -41,6 +41,8 @@ class Device {
   /// Checks `ranks` against the plan (runtime/Launch.h: InputError before anything runs) and
   /// that this device has TP ranks (RuntimeError), then runs the launch.
   void launch(const ir::Plan& plan, const CodeObjectBytes& code, const std::vector<RankArgs>& ranks);
+  /// The same for arguments packLaunch already checked and packed (checked once, not twice).
+  void launch(const ir::Plan& plan, const CodeObjectBytes& code, const PackedLaunch& packed);
 
   /// alloc + upload of a host tensor; returns its device address.
   uint64_t put(int rank, const HostTensor& t, const std::string& name, int64_t align = 256);

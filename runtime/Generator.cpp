@@ -41,10 +41,10 @@ std::shared_ptr<const Variant> Generator::variant(const ir::Key& key, bool withC
 void Generator::launch(Device& device, const ir::Key& key, const std::vector<RankArgs>& ranks) {
   // The Plan first: the arguments are checked against it before anything is compiled or run.
   const auto v = variant(key, false);
-  packLaunch(v->plan, ranks);
+  const PackedLaunch packed = packLaunch(v->plan, ranks);  // checked and packed once
   if (device.runsCodeObjects()) variant(key, true);
   static const CodeObjectBytes kNone;
-  device.launch(v->plan, v->code ? v->code->bytes : kNone, ranks);
+  device.launch(v->plan, v->code ? v->code->bytes : kNone, packed);
 }
 
 }  // namespace monogen::runtime

@@ -156,6 +156,28 @@ std::vector<uint8_t> packKernargs(const ir::Plan& plan, const std::vector<uint64
   return buf;
 }
 
+PackedRank packRank(const ir::Plan& plan, int rank, const RankArgs& given) {
+  if (rank < 0 || rank >= plan.key.tp)
+    throw InputError("launch of " + plan.key.variantName(),
+                     fmt::format("rank {}; expected 0..{} (TP = {})", rank, plan.key.tp - 1, plan.key.tp));
+  Checker c{plan, rank};
+  for (const auto& [name, v] : given)
+    if (plan.argIndex(name) < 0) {
+      std::string known;
+      for (const auto& a : plan.args) known += (known.empty() ? "" : ", ") + a.name;
+      c.fail(name, fmt::format("unknown argument; the kernel takes: {}", known));
+    }
+  PackedRank out;
+  out.values.reserve(plan.args.size());
+  for (const ir::KernelArg& k : plan.args) {
+    auto it = given.find(k.name);
+    if (it == given.end()) c.fail(k.name, fmt::format("missing; expected a {}", describe(k)));
+    out.values.push_back(c.check(k, it->second));
+  }
+  out.kernargs = packKernargs(plan, out.values);
+  return out;
+}
+
 PackedLaunch packLaunch(const ir::Plan& plan, const std::vector<RankArgs>& ranks) {
   const int tp = plan.key.tp;
   if (ranks.size() != static_cast<size_t>(tp))
@@ -165,22 +187,9 @@ PackedLaunch packLaunch(const ir::Plan& plan, const std::vector<RankArgs>& ranks
   out.values.resize(ranks.size());
   out.kernargs.resize(ranks.size());
   for (int r = 0; r < tp; ++r) {
-    Checker c{plan, r};
-    const RankArgs& given = ranks[r];
-    for (const auto& [name, v] : given)
-      if (plan.argIndex(name) < 0) {
-        std::string known;
-        for (const auto& a : plan.args) known += (known.empty() ? "" : ", ") + a.name;
-        c.fail(name, fmt::format("unknown argument; the kernel takes: {}", known));
-      }
-    std::vector<uint64_t>& vals = out.values[r];
-    vals.reserve(plan.args.size());
-    for (const ir::KernelArg& k : plan.args) {
-      auto it = given.find(k.name);
-      if (it == given.end()) c.fail(k.name, fmt::format("missing; expected a {}", describe(k)));
-      vals.push_back(c.check(k, it->second));
-    }
-    out.kernargs[r] = packKernargs(plan, vals);
+    PackedRank p = packRank(plan, r, ranks[r]);
+    out.values[r] = std::move(p.values);
+    out.kernargs[r] = std::move(p.kernargs);
   }
   return out;
 }

@@ -56,6 +56,14 @@ std::optional<DType> dtypeFor(ir::Scalar s);
 /// and a peer table without exactly TP entries (or with a null or misaligned entry).
 PackedLaunch packLaunch(const ir::Plan& plan, const std::vector<RankArgs>& ranks);
 
+/// One rank's arguments checked against `plan` (the same checks as packLaunch, for rank `rank`
+/// alone: one process a rank) and packed: its raw values and its kernarg segment.
+struct PackedRank {
+  std::vector<uint64_t> values;
+  std::vector<uint8_t> kernargs;
+};
+PackedRank packRank(const ir::Plan& plan, int rank, const RankArgs& args);
+
 /// The kernarg segment for one rank's raw values (exposed for tests and devices).
 std::vector<uint8_t> packKernargs(const ir::Plan& plan, const std::vector<uint64_t>& values);
 

@@ -722,3 +722,18 @@ TEST_CASE("check --device hip: with libamdhip64 and no GPU, a clear error naming
   CHECK_THAT(r.out, Catch::Contains("no gfx950 GPU is present"));
   CHECK(r.out.find("code object:") == std::string::npos);  // refused before any compile
 }
+
+TEST_CASE("check --device sim --per-rank: one process a rank, a line per rank and launch, the verdict", "[cli][rank]") {
+  const Result r = sh(kMonogen + " check --device sim --per-rank --config reduced --rows 2 --tp 2 --launches 2");
+  INFO(r.out);
+  CHECK(r.code == 0);
+  CHECK(r.out.find("one process a rank (per-rank runtime): 2 processes") != std::string::npos);
+  CHECK(r.out.find("rank 1 launch 1 tag 2:") != std::string::npos);
+  CHECK(r.out.find("verdict: bit-exact") != std::string::npos);
+  const Result bad = sh(kMonogen + " check --device gfx950-run --per-rank --config reduced --rows 2 --tp 2");
+  CHECK(bad.code != 0);
+  CHECK(bad.out.find("--per-rank") != std::string::npos);
+  const Result stray = sh(kMonogen + " check --device sim --launches 3 --config reduced --rows 2 --tp 2");
+  CHECK(stray.code != 0);
+  CHECK(stray.out.find("take effect with --per-rank only") != std::string::npos);
+}

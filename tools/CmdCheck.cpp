@@ -19,6 +19,9 @@
 #include "runtime/HipDevice.h"
 #include "runtime/sim/SimDeviceAdapter.h"
 #include "specs/minimax_m3/MoeInputs.h"
+#include "specs/minimax_m3/RankHarness.h"
+#include "runtime/sim/RankProcesses.h"
+#include <nlohmann/json.hpp>
 #include "specs/minimax_m3/SimHarness.h"
 #include "tools/Commands.h"
 #include "tools/Variant.h"
@@ -28,6 +31,75 @@ namespace monogen::tools {
 
 namespace mm = specs::minimax_m3;
 
+namespace {
+
+/// monogen check --device sim --per-rank: TP processes (fork), one a rank, each through the
+/// per-rank runtime (specs/minimax_m3/RankHarness.h: runSimRank); a line per rank and launch.
+int checkPerRank(const VariantOptions& v, const mm::ModelConfig& cfg, uint64_t seed, int launches, double waitSeconds) {
+  const ir::Key key = keyOf(v, cfg, v.rows, v.tp);
+  const int TP = key.tp;
+  fmt::print("{} on the sim device, one process a rank (per-rank runtime): {} processes x {} CTAs x {} threads\n",
+             key.variantName(), TP, cfg.blocks, cfg.threads);
+  fmt::print("inputs: seed {} (launch k: seed + k), {} launch{} of one bound argument set; wait bound {} s of idle\n",
+             seed, launches, launches == 1 ? "" : "es", waitSeconds);
+  std::fflush(stdout);
+  mm::SimRankJob job;
+  job.rows = {key.rows};
+  job.launches = launches;
+  job.seed = seed;
+  job.waitTicks = static_cast<int64_t>(waitSeconds * 1e8);
+  job.sim.seed = seed;
+  job.knobs = mm::knobsOf(key);
+  const auto r0 = std::chrono::steady_clock::now();
+  const mm::SimRankData data = mm::makeSimRankData(cfg, job, TP);  // once, before the fork: the ranks share it
+  fmt::print("inputs and reference: {:.2f} s\n",
+             std::chrono::duration<double>(std::chrono::steady_clock::now() - r0).count());
+  std::fflush(stdout);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::string> verdicts(static_cast<size_t>(TP) * launches), errors(TP);
+  runtime::RankProcesses procs(TP, [&](runtime::RankChannel& ch) { return mm::runSimRank(cfg, job, data, ch); });
+  const std::vector<int> status = procs.run(
+      [&](int r, const std::string& line) {
+        if (line.rfind("error: ", 0) == 0) {
+          errors[r] = line.substr(7);
+          fmt::print("  rank {}: ERROR: {}\n", r, errors[r]);
+          std::fflush(stdout);
+          return;
+        }
+        const nlohmann::json j = nlohmann::json::parse(line);
+        if (j["event"] == "ready") {
+          fmt::print("  rank {} (pid {}): ready in {:.2f} s (allocate, exchange, open, warm up, bind)\n", r,
+                     procs.pid(r), j["seconds"].get<double>());
+        } else if (j["event"] == "done") {
+          const int k = j["launch"];
+          verdicts[static_cast<size_t>(k) * TP + r] = j["verdict"];
+          fmt::print("  rank {} launch {} tag {}: {:6.2f} s ({} ops)  {}\n", r, k, j["tag"].get<int>(),
+                     j["seconds"].get<double>(), j["ops"].get<int64_t>(), j["verdict"].get<std::string>());
+        }
+        std::fflush(stdout);
+      },
+      3600);
+  const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::string worst = "bit-exact";
+  for (int r = 0; r < TP; ++r) {
+    if (status[r] != 0 && status[r] != 1) {
+      fmt::print("  rank {}: its process ended with status {}{}\n", r, status[r],
+                 status[r] > 128 ? fmt::format(" (signal {})", status[r] - 128) : std::string());
+      worst = "ERROR";
+    }
+    for (int k = 0; k < launches; ++k) {
+      const std::string& vd = verdicts[static_cast<size_t>(k) * TP + r];
+      if (vd.empty() && worst == "bit-exact") worst = "ERROR";
+      else if (vd.rfind("INVALID", 0) == 0 && worst != "ERROR") worst = "INVALID";
+      else if (vd.rfind("MISMATCH", 0) == 0 && worst == "bit-exact") worst = "MISMATCH";
+    }
+  }
+  fmt::print("{} processes in {:.2f} s\nverdict: {}\n", TP, sec, worst);
+  return worst == "bit-exact" ? 0 : 1;
+}
+
+}  // namespace
+
 Run addCheck(CLI::App& app) {
   struct Options {
     VariantOptions v;
@@ -35,6 +107,9 @@ Run addCheck(CLI::App& app) {
     uint64_t seed = 1;
     double timeout = 600;
     std::string numerics = "auto";
+    bool perRank = false;
+    int launches = 1;
+    double waitSeconds = 60;
   };
   auto o = std::make_shared<Options>();
   CLI::App* c = app.add_subcommand(
@@ -54,8 +129,29 @@ Run addCheck(CLI::App& app) {
                 "gfx950-run (the executor's declared differences)")
       ->check(CLI::IsMember({"auto", "ir", "gfx950-run"}))
       ->capture_default_str();
+  c->add_flag("--per-rank", o->perRank,
+              "sim: one process a rank through the per-rank runtime (runtime/RankRuntime.h): each simulates its "
+              "own rank's CTAs, symmetric buffers in POSIX shared memory, handles exchanged over pipes");
+  c->add_option("--launches", o->launches, "--per-rank: back-to-back launches of one bound argument set (the replay)")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  c->add_option("--wait-seconds", o->waitSeconds,
+                "--per-rank: a wait's bound, real seconds while a rank's process idles (the kernel's wait_ticks at "
+                "100 MHz)")
+      ->check(CLI::Range(0.001, 3600.0))
+      ->capture_default_str();
   return [o] {
     const auto cfg = configOf(o->v);
+    if ((o->launches != 1 || o->waitSeconds != 60) && !o->perRank)
+      throw InputError("--launches / --wait-seconds", "take effect with --per-rank only");
+    if (o->perRank) {
+      if (o->device != "sim")
+        throw InputError("--per-rank", fmt::format("runs the Sim device one process a rank; --device is '{}'",
+                                                   o->device));
+      if (o->numerics != "auto" && o->numerics != "ir")
+        throw InputError("--per-rank", "compares under the IR's numerics (the Sim's): --numerics ir or auto");
+      return checkPerRank(o->v, cfg, o->seed, o->launches, o->waitSeconds);
+    }
     const ir::Key key = keyOf(o->v, cfg, o->v.rows, o->v.tp);
     const int S = key.rows, TP = key.tp;
 

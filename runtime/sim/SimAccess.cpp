@@ -55,7 +55,7 @@ uint8_t* SimLaunch::access(const SimWave& w, const SimInst& in, int lane, ir::Ad
     lastAlloc_ = a;
   }
   if (alloc) *alloc = a;
-  return a->data.data() + (addr - a->base);
+  return a->bytesAt(addr);
 }
 
 }  // namespace monogen::runtime

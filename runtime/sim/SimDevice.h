@@ -53,6 +53,14 @@ class SimMemory {
   /// `align`; returns its device address. Like hipMalloc's memory it is not zeroed: the host
   /// zeroes (uploads) what the launch's contract needs before the first launch.
   uint64_t alloc(int64_t bytes, int rank, const std::string& name, int64_t align = 256);
+  /// One rank per process (runtime/sim/SimRankDevice.h): `bytes` of memory this SimMemory does
+  /// not own (a POSIX shared-memory mapping, `host` must outlive it) at the Sim address `base`,
+  /// which the owner's process chose; throws SimError if it overlaps an allocation. Kernel
+  /// accesses to it are atomic (SimOptions::sharedMemory, SimLaunch.h).
+  void attachShared(uint64_t base, uint8_t* host, int64_t bytes, int rank, const std::string& name);
+  /// Where the next allocation goes (one rank per process: each rank's own range, so the
+  /// addresses its peers map its symmetric buffer at never collide with theirs).
+  void setNextAddress(uint64_t addr) { next_ = addr; }
   /// Host view of [addr, addr + bytes); throws SimError if it is not inside one allocation.
   uint8_t* host(uint64_t addr, int64_t bytes);
   /// The allocation's name holding addr ("?" if none), for messages.
@@ -67,6 +75,10 @@ class SimMemory {
     int rank = 0;
     std::string name;
     std::vector<uint8_t> data;
+    /// attachShared: the bytes live in memory other processes write (data is empty); every
+    /// kernel access to them is a C++ atomic on that memory.
+    uint8_t* shared = nullptr;
+    uint8_t* bytesAt(uint64_t addr) { return (shared ? shared : data.data()) + (addr - base); }
     /// Sim-internal: how many 8-byte pairs in here a running launch's blocked waits watch. A
     /// write to a watched pair wakes its waiters to re-check; unwatched allocations cost nothing.
     int64_t watched = 0;
@@ -106,6 +118,18 @@ struct SimOptions {
   /// rule is in SimRaces.h). Off by default (it costs time and about 64 bytes a word of every
   /// allocation and LDS the launch touches).
   bool races = false;
+  /// One rank per process (runtime/sim/SimRankDevice.h): args[i] of a run is rank firstRank + i
+  /// (messages and the kernel's view of its rank come from the arguments; this names waves).
+  int firstRank = 0;
+  /// Waits on pairs other processes write (one rank per process). When every wave of this
+  /// process is blocked and some are in a wait, the launch does not jump its clock to the next
+  /// deadline (that would time every peer wait out at once): it sleeps pollMicros, advances the
+  /// clock by the real time that passed (at the target's clockHz) and re-checks every waiting
+  /// wave's pairs. A wait's bound is then simulated time while this process runs plus real time
+  /// while it idles; a wait with no bound polls forever (no deadlock is reported while a wave
+  /// waits: another process may still write its pair).
+  bool realtimeWaits = false;
+  int pollMicros = 100;
 };
 
 /// What a simulated launch did.

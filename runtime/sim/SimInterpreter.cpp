@@ -19,6 +19,7 @@
 // - ConstInt/ConstFloat/ids/Arg write every lane (they are wave-uniform); other ops write only
 //   the active lanes.
 #include "runtime/sim/SimLaunch.h"
+#include "runtime/sim/SimShared.h"
 
 #include <fmt/format.h>
 
@@ -312,7 +313,7 @@ SimLaunch::Status SimLaunch::step(SimWave& w) {
       for (int l = 0; l < 64; ++l) st<int32_t>(fr + in.res + 4 * l, w.cta);
       break;
     case OpCode::Arg: {
-      const uint64_t v = args_[w.rank][static_cast<size_t>(op.attrs.imm)] & lowMask(in.rt.elemBits());
+      const uint64_t v = args_[w.rank - opts_.firstRank][static_cast<size_t>(op.attrs.imm)] & lowMask(in.rt.elemBits());
       const int n = in.rt.bytes();
       for (int l = 0; l < 64; ++l) stN(fr + in.res + n * l, n, v);
       break;
@@ -590,7 +591,10 @@ SimLaunch::Status SimLaunch::step(SimWave& w) {
         addrs[na++] = a;
         SimMemory::Allocation* al = nullptr;
         const uint8_t* src = access(w, in, l, sp, a, n, atomic, &al);
-        copyN(fr + in.res + n * l, src, n);
+        if (al && al->shared) [[unlikely]]  // another process's memory (SimShared.h)
+          simshared::load(fr + in.res + n * l, src, n, atomic ? std::memory_order_acquire : std::memory_order_relaxed);
+        else
+          copyN(fr + in.res + n * l, src, n);
         if (races_) [[unlikely]] {
           races_->access(waveIndex(w), w.pc, al, a, n, false, atomic, op.attrs.scope, SimRaces::Use::Read);
           if (atomic) races_->loadSync(waveIndex(w), w.pc, al, a, n, op.attrs.order, op.attrs.scope);
@@ -612,7 +616,10 @@ SimLaunch::Status SimLaunch::step(SimWave& w) {
       FOR_LANES(exec, l) {
         SimMemory::Allocation* a = nullptr;
         uint8_t* dst = access(w, in, l, sp, ptrAt(w, in.opd[0], in.t0, l), n, atomic, &a);
-        copyN(dst, fr + in.opd[1] + n * l, n);
+        if (a && a->shared) [[unlikely]]
+          simshared::store(dst, fr + in.opd[1] + n * l, n, atomic ? std::memory_order_release : std::memory_order_relaxed);
+        else
+          copyN(dst, fr + in.opd[1] + n * l, n);
         if (a && a->watched) wakeWatchers(a, ptrAt(w, in.opd[0], in.t0, l), n);
         if (races_) [[unlikely]] {
           const uint64_t ad = ptrAt(w, in.opd[0], in.t0, l);
@@ -631,25 +638,35 @@ SimLaunch::Status SimLaunch::step(SimWave& w) {
       FOR_LANES(exec, l) {
         SimMemory::Allocation* a = nullptr;
         uint8_t* p = access(w, in, l, sp, ptrAt(w, in.opd[0], in.t0, l), n, true, &a);
-        const uint64_t old = ldN(p, n), v = ldN(fr + in.opd[1] + n * l, n);
-        uint64_t r = 0;
-        if (isF) {
-          r = std::bit_cast<uint32_t>(std::bit_cast<float>(static_cast<uint32_t>(old)) +
-                                      std::bit_cast<float>(static_cast<uint32_t>(v)));
-        } else {
-          switch (op.attrs.rmw) {
-            case ir::RmwOp::Add: r = old + v; break;
-            case ir::RmwOp::Or: r = old | v; break;
-            case ir::RmwOp::And: r = old & v; break;
-            case ir::RmwOp::Xor: r = old ^ v; break;
-            case ir::RmwOp::Max: r = sx(old, bits) >= sx(v, bits) ? old : v; break;
-            case ir::RmwOp::Min: r = sx(old, bits) <= sx(v, bits) ? old : v; break;
-            case ir::RmwOp::UMax: r = old >= v ? old : v; break;
-            case ir::RmwOp::UMin: r = old <= v ? old : v; break;
-            case ir::RmwOp::Xchg: r = v; break;
+        const uint64_t v = ldN(fr + in.opd[1] + n * l, n);
+        auto apply = [&](uint64_t old) {
+          uint64_t r = 0;
+          if (isF) {
+            r = std::bit_cast<uint32_t>(std::bit_cast<float>(static_cast<uint32_t>(old)) +
+                                        std::bit_cast<float>(static_cast<uint32_t>(v)));
+          } else {
+            switch (op.attrs.rmw) {
+              case ir::RmwOp::Add: r = old + v; break;
+              case ir::RmwOp::Or: r = old | v; break;
+              case ir::RmwOp::And: r = old & v; break;
+              case ir::RmwOp::Xor: r = old ^ v; break;
+              case ir::RmwOp::Max: r = sx(old, bits) >= sx(v, bits) ? old : v; break;
+              case ir::RmwOp::Min: r = sx(old, bits) <= sx(v, bits) ? old : v; break;
+              case ir::RmwOp::UMax: r = old >= v ? old : v; break;
+              case ir::RmwOp::UMin: r = old <= v ? old : v; break;
+              case ir::RmwOp::Xchg: r = v; break;
+            }
           }
+          return r;
+        };
+        uint64_t old;
+        if (a && a->shared) [[unlikely]] {
+          if (n != 4 && n != 8) fail(w, in, l, fmt::format("a {}-byte atomic on shared memory (4 or 8 only)", n));
+          old = simshared::rmw(p, n, apply);
+        } else {
+          old = ldN(p, n);
+          stN(p, n, apply(old));
         }
-        stN(p, n, r);
         stN(fr + in.res + n * l, n, old);
         if (a && a->watched) wakeWatchers(a, ptrAt(w, in.opd[0], in.t0, l), n);
         if (races_) [[unlikely]] {
@@ -674,10 +691,13 @@ SimLaunch::Status SimLaunch::step(SimWave& w) {
       FOR_LANES(exec, l) {
         SimMemory::Allocation* a = nullptr;
         uint8_t* p = access(w, in, l, sp, ptrAt(w, in.opd[0], in.t0, l), n, true, &a);
-        const uint64_t old = ldN(p, n);
+        const bool sharedMem = a && a->shared;
+        if (sharedMem && n != 4 && n != 8) fail(w, in, l, fmt::format("a {}-byte cmpxchg on shared memory (4 or 8 only)", n));
+        const uint64_t old = sharedMem ? simshared::cas(p, n, ldN(fr + in.opd[1] + n * l, n), ldN(fr + in.opd[2] + n * l, n))
+                                       : ldN(p, n);
         const bool swapped = old == ldN(fr + in.opd[1] + n * l, n);
         if (swapped) {
-          stN(p, n, ldN(fr + in.opd[2] + n * l, n));
+          if (!sharedMem) stN(p, n, ldN(fr + in.opd[2] + n * l, n));
           if (a && a->watched) wakeWatchers(a, ptrAt(w, in.opd[0], in.t0, l), n);
         }
         stN(fr + in.res + n * l, n, old);
@@ -774,8 +794,12 @@ SimLaunch::Status SimLaunch::step(SimWave& w) {
                                      ir::addrSpaceName(sp), addr, a ? a->name : std::string("LDS"),
                                      stageName(r.stage), r.rank, r.cta, r.wave, r.lane));
         }
-        st<int32_t>(p, ld<int32_t>(fr + in.opd[1] + 4 * l));
-        st<int32_t>(p + 4, ld<int32_t>(fr + in.opd[2] + 4 * l));
+        if (a && a->shared) [[unlikely]] {  // one 8-byte release store: the data before the pair
+          simshared::storePair(p, ld<int32_t>(fr + in.opd[1] + 4 * l), ld<int32_t>(fr + in.opd[2] + 4 * l));
+        } else {
+          st<int32_t>(p, ld<int32_t>(fr + in.opd[1] + 4 * l));
+          st<int32_t>(p + 4, ld<int32_t>(fr + in.opd[2] + 4 * l));
+        }
         if (a && a->watched) wakeWatchers(a, addr, 8);
         if (races_) [[unlikely]] {
           races_->access(waveIndex(w), w.pc, a, addr, 8, true, true, op.attrs.scope, SimRaces::Use::Write);
@@ -799,7 +823,15 @@ SimLaunch::Status SimLaunch::step(SimWave& w) {
         SimMemory::Allocation* a = nullptr;
         const uint64_t pairAddr = ptrAt(w, in.opd[0], in.t0, l);
         const uint8_t* p = access(w, in, l, sp, pairAddr, 8, true, &a);
-        const int32_t value = ld<int32_t>(p), tag = ld<int32_t>(p + 4);
+        int32_t value, tag;
+        if (a && a->shared) [[unlikely]] {  // one 8-byte acquire load (SimShared.h)
+          const uint64_t pr = simshared::loadPair(p);
+          value = static_cast<int32_t>(static_cast<uint32_t>(pr));
+          tag = static_cast<int32_t>(static_cast<uint32_t>(pr >> 32));
+        } else {
+          value = ld<int32_t>(p);
+          tag = ld<int32_t>(p + 4);
+        }
         if (tag == ld<int32_t>(fr + in.opd[1] + 4 * l)) {
           st<int32_t>(fr + in.res + 4 * l, value);
           resolved |= 1ull << l;
@@ -819,7 +851,7 @@ SimLaunch::Status SimLaunch::step(SimWave& w) {
           uint8_t* ew1 = access(w, in, l, et.space, ewAddr + 4, 4, true, nullptr);  // atomic add 1
           if (ld<int32_t>(ew0) == 0) st<int32_t>(ew0, ld<int32_t>(fr + in.opd[4] + 4 * l));
           st<uint32_t>(ew1, ld<uint32_t>(ew1) + 1);
-          st<int32_t>(fr + in.res + 4 * l, ld<int32_t>(p));
+          st<int32_t>(fr + in.res + 4 * l, value);
           resolved |= 1ull << l;
           ++stats_.waitTimeouts;
           if (races_) [[unlikely]] {  // a timed-out wait reads the stale pair: that is its protocol

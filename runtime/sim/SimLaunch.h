@@ -83,6 +83,9 @@ class SimLaunch {
   void watch(SimMemory::Allocation* a, uint64_t pair, uint32_t wi, uint32_t seq);
   void wakeWatchers(SimMemory::Allocation* a, uint64_t addr, int n);
   [[noreturn]] void deadlock();
+  // SimOptions::realtimeWaits, nothing runnable: if a wave waits, sleep, advance the clock by
+  // the real time that passed, make the waiting waves re-check their pairs; true if it did.
+  bool pollPeers();
 
   // Memory: the host address of [addr, addr + n) for one lane; throws SimError if it is out
   // of bounds (or unaligned when atomic). alloc is set for global/peer accesses.

@@ -84,7 +84,28 @@ uint8_t* SimMemory::host(uint64_t addr, int64_t bytes) {
   if (!a)
     throw SimError("SimMemory::host",
                    fmt::format("[{:#x}, +{}) is not inside one allocation; nearest: {}", addr, bytes, nearest(addr)));
-  return a->data.data() + (addr - a->base);
+  return a->bytesAt(addr);
+}
+
+void SimMemory::attachShared(uint64_t base, uint8_t* host, int64_t bytes, int rank, const std::string& name) {
+  if (bytes <= 0 || !host)
+    throw SimError("SimMemory::attachShared", fmt::format("'{}': {} bytes at host {}", name, bytes, fmt::ptr(host)));
+  auto after = allocs_.lower_bound(base);
+  if (after != allocs_.end() && after->first < base + static_cast<uint64_t>(bytes) + kGuardGap)
+    throw SimError("SimMemory::attachShared", fmt::format("'{}' at [{:#x}, +{}) overlaps {}", name, base, bytes,
+                                                          nearest(after->first)));
+  if (after != allocs_.begin()) {
+    const Allocation& b = std::prev(after)->second;
+    if (b.base + static_cast<uint64_t>(b.bytes) + kGuardGap > base)
+      throw SimError("SimMemory::attachShared",
+                     fmt::format("'{}' at [{:#x}, +{}) overlaps {}", name, base, bytes, nearest(b.base)));
+  }
+  Allocation& al = allocs_[base];
+  al.base = base;
+  al.bytes = bytes;
+  al.rank = rank;
+  al.name = name;
+  al.shared = host;
 }
 
 std::string SimMemory::describe(uint64_t addr) const {

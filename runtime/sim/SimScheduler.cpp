@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <cstdlib>
 #include <cstring>
 
@@ -64,7 +66,7 @@ SimLaunch::SimLaunch(SimMemory& mem, const ir::Plan& plan, const SimProgram& pro
         const uint32_t wi = cta.firstWave + wv;
         SimWave& w = waves_[wi];
         w.frame = frames_ + static_cast<size_t>(wi) * prog.frameBytes;
-        w.rank = r;
+        w.rank = opts_.firstRank + r;
         w.cta = c;
         w.wave = wv;
         w.ctaIndex = ci;
@@ -174,6 +176,20 @@ void SimLaunch::wakeWatchers(SimMemory::Allocation* a, uint64_t addr, int n) {
   }
 }
 
+bool SimLaunch::pollPeers() {
+  bool waiting = false;
+  for (const SimWave& w : waves_) waiting = waiting || w.state == SimWave::Wait;
+  if (!waiting) return false;  // only barriers and sleeps: the simulated clock decides
+  const auto t0 = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(std::chrono::microseconds(std::max(1, opts_.pollMicros)));
+  const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  now_ += std::max<int64_t>(1, static_cast<int64_t>(sec * static_cast<double>(plan_.target().clockHz)));
+  for (uint32_t wi = 0; wi < waves_.size(); ++wi)
+    if (waves_[wi].state == SimWave::Wait) makeRunnable(wi);  // re-check its pairs (and its deadline)
+  wakeDue();
+  return true;
+}
+
 void SimLaunch::deadlock() {
   std::string list;
   int shown = 0, blocked = 0;
@@ -203,6 +219,7 @@ SimStats SimLaunch::run() {
         if ((w.state == SimWave::Wait || w.state == SimWave::Sleep) && w.blockSeq == d.seq) break;
         deadlines_.pop();
       }
+      if (opts_.realtimeWaits && pollPeers()) continue;
       if (deadlines_.empty()) deadlock();
       now_ = std::max(now_, deadlines_.top().at);
       wakeDue();

@@ -258,8 +258,9 @@ SimRun SimSession::launch(const TensorMap& inputs, const runtime::SimOptions& op
     if (b.trace) run.outputs[rankName("trace", r)] = copy(b.trace, DType::U64, plan_.arg(arg::kTrace).shape);
     const int32_t* ew = err.as<int32_t>();
     if (ew[0] != 0 && run.error.empty())
-      run.error = fmt::format("rank {}: error word {:#x} (site {}, rank {}, token {}), {} failure{}", r, ew[0],
-                              errorSite(ew[0]), errorRank(ew[0]), errorToken(ew[0]), ew[1], ew[1] == 1 ? "" : "s");
+      run.error = fmt::format("rank {}: error word {:#x} (site {}, rank {}, token {}), {} failure{}: {}", r, ew[0],
+                              errorSite(ew[0]), errorRank(ew[0]), errorToken(ew[0]), ew[1], ew[1] == 1 ? "" : "s",
+                              errorMeaning(ew[0]));
     run.outputs[rankName("err", r)] = std::move(err);
     readMoe(r, run.tag, run.outputs);
   }
@@ -268,23 +269,31 @@ SimRun SimSession::launch(const TensorMap& inputs, const runtime::SimOptions& op
 }
 
 void SimSession::readMoe(int r, int32_t tag, TensorMap& o) {
-  const Layout& L = layout_;
   const RankBuffers& b = bufs_[r];
+  readMoeOutputs(
+      layout_, r, b.scratch, b.moe.at(arg::kOut),
+      [&](uint64_t addr, int64_t bytes) { return read(r, addr, bytes); }, o);
+  // rank r's combined partial as rank 0 received it (FFN[src = r])
+  o[rankName("down", r)] = downPartial(layout_, r, tag, read(0, bufs_[0].sym + layout_.ffn.offset, layout_.ffn.bytes));
+}
+
+void readMoeOutputs(const Layout& L, int r, uint64_t scratch, uint64_t outAddr, const RankReader& read, TensorMap& o) {
   const int S = L.rows, H = L.hidden, K = L.topk, IP = L.tiling.interPerRank;
   auto copy = [&](uint64_t addr, DType d, std::vector<int64_t> shape) {
     HostTensor t = HostTensor::zeros(d, std::move(shape));
-    dev_->download(r, t.data.data(), addr, static_cast<int64_t>(t.data.size()));
+    const std::vector<uint8_t> v = read(addr, static_cast<int64_t>(t.data.size()));
+    std::memcpy(t.data.data(), v.data(), v.size());
     return t;
   };
-  o[rankName("xn", r)] = copy(b.scratch + L.xn.offset, DType::BF16, {S, H});
+  o[rankName("xn", r)] = copy(scratch + L.xn.offset, DType::BF16, {S, H});
   {
     HostTensor rstd = HostTensor::zeros(DType::F32, {S});  // RSTD's pairs: (f32 bits, tag)
-    const std::vector<uint8_t> p = read(r, b.scratch + L.rstd.offset, L.rstd.bytes);
+    const std::vector<uint8_t> p = read(scratch + L.rstd.offset, L.rstd.bytes);
     for (int t = 0; t < S; ++t) std::memcpy(rstd.data.data() + 4 * t, p.data() + kPairBytes * t, 4);
     o[rankName("rstd", r)] = std::move(rstd);
   }
-  o[rankName("out", r)] = copy(b.moe.at(arg::kOut), DType::BF16, {S, H});
-  const std::vector<uint8_t> routeBytes = read(r, b.scratch + L.routeA.offset, L.routeA.bytes);
+  o[rankName("out", r)] = copy(outAddr, DType::BF16, {S, H});
+  const std::vector<uint8_t> routeBytes = read(scratch + L.routeA.offset, L.routeA.bytes);
   const int32_t* route = reinterpret_cast<const int32_t*>(routeBytes.data());
   HostTensor picks = HostTensor::zeros(DType::I32, {S, K}), weights = HostTensor::zeros(DType::F32, {S, K});
   for (int t = 0; t < S; ++t)
@@ -295,14 +304,14 @@ void SimSession::readMoe(int r, int32_t tag, TensorMap& o) {
   o[rankName("picks", r)] = std::move(picks);
   o[rankName("weights", r)] = std::move(weights);
   // CTA 0's slot table
-  const std::vector<uint8_t> tabBytes = read(r, b.scratch + L.tabDump.offset, L.tabDump.bytes);
+  const std::vector<uint8_t> tabBytes = read(scratch + L.tabDump.offset, L.tabDump.bytes);
   const int32_t* tab = reinterpret_cast<const int32_t*>(tabBytes.data());
   const int maxSlots = L.tiling.maxSlots;
   const int n = std::max(0, std::min(tab[0], maxSlots));
   HostTensor se = HostTensor::zeros(DType::I32, {n}), sc = HostTensor::zeros(DType::I32, {n});
   HostTensor sr = HostTensor::zeros(DType::I32, {n, 16}), sp = HostTensor::zeros(DType::I32, {n, 16});
   HostTensor mid = HostTensor::zeros(DType::BF16, {n, 16, IP});
-  const std::vector<uint8_t> midBytes = read(r, b.scratch + L.mid.offset, L.mid.bytes);
+  const std::vector<uint8_t> midBytes = read(scratch + L.mid.offset, L.mid.bytes);
   const uint16_t* midSrc = reinterpret_cast<const uint16_t*>(midBytes.data());
   for (int u = 0; u < n; ++u) {
     se.as<int32_t>()[u] = tab[1 + u];
@@ -319,14 +328,16 @@ void SimSession::readMoe(int r, int32_t tag, TensorMap& o) {
   o[rankName("slot_row", r)] = std::move(sr);
   o[rankName("slot_pick", r)] = std::move(sp);
   o[rankName("mid", r)] = std::move(mid);
-  // rank r's combined partial as rank 0 received it (FFN[src = r])
+}
+
+HostTensor downPartial(const Layout& L, int src, int32_t tag, const std::vector<uint8_t>& ffnBytes) {
+  const int S = L.rows, H = L.hidden;
   HostTensor down = HostTensor::zeros(DType::BF16, {S, H});
-  const std::vector<uint8_t> ffnBytes = read(0, bufs_[0].sym + L.ffn.offset, L.ffn.bytes);
   const int32_t* ffn = reinterpret_cast<const int32_t*>(ffnBytes.data());
   const int64_t half = L.ffn.parity ? (tag & 1) * (L.ffn.pairs / 2) : 0;  // this launch's parity half
   for (int64_t i = 0; i < int64_t{S} * H / 2; ++i)
-    std::memcpy(down.as<uint16_t>() + 2 * i, ffn + 2 * (half + int64_t{r} * S * (H / 2) + i), 4);
-  o[rankName("down", r)] = std::move(down);
+    std::memcpy(down.as<uint16_t>() + 2 * i, ffn + 2 * (half + int64_t{src} * S * (H / 2) + i), 4);
+  return down;
 }
 
 runtime::TraceBuffers traceOf(const ir::Plan& plan, const SimRun& run) {

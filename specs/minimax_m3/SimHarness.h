@@ -9,6 +9,7 @@
 // and "err.r<r>" (i32 [2]: the error word and the failure count).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -126,6 +127,16 @@ class SimSession {
   runtime::CodeObjectBytes code_;
   std::vector<RankBuffers> bufs_;
 };
+
+/// Reads [addr, addr + bytes) of one rank's device memory.
+using RankReader = std::function<std::vector<uint8_t>(uint64_t addr, int64_t bytes)>;
+/// Rank r's MoE outputs from its buffers (scratch: its scratch argument, outAddr: its `out`):
+/// xn, rstd, out, picks, weights, the slot table (CTA 0's), mid, named "<name>.r<r>".
+void readMoeOutputs(const Layout& L, int r, uint64_t scratch, uint64_t outAddr, const RankReader& read,
+                    runtime::TensorMap& o);
+/// Rank src's combined partial of the launch of `tag` as a rank received it: its sym's FFN area
+/// (`ffnBytes`, L.ffn.bytes from the sym argument + L.ffn.offset), this tag's parity half.
+runtime::HostTensor downPartial(const Layout& L, int src, int32_t tag, const std::vector<uint8_t>& ffnBytes);
 
 /// The trace knob's buffers of a run (its "trace.r<r>" outputs) with the Plan's stage names and
 /// clock, for runtime::decodeTrace / chromeTrace. Throws InputError when the run has no trace.

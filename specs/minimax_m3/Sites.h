@@ -4,7 +4,10 @@
 // `rank` is the rank that owed the missing pair (the source rank for a peer wait, this rank
 // for a wait on its own scratch) and `token` the row it was for (0 where no row applies).
 #pragma once
+#include <fmt/format.h>
+
 #include <cstdint>
+#include <string>
 
 namespace monogen::specs::minimax_m3 {
 
@@ -30,5 +33,27 @@ constexpr int32_t errorCode(int32_t site, int32_t rank, int32_t token) {
 constexpr int32_t errorSite(int32_t code) { return code & 0xff; }
 constexpr int32_t errorRank(int32_t code) { return (code >> 8) & 0xff; }
 constexpr int32_t errorToken(int32_t code) { return (code >> 16) & 0xffff; }
+
+/// The stage a wait site is in ("reduce", ...; "site N" for an unknown one).
+inline std::string siteName(int32_t site) {
+  static const char* const names[] = {"?",     "reduce", "norm",  "router", "route",    "table",
+                                      "up",    "down",   "final", "epoch",  "inject",   "handshake"};
+  return site >= 1 && site <= kSiteHandshake ? names[site] : fmt::format("site {}", site);
+}
+
+/// What an error word says, in words, naming the rank at fault: "reduce waited past its bound for
+/// rank 2's pair (row 0)"; "" for 0.
+inline std::string errorMeaning(int32_t code) {
+  if (code == 0) return "";
+  const int32_t site = errorSite(code), rank = errorRank(code), token = errorToken(code);
+  switch (site) {
+    case kSiteEpoch: return fmt::format("epoch: CTA {}'s mark on rank {} never came", token, rank);
+    case kSiteInject: return fmt::format("fault injection: rank {} stalled", rank);
+    case kSiteHandshake:
+      return token ? fmt::format("handshake: rank {} failed ({} in its error word)", rank, siteName(token))
+                   : fmt::format("handshake: rank {}'s failure flag never came (rank {} is missing)", rank, rank);
+    default: return fmt::format("{} waited past its bound for rank {}'s pair (row {})", siteName(site), rank, token);
+  }
+}
 
 }  // namespace monogen::specs::minimax_m3

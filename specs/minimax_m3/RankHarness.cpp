@@ -1,0 +1,243 @@
+#include "specs/minimax_m3/RankHarness.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "ir/Error.h"
+#include "runtime/sim/SimRankDevice.h"
+#include "specs/minimax_m3/Generate.h"
+#include "specs/minimax_m3/KernelContext.h"
+#include "specs/minimax_m3/Layout.h"
+#include "specs/minimax_m3/MoeInputs.h"
+#include "specs/minimax_m3/SimHarness.h"
+#include "specs/minimax_m3/Sites.h"
+#include "specs/minimax_m3/Spec.h"
+
+namespace monogen::specs::minimax_m3 {
+
+using runtime::DType;
+using runtime::HostTensor;
+using runtime::TensorMap;
+
+namespace {
+
+std::string rankName(const char* base, int r) { return fmt::format("{}.r{}", base, r); }
+bool perRankInput(const std::string& n) {
+  return n == arg::kPart || n == arg::kW13 || n == arg::kS13 || n == arg::kW2 || n == arg::kS2;
+}
+bool callerArg(const ir::KernelArg& a) {
+  return a.isPointer && (a.role == ir::ArgRole::Input || a.role == ir::ArgRole::Output || a.role == ir::ArgRole::Weight);
+}
+
+}  // namespace
+
+runtime::RankRuntimeOptions rankRuntimeOptions(const ModelConfig& cfg, int rank, int tp, std::vector<int> rows,
+                                               const FfnKnobs& knobs) {
+  runtime::RankRuntimeOptions o;
+  o.rank = rank;
+  o.tp = tp;
+  o.rows = std::move(rows);
+  o.key = [cfg, tp, knobs](int s) { return makeKey(cfg, s, tp, knobs); };
+  o.symmetricArg = arg::kSym;
+  o.rankArg = arg::kRank;
+  return o;
+}
+
+RankIo allocRankIo(runtime::RankDevice& dev, const ir::Plan& plan) {
+  RankIo io;
+  io.rows = plan.key.rows;
+  for (const ir::KernelArg& a : plan.args)
+    if (callerArg(a)) io.addr[a.name] = dev.alloc(std::max<int64_t>(a.bytes(), 1), rankName(a.name.c_str(), dev.rank()), 256);
+  return io;
+}
+
+void uploadRankInputs(runtime::RankDevice& dev, const ir::Plan& plan, const RankIo& io, int rank,
+                      const TensorMap& inputs) {
+  for (const ir::KernelArg& a : plan.args) {
+    if (!callerArg(a)) continue;
+    const uint64_t at = io.addr.at(a.name);
+    if (a.role == ir::ArgRole::Output) {
+      dev.zero(at, a.bytes());
+      continue;
+    }
+    const std::string key = perRankInput(a.name) ? rankName(a.name.c_str(), rank) : a.name;
+    auto it = inputs.find(key);
+    if (it == inputs.end()) {
+      if (a.name == arg::kPart || a.name == arg::kResIn)
+        throw InputError("rank inputs", fmt::format("rank {}: no '{}' among the inputs", rank, key));
+      dev.zero(at, a.bytes());  // no MoE inputs: zero weights, every row valid (slot 0)
+      continue;
+    }
+    const HostTensor& t = runtime::requireTensor(inputs, key, *runtime::dtypeFor(a.elem), a.shape,
+                                                 fmt::format("rank {} inputs", rank));
+    dev.upload(at, t.data.data(), a.bytes());
+  }
+}
+
+runtime::RankArgs rankArgs(const ir::Plan& plan, const RankIo& io, int64_t waitTicks, bool handshake) {
+  runtime::RankArgs args;
+  for (const ir::KernelArg& a : plan.args)
+    if (callerArg(a)) args[a.name] = runtime::LaunchArg::tensor(io.addr.at(a.name), *runtime::dtypeFor(a.elem), a.shape);
+  args[arg::kWaitTicks] = runtime::LaunchArg::scalar(waitTicks);
+  args[arg::kHandshake] = runtime::LaunchArg::scalar(handshake ? 1 : 0);
+  return args;
+}
+
+TensorMap readRankOutputs(const ModelConfig& cfg, runtime::RankRuntime& rt, const RankIo& io, int rows, int32_t tag) {
+  runtime::RankDevice& dev = rt.device();
+  const int r = rt.rank();
+  const Layout L = Layout::make(cfg, rows, rt.tp());
+  auto read = [&](uint64_t addr, int64_t bytes) {
+    std::vector<uint8_t> v(static_cast<size_t>(bytes));
+    dev.download(v.data(), addr, bytes);
+    return v;
+  };
+  auto copy = [&](uint64_t addr, DType d, std::vector<int64_t> shape) {
+    HostTensor t = HostTensor::zeros(d, std::move(shape));
+    dev.download(t.data.data(), addr, static_cast<int64_t>(t.data.size()));
+    return t;
+  };
+  TensorMap o;
+  const uint64_t scratch = rt.buffer(rows, arg::kScratch), sym = rt.buffer(rows, arg::kSym);
+  const std::vector<int64_t> shape{L.rows, L.hidden};
+  o[rankName("res_out", r)] = copy(io.addr.at(arg::kResOut), DType::BF16, shape);
+  o[rankName("sres", r)] = copy(scratch + L.sres.offset, DType::F32, shape);
+  const int tasks = static_cast<int>(L.reduce.tasks);
+  HostTensor ssq = HostTensor::zeros(DType::F32, {L.rows, tasks}), ssqTag = HostTensor::zeros(DType::I32, {L.rows, tasks});
+  const std::vector<uint8_t> pairs = read(scratch + L.ssq.offset, L.ssq.bytes);
+  for (int64_t i = 0; i < int64_t{L.rows} * tasks; ++i) {
+    std::memcpy(ssq.as<float>() + i, pairs.data() + 8 * i, 4);
+    std::memcpy(ssqTag.as<int32_t>() + i, pairs.data() + 8 * i + 4, 4);
+  }
+  o[rankName("ssq", r)] = std::move(ssq);
+  o[rankName("ssq_tag", r)] = std::move(ssqTag);
+  o[rankName("err", r)] = copy(rt.buffer(rows, arg::kErr), DType::I32, {2});
+  o[rankName("epoch", r)] = copy(rt.buffer(rows, arg::kEpoch), DType::I32, {1});
+  readMoeOutputs(L, r, scratch, io.addr.at(arg::kOut), read, o);
+  const std::vector<uint8_t> ffn = read(sym + L.ffn.offset, L.ffn.bytes);
+  for (int src = 0; src < rt.tp(); ++src) o[rankName("down", src)] = downPartial(L, src, tag, ffn);
+  return o;
+}
+
+TensorMap rankReference(const TensorMap& all, int rank, int tp) {
+  TensorMap out;
+  const std::string mine = fmt::format(".r{}", rank);
+  for (const auto& [name, t] : all) {
+    const bool own = name.size() > mine.size() && name.compare(name.size() - mine.size(), mine.size(), mine) == 0;
+    if (own || name.rfind("down.r", 0) == 0) out[name] = t;
+  }
+  return out;
+}
+
+std::string rankError(const TensorMap& outputs, int rank) {
+  const int32_t* ew = outputs.at(rankName("err", rank)).as<int32_t>();
+  if (ew[0] == 0) return "";
+  return fmt::format("rank {}: error word {:#x} (site {}, rank {}, token {}), {} failure{}: {}", rank, ew[0],
+                     errorSite(ew[0]), errorRank(ew[0]), errorToken(ew[0]), ew[1], ew[1] == 1 ? "" : "s",
+                     errorMeaning(ew[0]));
+}
+
+std::string missingPeers(const ModelConfig& cfg, runtime::RankRuntime& rt, int rows, int32_t tag) {
+  const Layout L = Layout::make(cfg, rows, rt.tp());
+  const uint64_t sym = rt.buffer(rows, arg::kSym);
+  std::string out;
+  for (int src = 0; src < rt.tp(); ++src) {
+    std::string parts;
+    for (const Area* a : {&L.attn, &L.ffn}) {
+      std::vector<uint8_t> bytes(static_cast<size_t>(a->bytes));
+      rt.device().download(bytes.data(), sym + a->offset, a->bytes);
+      const int64_t per = a->pairs / (a->parity ? 2 : 1) / rt.tp();  // one source's pairs in this launch's half
+      const int64_t first = (a->parity ? (tag & 1) * (a->pairs / 2) : 0) + src * per;
+      int64_t have = 0;
+      for (int64_t i = first; i < first + per; ++i) {
+        int32_t t;
+        std::memcpy(&t, bytes.data() + kPairBytes * i + 4, 4);
+        have += t == tag;
+      }
+      if (have != per) parts += fmt::format("{}{} {} of {}", parts.empty() ? "" : ", ", a->name, have, per);
+    }
+    if (!parts.empty()) out += fmt::format("{}rank {} ({} pairs came)", out.empty() ? "" : "; ", src, parts);
+  }
+  return out.empty() ? "" : "this launch's pairs never came from " + out;
+}
+
+SimRankData makeSimRankData(const ModelConfig& cfg, const SimRankJob& job, int tp) {
+  SimRankData d;
+  for (int s : job.rows)
+    for (int k = 0; k < job.launches; ++k) {
+      d.inputs[s].push_back(makeLaunchInputs(cfg, s, tp, job.seed + static_cast<uint64_t>(k), {}));
+      d.want[s].push_back(launchReferenceOutputs(cfg, s, tp, d.inputs[s].back(), job.knobs.experts));
+    }
+  return d;
+}
+
+int runSimRank(const ModelConfig& cfg, const SimRankJob& job, const SimRankData& data, runtime::RankChannel& ch) {
+  const int r = ch.rank(), tp = ch.tp();
+  using clock = std::chrono::steady_clock;
+  for (int s : job.rows)
+    if (!data.inputs.count(s) || data.inputs.at(s).size() < static_cast<size_t>(job.launches) ||
+        !data.want.count(s) || data.want.at(s).size() < static_cast<size_t>(job.launches))
+      throw InputError("runSimRank", fmt::format("no inputs or references for S = {} x {} launches", s, job.launches));
+  const auto s0 = clock::now();
+  runtime::SimRankDevice dev(r, tp, job.sim);
+  runtime::Generator gen = makeGenerator(cfg, nullptr);  // the Sim needs Plans only: no compile, no cache
+  runtime::RankRuntime rt(gen, dev, rankRuntimeOptions(cfg, r, tp, job.rows, job.knobs));
+  rt.allocate();
+  rt.openPeers(ch.allGather(rt.exportHandle()));  // the framework's all_gather_object
+  ch.barrier();                                   // every rank has opened every handle
+  rt.peersOpened();
+  rt.warmUp();
+  std::map<int, RankIo> io;
+  std::map<int, runtime::BoundLaunch*> bound;
+  for (int s : job.rows) {
+    io[s] = allocRankIo(dev, rt.plan(s));
+    bound[s] = &rt.bind(s, rankArgs(rt.plan(s), io[s], job.waitTicks));  // checked and packed once
+  }
+  ch.report(nlohmann::json{{"event", "ready"},
+                           {"rank", r},
+                           {"seconds", std::chrono::duration<double>(clock::now() - s0).count()}}
+                .dump());
+  bool allExact = true;
+  for (int s : job.rows)
+    for (int k = 0; k < job.launches; ++k) {
+      uploadRankInputs(dev, rt.plan(s), io[s], r, data.inputs.at(s)[k]);  // new activations, same buffers
+      if (job.fixedTag) {
+        const int32_t e = epochBefore(job.fixedTag);
+        dev.upload(rt.buffer(s, arg::kEpoch), &e, 4);
+      }
+      int32_t epoch = 0;
+      dev.download(&epoch, rt.buffer(s, arg::kEpoch), 4);
+      const int32_t tag = launchTagAfter(epoch);
+      ch.report(nlohmann::json{{"event", "start"}, {"rank", r}, {"rows", s}, {"launch", k}, {"tag", tag}}.dump());
+      const auto l0 = clock::now();
+      rt.launch(*bound[s]);
+      dev.synchronize(nullptr);
+      const double sec = std::chrono::duration<double>(clock::now() - l0).count();
+      const TensorMap got = readRankOutputs(cfg, rt, io[s], s, tag);
+      const std::string err = rankError(got, r);
+      std::string verdict = "bit-exact";
+      if (!err.empty()) {
+        verdict = "INVALID: " + err;
+        if (const std::string m = missingPeers(cfg, rt, s, tag); !m.empty()) verdict += "; " + m;
+      } else if (const auto m = firstMismatch(got, rankReference(data.want.at(s)[k], r, tp))) {
+        verdict = "MISMATCH: " + describe(*m);
+      }
+      allExact = allExact && verdict == "bit-exact";
+      ch.report(nlohmann::json{{"event", "done"},
+                               {"rank", r},
+                               {"rows", s},
+                               {"launch", k},
+                               {"tag", tag},
+                               {"valid", err.empty()},
+                               {"verdict", verdict},
+                               {"seconds", sec},
+                               {"ops", dev.lastStats().steps}}
+                    .dump());
+    }
+  return allExact ? 0 : 1;
+}
+
+}  // namespace monogen::specs::minimax_m3
