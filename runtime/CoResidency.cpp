@@ -133,4 +133,25 @@ void checkCoResidency(const KernelResources& k, int blocks, int threads, const D
   throw RuntimeError(where, msg);
 }
 
+DeviceLimits readDeviceLimits(int device, const std::function<int(HipAttribute, const char*)>& attribute) {
+  DeviceLimits l;
+  const int major = attribute(HipAttribute::ComputeCapabilityMajor, "hipDeviceAttributeComputeCapabilityMajor");
+  const int minor = attribute(HipAttribute::ComputeCapabilityMinor, "hipDeviceAttributeComputeCapabilityMinor");
+  // HIP reports a gfx9xy ISA as major 9, minor x: gfx950 is 9.5, gfx942 9.4, gfx90a 9.0.
+  l.name = major == 9 && minor == 5 ? fmt::format("HIP device {} (gfx950)", device)
+                                    : fmt::format("HIP device {} (compute capability {}.{}, not gfx950)", device, major,
+                                                  minor);
+  l.computeUnits = attribute(HipAttribute::MultiprocessorCount, "hipDeviceAttributeMultiprocessorCount");
+  l.ldsPerCu = attribute(HipAttribute::MaxSharedMemoryPerMultiprocessor,
+                         "hipDeviceAttributeMaxSharedMemoryPerMultiprocessor");
+  l.ldsPerBlock = attribute(HipAttribute::MaxSharedMemoryPerBlock, "hipDeviceAttributeMaxSharedMemoryPerBlock");
+  l.registersPerCu = attribute(HipAttribute::MaxRegistersPerMultiprocessor,
+                               "hipDeviceAttributeMaxRegistersPerMultiprocessor");
+  l.maxThreadsPerCu = attribute(HipAttribute::MaxThreadsPerMultiProcessor,
+                                "hipDeviceAttributeMaxThreadsPerMultiProcessor");
+  l.maxThreadsPerBlock = attribute(HipAttribute::MaxThreadsPerBlock, "hipDeviceAttributeMaxThreadsPerBlock");
+  l.warpSize = attribute(HipAttribute::WarpSize, "hipDeviceAttributeWarpSize");
+  return l;
+}
+
 }  // namespace monogen::runtime

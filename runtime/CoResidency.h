@@ -13,6 +13,7 @@
 // tests/test_coresidency.cpp checks this reader against codegen's metadata on real variants.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,23 @@ struct DeviceLimits {
   int sgprsPerSimd = 800;            ///< gfx9: 800 SGPRs a SIMD (AMDGPUUsage / the backend's total)
   int maxWavesPerSimd = 8;           ///< gfx90a, gfx942, gfx950: 8 wave slots a SIMD
 };
+
+/// hipDeviceGetAttribute's values for the limits above (the same in ROCm 5.2's and ROCm 7's
+/// hip_runtime_api.h, counted and compiled).
+enum class HipAttribute : int {
+  ComputeCapabilityMajor = 23,  // gfx950: 9 (gfx9 ...)
+  MaxThreadsPerBlock = 56,
+  MaxThreadsPerMultiProcessor = 57,
+  ComputeCapabilityMinor = 61,  // gfx950: 5 (... 5 x)
+  MultiprocessorCount = 63,
+  MaxRegistersPerMultiprocessor = 72,
+  MaxSharedMemoryPerBlock = 74,
+  WarpSize = 87,
+  MaxSharedMemoryPerMultiprocessor = 10002,  // AMD-specific
+};
+/// A HIP device's limits, read through `attribute` (hipDeviceGetAttribute on `device`, throwing
+/// on failure; the name is for its message). Used by both HIP devices (HipDevice, HipRankDevice).
+DeviceLimits readDeviceLimits(int device, const std::function<int(HipAttribute, const char* name)>& attribute);
 
 /// Throws RuntimeError (where: `where`) unless `blocks` CTAs of `threadsPerCta` threads, each
 /// taking `k`, can all be resident at once on `d`, one CTA per CU. The message lists every

@@ -21,19 +21,6 @@ inline void* const kLaunchParamBufferPointer = reinterpret_cast<void*>(1);  // H
 inline void* const kLaunchParamBufferSize = reinterpret_cast<void*>(2);     // HIP_LAUNCH_PARAM_BUFFER_SIZE
 inline void* const kLaunchParamEnd = reinterpret_cast<void*>(3);            // HIP_LAUNCH_PARAM_END
 constexpr Error kErrorNoDevice = 100;                                         // hipErrorNoDevice
-// hipDeviceAttribute_t values: the same in ROCm 5.2's header (Debian's libamdhip64-dev) and in
-// ROCm 7's (ROCm/rocm-systems projects/hip/include/hip/hip_runtime_api.h), counted and compiled.
-enum Attribute : int {
-  kAttrComputeCapabilityMajor = 23,  // gfx950: 9 (gfx9 ...)
-  kAttrMaxThreadsPerBlock = 56,
-  kAttrMaxThreadsPerMultiProcessor = 57,
-  kAttrComputeCapabilityMinor = 61,  // gfx950: 5 (... 5 x)
-  kAttrMultiprocessorCount = 63,
-  kAttrMaxRegistersPerMultiprocessor = 72,
-  kAttrMaxSharedMemoryPerBlock = 74,
-  kAttrWarpSize = 87,
-  kAttrMaxSharedMemoryPerMultiprocessor = 10002,  // AMD-specific
-};
 using IpcMemHandle = struct { char reserved[64]; };  // hipIpcMemHandle_t (HIP_IPC_HANDLE_SIZE 64)
 }  // namespace hip
 
@@ -158,24 +145,9 @@ int HipDevice::attribute(int device, int attr, const char* name) const {
 }
 
 DeviceLimits HipDevice::limits(int device) const {
-  DeviceLimits l;
-  const int major = attribute(device, hip::kAttrComputeCapabilityMajor, "hipDeviceAttributeComputeCapabilityMajor");
-  const int minor = attribute(device, hip::kAttrComputeCapabilityMinor, "hipDeviceAttributeComputeCapabilityMinor");
-  // HIP reports a gfx9xy ISA as major 9, minor x: gfx950 is 9.5, gfx942 9.4, gfx90a 9.0.
-  l.name = major == 9 && minor == 5 ? fmt::format("HIP device {} (gfx950)", device)
-                                    : fmt::format("HIP device {} (compute capability {}.{}, not gfx950)", device, major,
-                                                  minor);
-  l.computeUnits = attribute(device, hip::kAttrMultiprocessorCount, "hipDeviceAttributeMultiprocessorCount");
-  l.ldsPerCu = attribute(device, hip::kAttrMaxSharedMemoryPerMultiprocessor,
-                         "hipDeviceAttributeMaxSharedMemoryPerMultiprocessor");
-  l.ldsPerBlock = attribute(device, hip::kAttrMaxSharedMemoryPerBlock, "hipDeviceAttributeMaxSharedMemoryPerBlock");
-  l.registersPerCu = attribute(device, hip::kAttrMaxRegistersPerMultiprocessor,
-                               "hipDeviceAttributeMaxRegistersPerMultiprocessor");
-  l.maxThreadsPerCu = attribute(device, hip::kAttrMaxThreadsPerMultiProcessor,
-                                "hipDeviceAttributeMaxThreadsPerMultiProcessor");
-  l.maxThreadsPerBlock = attribute(device, hip::kAttrMaxThreadsPerBlock, "hipDeviceAttributeMaxThreadsPerBlock");
-  l.warpSize = attribute(device, hip::kAttrWarpSize, "hipDeviceAttributeWarpSize");
-  return l;
+  return readDeviceLimits(device, [&](HipAttribute attr, const char* name) {
+    return attribute(device, static_cast<int>(attr), name);
+  });
 }
 
 // Modules stay loaded (hipModuleUnload is not among the resolved entry points); allocations

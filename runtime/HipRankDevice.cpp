@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "ir/Error.h"
+#include "runtime/CoResidency.h"
 
 namespace monogen::runtime {
 
@@ -44,6 +45,7 @@ struct HipRankApi {
   hipr::Error (*moduleLaunchKernel)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*,
                                     void**, void**) = nullptr;
   hipr::Error (*streamSynchronize)(void*) = nullptr;
+  hipr::Error (*deviceGetAttribute)(int*, int, int) = nullptr;
 
   void check(hipr::Error rc, const char* call, const std::string& where) const {
     if (rc == hipr::kSuccess) return;
@@ -102,6 +104,7 @@ HipRankDevice::HipRankDevice(int rank, int tp, int deviceOrdinal, std::vector<st
   resolve(a, a.moduleGetFunction, "hipModuleGetFunction", library_);
   resolve(a, a.moduleLaunchKernel, "hipModuleLaunchKernel", library_);
   resolve(a, a.streamSynchronize, "hipStreamSynchronize", library_);
+  resolve(a, a.deviceGetAttribute, "hipDeviceGetAttribute", library_);
   a.check(a.getDeviceCount(&deviceCount_), "hipGetDeviceCount", "HIP rank device (" + library_ + ")");
   if (deviceCount_ <= 0) throw RuntimeError("HIP rank device (" + library_ + ")", "hipGetDeviceCount found no GPU");
   if (device_ >= deviceCount_)
@@ -213,13 +216,23 @@ LoadedKernel HipRankDevice::load(const ir::Plan& plan, const CodeObjectBytes& co
   const std::string where = fmt::format("{}: load of {}", name(), plan.key.variantName());
   if (code.empty()) throw RuntimeError(where, "the code object is empty");
   select(where);
+  // The code object's own symbol (monogen_<variant>, from its kernel descriptor), and before the
+  // first launch: can this device hold the whole grid at once, one CTA a CU (runtime/CoResidency.h)?
+  const KernelResources res = readKernelResources(code);
+  const DeviceLimits limits = readDeviceLimits(device_, [&](HipAttribute attr, const char* attrName) {
+    int v = 0;
+    api_->check(api_->deviceGetAttribute(&v, static_cast<int>(attr), device_), "hipDeviceGetAttribute",
+                fmt::format("{}: attribute {}", name(), attrName));
+    return v;
+  });
+  checkCoResidency(res, plan.grid.blocks, plan.grid.threads, limits, where);
   codes_.push_back(code);
   void* mod = nullptr;
   api_->check(api_->moduleLoadData(&mod, codes_.back().data()), "hipModuleLoadData", where);
   modules_.push_back(mod);
   void* fn = nullptr;
-  api_->check(api_->moduleGetFunction(&fn, mod, plan.kernel.name.c_str()), "hipModuleGetFunction",
-              where + " (kernel '" + plan.kernel.name + "')");
+  api_->check(api_->moduleGetFunction(&fn, mod, res.symbol.c_str()), "hipModuleGetFunction",
+              where + " (kernel '" + res.symbol + "')");
   return LoadedKernel{&plan, fn};
 }
 

@@ -14,7 +14,8 @@
 //   malformed handle before calling HIP.
 // - launch: hipModuleLaunchKernel on the caller's hipStream_t with the packed kernarg segment
 //   (HIP_LAUNCH_PARAM_BUFFER_POINTER); nothing else: no allocation, copy or synchronization.
-// Co-residency (refusing a GPU that cannot hold the grid) is HipDevice's work, not repeated here.
+// - load: the code object's own symbol (its kernel descriptor's), after runtime::checkCoResidency
+//   (runtime/CoResidency.h) refuses a GPU that cannot hold the whole grid at one CTA a CU.
 #pragma once
 #include <memory>
 #include <string>
