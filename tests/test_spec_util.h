@@ -34,7 +34,8 @@ inline const char* const kCheckedMoe[] = {"rstd", "xn",        "picks", "weights
 
 /// Runs (S, TP) on the Sim device with `opts` and checks every output of every
 /// rank bit for bit: the all-reduce's against referenceOutputs, the MoE's against
-/// moeReferenceOutputs (fed the kernel's SRES and SSQ); no wait times out, every error word 0.
+/// moeReferenceOutputs (fed the kernel's SRES and SSQ); no wait times out, every error word 0;
+/// with opts.races, the race detector found no race.
 inline monogen::runtime::TensorMap checkWholeLaunch(const monogen::specs::minimax_m3::ModelConfig& cfg, int S, int TP,
                                                     const monogen::runtime::TensorMap& in,
                                                     const monogen::runtime::SimOptions& opts,
@@ -59,6 +60,11 @@ inline monogen::runtime::TensorMap checkWholeLaunch(const monogen::specs::minima
   CHECK_FALSE(mm.has_value());
   CHECK(run.stats.waitTimeouts == 0);
   for (int r = 0; r < TP; ++r) CHECK(run.outputs.at(fmt::format("err.r{}", r)).as<int32_t>()[0] == 0);
+  // opts.races: no race (a race is never bit-exact, whatever the bits)
+  std::string races;
+  for (const std::string& r : run.stats.races) races += r + "\n";
+  INFO(races);
+  CHECK(run.stats.raceCount == 0);
   return run.outputs;
 }
 

@@ -70,6 +70,9 @@ class SimRaces {
   };
   SimRaces(const ir::Plan& plan, const SimProgram& prog, std::vector<WaveInfo> waves, int64_t ldsBytes);
 
+  /// Marks an allocation read-only for the launch (the Sim marks every allocation a Weight-role
+  /// argument points at): its reads get no shadow, and any write to it is reported as a race.
+  void readOnly(const SimMemory::Allocation* alloc) { readOnly_.insert(alloc); }
   /// One lane's access of [addr, addr + n). alloc is the allocation (nullptr for LDS, then cta
   /// names whose LDS). atomic: order != Plain (or an RMW, CmpXchg, Publish, Wait).
   void access(uint32_t wi, int32_t pc, const SimMemory::Allocation* alloc, uint64_t addr, int n, bool write,
@@ -105,7 +108,7 @@ class SimRaces {
     int32_t pc = -1;
     uint8_t atomic = 0;
     uint8_t scope = 0;
-    uint8_t dropped = 0;  // in Word::write: a read since that write was dropped (kReads overflowed)
+    uint8_t dropped = 0;  // in Word::write: reads since that write overflowed kReads (see overflow_)
   };
   struct Word {
     Acc write;
@@ -120,6 +123,7 @@ class SimRaces {
     int32_t pc = -1;
     ir::MemScope scope = ir::MemScope::Agent;
     bool isRelease = false;
+    int32_t fencePc = -1;  // a relaxed store released by the wave's earlier release fence: that fence
   };
   /// A release -> acquire edge the wave did not get, and why: for the race report.
   struct Note {
@@ -128,6 +132,8 @@ class SimRaces {
     int32_t relPc, acqPc;
     uint8_t reason;     // kNotRelease, kNotAcquire, kRelScope, kAcqScope
     ir::MemScope relScope, acqScope;
+    int32_t fencePc = -1;  // the store is relaxed, released by this earlier fence (SyncRec::fencePc)
+    ClockPtr known;        // the storing wave's whole clock at the store (SyncRec::known)
   };
   enum : uint8_t { kNotRelease, kNotAcquire, kRelScope, kAcqScope, kJoined };
   struct WaveState {
@@ -139,6 +145,7 @@ class SimRaces {
     ClockPtr snap[3];       // per level (0 workgroup = vc, 1 agent, 2 system): the clock a release
                             // there carries, while the clocks have not changed
     ClockPtr fenceSnap;     // the last release fence's clock
+    int32_t fencePc = -1;   // and its op
     ir::MemScope fenceScope = ir::MemScope::Agent;
     bool released = false;  // this op released: tick at endRelease
     std::vector<SyncRec> pending;  // relaxed reads' releases, for an acquire fence
@@ -168,6 +175,9 @@ class SimRaces {
   std::vector<uint8_t> arrived_;
   int64_t ldsBytes_;
   std::unordered_map<const SimMemory::Allocation*, std::vector<Word>> global_;
+  std::unordered_set<const SimMemory::Allocation*> readOnly_;
+  std::unordered_map<const Word*, std::vector<Acc>> overflow_;  // reads past a word's kReads
+  bool lastReadOnly_ = false;  // lastAlloc_ is read-only
   const SimMemory::Allocation* lastAlloc_ = nullptr;
   std::vector<Word>* lastShadow_ = nullptr;
   std::vector<std::vector<Word>> lds_;  // per CTA, allocated on first use

@@ -76,6 +76,13 @@ SimLaunch::SimLaunch(SimMemory& mem, const ir::Plan& plan, const SimProgram& pro
     info.reserve(nWave);
     for (const SimWave& w : waves_) info.push_back({w.rank, w.cta, w.wave, w.ctaIndex});
     races_ = std::make_unique<SimRaces>(plan, prog, std::move(info), plan.ldsBytes);
+    // Weights are read-only: their reads need no shadow (at full dims they are GBs), and a write
+    // to one is reported (SimRaces.h, "Read-only").
+    for (size_t i = 0; i < plan.args.size(); ++i)
+      if (plan.args[i].isPointer && plan.args[i].role == ir::ArgRole::Weight)
+        for (int r = 0; r < tp_; ++r)
+          if (i < args[r].size())
+            if (const SimMemory::Allocation* a = mem_.find(args[r][i], 1)) races_->readOnly(a);
   }
   stageBytes_.assign(plan.stages.size() + 1, 0);
 }
