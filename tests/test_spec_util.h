@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <iterator>
 #include <string>
 
@@ -13,11 +14,19 @@
 
 /// Scheduler seed s; the quantum (ops a wave runs before the scheduler picks again) cycles
 /// through fine and coarse interleavings with the seed.
+/// MONOGEN_TEST_RACES=1 turns the Sim's race detector on in every spec test that takes its
+/// options from here (checkWholeLaunch then also requires no race); off by default for the CI
+/// budget (README, "The race detector").
 inline monogen::runtime::SimOptions schedSeed(uint64_t s) {
   static constexpr int kQuantum[] = {32, 1, 7, 32, 2, 16, 3, 64};
+  static const bool races = [] {
+    const char* v = std::getenv("MONOGEN_TEST_RACES");
+    return v && std::string(v) == "1";
+  }();
   monogen::runtime::SimOptions o;
   o.seed = s;
   o.maxQuantum = kQuantum[s % 8];
+  o.races = races;
   return o;
 }
 
@@ -65,6 +74,7 @@ inline monogen::runtime::TensorMap checkWholeLaunch(const monogen::specs::minima
   for (const std::string& r : run.stats.races) races += r + "\n";
   INFO(races);
   CHECK(run.stats.raceCount == 0);
+  if (opts.races) CHECK(run.stats.raceChecks > 0);  // the detector was on
   return run.outputs;
 }
 

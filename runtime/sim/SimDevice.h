@@ -106,6 +106,7 @@ struct SimStats {
   int64_t raceCount = 0;
   std::vector<std::string> races;
   int64_t raceUncheckedWrites = 0;
+  int64_t raceChecks = 0;  // lane accesses the detector checked (0: it was off)
 };
 
 /// Runs every CTA of every rank of a launch, interleaving waves with a seeded scheduler.

@@ -120,6 +120,7 @@ SimRaces::Word* SimRaces::shadow(const SimMemory::Allocation* alloc, uint32_t ct
 void SimRaces::access(uint32_t t, int32_t pc, const SimMemory::Allocation* alloc, uint64_t addr, int n, bool write,
                       bool atomic, ir::MemScope scope) {
   const uint32_t ci = info_[t].ctaIndex;
+  ++checks_;
   if (alloc && alloc != lastAlloc_) {
     lastReadOnly_ = readOnly_.count(alloc) > 0;
     if (lastReadOnly_) lastAlloc_ = alloc, lastShadow_ = nullptr;
@@ -453,6 +454,7 @@ void SimRaces::report(uint32_t t, int32_t pc, bool write, bool atomic, ir::MemSc
 void SimRaces::finish(SimStats& stats) const {
   stats.raceCount += raceCount_;
   stats.raceUncheckedWrites += uncheckedWrites_;
+  stats.raceChecks += checks_;
   for (const std::string& r : reports_) stats.races.push_back(plan_.key.variantName() + ": " + r);
 }
 

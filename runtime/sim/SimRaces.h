@@ -27,26 +27,46 @@
 // Publish it reads, but data outside the pair needs the release/acquire above.
 //
 // Shadow memory: per 4-byte word the last write's epoch and up to kReads read epochs (a read that
-// is ordered after an earlier one replaces it, as FastTrack's argument allows; past kReads
-// unordered readers the oldest is dropped, so a write-after-read race with it can be missed:
-// SimStats::raceUncheckedWrites counts the writes to a word whose read set overflowed since its
-// last write; 0 means no race was missed that way). Atomics (order != Plain, RMW, CmpXchg, Publish, Wait)
-// do not race with each other when both scopes cover both waves; they do race with plain accesses.
-// LDS has a shadow per CTA (so it is checked between that CTA's waves only). A wave's own accesses
-// never race (program order; the hardware's LDS queue is in order too).
+// is ordered after an earlier one replaces it, as FastTrack's argument allows: a write ordered
+// after the later read is ordered after the earlier one, and one that is not races with the later
+// read). Past kReads unordered readers the oldest moves to the word's overflow list (overflow_,
+// out of line, only for such words: a CTA's 8 waves reading one LDS word of red, every CTA
+// reading an XN word), pruned the same way, so a write is checked against every read since the
+// last write (SimStats::raceUncheckedWrites stays 0; it counted the reads dropped before).
+// Atomics (order != Plain, RMW, CmpXchg, Publish, Wait) do not race with each other when both
+// scopes cover both waves; they do race with plain accesses. LDS has a shadow per CTA (so it is
+// checked between that CTA's waves only). A wave's own accesses never race (program order; the
+// hardware's LDS queue is in order too).
+//
+// Read-only allocations (the Sim marks every allocation a Weight-role argument points at; at
+// full dims they are 3.9 GB, whose shadow would be 16x that): no shadow at all. This is sound: a
+// race needs two accesses of one word of which one is a write; reads of a word no access of the
+// launch writes cannot race; and any write to a read-only allocation is itself reported (counted
+// in raceCount, the verdict RACE), so a launch with no report wrote none, and had no race there.
 //
 // Reports: the first kMaxReports distinct (earlier site, later site) pairs, each naming both
 // accesses (stage, op #preorder and name, rank, CTA, wave), the region and byte offset, and the
-// edge that is missing when the detector saw a near miss (a relaxed publish or wait read by the
-// other side, a release/acquire whose scope does not cover both waves, or a release acquired from
-// the writer's CTA that did not carry the write: a missing drain/barrier before the release); see
-// SimStats::races. Near misses travel with the acquiring wave and through its CTA's barriers.
+// edge that is missing: between two waves of one CTA, the barrier; else, when the detector saw a
+// near miss, a relaxed publish or wait read by the other side (also when the note itself fell out
+// of the bounded list, kMaxNotes, but a store of the same release site carries the access), a
+// release/acquire whose scope does not cover both waves, a relaxed store after a release fence
+// that does not carry the access (its release is the fence, from before the access reached the
+// wave: the publish should be a release), or a release acquired from the writer's CTA that did not
+// carry the write (a missing drain/barrier before the release); see SimStats::races. Near misses
+// travel with the acquiring wave and through its CTA's barriers. SimStats::raceChecks counts the
+// lane accesses checked (0: the detector was off).
+//
 // Cost: SimOptions::races off is one predictable branch per access (no measurable change); on,
-// the reduced launch runs at about half the ops/s (S2 TP2: 3.3 -> 1.7 M ops/s; S8 TP4: 3.0 -> 1.5).
-// Not yet (issue 9): uninitialized reads (poisoned LDS/scratch/allocations); the detector on in
-// the spec tests over the S x TP matrix and at full dims; in-tree mutation tests of the stages; a
-// read set that does not overflow (raceUncheckedWrites says when it mattered); the error word a
-// timed-out wait writes is not checked.
+// see bench/bench_races (README: the Sim's ops/s off and on, reduced and full dims, interleaved).
+// Memory on: the vector clocks (3 x waves^2 x 4 bytes: 0.8 GB at full dims, 8192 waves), the
+// shadow (64 bytes a 4-byte word of every LDS a CTA touches and every written allocation), the
+// release snapshots.
+//
+// Where it stands (issue 9): the MiniMax-M3 launch is race-free under it over the reduced S x TP
+// matrix and at full dims S=8 TP=4 (tests/test_spec_races*.cpp), and each test-only mutation of
+// one sync site (specs/minimax_m3/Mutation.h) is reported naming that site and the missing edge.
+// Not yet: uninitialized reads (poisoned LDS/scratch/allocations); the error word a timed-out wait
+// writes is not checked; the other spec tests (ffn, rows, robust, replay) run with it off.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -184,7 +204,7 @@ class SimRaces {
   std::unordered_map<uint64_t, SyncRec> sync_;  // 8-byte word -> its last store's release
   std::unordered_set<uint64_t> seenPairs_;      // (earlier pc, later pc) already reported
   std::vector<std::string> reports_;
-  int64_t raceCount_ = 0, uncheckedWrites_ = 0;
+  int64_t raceCount_ = 0, uncheckedWrites_ = 0, checks_ = 0;
 };
 
 }  // namespace monogen::runtime

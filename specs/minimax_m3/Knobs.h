@@ -20,7 +20,7 @@ struct FfnKnobs {
   MoeExperts experts = MoeExperts::All;
   bool trace = false;
   int dropMark = -1;  // fault test: this CTA never marks the launch done (-1: none)
-  Mutation mutation;  // race tests only (Mutation.h): "mutate=kind@stage.ordinal" in the key
+  Mutation mutation{};  // race tests only (Mutation.h): "mutate=kind@stage.ordinal" in the key
 
   /// The non-default knobs as "name=value" tokens in a fixed order ("" when every knob is default).
   std::string canonical() const;
