@@ -272,7 +272,7 @@ void SimRaces::fence(uint32_t t, int32_t pc, ir::MemOrder o, ir::MemScope s) {
       if (covers(r.scope, r.wave, t) && covers(s, r.wave, t)) {
         join(t, *r.clock, r.scope);
         addNote(w.joins, Note{r.clock, r.wave, r.pc, pc, kJoined, r.scope, s, r.fencePc, r.known});
-      } else addNote(w.notes, Note{r.clock, r.wave, r.pc, pc, covers(r.scope, r.wave, t) ? kAcqScope : kRelScope, r.scope, s});
+      } else addNote(w.notes, Note{r.clock, r.wave, r.pc, pc, covers(r.scope, r.wave, t) ? kAcqScope : kRelScope, r.scope, s, r.fencePc, r.known});
     }
   }
   if (isRel(o)) {
