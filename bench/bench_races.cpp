@@ -3,7 +3,7 @@
 // full-dims one. Off and on are registered alternately (reduced off, reduced on, full off, full
 // on, then again for each repetition), so a machine that slows down mid-run slows both. Each
 // benchmark is one launch (Iterations(1)): Sim ops/s is the `ops/s` counter (wave-ops over wall
-// time), `peak_MB` the process's peak RSS after it (monotone: read it on the first full row that
+// time; `ops/cpu_s` over the process's CPU time, which a shared machine disturbs less), `peak_MB` the process's peak RSS after it (monotone: read it on the first full row that
 // has the detector on). The inputs are made once per config, outside the timing.
 //
 //   ./build/bench/bench_races                      # reduced and full (full: minutes, ~10 GB)
@@ -52,6 +52,13 @@ Inputs& inputsOf(const Case& c) {
   return *p;
 }
 
+double cpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
 double peakMb() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
@@ -65,14 +72,18 @@ void launch(benchmark::State& st, Case c, bool races) {
   o.races = races;
   int64_t ops = 0, raceCount = 0;
   bool ok = true;
+  double cpu = 0;
   for (auto _ : st) {
+    const double c0 = cpuSeconds();
     const mm::SimRun run = mm::runOnSim(x.cfg, key, x.in, o);
+    cpu += cpuSeconds() - c0;
     ops += run.stats.steps;
     raceCount += run.stats.raceCount;
     ok = ok && run.valid;
   }
   st.counters["ops"] = static_cast<double>(ops);
   st.counters["ops/s"] = benchmark::Counter(static_cast<double>(ops), benchmark::Counter::kIsRate);
+  st.counters["ops/cpu_s"] = cpu > 0 ? static_cast<double>(ops) / cpu : 0;  // robust on a shared machine
   st.counters["races"] = static_cast<double>(raceCount);
   st.counters["peak_MB"] = peakMb();
   if (!ok) st.SkipWithError("the launch was INVALID");
