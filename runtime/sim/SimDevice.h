@@ -154,6 +154,7 @@ struct SimStats {
   std::vector<std::string> uninit;
   /// Races and uninitialized reads together: 0 when the launch is clean under SimOptions::races.
   int64_t findings() const { return raceCount + uninitCount; }
+  int64_t raceChecks = 0;  // lane accesses the detector checked (0: it was off)
 };
 
 /// Runs every CTA of every rank of a launch, interleaving waves with a seeded scheduler.

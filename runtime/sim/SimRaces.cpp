@@ -84,7 +84,7 @@ void SimRaces::addNote(std::vector<Note>& notes, Note n) {
 
 void SimRaces::acquireRec(uint32_t wi, int32_t pc, const SyncRec& r, ir::MemOrder o, ir::MemScope s) {
   if (!r.clock || r.wave == wi) return;
-  Note n{r.clock, r.wave, r.pc, pc, 0, r.scope, s};
+  Note n{r.clock, r.wave, r.pc, pc, 0, r.scope, s, r.fencePc, r.known};
   if (!r.isRelease) n.reason = kNotRelease;
   else if (!isAcq(o)) n.reason = kNotAcquire;
   else if (!covers(r.scope, r.wave, wi)) n.reason = kRelScope;
@@ -115,7 +115,7 @@ SimRaces::Word* SimRaces::shadow(const SimMemory::Allocation* alloc, uint32_t ct
     *owned = -2;
     return v.data() + addr / 4;
   }
-  if (alloc != lastAlloc_) {
+  if (alloc != lastAlloc_ || !lastShadow_) {
     AllocShadow& v = global_[alloc];
     if (v.words.empty()) v.words.resize(static_cast<size_t>((alloc->bytes + 3) / 4));
     lastAlloc_ = alloc;
@@ -128,6 +128,27 @@ SimRaces::Word* SimRaces::shadow(const SimMemory::Allocation* alloc, uint32_t ct
 void SimRaces::access(uint32_t t, int32_t pc, const SimMemory::Allocation* alloc, uint64_t addr, int n, bool write,
                       bool atomic, ir::MemScope scope, Use use) {
   const uint32_t ci = info_[t].ctaIndex;
+  ++checks_;
+  if (alloc && alloc != lastAlloc_) {
+    lastReadOnly_ = readOnly_.count(alloc) > 0;
+    if (lastReadOnly_) lastAlloc_ = alloc, lastShadow_ = nullptr;
+  }
+  if (alloc && lastReadOnly_) {
+    // A read-only allocation (a weight): no shadow. Two reads never race, and a write is reported
+    // here, so a launch with no report had no race on it either (SimRaces.h, "Read-only").
+    if (write) {
+      const uint64_t key = (uint64_t{1} << 62) | static_cast<uint64_t>(pc);
+      if (seenPairs_.insert(key).second) {
+        ++raceCount_;
+        if (static_cast<int>(reports_.size()) < kMaxReports)
+          reports_.push_back(fmt::format("race on '{}' (rank {}) + {}: {} by {} to a read-only weight argument "
+                                         "(its reads are not tracked, so no write may touch it)",
+                                         alloc->name, alloc->rank, addr - alloc->base, atomic ? "atomic write" : "write",
+                                         describe(t, pc)));
+      }
+    }
+    return;
+  }
   const uint64_t lo = alloc ? addr - alloc->base : addr;
   const uint64_t first = lo / 4, last = (lo + static_cast<uint64_t>(n) - 1) / 4;
   int owned = -1;
@@ -165,9 +186,16 @@ void SimRaces::access(uint32_t t, int32_t pc, const SimMemory::Allocation* alloc
     const uint64_t wordAddr = (alloc ? alloc->base : 0) + wd * 4;
     if (conflicts(s.write)) report(t, pc, write, atomic, scope, s.write, true, alloc, std::max(wordAddr, addr));
     if (write) {
-      if (s.write.dropped) ++uncheckedWrites_;
       for (Acc& r : s.reads)
         if (conflicts(r)) report(t, pc, write, atomic, scope, r, false, alloc, std::max(wordAddr, addr));
+      if (s.write.dropped) {  // the reads past kReads since the last write
+        auto it = overflow_.find(&s);
+        if (it != overflow_.end()) {
+          for (const Acc& r : it->second)
+            if (conflicts(r)) report(t, pc, write, atomic, scope, r, false, alloc, std::max(wordAddr, addr));
+          overflow_.erase(it);
+        }
+      }
       const uint8_t init = s.write.init | bytesOf(wd);
       s.write = cur;
       s.write.init = init;
@@ -180,6 +208,12 @@ void SimRaces::access(uint32_t t, int32_t pc, const SimMemory::Allocation* alloc
     for (const Acc& r : s.reads)
       if (r.wave != UINT32_MAX && !hb(r, t)) keep[k++] = r;
     if (k == kReads) {
+      // More unordered readers than the word holds: the oldest moves to the word's overflow list
+      // (out of line, only for such words), which drops the reads ordered before this one, so a
+      // later write is checked against every read since the last write.
+      std::vector<Acc>& o = overflow_[&s];
+      o.erase(std::remove_if(o.begin(), o.end(), [&](const Acc& r) { return hb(r, t); }), o.end());
+      o.push_back(keep[0]);
       std::move(keep + 1, keep + kReads, keep);
       --k;
       s.write.dropped = 1;
@@ -210,7 +244,8 @@ void SimRaces::storeSync(uint32_t t, int32_t pc, const SimMemory::Allocation* al
       w.released = true;
     } else if (w.fenceSnap) {
       r.clock = w.fenceSnap;
-      r.known = w.fenceSnap;
+      r.known = releaseClock(t, ir::MemScope::Workgroup);  // what the wave knew at the store
+      r.fencePc = w.fencePc;
       r.scope = w.fenceScope;
       r.isRelease = true;
     } else {
@@ -268,12 +303,13 @@ void SimRaces::fence(uint32_t t, int32_t pc, ir::MemOrder o, ir::MemScope s) {
       // The relaxed read's notes were taken at the read; here the fence is the acquire.
       if (covers(r.scope, r.wave, t) && covers(s, r.wave, t)) {
         join(t, *r.clock, r.scope);
-        addNote(w.joins, Note{r.clock, r.wave, r.pc, pc, kJoined, r.scope, s});
-      } else addNote(w.notes, Note{r.clock, r.wave, r.pc, pc, covers(r.scope, r.wave, t) ? kAcqScope : kRelScope, r.scope, s});
+        addNote(w.joins, Note{r.clock, r.wave, r.pc, pc, kJoined, r.scope, s, r.fencePc, r.known});
+      } else addNote(w.notes, Note{r.clock, r.wave, r.pc, pc, covers(r.scope, r.wave, t) ? kAcqScope : kRelScope, r.scope, s, r.fencePc, r.known});
     }
   }
   if (isRel(o)) {
     w.fenceSnap = releaseClock(t, s);
+    w.fencePc = pc;
     w.fenceScope = s;
     w.released = true;
     endRelease(t);
@@ -328,9 +364,33 @@ std::string SimRaces::why(uint32_t t, const Acc& prev) const {
       return fmt::format("CTAs {} and {}", info_[a].cta, info_[b].cta);
     return fmt::format("ranks {} and {}", info_[a].rank, info_[b].rank);
   };
-  for (auto it = waves_[t].notes.rbegin(); it != waves_[t].notes.rend(); ++it) {
-    const Note& n = *it;
-    if ((*n.clock)[prev.wave] < prev.clock) continue;  // that store did not carry the earlier access
+  // Two waves of one CTA (LDS, or global memory): what orders them is the CTA barrier; the notes
+  // and release records below are about edges between CTAs and would name the wrong one.
+  if (info_[prev.wave].ctaIndex == info_[t].ctaIndex) return "no barrier or release/acquire between them";
+  // A note whose store carried the access; failing that (notes are bounded, kMaxNotes, and a CTA
+  // that waits on many pairs keeps only the last ones), a note of the same (release, acquire)
+  // sites, when another store of that release site on memory carries the access.
+  // A relaxed store does not tick its wave's clock, so an access its wave made in the same epoch
+  // looks carried by its clock whether it came before the store or after: such a match is
+  // ambiguous and tried last (strict first).
+  auto carries = [&](const ClockPtr& c, uint32_t storer, bool relaxed, bool strict) {
+    const uint32_t v = (*c)[prev.wave];
+    return strict && relaxed && storer == prev.wave ? v > prev.clock : v >= prev.clock;
+  };
+  const Note* found = nullptr;
+  for (bool strict : {true, false}) {
+    for (auto it = waves_[t].notes.rbegin(); it != waves_[t].notes.rend() && !found; ++it)
+      if (carries(it->clock, it->relWave, it->reason == kNotRelease, strict)) found = &*it;
+    for (auto it = waves_[t].notes.rbegin(); it != waves_[t].notes.rend() && !found; ++it)
+      for (const auto& [key, r] : sync_)
+        if (r.pc == it->relPc && r.clock && carries(r.clock, r.wave, !r.isRelease, strict)) {
+          found = &*it;
+          break;
+        }
+    if (found) break;
+  }
+  if (found) {
+    const Note& n = *found;
     switch (n.reason) {
       case kNotRelease:
         return fmt::format("missing release: {} (read by {}) is relaxed, not a release", opOf(n.relPc),
@@ -348,6 +408,18 @@ std::string SimRaces::why(uint32_t t, const Acc& prev) const {
   }
   // A release this wave did acquire, from the writer's CTA, that did not carry the access: the
   // writer's wave was not drained into the releasing wave (a barrier) before the release.
+  // A relaxed store after a release fence of its wave is a release of what that wave had done by
+  // the fence: one this wave acquired whose storer knew of the access at the store but not at the
+  // fence is a missing release (the publish should have been a release).
+  for (auto it = waves_[t].joins.rbegin(); it != waves_[t].joins.rend(); ++it) {
+    const Note& n = *it;
+    if (n.fencePc < 0 || !n.known || (*n.clock)[prev.wave] >= prev.clock || (*n.known)[prev.wave] < prev.clock)
+      continue;
+    return fmt::format("missing release: {} by rank {} CTA {} wave {} (acquired by {}) is relaxed; its release is "
+                       "that wave's earlier fence {}, which does not carry the access",
+                       opOf(n.relPc), info_[n.relWave].rank, info_[n.relWave].cta, info_[n.relWave].wave,
+                       opOf(n.acqPc), opOf(n.fencePc));
+  }
   for (auto it = waves_[t].joins.rbegin(); it != waves_[t].joins.rend(); ++it) {
     const Note& n = *it;
     if (n.relWave == prev.wave || info_[n.relWave].ctaIndex != info_[prev.wave].ctaIndex) continue;
@@ -366,18 +438,23 @@ std::string SimRaces::why(uint32_t t, const Acc& prev) const {
   }
   // One by another wave of the writer's CTA that this wave acquired, that knew of the access (a
   // barrier) but did not carry it (the writer did not release it at that scope first).
+  // (A relaxed store released by an earlier fence, from any CTA: the missing release above.)
   for (const auto& [key, r] : sync_) {
-    if (!r.isRelease || r.wave == prev.wave || info_[r.wave].ctaIndex != info_[prev.wave].ctaIndex) continue;
+    if (!r.isRelease) continue;
+    if (r.fencePc < 0 && (r.wave == prev.wave || info_[r.wave].ctaIndex != info_[prev.wave].ctaIndex)) continue;
     if ((*r.clock)[prev.wave] >= prev.clock || (*r.known)[prev.wave] < prev.clock ||
         waves_[t].vc[r.wave] < (*r.clock)[r.wave])
       continue;
+    if (r.fencePc >= 0)
+      return fmt::format("missing release: {} by rank {} CTA {} wave {} (which this wave acquired) is relaxed; its "
+                         "release is that wave's earlier fence {}, which does not carry the access",
+                         opOf(r.pc), info_[r.wave].rank, info_[r.wave].cta, info_[r.wave].wave, opOf(r.fencePc));
     return fmt::format("missing drain: the release {} by wave {} (which this wave acquired) does not carry wave {}'s "
                        "access: wave {} needs a release at {} scope (ctaSync(drain)'s fence) and then a barrier "
                        "before it",
                        opOf(r.pc), info_[r.wave].wave, info_[prev.wave].wave, info_[prev.wave].wave,
                        ir::memScopeName(r.scope));
   }
-  if (info_[prev.wave].ctaIndex == info_[t].ctaIndex) return "no barrier or release/acquire between them";
   return "no release/acquire between them";
 }
 
@@ -438,6 +515,7 @@ void SimRaces::reportUninit(uint32_t t, int32_t pc, const SimMemory::Allocation*
 void SimRaces::finish(SimStats& stats) const {
   stats.raceCount += raceCount_;
   stats.raceUncheckedWrites += uncheckedWrites_;
+  stats.raceChecks += checks_;
   for (const std::string& r : reports_) stats.races.push_back(plan_.key.variantName() + ": " + r);
   stats.uninitCount += static_cast<int64_t>(uninitPcs_.size());
   for (const std::string& r : uninitReports_) stats.uninit.push_back(plan_.key.variantName() + ": " + r);

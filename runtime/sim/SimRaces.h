@@ -27,20 +27,34 @@
 // Publish it reads, but data outside the pair needs the release/acquire above.
 //
 // Shadow memory: per 4-byte word the last write's epoch and up to kReads read epochs (a read that
-// is ordered after an earlier one replaces it, as FastTrack's argument allows; past kReads
-// unordered readers the oldest is dropped, so a write-after-read race with it can be missed:
-// SimStats::raceUncheckedWrites counts the writes to a word whose read set overflowed since its
-// last write; 0 means no race was missed that way). Atomics (order != Plain, RMW, CmpXchg, Publish, Wait)
-// do not race with each other when both scopes cover both waves; they do race with plain accesses.
-// LDS has a shadow per CTA (so it is checked between that CTA's waves only). A wave's own accesses
-// never race (program order; the hardware's LDS queue is in order too).
+// is ordered after an earlier one replaces it, as FastTrack's argument allows: a write ordered
+// after the later read is ordered after the earlier one, and one that is not races with the later
+// read). Past kReads unordered readers the oldest moves to the word's overflow list (overflow_,
+// out of line, only for such words: a CTA's 8 waves reading one LDS word of red, every CTA
+// reading an XN word), pruned the same way, so a write is checked against every read since the
+// last write (SimStats::raceUncheckedWrites stays 0; it counted the reads dropped before).
+// Atomics (order != Plain, RMW, CmpXchg, Publish, Wait) do not race with each other when both
+// scopes cover both waves; they do race with plain accesses. LDS has a shadow per CTA (so it is
+// checked between that CTA's waves only). A wave's own accesses never race (program order; the
+// hardware's LDS queue is in order too).
+//
+// Read-only allocations (the Sim marks every allocation a Weight-role argument points at; at
+// full dims they are 3.9 GB, whose shadow would be 16x that): no shadow at all. This is sound: a
+// race needs two accesses of one word of which one is a write; reads of a word no access of the
+// launch writes cannot race; and any write to a read-only allocation is itself reported (counted
+// in raceCount, the verdict RACE), so a launch with no report wrote none, and had no race there.
 //
 // Reports: the first kMaxReports distinct (earlier site, later site) pairs, each naming both
 // accesses (stage, op #preorder and name, rank, CTA, wave), the region and byte offset, and the
-// edge that is missing when the detector saw a near miss (a relaxed publish or wait read by the
-// other side, a release/acquire whose scope does not cover both waves, or a release acquired from
-// the writer's CTA that did not carry the write: a missing drain/barrier before the release); see
-// SimStats::races. Near misses travel with the acquiring wave and through its CTA's barriers.
+// edge that is missing: between two waves of one CTA, the barrier; else, when the detector saw a
+// near miss, a relaxed publish or wait read by the other side (also when the note itself fell out
+// of the bounded list, kMaxNotes, but a store of the same release site carries the access), a
+// release/acquire whose scope does not cover both waves, a relaxed store after a release fence
+// that does not carry the access (its release is the fence, from before the access reached the
+// wave: the publish should be a release), or a release acquired from the writer's CTA that did not
+// carry the write (a missing drain/barrier before the release); see SimStats::races. Near misses
+// travel with the acquiring wave and through its CTA's barriers. SimStats::raceChecks counts the
+// lane accesses checked (0: the detector was off).
 //
 // Uninitialized reads (SimOptions::races too). LDS starts every launch poisoned and so does every
 // Sim allocation (poisonFill, SimDevice.h); the host zeroes what the contract needs once (the
@@ -68,18 +82,22 @@
 // unwritten; one report per reading op (SimStats::uninitCount counts the ops).
 //
 // Cost: SimOptions::races off is one predictable branch per access (no measurable change); on,
-// the reduced launch runs at about half the ops/s (S2 TP2: 3.3 -> 1.7 M ops/s; S8 TP4: 3.0 -> 1.5).
-// The uninitialized-read check adds nothing measurable to that, and the poison (a 16 KiB pattern
-// copied over each allocation once and each CTA's LDS every launch) nothing off: process CPU
-// seconds, medians of 3 interleaved runs against the tree before both, on a loaded 2-core
-// machine: S2 TP2 off 1.53 -> 1.54, on 2.57 -> 2.46; S8 TP4 off 3.66 -> 3.64, on 6.64 -> 6.08;
-// full dims S1 TP1 off, user 19.11 -> 19.17 s, peak 7.79 -> 7.80 GB.
-// Not yet (issue 9): the detector on in the spec tests over the S x TP matrix and at full dims
-// (the degenerate-routing cases of test_spec_rows and test_spec_replay's launches run with it);
-// in-tree mutation tests of the stages; a read set that does not overflow (raceUncheckedWrites
-// says when it mattered); the error word a timed-out wait writes is not checked; reads of Input,
-// Weight and Control arguments the host never wrote (poison read as an epoch or a weight) are
-// not reported: the host's writes are not tracked.
+// see bench/bench_races (README: the Sim's ops/s off and on, reduced and full dims, interleaved).
+// Memory on: the vector clocks (3 x waves^2 x 4 bytes: 0.8 GB at full dims, 8192 waves), the
+// shadow (64 bytes a 4-byte word of every LDS a CTA touches and every written allocation), the
+// release snapshots.
+//
+// Where it stands (issue 9): the MiniMax-M3 launch is race-free under it over the reduced S x TP
+// matrix (tests/test_spec_races.cpp, in the suite) and at full dims S=1 TP=1 (bench_races);
+// full dims S=8 TP=4 is tests/test_spec_races_full.cpp, opt-in, race-free and bit-exact there too
+// (13.6 GB peak, 185 s of CPU: the clocks and release snapshots grow with the waves squared, 8192
+// waves there, on top of the 8 GB of weights); each test-only mutation of
+// one sync site (specs/minimax_m3/Mutation.h) is reported naming that site and the missing edge.
+// The uninitialized-read check adds nothing measurable to the detector's cost, and the poison nothing
+// off (process CPU seconds, medians of 3 interleaved runs: S8 TP4 off 3.66 -> 3.64, on 6.64 -> 6.08).
+// Not yet: the error word a timed-out wait writes is not checked; reads of Input, Weight and
+// Control arguments the host never wrote are not reported (host writes are not tracked); the other spec tests (ffn, rows, robust, replay) run with it off unless
+// MONOGEN_TEST_RACES=1 (tests/test_spec_util.h); sparse clocks, which full dims at TP 4-8 want.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -112,6 +130,9 @@ class SimRaces {
   /// nothing to check (a pure write).
   enum class Use : uint8_t { Write, Read, WaitPair };
 
+  /// Marks an allocation read-only for the launch (the Sim marks every allocation a Weight-role
+  /// argument points at): its reads get no shadow, and any write to it is reported as a race.
+  void readOnly(const SimMemory::Allocation* alloc) { readOnly_.insert(alloc); }
   /// One lane's access of [addr, addr + n). alloc is the allocation (nullptr for LDS, then cta
   /// names whose LDS). atomic: order != Plain (or an RMW, CmpXchg, Publish, Wait).
   /// use: what the uninitialized-read check does with it (Use); a write marks its bytes written.
@@ -148,7 +169,7 @@ class SimRaces {
     int32_t pc = -1;
     uint8_t atomic = 0;
     uint8_t scope = 0;
-    uint8_t dropped = 0;  // in Word::write: a read since that write was dropped (kReads overflowed)
+    uint8_t dropped = 0;  // in Word::write: reads since that write overflowed kReads (see overflow_)
     uint8_t init = 0;     // in Word::write (kept across writes): bits 0..3, the word's bytes this
                           // launch wrote; kWaited, a Wait of this launch read the pair word
   };
@@ -166,6 +187,7 @@ class SimRaces {
     int32_t pc = -1;
     ir::MemScope scope = ir::MemScope::Agent;
     bool isRelease = false;
+    int32_t fencePc = -1;  // a relaxed store released by the wave's earlier release fence: that fence
   };
   /// A release -> acquire edge the wave did not get, and why: for the race report.
   struct Note {
@@ -174,6 +196,8 @@ class SimRaces {
     int32_t relPc, acqPc;
     uint8_t reason;     // kNotRelease, kNotAcquire, kRelScope, kAcqScope
     ir::MemScope relScope, acqScope;
+    int32_t fencePc = -1;  // the store is relaxed, released by this earlier fence (SyncRec::fencePc)
+    ClockPtr known;        // the storing wave's whole clock at the store (SyncRec::known)
   };
   enum : uint8_t { kNotRelease, kNotAcquire, kRelScope, kAcqScope, kJoined };
   struct WaveState {
@@ -185,6 +209,7 @@ class SimRaces {
     ClockPtr snap[3];       // per level (0 workgroup = vc, 1 agent, 2 system): the clock a release
                             // there carries, while the clocks have not changed
     ClockPtr fenceSnap;     // the last release fence's clock
+    int32_t fencePc = -1;   // and its op
     ir::MemScope fenceScope = ir::MemScope::Agent;
     bool released = false;  // this op released: tick at endRelease
     std::vector<SyncRec> pending;  // relaxed reads' releases, for an acquire fence
@@ -221,13 +246,16 @@ class SimRaces {
     int arg = -1;  // own(): the Plan argument it backs, else -1
   };
   std::unordered_map<const SimMemory::Allocation*, AllocShadow> global_;
+  std::unordered_set<const SimMemory::Allocation*> readOnly_;
+  std::unordered_map<const Word*, std::vector<Acc>> overflow_;  // reads past a word's kReads
+  bool lastReadOnly_ = false;  // lastAlloc_ is read-only
   const SimMemory::Allocation* lastAlloc_ = nullptr;
   AllocShadow* lastShadow_ = nullptr;
   std::vector<std::vector<Word>> lds_;  // per CTA, allocated on first use
   std::unordered_map<uint64_t, SyncRec> sync_;  // 8-byte word -> its last store's release
   std::unordered_set<uint64_t> seenPairs_;      // (earlier pc, later pc) already reported
   std::vector<std::string> reports_;
-  int64_t raceCount_ = 0, uncheckedWrites_ = 0;
+  int64_t raceCount_ = 0, uncheckedWrites_ = 0, checks_ = 0;
   std::unordered_set<int32_t> uninitPcs_;  // reading ops already reported as uninitialized reads
   std::vector<std::string> uninitReports_;
 };

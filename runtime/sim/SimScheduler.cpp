@@ -89,6 +89,13 @@ SimLaunch::SimLaunch(SimMemory& mem, const ir::Plan& plan, const SimProgram& pro
         if (!ka.isPointer || (ka.role != ir::ArgRole::Scratch && ka.role != ir::ArgRole::Output)) continue;
         if (const SimMemory::Allocation* a = mem_.find(args[r][i], 1)) races_->own(a, static_cast<int>(i));
       }
+    // Weights are read-only: their reads need no shadow (at full dims they are GBs), and a write
+    // to one is reported (SimRaces.h, "Read-only").
+    for (size_t i = 0; i < plan.args.size(); ++i)
+      if (plan.args[i].isPointer && plan.args[i].role == ir::ArgRole::Weight)
+        for (int r = 0; r < tp_; ++r)
+          if (i < args[r].size())
+            if (const SimMemory::Allocation* a = mem_.find(args[r][i], 1)) races_->readOnly(a);
   }
   stageBytes_.assign(plan.stages.size() + 1, 0);
 }

@@ -13,7 +13,8 @@ using ir::Type;
 using ir::Val;
 
 KernelContext::KernelContext(const ModelConfig& cfg, const Layout& layout, const ir::Plan& plan, ir::Builder& b)
-    : cfg(cfg), L(layout), b(b), experts(knobsOf(plan.key).experts), plan_(&plan) {
+    : cfg(cfg), L(layout), b(b), experts(knobsOf(plan.key).experts), plan_(&plan),
+      mutator_(knobsOf(plan.key).mutation) {
   if (knobsOf(plan.key).trace) {
     Val n = b.named(i32(0), "trace_stages");  // the stage count, set by finishTrace
     traceStages_ = n.v;
@@ -90,6 +91,7 @@ void KernelContext::fail(Val code) {
 }
 
 void KernelContext::stage(int index, const std::function<void()>& body) {
+  mutator_.enterStage(plan_->stages.at(static_cast<size_t>(index)).name);
   if (!knobsOf(plan_->key).trace) {
     b.stage(index, [&] {
       bindStage();
@@ -139,15 +141,27 @@ Val KernelContext::expertByte(Val weights, Val e, int64_t bytesPerExpert, Val of
 }
 
 void KernelContext::ctaSync(bool drain) {
+  if (!mutator_.keepCtaSync(drain)) return;  // a race test's mutation (Mutation.h)
   if (drain) b.fence(ir::MemOrder::Release, ir::MemScope::Agent);
   b.barrier();
 }
 
+void KernelContext::publish(Val pair, Val value, Val tag, ir::MemOrder o, ir::MemScope s) {
+  mutator_.publish(o, s);
+  b.publish(pair, value, tag, o, s);
+}
+
+Val KernelContext::wait(Val pair, Val tag, Val bound, Val errWord, Val errCode, int site, ir::MemOrder o,
+                        ir::MemScope s) {
+  mutator_.wait(o, s);
+  return b.wait(pair, tag, bound, errWord, errCode, site, o, s);
+}
+
 Val KernelContext::blockSum(Val v) {
   v = b.butterfly(v, {32, 16, 8, 4, 2, 1});
-  b.barrier();  // the previous block sum's readers are done with red
+  ctaSync(false);  // the previous block sum's readers are done with red
   b.if_(lane == i32(0), [&] { b.store(b.ptrAdd(red, wave * i32(4)), v); });
-  b.barrier();
+  ctaSync(false);
   Val tot = b.f32(0.0);
   for (int w = 0; w < L.waves; ++w) tot = tot + b.load(Type::f32(), b.ptrAdd(red, int64_t{w} * 4));
   return tot;
@@ -156,10 +170,9 @@ Val KernelContext::blockSum(Val v) {
 void KernelContext::awaitX(int site) {
   b.if_(tid < i32(L.rows), [&] {
     Val code = i32(errorCode(site, 0, 0)) | rank << i32(8) | tid << i32(16);
-    b.wait(pairAt(scratch, L.xrdy, tid), tag, waitTicks, err, code, site, ir::MemOrder::Acquire,
-           ir::MemScope::Agent);
+    wait(pairAt(scratch, L.xrdy, tid), tag, waitTicks, err, code, site, ir::MemOrder::Acquire, ir::MemScope::Agent);
   });
-  b.barrier();
+  ctaSync(false);
 }
 
 void KernelContext::forEachTask(const Placement& p, const std::function<void(Val)>& body) {

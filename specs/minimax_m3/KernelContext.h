@@ -10,6 +10,7 @@
 #include "specs/minimax_m3/Knobs.h"
 #include "specs/minimax_m3/Layout.h"
 #include "specs/minimax_m3/ModelConfig.h"
+#include "specs/minimax_m3/Mutation.h"
 
 namespace monogen::specs::minimax_m3 {
 
@@ -124,6 +125,13 @@ struct KernelContext {
   /// The CTA's barrier. drain: every thread's earlier stores are released at agent scope first
   /// (the seeds' cta_sync(drain=True)), so a flag published after it covers the whole CTA's stores.
   void ctaSync(bool drain);
+  /// b.publish / b.wait: every stage's publishes and waits go through these (and its barriers
+  /// through ctaSync), so that each is a site a test-only Mutation (Mutation.h) can name.
+  void publish(ir::Val pair, ir::Val value, ir::Val tag, ir::MemOrder o, ir::MemScope s);
+  ir::Val wait(ir::Val pair, ir::Val tag, ir::Val bound, ir::Val errWord, ir::Val errCode, int site,
+               ir::MemOrder o = ir::MemOrder::Acquire, ir::MemScope s = ir::MemScope::Agent);
+  /// Throws when the key's mutation was never built (the last step of buildPlan).
+  void finishMutation() const { mutator_.finish(plan_->key.variantName()); }
   /// The tasks of `p` this CTA runs: t = (block - base + blocks) % blocks; t < tasks; t += blocks.
   /// The bounds are CTA-uniform, so the body may hold barriers.
   void forEachTask(const Placement& p, const std::function<void(ir::Val task)>& body);
@@ -133,6 +141,7 @@ struct KernelContext {
   void bindStage();
   ir::Value traceStages_;  // the ConstInt holding the trace's stage count (set by finishTrace)
   ir::Value launchTag_;    // the launch's tag, read once in the prologue (launchTagAfter(epoch))
+  Mutator mutator_;        // the key's test-only mutation (none in production keys)
 };
 
 }  // namespace monogen::specs::minimax_m3

@@ -24,6 +24,7 @@ std::string FfnKnobs::canonical() const {
   if (experts != MoeExperts::All) add(fmt::format("experts={}", moeExpertsName(experts)));
   if (trace) add("trace=1");
   if (dropMark >= 0) add(fmt::format("drop_mark={}", dropMark));
+  if (mutation) add("mutate=" + mutation.canonical());
   return s;
 }
 
@@ -53,9 +54,11 @@ FfnKnobs FfnKnobs::parse(const std::string& text, const std::string& where) {
       if (r.ec != std::errc() || r.ptr != value.data() + value.size() || v < -1)
         throw InputError(where, fmt::format("knob drop_mark={}: expected a CTA index, or -1 for none", value));
       k.dropMark = v;
+    } else if (name == "mutate") {
+      k.mutation = Mutation::parse(value, where);
     } else {
-      throw InputError(where, fmt::format("unknown knob '{}': the minimax_m3.ffn spec has experts, trace and "
-                                          "drop_mark",
+      throw InputError(where, fmt::format("unknown knob '{}': the minimax_m3.ffn spec has experts, trace, "
+                                          "drop_mark and (race tests only) mutate",
                                           tok));
     }
   }

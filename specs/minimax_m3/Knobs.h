@@ -1,12 +1,14 @@
 // The MiniMax-M3 FFN spec's knobs, the spec's own and not the IR's: which expert terms the combine
 // sums (the seeds' Experts knob: all in production, one side alone for stage parity), the trace
 // (per-CTA, per-stage timestamps) and the drop-mark fault test (one CTA never marks the launch
-// done). A key carries them as canonical text (ir::Key::knobs): the non-default ones only, as
+// done), and a test-only mutation of one sync site (Mutation.h; never set outside the race tests).
+// A key carries them as canonical text (ir::Key::knobs): the non-default ones only, as
 // "experts=shared trace=1 drop_mark=3", so a default variant's key has none.
 #pragma once
 #include <string>
 
 #include "ir/Plan.h"
+#include "specs/minimax_m3/Mutation.h"
 
 namespace monogen::specs::minimax_m3 {
 
@@ -18,6 +20,7 @@ struct FfnKnobs {
   MoeExperts experts = MoeExperts::All;
   bool trace = false;
   int dropMark = -1;  // fault test: this CTA never marks the launch done (-1: none)
+  Mutation mutation{};  // race tests only (Mutation.h): "mutate=kind@stage.ordinal" in the key
 
   /// The non-default knobs as "name=value" tokens in a fixed order ("" when every knob is default).
   std::string canonical() const;

@@ -242,6 +242,7 @@ ir::Plan buildPlan(const ModelConfig& cfg, const ir::Key& keyIn) {
     c.forEachTask(L.final, [&](ir::Val t) { stageFinal(c, t); });
   });
   addFinishStages(c, plan);  // mark, epoch, handshake: the last stages (every stage above goes through c.stage)
+  c.finishMutation();        // a race test's mutation (Mutation.h) must have hit its site
   return plan;
 }
 

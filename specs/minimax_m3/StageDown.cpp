@@ -31,7 +31,7 @@ void awaitUp(KernelContext& c) {
   Val n = c.tabLd(L.tw.misc, c.i32(0)) * c.i32(T.upTiles);
   b.for_(c.tid, n, c.i32(L.threads), [&](Val i) {
     Val code = c.i32(errorCode(kSiteDown, 0, 0)) | c.rank << c.i32(8);
-    b.wait(c.pairAt(c.scratch, L.upf, i), c.tag, c.waitTicks, c.err, code, kSiteDown);
+    c.wait(c.pairAt(c.scratch, L.upf, i), c.tag, c.waitTicks, c.err, code, kSiteDown);
   });
   c.ctaSync(false);
 }
@@ -124,7 +124,7 @@ void stageDown(KernelContext& c, Val task) {
     Val word = b.bitcast(b.insert(b.splat(o[0], 2), o[1], 1), Type::i32());
     Val at = (c.rank * c.i32(S) + t) * c.i32(H / 2) + task * c.i32(8) + r2;
     for (int p = 0; p < L.tp; ++p)
-      b.publish(c.pairAt(c.peerSym[p], L.ffn, at), word, c.tag, MemOrder::Relaxed, MemScope::System);
+      c.publish(c.pairAt(c.peerSym[p], L.ffn, at), word, c.tag, MemOrder::Relaxed, MemScope::System);
   });
   c.ctaSync(false);  // CONTRIB is free for the next task
 }

@@ -23,7 +23,7 @@ void stageFinal(KernelContext& c, Val task) {
     for (int src = 0; src < L.tp; ++src) {
       Val at = (c.i32(src * L.rows) + t) * c.i32(L.hidden / 2) + pair;
       Val code = c.i32(errorCode(kSiteFinal, src, 0)) | t << c.i32(16);
-      word.push_back(b.wait(c.pairAt(c.sym, L.ffn, at), c.tag, c.waitTicks, c.err, code, kSiteFinal,
+      word.push_back(c.wait(c.pairAt(c.sym, L.ffn, at), c.tag, c.waitTicks, c.err, code, kSiteFinal,
                             MemOrder::Acquire, MemScope::System));
     }
     Val o[2];

@@ -40,7 +40,7 @@ void stageMark(KernelContext& c, int dropMark) {
   Val who = c.tid == c.i32(0);
   if (dropMark >= 0) who = who & (c.block != c.i32(dropMark));
   b.if_(who, [&] {
-    b.publish(c.pairAt(c.scratch, c.L.marks, c.block), c.tag, c.tag, MemOrder::Release, MemScope::Agent);
+    c.publish(c.pairAt(c.scratch, c.L.marks, c.block), c.tag, c.tag, MemOrder::Release, MemScope::Agent);
   });
 }
 
@@ -76,14 +76,14 @@ void stageEpoch(KernelContext& c, Val epoch, Val handshake, Val inject) {
   b.if_(last & (c.tid == c.i32(0)), [&] { injectedFault(c, inject); });
   Val missing = b.intToPtr(c.i32(L.red.offset), AddrSpace::Lds);  // red word 0: a mark is missing
   b.if_(c.tid == c.i32(0), [&] { b.store(missing, c.i32(0)); });
-  b.barrier();
+  c.ctaSync(/*drain=*/false);
   b.for_(c.tid, c.i32(L.blocks), c.i32(L.threads), [&](Val i) {
     Val code = c.i32(errorCode(kSiteEpoch, 0, 0)) | c.rank << c.i32(8) | i << c.i32(16);
-    Val mark = b.wait(c.pairAt(c.scratch, L.marks, i), c.tag, c.waitTicks, c.err, code, kSiteEpoch,
+    Val mark = c.wait(c.pairAt(c.scratch, L.marks, i), c.tag, c.waitTicks, c.err, code, kSiteEpoch,
                       MemOrder::Acquire, MemScope::Agent);
     b.if_(mark != c.tag, [&] { b.store(missing, c.i32(1)); });
   });
-  b.barrier();
+  c.ctaSync(/*drain=*/false);
   b.if_(c.tid == c.i32(0), [&] {
     Val skip = (c.tag & c.i32(kLaunchTagMask)) + c.i32(1);
     b.store(epoch, b.select(b.load(Type::i32(), missing) == c.i32(0), c.tag, skip), MemOrder::Release,
@@ -91,7 +91,7 @@ void stageEpoch(KernelContext& c, Val epoch, Val handshake, Val inject) {
     b.if_(last, [&] {
       Val word = b.load(Type::i32(), c.err, MemOrder::Relaxed, MemScope::Agent);
       for (int p = 0; p < L.tp; ++p)
-        b.publish(c.pairAt(c.peerSym[p], L.faults, c.rank), word, c.tag, MemOrder::Release, MemScope::System);
+        c.publish(c.pairAt(c.peerSym[p], L.faults, c.rank), word, c.tag, MemOrder::Release, MemScope::System);
     });
   });
 }
@@ -108,7 +108,7 @@ void stageHandshake(KernelContext& c, Val handshake) {
     Val src = c.tid;
     Val code = c.i32(errorCode(kSiteHandshake, 0, 0)) | src << c.i32(8);
     Val pair = c.pairAt(c.sym, L.faults, src);
-    Val word = b.wait(pair, c.tag, c.waitTicks, c.err, code, kSiteHandshake, MemOrder::Acquire, MemScope::System);
+    Val word = c.wait(pair, c.tag, c.waitTicks, c.err, code, kSiteHandshake, MemOrder::Acquire, MemScope::System);
     Val came = b.load(Type::i32(), b.ptrAdd(pair, int64_t{4}), MemOrder::Relaxed, MemScope::System) == c.tag;
     b.if_(came & (word != c.i32(0)) & (src != c.rank),
           [&] { c.fail(code | (word & c.i32(0xff)) << c.i32(16)); });

@@ -23,7 +23,7 @@ void stageNorm(KernelContext& c, Val t) {
   ir::Var part = b.var(b.f32(0.0), "ssq_part");
   b.if_(c.tid < c.i32(parts), [&] {
     Val code = c.i32(errorCode(kSiteNorm, 0, 0)) | c.rank << c.i32(8) | t << c.i32(16);
-    Val w = b.wait(c.pairAt(c.scratch, L.ssq, t * c.i32(parts) + c.tid), c.tag, c.waitTicks, c.err, code,
+    Val w = c.wait(c.pairAt(c.scratch, L.ssq, t * c.i32(parts) + c.tid), c.tag, c.waitTicks, c.err, code,
                    kSiteNorm, MemOrder::Acquire, MemScope::Agent);
     b.set(part, b.bitcast(w, Type::f32()));
   });
@@ -31,7 +31,7 @@ void stageNorm(KernelContext& c, Val t) {
   Val rstd = b.named(b.f32(1.0) / b.sqrt(var + b.f32(static_cast<double>(static_cast<float>(c.cfg.rmsEps)))),
                      "rstd");
   b.if_(c.tid == c.i32(0), [&] {  // seed 000: the router's scale, before XN
-    b.publish(c.pairAt(c.scratch, L.rstd, t), b.bitcast(rstd, Type::i32()), c.tag, MemOrder::Release,
+    c.publish(c.pairAt(c.scratch, L.rstd, t), b.bitcast(rstd, Type::i32()), c.tag, MemOrder::Release,
               MemScope::Agent);
   });
 
@@ -49,7 +49,7 @@ void stageNorm(KernelContext& c, Val t) {
 
   c.ctaSync(/*drain=*/true);
   b.if_(c.tid == c.i32(0), [&] {
-    b.publish(c.pairAt(c.scratch, L.xrdy, t), c.i32(1), c.tag, MemOrder::Release, MemScope::Agent);
+    c.publish(c.pairAt(c.scratch, L.xrdy, t), c.i32(1), c.tag, MemOrder::Release, MemScope::Agent);
   });
 }
 

@@ -21,7 +21,7 @@ void stagePush(KernelContext& c, Val task) {
     Val word = b.load(Type::i32(), c.elemAt(c.part, t * c.i32(L.hidden / 2) + pair, 4));
     Val at = (c.rank * c.i32(L.rows) + t) * c.i32(L.hidden / 2) + pair;  // L.attnPair(rank, t, pair)
     for (int p = 0; p < L.tp; ++p)
-      b.publish(c.pairAt(c.peerSym[p], L.attn, at), word, c.tag, MemOrder::Relaxed, MemScope::System);
+      c.publish(c.pairAt(c.peerSym[p], L.attn, at), word, c.tag, MemOrder::Relaxed, MemScope::System);
   });
 }
 

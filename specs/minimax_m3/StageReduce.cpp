@@ -29,7 +29,7 @@ void stageReduce(KernelContext& c, Val task) {
     for (int src = 0; src < L.tp; ++src) {
       Val at = (c.i32(src * L.rows) + t) * c.i32(L.hidden / 2) + pair;  // L.attnPair(src, t, pair)
       Val code = c.i32(errorCode(kSiteReduce, src, 0)) | t << c.i32(16);  // the rank that owes the pair
-      word.push_back(b.wait(c.pairAt(c.sym, L.attn, at), c.tag, c.waitTicks, c.err, code, kSiteReduce,
+      word.push_back(c.wait(c.pairAt(c.sym, L.attn, at), c.tag, c.waitTicks, c.err, code, kSiteReduce,
                             MemOrder::Acquire, MemScope::System));
     }
     Val row = t * c.i32(L.hidden / 2) + pair;  // the pair's index in a bf16 [S][hidden] tensor
@@ -56,7 +56,7 @@ void stageReduce(KernelContext& c, Val task) {
   b.if_((c.tid < c.i32(active)) & (c.tid % c.i32(kTaskPairs) == c.i32(0)), [&] {
     Val t = c.tid / c.i32(kTaskPairs);
     Val at = t * c.i32(L.reduce.tasks) + task;  // L.ssqPair(t, task)
-    b.publish(c.pairAt(c.scratch, L.ssq, at), b.bitcast(b.get(sq), Type::i32()), c.tag, MemOrder::Release,
+    c.publish(c.pairAt(c.scratch, L.ssq, at), b.bitcast(b.get(sq), Type::i32()), c.tag, MemOrder::Release,
               MemScope::Agent);
   });
 }

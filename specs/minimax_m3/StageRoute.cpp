@@ -39,7 +39,7 @@ void stageRoute(KernelContext& c, Val t) {
   const int P = T.routerParts;
   b.for_(c.tid, c.i32(E * P), c.i32(L.threads), [&](Val i) {
     Val code = c.i32(errorCode(kSiteRoute, 0, 0)) | c.rank << c.i32(8) | t << c.i32(16);
-    Val w = b.wait(c.pairAt(c.scratch, L.logit, t * c.i32(E * P) + i), c.tag, c.waitTicks, c.err, code, kSiteRoute,
+    Val w = c.wait(c.pairAt(c.scratch, L.logit, t * c.i32(E * P) + i), c.tag, c.waitTicks, c.err, code, kSiteRoute,
                    MemOrder::Acquire, MemScope::Agent);
     b.store(redAt(c.i32(2 * E + 2 * K) + i), b.bitcast(w, Type::f32()));
   });
@@ -103,9 +103,9 @@ void stageRoute(KernelContext& c, Val t) {
     b.if_(c.lane < c.i32(K), [&] {
       Val valid = b.load(Type::i64(), c.elemAt(c.slots, t, 8)) >= b.i64(0);
       Val at = t * c.i32(2 * K) + c.lane;
-      b.publish(c.pairAt(c.scratch, L.routeA, at), b.select(valid, b.get(myId), c.i32(-1)), c.tag,
+      c.publish(c.pairAt(c.scratch, L.routeA, at), b.select(valid, b.get(myId), c.i32(-1)), c.tag,
                 MemOrder::Release, MemScope::Agent);
-      b.publish(c.pairAt(c.scratch, L.routeA, at + c.i32(K)), b.bitcast(b.get(myW) * scale, Type::i32()), c.tag,
+      c.publish(c.pairAt(c.scratch, L.routeA, at + c.i32(K)), b.bitcast(b.get(myW) * scale, Type::i32()), c.tag,
                 MemOrder::Release, MemScope::Agent);
     });
   });

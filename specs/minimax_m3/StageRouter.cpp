@@ -29,7 +29,7 @@ void stageRouter(KernelContext& c, Val task) {
   // in LDS (contrib, free until down); the router normalizes its own SRES columns with it
   b.if_(c.tid < c.i32(L.rows), [&] {
     Val code = c.i32(errorCode(kSiteRouter, 0, 0)) | c.rank << c.i32(8) | c.tid << c.i32(16);
-    Val bits = b.wait(c.pairAt(c.scratch, L.rstd, c.tid), c.tag, c.waitTicks, c.err, code, kSiteRouter,
+    Val bits = c.wait(c.pairAt(c.scratch, L.rstd, c.tid), c.tag, c.waitTicks, c.err, code, kSiteRouter,
                       MemOrder::Acquire, MemScope::Agent);
     b.store(c.elemAt(c.contrib, c.tid, 4), bits);
   });
@@ -65,7 +65,7 @@ void stageRouter(KernelContext& c, Val task) {
     for (int w = 0; w < L.waves; ++w) tot = tot + b.load(Type::f32(), b.ptrAdd(c.red, (c.i32(w * 256) + c.tid) * c.i32(4)));
     b.if_(t < c.i32(L.rows), [&] {
       Val at = (t * c.i32(L.experts) + tile * c.i32(16) + e) * c.i32(T.routerParts) + part;  // L.logitPair
-      b.publish(c.pairAt(c.scratch, L.logit, at), b.bitcast(tot, Type::i32()), c.tag, MemOrder::Release,
+      c.publish(c.pairAt(c.scratch, L.logit, at), b.bitcast(tot, Type::i32()), c.tag, MemOrder::Release,
                 MemScope::Agent);
     });
   });

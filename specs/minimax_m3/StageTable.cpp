@@ -29,8 +29,8 @@ void stageTable(KernelContext& c) {
     Val t = c.tid / c.i32(K), k = c.tid % c.i32(K);
     Val code = c.i32(errorCode(kSiteTable, 0, 0)) | c.rank << c.i32(8) | t << c.i32(16);
     Val at = t * c.i32(2 * K) + k;
-    Val e = b.wait(c.pairAt(c.scratch, L.routeA, at), c.tag, c.waitTicks, c.err, code, kSiteTable);
-    Val w = b.wait(c.pairAt(c.scratch, L.routeA, at + c.i32(K)), c.tag, c.waitTicks, c.err, code, kSiteTable);
+    Val e = c.wait(c.pairAt(c.scratch, L.routeA, at), c.tag, c.waitTicks, c.err, code, kSiteTable);
+    Val w = c.wait(c.pairAt(c.scratch, L.routeA, at + c.i32(K)), c.tag, c.waitTicks, c.err, code, kSiteTable);
     c.tabSt(W.pickE, c.tid, e);
     c.tabSt(W.pickW, c.tid, w);
   });

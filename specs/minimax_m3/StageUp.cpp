@@ -168,7 +168,7 @@ void stageUp(KernelContext& c, Val task, UpWeights& cur, UpWeights& next) {
   });
   c.ctaSync(/*drain=*/true);
   b.if_(valid & (c.tid == c.i32(0)), [&] {
-    b.publish(c.pairAt(c.scratch, L.upf, task), c.i32(1), c.tag, MemOrder::Release, MemScope::Agent);
+    c.publish(c.pairAt(c.scratch, L.upf, task), c.i32(1), c.tag, MemOrder::Release, MemScope::Agent);
   });
   for (size_t i = 0; i < cur.w4.size(); ++i) {
     b.set(cur.w4[i], b.get(next.w4[i]));

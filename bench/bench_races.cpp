@@ -1,0 +1,125 @@
+// bench_races: what the Sim's race detector (SimOptions::races, runtime/sim/SimRaces.h) costs: the
+// Sim's ops/s with it off and on, side by side in one run, for a reduced launch (S=8 TP=4) and a
+// full-dims one. Off and on are registered alternately (reduced off, reduced on, full off, full
+// on, then again for each repetition), so a machine that slows down mid-run slows both. Each
+// benchmark is one launch (Iterations(1)): Sim ops/s is the `ops/s` counter (wave-ops over wall
+// time; `ops/cpu_s` over the process's CPU time, which a shared machine disturbs less), `peak_MB` the process's peak RSS after it (monotone: read it on the first full row that
+// has the detector on). The inputs are made once per config, outside the timing.
+//
+//   ./build/bench/bench_races                      # reduced and full (full: minutes, ~10 GB)
+//   ./build/bench/bench_races --benchmark_filter=reduced
+//   MONOGEN_BENCH_RACES_REPS=3 ./build/bench/bench_races   # more interleaved rounds (default 2 reduced, 1 full)
+//   MONOGEN_BENCH_RACES_FULL="1 4" ./build/bench/bench_races  # the full-dims variant's S and TP (default 8 4)
+#include <benchmark/benchmark.h>
+#include <fmt/format.h>
+#include <sys/resource.h>
+
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <sstream>
+
+#include "runtime/sim/SimDevice.h"
+#include "specs/minimax_m3/ModelConfig.h"
+#include "specs/minimax_m3/MoeInputs.h"
+#include "specs/minimax_m3/SimHarness.h"
+#include "specs/minimax_m3/Spec.h"
+
+namespace {
+
+using namespace monogen;
+namespace mm = specs::minimax_m3;
+
+struct Case {
+  const char* config;
+  int rows, tp;
+};
+
+struct Inputs {
+  mm::ModelConfig cfg;
+  runtime::TensorMap in;
+};
+
+Inputs& inputsOf(const Case& c) {
+  static std::map<std::string, std::unique_ptr<Inputs>> cache;
+  const std::string k = fmt::format("{}-{}-{}", c.config, c.rows, c.tp);
+  auto& p = cache[k];
+  if (!p) {
+    p = std::make_unique<Inputs>();
+    p->cfg = mm::ModelConfig::byName(c.config);
+    p->in = mm::makeLaunchInputs(p->cfg, c.rows, c.tp, 7, mm::LaunchInputOptions{});
+  }
+  return *p;
+}
+
+double cpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+double peakMb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;  // KB on Linux
+}
+
+void launch(benchmark::State& st, Case c, bool races) {
+  Inputs& x = inputsOf(c);
+  const ir::Key key = mm::makeKey(x.cfg, c.rows, c.tp);
+  runtime::SimOptions o;
+  o.races = races;
+  int64_t ops = 0, raceCount = 0;
+  bool ok = true;
+  double cpu = 0;
+  for (auto _ : st) {
+    const double c0 = cpuSeconds();
+    const mm::SimRun run = mm::runOnSim(x.cfg, key, x.in, o);
+    cpu += cpuSeconds() - c0;
+    ops += run.stats.steps;
+    raceCount += run.stats.raceCount;
+    ok = ok && run.valid;
+  }
+  st.counters["ops"] = static_cast<double>(ops);
+  st.counters["ops/s"] = benchmark::Counter(static_cast<double>(ops), benchmark::Counter::kIsRate);
+  st.counters["ops/cpu_s"] = cpu > 0 ? static_cast<double>(ops) / cpu : 0;  // robust on a shared machine
+  st.counters["races"] = static_cast<double>(raceCount);
+  st.counters["peak_MB"] = peakMb();
+  if (!ok) st.SkipWithError("the launch was INVALID");
+}
+
+int envInt(const char* name, int def) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : def;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Case reduced{"reduced", 8, 4};
+  Case full{"full", 8, 4};
+  if (const char* f = std::getenv("MONOGEN_BENCH_RACES_FULL")) {
+    std::istringstream s(f);
+    s >> full.rows >> full.tp;
+  }
+  const int reps = envInt("MONOGEN_BENCH_RACES_REPS", 0);
+  const int reducedReps = reps > 0 ? reps : 2, fullReps = reps > 0 ? reps : 1;
+  for (int r = 0; r < std::max(reducedReps, fullReps); ++r) {
+    for (const Case& c : {reduced, full}) {
+      if (r >= (std::string(c.config) == "reduced" ? reducedReps : fullReps)) continue;
+      for (bool on : {false, true}) {
+        const std::string name =
+            fmt::format("{}_S{}_TP{}/races_{}/round{}", c.config, c.rows, c.tp, on ? "on" : "off", r + 1);
+        benchmark::RegisterBenchmark(name.c_str(), [c, on](benchmark::State& st) { launch(st, c, on); })
+            ->Iterations(1)
+            ->Unit(benchmark::kSecond)
+            ->UseRealTime();
+      }
+    }
+  }
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
