@@ -96,7 +96,7 @@ int HipApi::discover(bool requireGfx950) const {
   int gfx950 = 0;
   for (int d = 0; d < n; ++d) {
     const DeviceLimits l = limits(d);
-    gfx950 += l.name.find("gfx950") != std::string::npos;
+    gfx950 += l.gfx950;  // not the name: "..., not gfx950" contains "gfx950"
     found += "\n  " + l.name;
   }
   if (gfx950 == 0)

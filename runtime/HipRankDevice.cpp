@@ -25,7 +25,7 @@ HipRankDevice::HipRankDevice(int rank, int tp, int deviceOrdinal, std::vector<st
     throw RuntimeError(name(), fmt::format("device {} does not exist: {} GPU(s) visible (with HIP_VISIBLE_DEVICES set "
                                            "per process, pass deviceOrdinal 0)",
                                            device_, deviceCount_));
-  if (const DeviceLimits l = a.limits(device_); l.name.find("gfx950") == std::string::npos)
+  if (const DeviceLimits l = a.limits(device_); !l.gfx950)
     throw RuntimeError(name(), fmt::format("{} is not a gfx950: monogen's code objects are for gfx950 (MI350X / "
                                            "MI355X) only",
                                            l.name));
