@@ -142,6 +142,21 @@ TEST_CASE("hip rank on the fake HIP library: the symmetric buffer is uncached, w
   CHECK(seen == word);
 }
 
+TEST_CASE("hip rank on the fake HIP library: a symmetric buffer of any size is rounded up to whole pages",
+          "[hip][fake]") {
+  runtime::HipRankDevice dev(1, 2, -1, {kFakeHip});
+  const size_t mark = fakeLog().size();
+  const uint64_t at = dev.allocSymmetric(5000, "odd");
+  const std::vector<FakeHipCall> calls = callsSince(mark);
+  REQUIRE(calls.size() >= 1);
+  const FakeHipCall& ext = calls.back();
+  CHECK(ext.name == "hipExtMallocWithFlags");
+  CHECK(ext.size == 8192);  // two pages for 5000 bytes
+  CHECK(ext.flags == runtime::hip::kDeviceMallocUncached);
+  CHECK(ext.pointer == at);
+  CHECK_NOTHROW(dev.exportSymmetric());  // the fake refuses, as HIP does, an uncached buffer of part pages
+}
+
 TEST_CASE("hip rank on the fake HIP library: co-residency before the first launch, then a launch path of one call",
           "[hip][fake]") {
   const ModelConfig cfg = ModelConfig::reduced();
