@@ -1,4 +1,4 @@
-// NOT RUN HERE (no GPU, no ROCm on this machine): compiled only. See HipRankDevice.h.
+// NOT RUN HERE on a GPU (there is none): run against the fake HIP library only. See HipRankDevice.h.
 #include "runtime/HipRankDevice.h"
 
 #include <fmt/format.h>

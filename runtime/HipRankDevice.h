@@ -1,6 +1,7 @@
 // The per-rank device seam (runtime/RankDevice.h) on one GPU through libamdhip64, for a serving
-// process that holds one rank. NOT RUN HERE: this machine has no GPU and no ROCm; it compiles,
-// and every HIP call in it is written against the HIP API's documented signatures only.
+// process that holds one rank. NOT RUN HERE on a GPU: this machine has none; every HIP call in it
+// is written against the HIP API's documented signatures, and the sequence of calls it makes is
+// checked against the fake HIP library (tests/fake_hip, tests/test_hip_rank.cpp), not a real runtime.
 //
 // - libamdhip64 is dlopen'd through runtime/HipApi.h, the entry-point table HipDevice uses too
 //   (MONOGEN_HIP_LIBRARY, or .so.7, .so.6, .so.5, the unversioned name). Every entry point is

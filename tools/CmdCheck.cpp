@@ -163,7 +163,8 @@ Run addCheck(CLI::App& app) {
       ->capture_default_str();
   c->add_flag("--per-rank", o->perRank,
               "sim: one process a rank through the per-rank runtime (runtime/RankRuntime.h): each simulates its "
-              "own rank's CTAs, symmetric buffers in POSIX shared memory, handles exchanged over pipes");
+              "own rank's CTAs, symmetric buffers in POSIX shared memory, handles exchanged over pipes (--device hip "
+              "always runs this way, a HipRankDevice a process)");
   c->add_option("--launches", o->launches, "--per-rank, hip: back-to-back launches of one bound argument set (the replay)")
       ->check(CLI::Range(1, 100))
       ->capture_default_str();
