@@ -74,6 +74,7 @@ class FfnRunner:
         self.handle = next(_handles)
         self.name = name
         self._slots = {}
+        self._arguments = {}
         _by_handle[self.handle] = self
         if name is not None:
             _by_name[name] = self
@@ -112,7 +113,9 @@ class FfnRunner:
     # --- what the Plan asks for
     def arguments(self, rows):
         """The caller's arguments of S = rows: [{name, role, dtype, shape, doc}] in Plan order."""
-        return self._c.arguments(rows)
+        if rows not in self._arguments:
+            self._arguments[rows] = self._c.arguments(rows)
+        return self._arguments[rows]
 
     def weight_names(self, rows):
         """The tensor arguments launch() takes in `weights`, in Plan order (the ops' list order)."""

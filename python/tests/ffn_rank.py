@@ -22,17 +22,22 @@ def bits(t):
     return t.view(torch.int16) if t.dtype == torch.bfloat16 else t
 
 
-def run_rank(group, how, tp, launches, seed):
-    rank = group.rank
-    t0 = time.time()
-    runner = mm.FfnRunner(CONFIG, tp, rank, rows=[ROWS])
+def ready_runner(group, tp, **options):
+    """What a framework does at model load: build, allocate, exchange, open, barrier, warm up."""
+    runner = mm.FfnRunner(CONFIG, tp, group.rank, rows=[ROWS], **options)
     runner.allocate()
     handles = [None] * tp
     group.all_gather_object(handles, runner.export_handle())
     runner.open_peers(handles)
     group.barrier()
     runner.peers_opened()
-    progress = runner.warm_up()
+    return runner, runner.warm_up()
+
+
+def run_rank(group, how, tp, launches, seed):
+    rank = group.rank
+    t0 = time.time()
+    runner, progress = ready_runner(group, tp)
     inputs = [mm.make_launch_inputs(CONFIG, ROWS, tp, seed + k) for k in range(launches)]
     mine = [mm.rank_inputs(i, rank) for i in inputs]
     names = runner.weight_names(ROWS)
@@ -83,12 +88,33 @@ def run_rank(group, how, tp, launches, seed):
     return {"rank": rank, "progress": progress, "verdicts": verdicts, "total_seconds": time.time() - t0}
 
 
+def run_absent_peer(group, tp, seed):
+    """Rank 0 launches, rank 1 sets up and never does: rank 0's launch must fail, within its wait
+    bound (0.5 s of idling), with the error word's meaning and the rank whose pairs never came."""
+    import monogen
+    rank = group.rank
+    runner, _ = ready_runner(group, tp, wait_ticks=50_000_000)
+    result = {"rank": rank}
+    if rank == 0:
+        m = mm.rank_inputs(mm.make_launch_inputs(CONFIG, ROWS, tp, seed), rank)
+        weights = {n: m[n] for n in runner.weight_names(ROWS)}
+        for k in range(2):  # the error word is cleared after the first: the second fails on its own
+            try:
+                runner.launch(m["part"], m["res_in"], torch.zeros_like(m["part"]), torch.zeros_like(m["res_in"]),
+                              weights, slots=m["slots"])
+                result[f"error{k}"] = None
+            except monogen.RuntimeError as e:
+                result[f"error{k}"] = str(e)
+    group.barrier()  # rank 1 stays until rank 0 is done
+    return result
+
+
 if __name__ == "__main__":
     from pipe_group import ChildGroup
     how, tp, launches, seed, rank = sys.argv[1], *map(int, sys.argv[2:6])
     g = ChildGroup(rank, tp)
     try:
-        g.result(run_rank(g, how, tp, launches, seed))
+        g.result(run_absent_peer(g, tp, seed) if how == "absent" else run_rank(g, how, tp, launches, seed))
     except Exception as e:  # noqa: BLE001 (the parent reports it)
         g.result({"rank": rank, "error": f"{type(e).__name__}: {e}"})
         sys.exit(2)

@@ -121,3 +121,11 @@ def test_op_refusals(runner, good):
         torch.ops.monogen.ffn(999999, good["part"], good["res_in"], [], good["slots"])
     with pytest.raises(monogen.InputError, match=rf"2 weight tensors; expected {len(runner.weight_names(S))}, in the order"):
         torch.ops.monogen.ffn(runner.handle, good["part"], good["res_in"], [good["w13"], good["s13"]], good["slots"])
+
+
+def test_devices():
+    with pytest.raises(monogen.InputError, match=r"device 'cuda': expected \"sim\" \(CPU tensors\) or \"hip\""):
+        mm.FfnRunner("reduced", 2, 0, rows=[S], device="cuda")
+    # the HIP path is wired, but this machine has no GPU: the device refuses at construction
+    with pytest.raises(monogen.RuntimeError, match=r"HIP rank device|libamdhip64"):
+        mm.FfnRunner("reduced", 2, 0, rows=[S], device="hip")
