@@ -259,7 +259,10 @@ std::vector<Val> MfmaTile::load(Type operand, const std::function<Val(int)>& ptr
 
 Val MfmaTile::step(Val acc, const std::function<Val(int)>& a, const std::function<Val(int)>& bOp) const {
   ir::Builder& b = *acc.b;
-  for (int d = 0; d < chain; ++d) acc = b.mfma(kind, a(d), bOp(d), acc);
+  for (int d = 0; d < chain; ++d) {
+    Val bd = bOp(d);  // B's ops first, then A's (the order the stages emitted them in)
+    acc = b.mfma(kind, a(d), bd, acc);
+  }
   return acc;
 }
 
@@ -271,9 +274,21 @@ Val MfmaTile::step(Val acc, const std::vector<Val>& a, const std::vector<Val>& b
   return step(acc, [&](int d) { return a[static_cast<size_t>(d)]; }, [&](int d) { return bOp[static_cast<size_t>(d)]; });
 }
 
+void MfmaTile::storeAcc(Val acc, Val base, const std::function<Val(int)>& index) const {
+  ir::Builder& b = *acc.b;
+  const int64_t bytes = acc.type().elemBytes();
+  for (int i = 0; i < shape.accPerLane; ++i) {
+    Val at = index(i);
+    b.store(b.ptrAdd(base, at * b.i32(bytes)), b.extract(acc, i));
+  }
+}
+
 void MfmaTile::storeAcc(Val acc, const std::function<Val(int)>& ptrOf) const {
   ir::Builder& b = *acc.b;
-  for (int i = 0; i < shape.accPerLane; ++i) b.store(ptrOf(i), b.extract(acc, i));
+  for (int i = 0; i < shape.accPerLane; ++i) {
+    Val p = ptrOf(i);
+    b.store(p, b.extract(acc, i));
+  }
 }
 
 }  // namespace monogen::specs::minimax_m3

@@ -112,13 +112,16 @@ struct MfmaTile {
   std::vector<ir::Val> load(ir::Type operand, const std::function<ir::Val(int kOffset)>& ptrOf, ir::Val live) const;
   /// (IR) One step: acc = mfma(kind, a(d), b(d), acc) for d = 0 .. chain - 1 in order (the
   /// accumulator chain); returns the last accumulator. a(d) / b(d) give MFMA d's lane operands
-  /// (they may emit ops: a dequantized A, a normalized B).
+  /// (they may emit ops: a dequantized A, a normalized B; b(d) is called before a(d)).
   ir::Val step(ir::Val acc, const std::function<ir::Val(int d)>& a, const std::function<ir::Val(int d)>& b) const;
   /// step() over loaded operands: a[d], b[d].
   ir::Val step(ir::Val acc, const std::vector<ir::Val>& a, const std::vector<ir::Val>& b) const;
   /// (IR) Stores the lane's accumulator elements in order, element i at ptrOf(i) (ptrOf places
-  /// element i at its (accRow(i), accCol())).
+  /// element i at its (accRow(i), accCol()); called before the element is extracted).
   void storeAcc(ir::Val acc, const std::function<ir::Val(int i)>& ptrOf) const;
+  /// storeAcc() into an array of the accumulator's elements (f32) at `base`: element i at
+  /// base + index(i) x 4 bytes, index(i) its (accRow(i), accCol())'s place in the array.
+  void storeAcc(ir::Val acc, ir::Val base, const std::function<ir::Val(int i)>& index) const;
 };
 
 struct KernelContext {
