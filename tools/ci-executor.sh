@@ -7,7 +7,7 @@
 # under the executor's numerics profile.
 # The simulator is $MONOGEN_GFX950_RUN, else ../shared/tools/gfx950-run next to the checkout;
 # without it the job says so in one line and passes. Runs MONOGEN_EXECUTOR_JOBS checks at a time
-# (default 1: the nine took 132 s here, inside the 6-minute budget; 2 at a time took 92 s); prints
+# (default 1: the ten took 75 s here, the former nine 68-132 s, inside the 6-minute budget); prints
 # one line a variant in matrix order (its wall time and verdict), a failing check's output, and
 # the total. Fails when any check exits nonzero.
 # Options: --full (S in {1, 3, 8, 9, 16}: the 15-variant matrix, not run by CI).
