@@ -33,7 +33,7 @@ HostTensor Device::get(int rank, uint64_t addr, DType dtype, std::vector<int64_t
 }
 
 LaunchArg Device::putArg(int rank, const HostTensor& t, const std::string& name, int64_t align) {
-  return LaunchArg::tensor(put(rank, t, name, align), t.dtype, t.shape);
+  return LaunchArg::tensor(put(rank, t, name, align), t.dtype, t.shape, t.layout);  // its declared layout too
 }
 
 }  // namespace monogen::runtime

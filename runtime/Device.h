@@ -48,7 +48,7 @@ class Device {
   uint64_t put(int rank, const HostTensor& t, const std::string& name, int64_t align = 256);
   /// download into a host tensor of the given dtype and shape.
   HostTensor get(int rank, uint64_t addr, DType dtype, std::vector<int64_t> shape);
-  /// put + the launch argument that names it.
+  /// put + the launch argument that names it (declaring t.layout).
   LaunchArg putArg(int rank, const HostTensor& t, const std::string& name, int64_t align = 256);
 };
 

@@ -2,8 +2,8 @@
 
 namespace monogen::runtime {
 
-Generator::Generator(PlanFn plan, CompileFn compile, std::shared_ptr<Cache> cache)
-    : planFn_(std::move(plan)), compileFn_(std::move(compile)), cache_(std::move(cache)) {}
+Generator::Generator(PlanFn plan, CompileFn compile, std::shared_ptr<Cache> cache, LayoutFn layouts)
+    : planFn_(std::move(plan)), compileFn_(std::move(compile)), cache_(std::move(cache)), layoutFn_(std::move(layouts)) {}
 
 Generator::Slot& Generator::slot(const ir::Key& key) {
   std::lock_guard<std::mutex> g(mu_);
@@ -41,7 +41,7 @@ std::shared_ptr<const Variant> Generator::variant(const ir::Key& key, bool withC
 void Generator::launch(Device& device, const ir::Key& key, const std::vector<RankArgs>& ranks) {
   // The Plan first: the arguments are checked against it before anything is compiled or run.
   const auto v = variant(key, false);
-  const PackedLaunch packed = packLaunch(v->plan, ranks);  // checked and packed once
+  const PackedLaunch packed = packLaunch(v->plan, ranks, argLayouts(v->plan));  // checked and packed once
   if (device.runsCodeObjects()) variant(key, true);
   static const CodeObjectBytes kNone;
   device.launch(v->plan, v->code ? v->code->bytes : kNone, packed);

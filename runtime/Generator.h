@@ -35,15 +35,21 @@ class Generator {
   /// Compiles a Plan into a checked code object (throws CodegenError).
   using CompileFn = std::function<std::vector<uint8_t>(const ir::Plan&)>;
 
+  /// The layouts a Plan's tensor arguments must declare (Launch.h ArgLayouts); none when empty.
+  using LayoutFn = std::function<ArgLayouts(const ir::Plan&)>;
+
   /// `cache` may be null: code objects are then kept in this Generator's memory only.
-  Generator(PlanFn plan, CompileFn compile, std::shared_ptr<Cache> cache);
+  Generator(PlanFn plan, CompileFn compile, std::shared_ptr<Cache> cache, LayoutFn layouts = {});
+
+  /// The layouts the variant's tensor arguments must declare (empty without a LayoutFn).
+  ArgLayouts argLayouts(const ir::Plan& plan) const { return layoutFn_ ? layoutFn_(plan) : ArgLayouts{}; }
 
   /// The variant of `key`, with its code object when withCode. Plans are built once per key;
   /// concurrent callers share them. Thread-safe.
   std::shared_ptr<const Variant> variant(const ir::Key& key, bool withCode = true);
 
   /// Checks `ranks` against the variant's Plan (InputError before anything runs: shapes,
-  /// dtypes, alignment, peer count = TP), compiles if the device runs code objects, launches.
+  /// dtypes, alignment, peer count = TP, declared layouts), compiles if the device runs code objects, launches.
   void launch(Device& device, const ir::Key& key, const std::vector<RankArgs>& ranks);
 
   /// How many Plans were built and code objects compiled by this Generator (for tests).
@@ -54,6 +60,7 @@ class Generator {
   PlanFn planFn_;
   CompileFn compileFn_;
   std::shared_ptr<Cache> cache_;
+  LayoutFn layoutFn_;
   // One slot a key: the Plan and the code object are each made once (std::call_once; a
   // failure is rethrown to the caller and the next call tries again).
   struct Slot {

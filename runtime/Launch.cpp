@@ -11,12 +11,13 @@ namespace monogen::runtime {
 
 static_assert(std::endian::native == std::endian::little, "kernarg packing assumes a little-endian host");
 
-LaunchArg LaunchArg::tensor(uint64_t addr, DType dtype, std::vector<int64_t> shape) {
+LaunchArg LaunchArg::tensor(uint64_t addr, DType dtype, std::vector<int64_t> shape, std::string layout) {
   LaunchArg a;
   a.kind = Kind::Tensor;
   a.addr = addr;
   a.dtype = dtype;
   a.shape = std::move(shape);
+  a.layout = std::move(layout);
   return a;
 }
 
@@ -156,7 +157,7 @@ std::vector<uint8_t> packKernargs(const ir::Plan& plan, const std::vector<uint64
   return buf;
 }
 
-PackedRank packRank(const ir::Plan& plan, int rank, const RankArgs& given) {
+PackedRank packRank(const ir::Plan& plan, int rank, const RankArgs& given, const ArgLayouts& layouts) {
   if (rank < 0 || rank >= plan.key.tp)
     throw InputError("launch of " + plan.key.variantName(),
                      fmt::format("rank {}; expected 0..{} (TP = {})", rank, plan.key.tp - 1, plan.key.tp));
@@ -173,12 +174,18 @@ PackedRank packRank(const ir::Plan& plan, int rank, const RankArgs& given) {
     auto it = given.find(k.name);
     if (it == given.end()) c.fail(k.name, fmt::format("missing; expected a {}", describe(k)));
     out.values.push_back(c.check(k, it->second));
+    if (auto l = layouts.find(k.name); l != layouts.end() && it->second.layout != l->second)
+      c.fail(k.name, fmt::format("declares layout {}, expected '{}' (the variant reads its bytes in that layout; "
+                                 "the shape alone cannot tell them apart, so the caller declares the one it holds)",
+                                 it->second.layout.empty() ? std::string("none (undeclared)")
+                                                           : "'" + it->second.layout + "'",
+                                 l->second));
   }
   out.kernargs = packKernargs(plan, out.values);
   return out;
 }
 
-PackedLaunch packLaunch(const ir::Plan& plan, const std::vector<RankArgs>& ranks) {
+PackedLaunch packLaunch(const ir::Plan& plan, const std::vector<RankArgs>& ranks, const ArgLayouts& layouts) {
   const int tp = plan.key.tp;
   if (ranks.size() != static_cast<size_t>(tp))
     throw InputError("launch of " + plan.key.variantName(),
@@ -187,7 +194,7 @@ PackedLaunch packLaunch(const ir::Plan& plan, const std::vector<RankArgs>& ranks
   out.values.resize(ranks.size());
   out.kernargs.resize(ranks.size());
   for (int r = 0; r < tp; ++r) {
-    PackedRank p = packRank(plan, r, ranks[r]);
+    PackedRank p = packRank(plan, r, ranks[r], layouts);
     out.values[r] = std::move(p.values);
     out.kernargs[r] = std::move(p.kernargs);
   }

@@ -23,9 +23,11 @@ struct LaunchArg {
   std::vector<int64_t> shape;     // Tensor
   int64_t value = 0;              // Scalar: the value, or the raw bits of a float scalar
   std::vector<uint64_t> peers;    // PeerTable: entry p = rank p's symmetric buffer
+  std::string layout;             // Tensor: the storage layout the caller declares its bytes in ("" none;
+                                  // HostTensor::layout); checked against the variant's ArgLayouts
 
-  /// A device tensor at `addr`.
-  static LaunchArg tensor(uint64_t addr, DType dtype, std::vector<int64_t> shape);
+  /// A device tensor at `addr`, its bytes in `layout` (none by default).
+  static LaunchArg tensor(uint64_t addr, DType dtype, std::vector<int64_t> shape, std::string layout = {});
   /// A scalar. It must fit the argument's width, as a signed or an unsigned number.
   static LaunchArg scalar(int64_t value);
   /// A Peers argument: the device address of a table of TP addresses (already uploaded by the
@@ -35,6 +37,12 @@ struct LaunchArg {
 
 /// One rank's arguments, by kernel argument name.
 using RankArgs = std::map<std::string, LaunchArg>;
+
+/// The storage layout each named tensor argument of a variant must declare (LaunchArg::layout),
+/// by argument name; a spec says which (the MiniMax-M3 scales': specs/minimax_m3/Spec.h
+/// argLayouts). Shapes cannot always tell two layouts of the same bytes apart, so the caller
+/// declares the one it holds. Arguments not named are not checked.
+using ArgLayouts = std::map<std::string, std::string>;
 
 /// A checked launch, packed for both devices.
 struct PackedLaunch {
@@ -53,8 +61,9 @@ std::optional<DType> dtypeFor(ir::Scalar s);
 /// the argument and rank with what was expected and what was given, for: a rank count other
 /// than plan.key.tp, a missing or unknown argument, a tensor where a scalar is expected or
 /// the reverse, a wrong dtype or shape, a null or misaligned pointer, a scalar out of range,
-/// and a peer table without exactly TP entries (or with a null or misaligned entry).
-PackedLaunch packLaunch(const ir::Plan& plan, const std::vector<RankArgs>& ranks);
+/// a peer table without exactly TP entries (or with a null or misaligned entry), and a tensor
+/// named in `layouts` that declares another layout or none (naming the expected and the given).
+PackedLaunch packLaunch(const ir::Plan& plan, const std::vector<RankArgs>& ranks, const ArgLayouts& layouts = {});
 
 /// One rank's arguments checked against `plan` (the same checks as packLaunch, for rank `rank`
 /// alone: one process a rank) and packed: its raw values and its kernarg segment.
@@ -62,7 +71,7 @@ struct PackedRank {
   std::vector<uint64_t> values;
   std::vector<uint8_t> kernargs;
 };
-PackedRank packRank(const ir::Plan& plan, int rank, const RankArgs& args);
+PackedRank packRank(const ir::Plan& plan, int rank, const RankArgs& args, const ArgLayouts& layouts = {});
 
 /// The kernarg segment for one rank's raw values (exposed for tests and devices).
 std::vector<uint8_t> packKernargs(const ir::Plan& plan, const std::vector<uint64_t>& values);

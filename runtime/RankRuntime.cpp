@@ -207,7 +207,7 @@ BoundLaunch& RankRuntime::bind(int rows, const RankArgs& args) {
       all[a.name] = LaunchArg::tensor(p.owned.at(a.name), *dtypeFor(a.elem), a.shape);
     }
   }
-  PackedRank packed = packRank(plan, opts_.rank, all);  // InputError naming the argument and the rank
+  PackedRank packed = packRank(plan, opts_.rank, all, gen_.argLayouts(plan));  // InputError naming the argument and the rank
   auto b = std::make_unique<BoundLaunch>();
   b->rows = rows;
   b->plan = &plan;

@@ -13,11 +13,15 @@ enum class DType : uint8_t { BF16, F32, F64, I32, I64, U8, U64 };
 const char* dtypeName(DType d);  // "BF16", "F32", ...
 int dtypeBytes(DType d);
 
-/// A host tensor. `data` holds the elements in row-major order, little-endian.
+/// A host tensor. `data` holds the elements in row-major order, little-endian, unless `layout`
+/// declares another storage order of the same bytes: the holder's declaration (a spec names the
+/// layouts it reads, e.g. "e8m0_shuffle" for the MiniMax-M3 scales; "" declares none). The
+/// tensor itself cannot show it, so whoever makes or loads the bytes sets it.
 struct HostTensor {
   DType dtype = DType::F32;
   std::vector<int64_t> shape;
   std::vector<uint8_t> data;
+  std::string layout;
 
   static HostTensor zeros(DType d, std::vector<int64_t> shape);
   int64_t numel() const;

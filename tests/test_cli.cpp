@@ -236,6 +236,9 @@ TEST_CASE("sim runs the whole launch bit-exact, steers to N distinct experts and
   CHECK(s.metadata.at("variant") == "minimax_m3.ffn-S3-TP2");
   CHECK(s.metadata.at("rows") == "3");
   CHECK(s.metadata.at("tp") == "2");
+  CHECK(s.metadata.at("scales") == "e8m0_shuffle");  // the default variant's layout, said and declared
+  CHECK(s.inputs.at("s2.r1").layout == "e8m0_shuffle");
+  CHECK(r.out.find("inputs with scales e8m0_shuffle") != std::string::npos);
 
   // Every output of every rank, against the reference computed here, bit for bit.
   const monogen::runtime::TensorMap want = launchReference(cfg, 3, 2, s.inputs);
@@ -279,6 +282,41 @@ TEST_CASE("sim runs the whole launch bit-exact, steers to N distinct experts and
   r = sh(kMonogen + " sim --rows 3 --tp 2 --config reduced --inputs " + partialFile.string());
   CHECK(r.code != 0);
   CHECK(r.out.find("no tensor 'w2.r1'") != std::string::npos);
+  CHECK(r.out.find("seed 1 ") == std::string::npos);  // nothing ran
+}
+
+TEST_CASE("sim --scales rowmajor saves row-major scales and says so, and the default variant refuses them", "[cli]") {
+  const mm::ModelConfig cfg = mm::ModelConfig::reduced();
+  TempDir d;
+  const fs::path save = d.path / "run";
+  Result r = sh(kMonogen + " sim --rows 1 --tp 2 --config reduced --scales rowmajor --save " + save.string());
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("minimax_m3.ffn-S1-TP2-scales=rowmajor on the Sim device") != std::string::npos);
+  CHECK(r.out.find("inputs with scales rowmajor") != std::string::npos);
+  const mm::SavedLaunch s = mm::loadLaunch(save);
+  CHECK(s.metadata.at("scales") == "rowmajor");
+  CHECK(s.metadata.at("variant") == "minimax_m3.ffn-S1-TP2-scales=rowmajor");
+  mm::LaunchInputOptions io;
+  io.scales = mm::ScaleLayout::RowMajor;
+  const monogen::runtime::TensorMap gen = mm::makeLaunchInputs(cfg, 1, 2, 1, io);
+  for (const char* n : {"s13.r0", "s2.r1"}) {
+    INFO(n);
+    CHECK(s.inputs.at(n).layout == "rowmajor");
+    CHECK(s.inputs.at(n).shape == gen.at(n).shape);  // s2 [17, 1536, 12]: unpadded
+    CHECK(s.inputs.at(n).data == gen.at(n).data);
+  }
+  // replayed by its own variant: bit-exact; by the default (e8m0_shuffle) one: refused before it runs
+  r = sh(kMonogen + " sim --rows 1 --tp 2 --config reduced --scales rowmajor --inputs " + save.string());
+  CHECK(r.code == 0);
+  CHECK(r.out.find("verdict: bit-exact under 1 seed") != std::string::npos);
+  r = sh(kMonogen + " sim --rows 1 --tp 2 --config reduced --inputs " + save.string());
+  INFO(r.out);
+  CHECK(r.code != 0);
+  // s13 has the same shape in both layouts at TP 2: its declaration tells them apart
+  CHECK(r.out.find("s13.r0") != std::string::npos);
+  CHECK(r.out.find("'e8m0_shuffle'") != std::string::npos);
+  CHECK(r.out.find("'rowmajor'") != std::string::npos);
   CHECK(r.out.find("seed 1 ") == std::string::npos);  // nothing ran
 }
 

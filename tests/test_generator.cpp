@@ -15,7 +15,8 @@ namespace {
 
 // Every argument of the Plan on every rank, as fresh device buffers the host zeroes (device
 // memory starts uninitialized: poisoned on the Sim; the peers table lists every rank's "sym"
-// buffer). Zero inputs: the point is the API path, not the numerics.
+// buffer), s13 / s2 declaring the variant's layout. Zero inputs: the point is the API path, not
+// the numerics.
 std::vector<runtime::RankArgs> zeroArgs(runtime::Device& dev, const ir::Plan& plan) {
   const int tp = plan.key.tp;
   std::vector<runtime::RankArgs> ranks(tp);
@@ -31,6 +32,8 @@ std::vector<runtime::RankArgs> zeroArgs(runtime::Device& dev, const ir::Plan& pl
         ranks[r][a.name] = runtime::LaunchArg::tensor(addr, dt, a.shape);
         if (a.name == "sym") sym[r] = addr;
       }
+  for (int r = 0; r < tp; ++r)
+    for (const auto& [name, layout] : mm::argLayouts(plan)) ranks[r].at(name).layout = layout;
   for (int r = 0; r < tp; ++r)
     for (const ir::KernelArg& a : plan.args) {
       if (a.role == ir::ArgRole::Peers) {
@@ -102,6 +105,29 @@ TEST_CASE("launching on the Sim device checks the arguments and compiles nothing
   bad = ranks;
   bad.pop_back();
   CHECK_THROWS_AS(gen.launch(dev, key, bad), InputError);
+  // s13 / s2 must declare the variant's scale layout: the shape cannot tell (TP 2: s13 is
+  // [17, 768, 48] in both), so one undeclared, or declared in the other layout, is refused
+  bad = ranks;
+  bad[1]["s13"].layout.clear();
+  CHECK_THROWS_WITH(gen.launch(dev, key, bad), Catch::Contains("rank 1, argument 's13'") &&
+                                                   Catch::Contains("none (undeclared)") &&
+                                                   Catch::Contains("expected 'e8m0_shuffle'"));
+  bad = ranks;
+  bad[0]["s13"].layout = "rowmajor";
+  CHECK_THROWS_WITH(gen.launch(dev, key, bad), Catch::Contains("rank 0, argument 's13'") &&
+                                                   Catch::Contains("declares layout 'rowmajor'") &&
+                                                   Catch::Contains("expected 'e8m0_shuffle'"));
   CHECK(dev.lastStats().steps == stepsBefore);
   CHECK(gen.compiles() == 0);
+  // the row-major variant wants "rowmajor" (its s13 has the same shape here)
+  mm::FfnKnobs rm;
+  rm.scales = mm::ScaleLayout::RowMajor;
+  const ir::Key rowKey = mm::makeKey(cfg, 2, 2, rm);
+  auto rowArgs = zeroArgs(dev, gen.variant(rowKey, false)->plan);
+  CHECK(rowArgs[0].at("s2").layout == "rowmajor");
+  auto wrong = rowArgs;
+  wrong[0]["s13"].layout = "e8m0_shuffle";
+  CHECK_THROWS_WITH(gen.launch(dev, rowKey, wrong), Catch::Contains("expected 'rowmajor'"));
+  gen.launch(dev, rowKey, rowArgs);
+  CHECK(dev.lastStats().waitTimeouts == 0);
 }

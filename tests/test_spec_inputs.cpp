@@ -123,7 +123,7 @@ TEST_CASE("launch inputs: natural routing is unsteered and the inputs are determ
   // every name the reference and the Sim harness read is there, with the contract's shapes
   for (const char* n : {"part.r0", "part.r1", "res_in", "slots", "sres", "ssq", "norm_w", "router_w", "bias"})
     CHECK(a.count(n) == 1);
-  for (int r = 0; r < 2; ++r) CHECK_NOTHROW(checkContract(cfg, 2, rankContract(a, r)));
+  for (int r = 0; r < 2; ++r) CHECK_NOTHROW(checkContract(cfg, 2, rankContract(a, r), ScaleLayout::E8m0Shuffle));
 }
 
 TEST_CASE("launch inputs: every TP splits the same logical experts", "[spec][inputs]") {
@@ -424,7 +424,7 @@ TEST_CASE("save launch: a launch's inputs and outputs round-trip through safeten
   CHECK(same(back.inputs, in));
   CHECK(same(back.outputs, outputs));
   // what was read back still is a launch: the contract holds and the routing is the same
-  CHECK_NOTHROW(checkContract(cfg, 2, rankContract(back.inputs, 1)));
+  CHECK_NOTHROW(checkContract(cfg, 2, rankContract(back.inputs, 1), ScaleLayout::E8m0Shuffle));
   CHECK(moeRouting(cfg, 3, 2, back.inputs).at("picks").data == outputs.at("picks").data);
   // with a reference it is written and read back too
   saveLaunch(dir, cfg, 3, 2, in, outputs, outputs);

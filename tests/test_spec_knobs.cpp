@@ -22,6 +22,12 @@ TEST_CASE("knobs: the default key has none, each knob round-trips through the ke
   CHECK(back.trace);
   CHECK(back.dropMark == 3);
   CHECK(buildPlan(cfg, key).key.knobs == key.knobs);
+  const ir::Key rm = makeKey(cfg, 8, 4, FfnKnobs{.scales = ScaleLayout::RowMajor});
+  CHECK(rm.knobs == "scales=rowmajor");
+  CHECK(rm.variantName() == "minimax_m3.ffn-S8-TP4-scales=rowmajor");
+  CHECK(knobsOf(rm).scales == ScaleLayout::RowMajor);
+  CHECK(knobsOf(makeKey(cfg, 8, 4)).scales == ScaleLayout::E8m0Shuffle);
+  CHECK(buildPlan(cfg, rm).key.knobs == rm.knobs);
 }
 
 TEST_CASE("knobs: an unknown, repeated or bad knob is refused naming it", "[spec][knobs]") {
@@ -30,7 +36,8 @@ TEST_CASE("knobs: an unknown, repeated or bad knob is refused naming it", "[spec
                               std::pair{"trace=1 trace=1", "given twice"},
                               std::pair{"experts=some", "expected all, shared or routed"},
                               std::pair{"trace=yes", "expected 0 or 1"},
-                              std::pair{"drop_mark=x", "expected a CTA index"}}) {
+                              std::pair{"drop_mark=x", "expected a CTA index"},
+                              std::pair{"scales=aiter", "expected e8m0_shuffle or rowmajor"}}) {
     ir::Key key = makeKey(cfg, 2, 2);
     key.knobs = text;
     INFO(text);
@@ -45,6 +52,8 @@ TEST_CASE("knobs: a knob, the config and the target each change the key text", "
   const std::string tc = "llvm-22.test";
   const std::string base = runtime::keyText(makeKey(cfg, 8, 4), tc);
   CHECK(runtime::keyText(makeKey(cfg, 8, 4, FfnKnobs{.experts = MoeExperts::Shared}), tc) != base);
+  CHECK(runtime::keyDigest(makeKey(cfg, 8, 4, FfnKnobs{.scales = ScaleLayout::RowMajor}), tc) !=
+        runtime::keyDigest(makeKey(cfg, 8, 4), tc));
   CHECK(runtime::keyText(makeKey(ModelConfig::byName("full"), 8, 4), tc) != base);
   ir::Key t = makeKey(cfg, 8, 4);
   t.target.features = "sramecc-:xnack-";

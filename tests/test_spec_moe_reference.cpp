@@ -98,7 +98,7 @@ TensorMap makeInputs(const ModelConfig& cfg, int S, int TP, const TensorMap& log
   in["slots"] = HostTensor::zeros(DType::I64, {S});
   for (int t = 0; t < S; ++t) in["slots"].as<int64_t>()[t] = 100 + t;
   for (int r = 0; r < TP; ++r)
-    for (auto& [name, t] : rankExpertTensors(cfg, TP, r, logical)) in[rankName(name, r)] = t;
+    for (auto& [name, t] : rankExpertTensors(cfg, TP, r, logical, ScaleLayout::E8m0Shuffle)) in[rankName(name, r)] = t;
   fillSsq(in, cfg, S);
   return in;
 }
@@ -107,7 +107,7 @@ void resliceRanks(TensorMap& in, const ModelConfig& cfg, int TP, const TensorMap
   for (auto it = in.begin(); it != in.end();)
     it = it->first.find(".r") != std::string::npos ? in.erase(it) : std::next(it);
   for (int r = 0; r < TP; ++r)
-    for (auto& [name, t] : rankExpertTensors(cfg, TP, r, logical)) in[rankName(name, r)] = t;
+    for (auto& [name, t] : rankExpertTensors(cfg, TP, r, logical, ScaleLayout::E8m0Shuffle)) in[rankName(name, r)] = t;
 }
 
 const TensorMap& reducedLogical() {
@@ -722,14 +722,14 @@ TEST_CASE("shuffle16x16 and unshuffle16x16", "[moe][contract][shuffle]") {
 TEST_CASE("checkContract rejects a wrong shape or dtype, naming the tensor", "[moe][contract]") {
   const ModelConfig cfg = ModelConfig::reduced();
   const int TP = 4;
-  TensorMap w = rankExpertTensors(cfg, TP, 1, reducedLogical());
+  TensorMap w = rankExpertTensors(cfg, TP, 1, reducedLogical(), ScaleLayout::E8m0Shuffle);
   w["router_w"] = HostTensor::zeros(DType::F32, {cfg.experts, cfg.hidden});
   w["bias"] = HostTensor::zeros(DType::F32, {cfg.experts});
   w["norm_w"] = HostTensor::zeros(DType::BF16, {cfg.hidden});
-  REQUIRE_NOTHROW(checkContract(cfg, TP, w));
+  REQUIRE_NOTHROW(checkContract(cfg, TP, w, ScaleLayout::E8m0Shuffle));
   auto message = [&](const TensorMap& m) -> std::string {
     try {
-      checkContract(cfg, TP, m);
+      checkContract(cfg, TP, m, ScaleLayout::E8m0Shuffle);
     } catch (const InputError& e) {
       return e.what();
     }
@@ -790,6 +790,7 @@ TEST_CASE("fp4x2 nibble order and e8m0 scale of an expert matrix", "[moe][contra
   rm[32 + 16] = 0x0C;  // row 1, K 32 = code 0xC (-2.0)
   const auto sh = shuffle16x16(rm.data(), 16, 32);
   std::copy(sh.begin(), sh.end(), w.data.begin());
+  s.layout = "rowmajor";
   for (auto& b : s.data) b = 127;
   s.data[0] = 128;
   s.data[1] = 126;

@@ -41,19 +41,23 @@ inline monogen::specs::minimax_m3::LaunchInputOptions edgeCases() {
 inline const char* const kCheckedMoe[] = {"rstd", "xn",        "picks", "weights", "slot_expert", "slot_count",
                                           "slot_row", "slot_pick", "mid",  "down",    "out"};
 
-/// Runs (S, TP) on the Sim device with `opts` and checks every output of every
+/// Runs (S, TP) (the variant of the experts and scales knobs) on the Sim device with `opts` and
+/// checks every output of every
 /// rank bit for bit: the all-reduce's against referenceOutputs, the MoE's against
 /// moeReferenceOutputs (fed the kernel's SRES and SSQ); no wait times out, every error word 0;
 /// with opts.races, the race detector found no race.
 inline monogen::runtime::TensorMap checkWholeLaunch(const monogen::specs::minimax_m3::ModelConfig& cfg, int S, int TP,
                                                     const monogen::runtime::TensorMap& in,
                                                     const monogen::runtime::SimOptions& opts,
-                                                    monogen::specs::minimax_m3::MoeExperts experts = monogen::specs::minimax_m3::MoeExperts::All) {
+                                                    monogen::specs::minimax_m3::MoeExperts experts = monogen::specs::minimax_m3::MoeExperts::All,
+                                                    monogen::specs::minimax_m3::ScaleLayout scales = monogen::specs::minimax_m3::ScaleLayout::E8m0Shuffle) {
   using namespace monogen::specs::minimax_m3;
-  INFO(fmt::format("S={} TP={} scheduler seed {} quantum {} LDS poison seed {} experts {}", S, TP, opts.seed,
-                   opts.maxQuantum, opts.poisonSeed ? opts.poisonSeed : opts.seed, moeExpertsName(experts)));
+  INFO(fmt::format("S={} TP={} scheduler seed {} quantum {} LDS poison seed {} experts {} scales {}", S, TP, opts.seed,
+                   opts.maxQuantum, opts.poisonSeed ? opts.poisonSeed : opts.seed, moeExpertsName(experts),
+                   scaleLayoutName(scales)));
   FfnKnobs knobs;
   knobs.experts = experts;
+  knobs.scales = scales;
   const monogen::ir::Key key = makeKey(cfg, S, TP, knobs);
   const SimRun run = runOnSim(cfg, key, in, opts);
   auto mm = firstMismatch(run.outputs, referenceOutputs(cfg, S, TP, in));

@@ -222,10 +222,12 @@ Run addCheck(CLI::App& app) {
       fmt::print("code object: {} bytes ({:.2f} s)\n", code.size(), built.seconds);
     }
 
-    const mm::LaunchInputOptions io;
+    mm::LaunchInputOptions io;
+    io.scales = mm::knobsOf(key).scales;  // the weights held as the variant reads them
     const runtime::TensorMap inputs = mm::makeLaunchInputs(cfg, S, TP, o->seed, io);
     const runtime::TensorMap want = mm::launchReferenceOutputs(cfg, S, TP, inputs, mm::knobsOf(key).experts, numerics);
-    fmt::print("inputs: seed {}, {}; reference numerics: {}\n", o->seed, io.describe(),
+    fmt::print("inputs: seed {}, {}, scales {}; reference numerics: {}\n", o->seed, io.describe(),
+               mm::scaleLayoutName(io.scales),
                numerics == mm::RefNumerics::Ir ? "the IR's declared models"
                                                : "gfx950-run's (exp2 = exp2f, f32 division results below FLT_MIN -> "
                                                  "+-0, f32 MFMA = fma chain)");

@@ -79,6 +79,7 @@ LaunchInputs readInputs(const std::string& path, const mm::ModelConfig& cfg, int
     in.metadata = std::move(f.metadata);
   } else {
     runtime::SafetensorsFile f = runtime::readSafetensorsFile(path);
+    mm::declareSavedScales(f.tensors, f.metadata);  // its "scales" metadata, as --save writes it
     in.tensors = std::move(f.tensors);
     in.metadata = std::move(f.metadata);
   }
@@ -168,7 +169,8 @@ Run addSim(CLI::App& app) {
     if (launch.injectRank >= TP)
       throw InputError("--inject-rank", fmt::format("rank {}: expected -1 (none) or 0..{}", launch.injectRank, TP - 1));
     launch.handshake = launch.handshake || launch.injectRank >= 0;  // the stall happens at the handshake
-    const mm::LaunchInputOptions io = inputOptionsOf(cfg, S, o->experts, o->paddedRows);
+    mm::LaunchInputOptions io = inputOptionsOf(cfg, S, o->experts, o->paddedRows);
+    io.scales = mm::knobsOf(key).scales;  // the weights held as the variant reads them
     if (!o->save.empty()) mm::checkSaveDir(o->save, "--save");  // before the launch, not after it
     fmt::print("{} on the Sim device: {} ranks x {} CTAs x {} threads\n", key.variantName(), TP, cfg.blocks,
                cfg.threads);
@@ -263,7 +265,8 @@ Run addSim(CLI::App& app) {
                                                  {"seeds_verdict", overall},
                                                  {"picked_experts", std::to_string(picked.size())}};
       mm::saveLaunch(o->save, cfg, S, TP, inputs, saved->outputs, want, meta);
-      fmt::print("saved the launch (inputs, scheduler seed {}'s outputs: {}; reference) to {}\n", savedSeed,
+      fmt::print("saved the launch (inputs with scales {}, scheduler seed {}'s outputs: {}; reference) to {}\n",
+                 mm::savedScaleLayout(inputs), savedSeed,
                  savedVerdict == "bit-exact" ? "bit-exact" : savedVerdict.substr(0, savedVerdict.find(':')), o->save);
     }
     fmt::print("verdict: {}\n", overall);

@@ -30,6 +30,11 @@ void addVariantOptions(CLI::App* app, VariantOptions& o, bool rowsTp) {
   app->add_option("--sum", o.sum, "which expert terms the combine sums: all, shared or routed (the experts knob)")
       ->check(CLI::IsMember({"all", "shared", "routed"}))
       ->capture_default_str();
+  app->add_option("--scales", o.scales,
+                  "the layout the kernel reads s13 / s2 in: e8m0_shuffle (AITER's, as vLLM / SGLang hold them) or "
+                  "rowmajor (the scales knob)")
+      ->check(CLI::IsMember({"e8m0_shuffle", "rowmajor"}))
+      ->capture_default_str();
   app->add_flag("--trace", o.trace, "per-CTA, per-stage timestamps (the trace knob)");
   app->add_option("--drop-mark", o.dropMark, "fault test: this CTA never marks the launch done")
       ->check(CLI::Range(-1, 1023));
@@ -45,6 +50,7 @@ ir::Key keyOf(const VariantOptions& o, const mm::ModelConfig& cfg, int rows, int
                                            o.arch));
   mm::FfnKnobs knobs;
   knobs.experts = o.sum == "shared" ? mm::MoeExperts::Shared : o.sum == "routed" ? mm::MoeExperts::Routed : mm::MoeExperts::All;
+  knobs.scales = o.scales == "rowmajor" ? mm::ScaleLayout::RowMajor : mm::ScaleLayout::E8m0Shuffle;
   knobs.trace = o.trace;
   knobs.dropMark = o.dropMark;
   return mm::makeKey(cfg, rows, tp, knobs);

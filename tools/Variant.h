@@ -21,6 +21,7 @@ struct VariantOptions {
   std::string arch = "gfx950";
   std::string config = "full";
   std::string sum = "all";  // --sum: which expert terms the combine sums (the key's experts knob)
+  std::string scales = "e8m0_shuffle";  // --scales: the e8m0 scales' layout (the key's scales knob)
   bool trace = false;
   int dropMark = -1;
   bool noCache = false;

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # CI's executor job (.ci/run runs it after the tests; runs alone too): the generated machine code
 # on AMD's gfx950 simulator, `monogen check --device gfx950-run --config reduced --no-cache` for
-# S in {1, 8, 16} x TP in {1, 2, 4}, input seed 1, each variant compiled afresh and every output
-# of every rank compared bit for bit with the reference under the executor's numerics profile.
+# S in {1, 8, 16} x TP in {1, 2, 4} of the default variant (scales e8m0_shuffle, as the frameworks
+# hold them) plus S=8 TP=2 of --scales rowmajor (the other scale layout), input seed 1, each
+# variant compiled afresh and every output of every rank compared bit for bit with the reference
+# under the executor's numerics profile.
 # The simulator is $MONOGEN_GFX950_RUN, else ../shared/tools/gfx950-run next to the checkout;
 # without it the job says so in one line and passes. Runs MONOGEN_EXECUTOR_JOBS checks at a time
-# (default 1: the nine took 132 s here, inside the 6-minute budget; 2 at a time took 92 s); prints
+# (default 1: the ten took 75 s here, the former nine 68-132 s, inside the 6-minute budget); prints
 # one line a variant in matrix order (its wall time and verdict), a failing check's output, and
 # the total. Fails when any check exits nonzero.
 # Options: --full (S in {1, 3, 8, 9, 16}: the 15-variant matrix, not run by CI).
@@ -34,15 +36,16 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/monogen-executor.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 variants=()
 for S in "${rows[@]}"; do
-  for TP in "${tps[@]}"; do variants+=("$S $TP"); done
+  for TP in "${tps[@]}"; do variants+=("$S $TP e8m0_shuffle"); done
 done
+variants+=("8 2 rowmajor")
 echo "== executor: ${#variants[@]} variants on $tool, $jobs at a time"
 
 # One check: its output to $tmp/<i>.log, then "<milliseconds> <exit code>" to $tmp/<i>.done.
 check_one() {
-  local i=$1 S=$2 TP=$3 t0 rc=0
+  local i=$1 S=$2 TP=$3 scales=$4 t0 rc=0
   t0=$(date +%s%N)
-  "$monogen" check --device gfx950-run --config reduced --rows "$S" --tp "$TP" --seed "$seed" --no-cache \
+  "$monogen" check --device gfx950-run --config reduced --rows "$S" --tp "$TP" --scales "$scales" --seed "$seed" --no-cache \
     >"$tmp/$i.log" 2>&1 || rc=$?
   echo "$((($(date +%s%N) - t0) / 1000000)) $rc" >"$tmp/$i.done.part"
   mv "$tmp/$i.done.part" "$tmp/$i.done"
@@ -57,7 +60,7 @@ launcher=$!
 
 failed=0
 for i in "${!variants[@]}"; do
-  read -r S TP <<<"${variants[$i]}"
+  read -r S TP scales <<<"${variants[$i]}"
   while [ ! -e "$tmp/$i.done" ]; do
     kill -0 "$launcher" 2>/dev/null || [ -e "$tmp/$i.done" ] || { echo "== executor: the launcher died" >&2; exit 1; }
     sleep 0.5
@@ -65,7 +68,7 @@ for i in "${!variants[@]}"; do
   read -r ms rc <"$tmp/$i.done"
   verdict=$(sed -n 's/^verdict: //p' "$tmp/$i.log" | tail -1)
   [ -n "$verdict" ] || verdict="no verdict"
-  printf '  S=%-2s TP=%s  %4d.%d s  %s (exit %s)\n' "$S" "$TP" $((ms / 1000)) $((ms % 1000 / 100)) "$verdict" "$rc"
+  printf '  S=%-2s TP=%s %-12s  %4d.%d s  %s (exit %s)\n' "$S" "$TP" "$scales" $((ms / 1000)) $((ms % 1000 / 100)) "$verdict" "$rc"
   if [ "$rc" != 0 ]; then
     failed=$((failed + 1))
     sed 's/^/    | /' "$tmp/$i.log" | tail -40

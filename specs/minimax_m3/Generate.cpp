@@ -30,7 +30,7 @@ runtime::Generator makeGenerator(const ModelConfig& cfg, std::shared_ptr<runtime
     if (const auto dir = codegen::dumpDirFromEnv()) codegen::dumpVariant(p, *dir);
     return co.bytes;
   };
-  return runtime::Generator(plan, compile, std::move(cache));
+  return runtime::Generator(plan, compile, std::move(cache), argLayouts);  // s13 / s2 declare the key's layout
 }
 
 std::shared_ptr<runtime::Cache> defaultCache() {

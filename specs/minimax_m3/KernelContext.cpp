@@ -15,7 +15,7 @@ using ir::Type;
 using ir::Val;
 
 KernelContext::KernelContext(const ModelConfig& cfg, const Layout& layout, const ir::Plan& plan, ir::Builder& b)
-    : cfg(cfg), L(layout), b(b), experts(knobsOf(plan.key).experts), plan_(&plan),
+    : cfg(cfg), L(layout), b(b), experts(knobsOf(plan.key).experts), scales(knobsOf(plan.key).scales), plan_(&plan),
       mutator_(knobsOf(plan.key).mutation) {
   if (knobsOf(plan.key).trace) {
     Val n = b.named(i32(0), "trace_stages");  // the stage count, set by finishTrace
@@ -140,6 +140,16 @@ Val KernelContext::expertByte(Val weights, Val e, int64_t bytesPerExpert, Val of
   if (bytesPerExpert * cfg.expertsWithShared() > std::numeric_limits<int32_t>::max())
     return b.ptrAdd(weights, b.sext(e, Type::i64()) * b.i64(bytesPerExpert) + b.sext(offset, Type::i64()));
   return b.ptrAdd(weights, e * i32(bytesPerExpert) + offset);
+}
+
+Val KernelContext::scaleByte(Val tensor, Val e, Val row, Val kb, int64_t rows, int64_t kBlocks) {
+  const int64_t pn = heldScaleColumns(kBlocks, scales);
+  if (scales == ScaleLayout::RowMajor) return expertByte(tensor, e, rows * pn, row * i32(kBlocks) + kb);
+  // e8m0ShuffledOffset: ((((row/32 * pn/8 + kb/8) * 4 + kb%4) * 16 + row%16) * 2 + (kb/4)%2) * 2 + (row/16)%2
+  Val off = (((((row / i32(32)) * i32(pn / 8) + kb / i32(8)) * i32(4) + kb % i32(4)) * i32(16) + row % i32(16)) * i32(2) +
+             (kb / i32(4)) % i32(2)) * i32(2) +
+            (row / i32(16)) % i32(2);
+  return expertByte(tensor, e, rows * pn, off);
 }
 
 void KernelContext::ctaSync(bool drain) {

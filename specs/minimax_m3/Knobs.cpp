@@ -22,6 +22,7 @@ std::string FfnKnobs::canonical() const {
   std::string s;
   auto add = [&](const std::string& t) { s += (s.empty() ? "" : " ") + t; };
   if (experts != MoeExperts::All) add(fmt::format("experts={}", moeExpertsName(experts)));
+  if (scales != ScaleLayout::E8m0Shuffle) add(fmt::format("scales={}", scaleLayoutName(scales)));
   if (trace) add("trace=1");
   if (dropMark >= 0) add(fmt::format("drop_mark={}", dropMark));
   if (mutation) add("mutate=" + mutation.canonical());
@@ -45,6 +46,10 @@ FfnKnobs FfnKnobs::parse(const std::string& text, const std::string& where) {
       else if (value == "shared") k.experts = MoeExperts::Shared;
       else if (value == "routed") k.experts = MoeExperts::Routed;
       else throw InputError(where, fmt::format("knob experts={}: expected all, shared or routed", value));
+    } else if (name == "scales") {
+      if (value == scaleLayoutName(ScaleLayout::E8m0Shuffle)) k.scales = ScaleLayout::E8m0Shuffle;
+      else if (value == scaleLayoutName(ScaleLayout::RowMajor)) k.scales = ScaleLayout::RowMajor;
+      else throw InputError(where, fmt::format("knob scales={}: expected e8m0_shuffle or rowmajor", value));
     } else if (name == "trace") {
       if (value != "0" && value != "1") throw InputError(where, fmt::format("knob trace={}: expected 0 or 1", value));
       k.trace = value == "1";
@@ -57,8 +62,8 @@ FfnKnobs FfnKnobs::parse(const std::string& text, const std::string& where) {
     } else if (name == "mutate") {
       k.mutation = Mutation::parse(value, where);
     } else {
-      throw InputError(where, fmt::format("unknown knob '{}': the minimax_m3.ffn spec has experts, trace, "
-                                          "drop_mark and (race tests only) mutate",
+      throw InputError(where, fmt::format("unknown knob '{}': the minimax_m3.ffn spec has experts, scales, "
+                                          "trace, drop_mark and (race tests only) mutate",
                                           tok));
     }
   }

@@ -1,5 +1,7 @@
 // The MiniMax-M3 FFN spec's knobs, the spec's own and not the IR's: which expert terms the combine
-// sums (the seeds' Experts knob: all in production, one side alone for stage parity), the trace
+// sums (the seeds' Experts knob: all in production, one side alone for stage parity), the layout
+// of the e8m0 scales the kernel reads (WeightContract.h: e8m0_shuffle, the frameworks', by
+// default; rowmajor as the key's "scales=rowmajor"), the trace
 // (per-CTA, per-stage timestamps) and the drop-mark fault test (one CTA never marks the launch
 // done), and a test-only mutation of one sync site (Mutation.h; never set outside the race tests).
 // A key carries them as canonical text (ir::Key::knobs): the non-default ones only, as
@@ -9,6 +11,7 @@
 
 #include "ir/Plan.h"
 #include "specs/minimax_m3/Mutation.h"
+#include "specs/minimax_m3/WeightContract.h"
 
 namespace monogen::specs::minimax_m3 {
 
@@ -21,6 +24,7 @@ struct FfnKnobs {
   bool trace = false;
   int dropMark = -1;  // fault test: this CTA never marks the launch done (-1: none)
   Mutation mutation{};  // race tests only (Mutation.h): "mutate=kind@stage.ordinal" in the key
+  ScaleLayout scales = ScaleLayout::E8m0Shuffle;  // how s13 / s2 are held: the frameworks' by default
 
   /// The non-default knobs as "name=value" tokens in a fixed order ("" when every knob is default).
   std::string canonical() const;

@@ -43,7 +43,7 @@ MoeFloat64Result moeFloat64(const ModelConfig& cfg, int S, int TP, const TensorM
   if (sres.dtype != DType::F32 || sres.shape != std::vector<int64_t>{S, H} || normW.numel() != H ||
       routerW.numel() != int64_t(E) * H || bias.numel() != E)
     throw InputError("moeFloat64", "sres / norm_w / router_w / bias do not match the config");
-  for (int r = 0; r < TP; ++r) checkContract(cfg, TP, in, r);
+  for (int r = 0; r < TP; ++r) checkContract(cfg, TP, in, r, launchScaleLayout(in, r));
   const std::vector<bool> valid = moeValidRows(in, S);
 
   MoeFloat64Result R;

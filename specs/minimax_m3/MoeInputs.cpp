@@ -203,8 +203,9 @@ void addAllReduceResults(int S, int TP, int H, TensorMap& m) {
   m["ssq"] = std::move(ssq);
 }
 
-/// Rank `rank`'s w13 / s13 / w2 / s2 of the logical model `seed`, in the contract layout.
-void rankWeights(const ModelConfig& cfg, int TP, int rank, uint64_t seed, TensorMap& out) {
+/// Rank `rank`'s w13 / s13 / w2 / s2 of the logical model `seed`, in the contract layout (the
+/// scales in layout `sl`, holdScales of the row-major values).
+void rankWeights(const ModelConfig& cfg, int TP, int rank, uint64_t seed, ScaleLayout sl, TensorMap& out) {
   const int64_t e1 = cfg.expertsWithShared(), H = cfg.hidden, I = cfg.intermediate, IP = cfg.interPerRank(TP);
   const int base13 = 127 - ceilLog2(std::sqrt(double(H)) * 1.5);  // gate / up std about 1 .. 4
   const int base2 = 127 - ceilLog2(std::sqrt(double(I)) * 3.0);   // down std about 1
@@ -240,9 +241,9 @@ void rankWeights(const ModelConfig& cfg, int TP, int rank, uint64_t seed, Tensor
     }
   }
   out[rankName("w13", rank)] = std::move(w13);
-  out[rankName("s13", rank)] = std::move(s13);
+  out[rankName("s13", rank)] = holdScales(s13, sl);
   out[rankName("w2", rank)] = std::move(w2);
-  out[rankName("s2", rank)] = std::move(s2);
+  out[rankName("s2", rank)] = holdScales(s2, sl);
 }
 
 const HostTensor& need(const TensorMap& in, const std::string& name, DType dt, const std::vector<int64_t>& shape) {
@@ -342,7 +343,7 @@ void edgeCaseMoe(const ModelConfig& cfg, int TP, uint64_t seed, const LaunchInpu
   logical["w2"] = bytes({E1, H, I / 2}, false);
   logical["s2"] = bytes({E1, H, I / 32}, true);
   for (int r = 0; r < TP; ++r)
-    for (auto& [name, t] : rankExpertTensors(cfg, TP, r, logical)) m[rankName(name, r)] = std::move(t);
+    for (auto& [name, t] : rankExpertTensors(cfg, TP, r, logical, opt.scales)) m[rankName(name, r)] = std::move(t);
 }
 
 }  // namespace
@@ -444,7 +445,7 @@ TensorMap makeLaunchInputs(const ModelConfig& cfg, int S, int TP, uint64_t seed,
 
   // ---- expert weights, every rank ----
   if (opt.expertWeights)
-    for (int r = 0; r < TP; ++r) rankWeights(cfg, TP, r, seed, m);
+    for (int r = 0; r < TP; ++r) rankWeights(cfg, TP, r, seed, opt.scales, m);
   (void)K;
   return m;
 }

@@ -13,7 +13,8 @@
 //   router_w  F32  [E, hidden]
 //   bias      F32  [E]           e_score_correction_bias (selection only)
 //   w13.rR, s13.rR, w2.rR, s2.rR rank R's contract tensors (WeightContract.h): AITER
-//                                (16,16)-shuffled MXFP4, row-major e8m0 scales
+//                                (16,16)-shuffled MXFP4, e8m0 scales in the layout the options
+//                                name (LaunchInputOptions::scales; declared in their `layout`)
 //
 // Two kinds of values (LaunchInputOptions::values), each a stream of its own:
 // - Natural (the default): activations about N(0, 1/4), router rows with about unit-variance
@@ -62,6 +63,7 @@
 
 #include "runtime/Tensor.h"
 #include "specs/minimax_m3/ModelConfig.h"
+#include "specs/minimax_m3/WeightContract.h"
 
 namespace monogen::specs::minimax_m3 {
 
@@ -80,6 +82,9 @@ struct LaunchInputOptions {
   /// false: leave out w13 / s13 / w2 / s2 (routing-only inputs: the bytes model or the routing
   /// at the full config without generating its 3.9 GB of expert weights). Not in describe().
   bool expertWeights = true;
+  /// The layout s13.rR / s2.rR are held in (and declare): the variant's scales knob. The values
+  /// are the same logical model either way. Not in describe() (the saved launch names it apart).
+  ScaleLayout scales = ScaleLayout::E8m0Shuffle;
   /// "natural", "experts=8 padded=2 ties ...", "edge-cases padded-at=0,3" (for messages and
   /// safetensors metadata).
   std::string describe() const;

@@ -208,7 +208,7 @@ TensorMap moeReference(const ModelConfig& cfg, int S, int TP, const TensorMap& i
   std::vector<RankWeights> rankW;
   for (int r = 0; r < TP; ++r) {
     try {
-      checkContract(cfg, TP, in, r);
+      checkContract(cfg, TP, in, r, launchScaleLayout(in, r));
     } catch (const InputError& e) {
       throw InputError(fmt::format("moeReference: rank {}", r), e.what());
     }

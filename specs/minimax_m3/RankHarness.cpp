@@ -75,6 +75,7 @@ void uploadRankInputs(runtime::RankDevice& dev, const ir::Plan& plan, const Rank
     }
     const HostTensor& t = runtime::requireTensor(inputs, key, *runtime::dtypeFor(a.elem), a.shape,
                                                  fmt::format("rank {} inputs", rank));
+    if (a.name == arg::kS13 || a.name == arg::kS2) checkDeclaredScales(t, key, knobsOf(plan.key).scales);
     dev.upload(at, t.data.data(), a.bytes());
   }
 }
@@ -83,6 +84,7 @@ runtime::RankArgs rankArgs(const ir::Plan& plan, const RankIo& io, int64_t waitT
   runtime::RankArgs args;
   for (const ir::KernelArg& a : plan.args)
     if (callerArg(a)) args[a.name] = runtime::LaunchArg::tensor(io.addr.at(a.name), *runtime::dtypeFor(a.elem), a.shape);
+  for (const auto& [name, layout] : argLayouts(plan)) args.at(name).layout = layout;  // as uploadRankInputs checked
   args[arg::kWaitTicks] = runtime::LaunchArg::scalar(waitTicks);
   args[arg::kHandshake] = runtime::LaunchArg::scalar(handshake ? 1 : 0);
   return args;
@@ -170,7 +172,9 @@ SimRankData makeSimRankData(const ModelConfig& cfg, const SimRankJob& job, int t
   SimRankData d;
   for (int s : job.rows)
     for (int k = 0; k < job.launches; ++k) {
-      d.inputs[s].push_back(makeLaunchInputs(cfg, s, tp, job.seed + static_cast<uint64_t>(k), {}));
+      LaunchInputOptions io;
+      io.scales = job.knobs.scales;  // held as the variant reads them
+      d.inputs[s].push_back(makeLaunchInputs(cfg, s, tp, job.seed + static_cast<uint64_t>(k), io));
       d.want[s].push_back(launchReferenceOutputs(cfg, s, tp, d.inputs[s].back(), job.knobs.experts));
     }
   return d;

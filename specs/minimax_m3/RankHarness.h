@@ -37,9 +37,11 @@ struct RankIo {
 RankIo allocRankIo(runtime::RankDevice& dev, const ir::Plan& plan);
 /// Uploads rank `rank`'s share of a makeLaunchInputs map (part.r<rank>, res_in, slots, the
 /// weights: w13.r<rank> ... and the shared ones); MoE inputs it lacks are zeroed; outputs zeroed.
+/// s13 / s2 must declare the variant's scale layout (checkDeclaredScales: InputError otherwise).
 void uploadRankInputs(runtime::RankDevice& dev, const ir::Plan& plan, const RankIo& io, int rank,
                       const runtime::TensorMap& inputs);
-/// What the caller binds: io's tensors, wait_ticks and handshake.
+/// What the caller binds: io's tensors (s13 / s2 declaring the variant's layout, argLayouts, as
+/// uploadRankInputs checked the uploaded ones), wait_ticks and handshake.
 runtime::RankArgs rankArgs(const ir::Plan& plan, const RankIo& io, int64_t waitTicks, bool handshake = false);
 
 /// One rank's results of the launch that ran on `tag` (its epoch before the launch was

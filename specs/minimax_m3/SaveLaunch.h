@@ -7,7 +7,9 @@
 // DIR/outputs.safetensors    the harness's outputs (SimRun::outputs)
 // DIR/reference.safetensors  the reference's outputs, when given (non-empty)
 // Each file's __metadata__ holds the launch description: "config" (ModelConfig::canonical()),
-// "rows", "tp", plus the caller's entries (e.g. "seed", "inputs" = LaunchInputOptions::describe()).
+// "rows", "tp", "scales" (the layout every s13.rR / s2.rR declares, HostTensor::layout: safetensors
+// has no per-tensor field, so loading declares it on them again), plus the caller's entries (e.g.
+// "seed", "inputs" = LaunchInputOptions::describe()).
 #pragma once
 #include <filesystem>
 #include <map>
@@ -31,6 +33,13 @@ struct SavedLaunch {
 void saveLaunch(const std::filesystem::path& dir, const ModelConfig& cfg, int S, int TP,
                 const runtime::TensorMap& inputs, const runtime::TensorMap& outputs,
                 const runtime::TensorMap& reference = {}, const std::map<std::string, std::string>& metadata = {});
+
+/// The one scale layout every s13.* / s2.* tensor of `inputs` declares ("" when it holds none).
+/// Throws InputError naming two tensors that declare different ones, or one that declares none.
+std::string savedScaleLayout(const runtime::TensorMap& inputs);
+/// Declares metadata["scales"] (when present) on every s13.* / s2.* tensor of `tensors`, as
+/// loadLaunch and loadLaunchInputs do; without it they stay undeclared (a launch refuses them).
+void declareSavedScales(runtime::TensorMap& tensors, const std::map<std::string, std::string>& metadata);
 
 /// Refuses, before the launch runs, a `dir` saveLaunch could not write (runtime/AtomicFile.h):
 /// an existing non-directory (e.g. a regular file), a directory (or the nearest existing parent

@@ -185,6 +185,8 @@ SimRun SimSession::launch(const TensorMap& inputs, const runtime::SimOptions& op
       if (std::string(n) == arg::kOut) continue;
       if (auto it = inputs.find(key); it != inputs.end()) {
         need(inputs, key, dtypeOf(ka.elem), ka.shape);
+        if (n == std::string(arg::kS13) || n == std::string(arg::kS2))
+          checkDeclaredScales(it->second, key, knobsOf(plan_.key).scales);  // the same shape either way
         dev.upload(r, b.moe.at(n), it->second.data.data(), ka.bytes());
       } else {
         zero(r, b.moe.at(n), ka.bytes());  // no MoE inputs: zero weights, every row valid (slot 0)

@@ -59,8 +59,9 @@ KernelArg scalarArg(std::string name, Scalar elem, std::string doc) {
   return a;
 }
 
-std::vector<KernelArg> kernelArgs(const Layout& L) {
+std::vector<KernelArg> kernelArgs(const Layout& L, ScaleLayout scales) {
   const int64_t S = L.rows, H = L.hidden, E1 = L.experts + 1, IP = L.tiling.interPerRank;
+  const std::string sl = scaleLayoutName(scales);
   return {
       ptrArg(arg::kPart, Scalar::BF16, {S, H}, ArgRole::Input, 16, "bf16 [S, hidden]: this rank's o_proj partial"),
       ptrArg(arg::kResIn, Scalar::BF16, {S, H}, ArgRole::Input, 16, "bf16 [S, hidden]: the residual stream in"),
@@ -85,16 +86,23 @@ std::vector<KernelArg> kernelArgs(const Layout& L) {
              "f32 [E]: e_score_correction_bias (selection only)"),
       ptrArg(arg::kW13, Scalar::I8, {E1, 2 * IP, H / 2}, ArgRole::Weight, 16,
              "fp4x2 [E+1, 2 I/TP, hidden/2]: gate then up rows, AITER (16,16)-shuffled"),
-      ptrArg(arg::kS13, Scalar::I8, {E1, 2 * IP, H / 32}, ArgRole::Weight, 16, "e8m0 [E+1, 2 I/TP, hidden/32], row-major"),
+      ptrArg(arg::kS13, Scalar::I8, {E1, 2 * IP, heldScaleColumns(H / 32, scales)}, ArgRole::Weight, 16,
+             "e8m0 [E+1, 2 I/TP, P(hidden/32)], " + sl + " (WeightContract.h; declare the layout)"),
       ptrArg(arg::kW2, Scalar::I8, {E1, H, IP / 2}, ArgRole::Weight, 16,
              "fp4x2 [E+1, hidden, I/TP/2]: AITER (16,16)-shuffled"),
-      ptrArg(arg::kS2, Scalar::I8, {E1, H, IP / 32}, ArgRole::Weight, 16, "e8m0 [E+1, hidden, I/TP/32], row-major"),
+      ptrArg(arg::kS2, Scalar::I8, {E1, H, heldScaleColumns(IP / 32, scales)}, ArgRole::Weight, 16,
+             "e8m0 [E+1, hidden, P(I/TP/32)], " + sl + " (WeightContract.h; declare the layout)"),
       ptrArg(arg::kSlots, Scalar::I64, {S}, ArgRole::Input, 8, "i64 [S]: a row is valid when its slot >= 0 (padded: -1)"),
       ptrArg(arg::kOut, Scalar::BF16, {S, H}, ArgRole::Output, 16, "bf16 [S, hidden]: the reduced MoE output"),
   };
 }
 
 }  // namespace
+
+runtime::ArgLayouts argLayouts(const ir::Plan& plan) {
+  const std::string l = scaleLayoutName(knobsOf(plan.key).scales);
+  return {{arg::kS13, l}, {arg::kS2, l}};
+}
 
 ir::Key makeKey(const ModelConfig& cfg, int rows, int tp, const FfnKnobs& knobs) {
   ir::Key k;
@@ -119,7 +127,7 @@ ir::Plan buildPlan(const ModelConfig& cfg, const ir::Key& keyIn) {
   ir::Plan plan;
   plan.key = key;
   plan.grid = ir::Grid{cfg.blocks, cfg.threads};
-  plan.args = kernelArgs(L);
+  plan.args = kernelArgs(L, knobsOf(key).scales);
   for (const KernelArg& a : finishArgs(L, key)) plan.args.push_back(a);  // epoch, handshake, inject, trace
 
   for (const Area& a : L.areas()) {

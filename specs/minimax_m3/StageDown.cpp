@@ -81,7 +81,7 @@ void stageDown(KernelContext& c, Val task) {
         Val off = c.shuffledOffset(wrow, kc / c.i32(2), IP / 2);
         Val w4 = b.load(Type::vec(Type::i32(), 4), c.expertByte(c.w2, e, int64_t{H} * (IP / 2), off));
         w4 = b.select(live, w4, b.splat(c.i32(0), 4));  // code 0: +0
-        Val sAt = c.expertByte(c.s2, e, int64_t{H} * (IP / 32), wrow * c.i32(IP / 32) + kc / c.i32(32));
+        Val sAt = c.scaleByte(c.s2, e, wrow, kc / c.i32(32), H, IP / 32);
         Val s = b.select(live, b.zext(b.load(Type::i8(), sAt), Type::i32()), c.i32(127));
         b.set(accV, a16w4Step(t, b.get(accV), w4, s, x));
       });

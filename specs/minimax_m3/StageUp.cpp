@@ -91,7 +91,7 @@ void loadUpWeights(KernelContext& c, Val task, UpWeights& w) {
           Val off = c.shuffledOffset(wrow, k0 / c.i32(2), H / 2);
           Val w4At = c.expertByte(c.w13, e, int64_t{2} * IP * (H / 2), off);
           b.set(w.w4[2 * i + h], b.load(Type::vec(Type::i32(), 4), w4At));
-          Val sAt = c.expertByte(c.s13, e, int64_t{2} * IP * (H / 32), wrow * c.i32(H / 32) + k0 / c.i32(32));
+          Val sAt = c.scaleByte(c.s13, e, wrow, k0 / c.i32(32), int64_t{2} * IP, H / 32);
           b.set(w.scale[2 * i + h], b.zext(b.load(Type::i8(), sAt), Type::i32()));  // scaleIndex
         }
       });

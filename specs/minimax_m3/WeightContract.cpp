@@ -28,14 +28,6 @@ std::string shapeText(const std::vector<int64_t>& s) {
   return t + "]";
 }
 
-// e8m0_shuffle's (padded) output offset of scale (i, j), AITER's view/permute written out:
-// view (pm/32, 2, 16, pn/8, 2, 4) -> permute (0, 3, 5, 2, 4, 1).
-int64_t e8m0ShuffledOffset(int64_t i, int64_t j, int64_t pn) {
-  const int64_t a = i / 32, b = (i / 16) % 2, c = i % 16;
-  const int64_t d = j / 8, e = (j / 4) % 2, f = j % 4;
-  return ((((a * (pn / 8) + d) * 4 + f) * 16 + c) * 2 + e) * 2 + b;
-}
-
 }  // namespace
 
 std::vector<uint8_t> shuffle16x16(const uint8_t* rowMajor, int64_t rows, int64_t kBytes) {
@@ -72,13 +64,54 @@ std::vector<uint8_t> e8m0Unshuffle(const uint8_t* shuffled, int64_t m, int64_t n
   return out;
 }
 
-std::vector<ContractEntry> contractEntries(const ModelConfig& cfg, int tp) {
+const char* scaleLayoutName(ScaleLayout l) { return l == ScaleLayout::E8m0Shuffle ? "e8m0_shuffle" : "rowmajor"; }
+
+ScaleLayout declaredScaleLayout(const HostTensor& t, const std::string& name) {
+  for (ScaleLayout l : {ScaleLayout::E8m0Shuffle, ScaleLayout::RowMajor})
+    if (t.layout == scaleLayoutName(l)) return l;
+  throw InputError("weight contract: " + name,
+                   fmt::format("tensor '{}' declares scale layout {}: expected e8m0_shuffle or rowmajor (the "
+                               "caller must declare the layout of the scales it holds)",
+                               name, t.layout.empty() ? std::string("none (undeclared)") : "'" + t.layout + "'"));
+}
+
+void checkDeclaredScales(const HostTensor& t, const std::string& name, ScaleLayout l) {
+  if (t.layout == scaleLayoutName(l)) return;
+  throw InputError("weight contract: " + name,
+                   fmt::format("tensor '{}' declares scale layout {}, expected '{}' (the variant's scales knob): "
+                               "the same shape cannot tell the layouts apart, so the caller must declare the one "
+                               "it holds",
+                               name, t.layout.empty() ? std::string("none (undeclared)") : "'" + t.layout + "'",
+                               scaleLayoutName(l)));
+}
+
+HostTensor holdScales(const HostTensor& logical, ScaleLayout l) {
+  if (logical.dtype != DType::U8 || logical.shape.size() != 3 || logical.shape[1] % 32 != 0)
+    throw InputError("holdScales", fmt::format("expected U8 [E+1, N, K/32] with N % 32 == 0, given {} {}",
+                                               runtime::dtypeName(logical.dtype), shapeText(logical.shape)));
+  const int64_t e1 = logical.shape[0], n = logical.shape[1], kb = logical.shape[2];
+  HostTensor t;
+  t.dtype = DType::U8;
+  t.layout = scaleLayoutName(l);
+  if (l == ScaleLayout::RowMajor) {
+    t.shape = logical.shape;
+    t.data = logical.data;
+    return t;
+  }
+  int64_t pm = 0, pn = 0;
+  t.data = e8m0Shuffle(logical.data.data(), e1 * n, kb, &pm, &pn);
+  t.data.resize(static_cast<size_t>(e1 * n * pn));  // the row padding past the last expert: zeros only
+  t.shape = {e1, n, pn};
+  return t;
+}
+
+std::vector<ContractEntry> contractEntries(const ModelConfig& cfg, int tp, ScaleLayout l) {
   const int64_t e1 = cfg.expertsWithShared(), h = cfg.hidden, ip = cfg.interPerRank(tp);
   return {
       {"w13", DType::U8, {e1, 2 * ip, h / 2}},
-      {"s13", DType::U8, {e1, 2 * ip, h / 32}},
+      {"s13", DType::U8, {e1, 2 * ip, heldScaleColumns(h / 32, l)}},
       {"w2", DType::U8, {e1, h, ip / 2}},
-      {"s2", DType::U8, {e1, h, ip / 32}},
+      {"s2", DType::U8, {e1, h, heldScaleColumns(ip / 32, l)}},
       {"router_w", DType::F32, {cfg.experts, h}},
       {"bias", DType::F32, {cfg.experts}},
       {"norm_w", DType::BF16, {h}},
@@ -88,11 +121,11 @@ std::vector<ContractEntry> contractEntries(const ModelConfig& cfg, int tp) {
 namespace {
 /// checkContract with `find(name)` naming where contract tensor `name` is (nullptr: missing).
 template <class Find>
-void checkContractWith(const ModelConfig& cfg, int tp, const Find& find) {
+void checkContractWith(const ModelConfig& cfg, int tp, ScaleLayout l, const Find& find) {
   if (tp < 1 || cfg.intermediate % tp != 0 || (cfg.intermediate / tp) % 32 != 0)
     throw InputError("weight contract", fmt::format("TP {}: I / TP must be a multiple of 32 (I = {})", tp,
                                                     cfg.intermediate));
-  for (const ContractEntry& e : contractEntries(cfg, tp)) {
+  for (const ContractEntry& e : contractEntries(cfg, tp, l)) {
     const std::string where = "weight contract: " + e.name;
     const auto [found, name] = find(e.name);
     if (!found)
@@ -107,19 +140,20 @@ void checkContractWith(const ModelConfig& cfg, int tp, const Find& find) {
     if (static_cast<int64_t>(t.data.size()) != bytes)
       throw InputError(where, fmt::format("tensor '{}' {}: holds {} bytes, expected {}", e.name,
                                           shapeText(t.shape), t.data.size(), bytes));
+    if (e.name == "s13" || e.name == "s2") checkDeclaredScales(t, name, l);
   }
 }
 }  // namespace
 
-void checkContract(const ModelConfig& cfg, int tp, const TensorMap& w) {
-  checkContractWith(cfg, tp, [&](const std::string& n) {
+void checkContract(const ModelConfig& cfg, int tp, const TensorMap& w, ScaleLayout l) {
+  checkContractWith(cfg, tp, l, [&](const std::string& n) {
     auto it = w.find(n);
     return std::pair{it == w.end() ? nullptr : &it->second, n};
   });
 }
 
-void checkContract(const ModelConfig& cfg, int tp, const TensorMap& launch, int rank) {
-  checkContractWith(cfg, tp, [&](const std::string& n) {
+void checkContract(const ModelConfig& cfg, int tp, const TensorMap& launch, int rank, ScaleLayout l) {
+  checkContractWith(cfg, tp, l, [&](const std::string& n) {
     const bool perRank = n == "w13" || n == "s13" || n == "w2" || n == "s2";
     const std::string name = perRank ? n + ".r" + std::to_string(rank) : n;
     auto it = launch.find(name);
@@ -127,26 +161,38 @@ void checkContract(const ModelConfig& cfg, int tp, const TensorMap& launch, int 
   });
 }
 
+ScaleLayout launchScaleLayout(const TensorMap& launch, int rank) {
+  const std::string name = "s13.r" + std::to_string(rank);
+  auto it = launch.find(name);
+  if (it == launch.end()) throw InputError("weight contract: s13", fmt::format("missing tensor '{}'", name));
+  return declaredScaleLayout(it->second, name);
+}
+
 float ExpertMatrix::value(int64_t row, int64_t kk) const {
   return ir::num::fp4ToF32(code(row, kk), ir::num::e8m0ToF32(scale(row, kk)));
 }
 
 ExpertMatrix expertMatrix(const HostTensor& w, const HostTensor& s, int expert) {
+  const ScaleLayout l = declaredScaleLayout(s, "expertMatrix scales");
+  const int64_t kBlocks = w.shape.size() == 3 ? w.shape[2] / 16 : 0, held = heldScaleColumns(kBlocks, l);
   if (w.shape.size() != 3 || s.shape.size() != 3 || w.shape[0] <= expert || s.shape[0] != w.shape[0] ||
-      s.shape[1] != w.shape[1] || s.shape[2] * 16 != w.shape[2])
-    throw InputError("expertMatrix", fmt::format("fp4x2 {} and e8m0 {} do not pair (expert {})",
-                                                 shapeText(w.shape), shapeText(s.shape), expert));
+      s.shape[1] != w.shape[1] || w.shape[2] % 16 != 0 || s.shape[2] != held || (l == ScaleLayout::E8m0Shuffle && w.shape[1] % 32 != 0) ||
+      static_cast<int64_t>(s.data.size()) != s.shape[0] * s.shape[1] * held)
+    throw InputError("expertMatrix", fmt::format("fp4x2 {} and e8m0 {} ({}) do not pair (expert {})",
+                                                 shapeText(w.shape), shapeText(s.shape), scaleLayoutName(l), expert));
   ExpertMatrix m;
   m.rows = w.shape[1];
   m.k = w.shape[2] * 2;
-  const int64_t kBytes = w.shape[2], kBlocks = s.shape[2];
+  const int64_t kBytes = w.shape[2];
   m.codes = unshuffle16x16(w.data.data() + expert * m.rows * kBytes, m.rows, kBytes);
-  const uint8_t* sp = s.data.data() + expert * m.rows * kBlocks;
-  m.scales.assign(sp, sp + m.rows * kBlocks);
+  const uint8_t* sp = s.data.data() + expert * m.rows * held;  // the expert's slab
+  m.scales.resize(static_cast<size_t>(m.rows * kBlocks));
+  for (int64_t r = 0; r < m.rows; ++r)
+    for (int64_t b = 0; b < kBlocks; ++b) m.scales[r * kBlocks + b] = sp[scaleIndex(l, r, b, kBlocks)];
   return m;
 }
 
-TensorMap rankExpertTensors(const ModelConfig& cfg, int tp, int rank, const TensorMap& logical) {
+TensorMap rankExpertTensors(const ModelConfig& cfg, int tp, int rank, const TensorMap& logical, ScaleLayout l) {
   const int64_t e1 = cfg.expertsWithShared(), h = cfg.hidden, I = cfg.intermediate, ip = cfg.interPerRank(tp);
   auto get = [&](const char* name, std::vector<int64_t> shape) -> const HostTensor& {
     auto it = logical.find(name);
@@ -187,9 +233,9 @@ TensorMap rankExpertTensors(const ModelConfig& cfg, int tp, int rank, const Tens
     std::copy(sh.begin(), sh.end(), ow2.data.data() + e * h * (ip / 2));
   }
   out["w13"] = std::move(ow13);
-  out["s13"] = std::move(os13);
+  out["s13"] = holdScales(os13, l);
   out["w2"] = std::move(ow2);
-  out["s2"] = std::move(os2);
+  out["s2"] = holdScales(os2, l);
   return out;
 }
 

@@ -7,12 +7,16 @@
 //
 //   w13       U8   [E+1, 2 I/TP, hidden/2]  fp4x2, AITER (16,16)-shuffled; rows 0 .. I/TP-1 the
 //                                           rank's gate rows, I/TP .. 2 I/TP-1 its up rows
-//   s13       U8   [E+1, 2 I/TP, hidden/32] e8m0, one scale a row per 32 K, row-major (see below)
+//   s13       U8   [E+1, 2 I/TP, P(hidden/32)] e8m0, one scale a row per 32 K, e8m0_shuffle'd
+//                                           (the default; see "Scales" below)
 //   w2        U8   [E+1, hidden, I/TP/2]    fp4x2, AITER (16,16)-shuffled
-//   s2        U8   [E+1, hidden, I/TP/32]   e8m0, row-major
+//   s2        U8   [E+1, hidden, P(I/TP/32)] e8m0, e8m0_shuffle'd
 //   router_w  F32  [E, hidden]
 //   bias      F32  [E]                      e_score_correction_bias (selection only)
 //   norm_w    BF16 [hidden]                 Gemma RMSNorm weight (the norm scales by 1 + w)
+//
+// P(n) = n rounded up to a multiple of 8 for the e8m0_shuffle layout (AITER's column padding),
+// n for the row-major one (the `scales` knob picks the layout; see "Scales").
 //
 // Rank r holds intermediate rows r I/TP .. (r+1) I/TP - 1 of every expert: its gate rows, its
 // up rows, and the same columns of w2.
@@ -33,12 +37,7 @@
 // Scales: AITER's MXFP4 MoE path (vLLM / SGLang process_weights_after_loading) also shuffles
 // the e8m0 scales, with e8m0_shuffle over the experts' rows flattened to [(E+1) N, K/32]:
 // pad to (rows multiple of 256, columns multiple of 8), view [m/32, 2, 16, n/8, 2, 4],
-// permute (0, 3, 5, 2, 4, 1). That padding changes the shape when K/32 is not a multiple of 8
-// (s2 at TP 8: I/TP/32 = 12 -> 16 columns), which the contract's [E+1, hidden, I/TP/32] does
-// not have. CHOSEN HERE: the contract's scales are plain row-major (unshuffled). e8m0Shuffle /
-// e8m0Unshuffle below implement AITER's layout for a caller converting a framework's scales;
-// scaleIndex() is the one place the contract's scale layout is defined. This is an open point:
-// confirm against the serving framework before the kernel reads s13 / s2 directly.
+// permute (0, 3, 5, 2, 4, 1). See "DECISION" at the end of this comment for what is read.
 //
 // WHAT THE FRAMEWORKS HOLD on gfx950 after loading an MXFP4 MoE checkpoint (read from their
 // sources; Quark OCP-MX checkpoints, the AITER MoE backend):
@@ -66,20 +65,38 @@
 //    checks only shapes at TP 4: w13 [129, 1536, 3072] fp4x2, s13 [129, 1536, 192], w2
 //    [129, 6144, 384], s2 [129, 6144, 24] uint8 (unpadded shapes: e8m0_shuffle pads nothing there).
 // So the weights as held match this contract's (16,16) w13 / w2 (gate rows first): a direct read.
-// The scales do not: the frameworks hold e8m0_shuffle'd s13 / s2, this contract row-major.
-// WHAT THE CONTRACT WOULD NEED to read them directly: scaleIndex(expert, row, kb) =
-// e8m0 offset of (expert * N + row, kb) in the flattened [(E+1) N, pn] matrix (a 32-row group
-// never straddles two experts, since N = 2 I/TP and hidden are multiples of 32, so an expert's
-// scales stay one contiguous N * pn slab); the up and down stages' scale loads would change
-// (there a row's K blocks j .. j+3 sit 64 bytes apart, blocks j+4 .. j+7 start 2 bytes after them,
-// the next 8 blocks 256 bytes on; rows i and i+1 are 4 bytes apart). Padding:
-// exact for MiniMax-M3 full dims except s2 at TP 8 (I/TP/32 = 12 columns, held padded to 16,
-// shape [129, 6144, 16]); the reduced test config pads more. The alternative, a one-time
-// in-place unshuffle at load, costs one pass over s13 + s2 (129 x 6144 x (192 + 96) / TP bytes,
-// about 57 MB at TP 4, microseconds of HBM time) but leaves the framework's own AITER MoE kernels
-// reading the wrong layout, so it would need a private copy. Neither is implemented here.
-// checkContract cannot tell shuffled from row-major scales by shape (they are the same at TP 1..4);
-// the caller must say which layout it holds (the frameworks set `is_shuffled` on the weights).
+// The scales are held e8m0_shuffle'd.
+//
+// DECISION: the kernel reads the frameworks' e8m0_shuffle'd s13 / s2 directly (the `scales`
+// knob, default e8m0_shuffle; `scales=rowmajor` keeps the plain row-major layout as a second
+// variant, generated and tested alike). Why not a one-time repack at load: it would cost one pass
+// over s13 + s2 (129 x 6144 x (192 + 96) / TP bytes, about 57 MB at TP 4, microseconds of HBM
+// time), but in place it would leave the framework's own AITER MoE kernels (prefill, the layers
+// this kernel does not run) reading the wrong layout, so it would need a private copy of every
+// layer's scales (another 57 MB a layer at TP 4). Reading the shuffled bytes loads the same
+// bytes (one scale byte a lane a K step either way); only the address arithmetic differs
+// (KernelContext::scaleByte: on gfx950-run, reduced S=8 TP=2, 3.83 M wave-instructions against
+// row-major's 3.51 M, a 24288-byte code object against 23872; that arithmetic is not folded yet).
+// The layout read: scaleIndex(layout, row, kb, kBlocks) below, the e8m0 offset of (expert N +
+// row, kb) in the flattened [(E+1) N, pn] matrix minus the expert's base e N pn. A 32-row
+// group never straddles two experts (N = 2 I/TP and hidden are multiples of 32), so an
+// expert's scales are one contiguous N x pn slab and an expert's slab is e8m0_shuffle of its
+// own [N, K/32] (there a row's K blocks j .. j+3 sit 64 bytes apart, blocks j+4 .. j+7 start 2
+// bytes after them, the next 8 blocks 256 bytes on; rows i and i+1 are 4 bytes apart).
+// Padding, as held: columns to pn = K/32 rounded up to 8, so the declared shape is
+// [E+1, N, pn] (s2 at TP 8 of the full model: I/TP/32 = 12 -> [129, 6144, 16]; the reduced
+// config: s2 [17, 1536, 16] at TP 2, [.., 8] at TP 4 and 8). Rows are padded to 256 only past
+// the last expert ((E+1) N not a multiple of 256: never at the full model's dims, the reduced
+// config's s13 at TP 4 and 8), and every byte there is 0 (a real row i < (E+1) N lands below
+// (E+1) N pn, since (E+1) N is a multiple of 32), so the contract does not hold that zero tail
+// (the kernel never reads it): a framework passes the first (E+1) N pn bytes.
+// checkContract cannot tell shuffled from row-major scales by shape (they are the same at
+// TP 1..4), so declaring the layout is mandatory: a scale tensor's HostTensor::layout (host
+// maps: checkContract, the harnesses' uploads) or LaunchArg::layout (a launch's RankArgs:
+// runtime::packRank against Spec.h's argLayouts, through Generator::launch and RankRuntime::bind)
+// must name the variant's layout ("e8m0_shuffle" or "rowmajor"; the frameworks set `is_shuffled`
+// on the weight), and an undeclared or other one is an InputError naming the tensor, the
+// expected layout and the given one, before anything runs.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -105,14 +122,44 @@ std::vector<uint8_t> shuffle16x16(const uint8_t* rowMajor, int64_t rows, int64_t
 std::vector<uint8_t> unshuffle16x16(const uint8_t* shuffled, int64_t rows, int64_t kBytes);
 
 // ---------------------------------------------------------------- scales
-/// The index of row `row`'s scale for K block `kBlock` in one expert's contract scales
-/// (plain row-major; see the header comment).
-inline int64_t scaleIndex(int64_t row, int64_t kBlock, int64_t kBlocks) { return row * kBlocks + kBlock; }
+/// The storage layout of the e8m0 scales s13 / s2 (the `scales` knob; see the header comment).
+enum class ScaleLayout { E8m0Shuffle = 0, RowMajor = 1 };
+/// "e8m0_shuffle", "rowmajor": the knob's values and the names HostTensor::layout declares.
+const char* scaleLayoutName(ScaleLayout l);
+/// The layout a tensor declares: InputError at "weight contract: <name>" unless t.layout names one.
+ScaleLayout declaredScaleLayout(const runtime::HostTensor& t, const std::string& name);
+/// InputError at "weight contract: <name>" naming the tensor, layout l (expected) and the one t
+/// declares (or that it declares none) unless t.layout is l's name.
+void checkDeclaredScales(const runtime::HostTensor& t, const std::string& name, ScaleLayout l);
+/// The columns a layout holds for kBlocks K blocks a row: kBlocks rounded up to 8 for
+/// e8m0_shuffle (AITER's column padding), kBlocks for row-major.
+inline int64_t heldScaleColumns(int64_t kBlocks, ScaleLayout l) {
+  return l == ScaleLayout::E8m0Shuffle ? (kBlocks + 7) / 8 * 8 : kBlocks;
+}
+/// AITER's e8m0_shuffle (padded) output offset of scale (i, j) of a matrix with pn columns
+/// (pn % 8 == 0): view (pm/32, 2, 16, pn/8, 2, 4) -> permute (0, 3, 5, 2, 4, 1).
+inline int64_t e8m0ShuffledOffset(int64_t i, int64_t j, int64_t pn) {
+  const int64_t a = i / 32, b = (i / 16) % 2, c = i % 16;
+  const int64_t d = j / 8, e = (j / 4) % 2, f = j % 4;
+  return ((((a * (pn / 8) + d) * 4 + f) * 16 + c) * 2 + e) * 2 + b;
+}
+/// THE definition of the contract's scale layouts: the index of row `row`'s scale for K block
+/// `kBlock` in one expert's slab of its scales (kBlocks logical K blocks a row; the slab is
+/// rows x heldScaleColumns(kBlocks, l) bytes, rows % 32 == 0). KernelContext::scaleByte is the
+/// same formula in the IR.
+inline int64_t scaleIndex(ScaleLayout l, int64_t row, int64_t kBlock, int64_t kBlocks) {
+  if (l == ScaleLayout::E8m0Shuffle) return e8m0ShuffledOffset(row, kBlock, heldScaleColumns(kBlocks, l));
+  return row * kBlocks + kBlock;
+}
 /// AITER's e8m0_shuffle of a [m, n] scale matrix (padded to m % 256 == 0, n % 8 == 0; the
-/// result has the padded shape [pm, pn]; padding bytes are 0). Not applied by the contract.
+/// result has the padded shape [pm, pn]; padding bytes are 0).
 std::vector<uint8_t> e8m0Shuffle(const uint8_t* scales, int64_t m, int64_t n, int64_t* pm, int64_t* pn);
-/// Inverse of e8m0Shuffle: the padded shuffled [pm, pn] -> row-major [m, n].
+/// Inverse of e8m0Shuffle: the shuffled [>= m rounded up to 32, pn] -> row-major [m, n].
 std::vector<uint8_t> e8m0Unshuffle(const uint8_t* shuffled, int64_t m, int64_t n);
+/// Logical row-major scales U8 [E+1, N, kBlocks] (N % 32 == 0) as the contract holds them in
+/// layout l: e8m0_shuffle over the experts' rows flattened ([E+1, N, pn], the zero row-padding
+/// tail dropped, see the header comment) or a copy; its `layout` declares l.
+runtime::HostTensor holdScales(const runtime::HostTensor& logical, ScaleLayout l);
 
 // ---------------------------------------------------------------- the contract
 struct ContractEntry {
@@ -120,37 +167,44 @@ struct ContractEntry {
   runtime::DType dtype;
   std::vector<int64_t> shape;
 };
-/// The tensors of one rank's contract, in the order of the header comment.
-std::vector<ContractEntry> contractEntries(const ModelConfig& cfg, int tp);
-/// Checks `w` holds every contract tensor with its dtype, shape and byte size. Throws
-/// InputError (where = "weight contract: <tensor>") naming the tensor, expected and given.
-void checkContract(const ModelConfig& cfg, int tp, const runtime::TensorMap& w);
+/// The tensors of one rank's contract with scales in layout l, in the order of the header comment.
+std::vector<ContractEntry> contractEntries(const ModelConfig& cfg, int tp, ScaleLayout l);
+/// Checks `w` holds every contract tensor with its dtype, shape and byte size, and that s13 and
+/// s2 declare layout l (HostTensor::layout). Throws InputError (where = "weight contract:
+/// <tensor>") naming the tensor, expected and given.
+void checkContract(const ModelConfig& cfg, int tp, const runtime::TensorMap& w, ScaleLayout l);
 /// The same check on a launch's map: rank `rank`'s expert tensors under their rank names
 /// ("w13.r<rank>" ..), the shared ones (router_w, bias, norm_w) under their own. Nothing is copied.
-void checkContract(const ModelConfig& cfg, int tp, const runtime::TensorMap& launch, int rank);
+void checkContract(const ModelConfig& cfg, int tp, const runtime::TensorMap& launch, int rank, ScaleLayout l);
+/// The scale layout rank `rank`'s s13 declares in a launch's map (declaredScaleLayout); the
+/// references read whichever is declared and checkContract then holds s2 to the same.
+ScaleLayout launchScaleLayout(const runtime::TensorMap& launch, int rank);
 
 /// One expert's matrix of a contract pair (w13/s13 or w2/s2), unshuffled.
 struct ExpertMatrix {
   int64_t rows = 0, k = 0;       // K values a row
   std::vector<uint8_t> codes;    // row-major fp4x2 [rows, k / 2]
-  std::vector<uint8_t> scales;   // row-major e8m0 [rows, k / 32]
+  std::vector<uint8_t> scales;   // row-major e8m0 [rows, k / 32] (unshuffled: the logical values)
   /// The e2m1 code of (row, kk): low nibble for even kk.
   uint32_t code(int64_t row, int64_t kk) const {
     const uint8_t b = codes[static_cast<size_t>(row * (k / 2) + kk / 2)];
     return (kk & 1) ? (b >> 4) : (b & 0xf);
   }
   uint32_t scale(int64_t row, int64_t kk) const {
-    return scales[static_cast<size_t>(scaleIndex(row, kk / 32, k / 32))];
+    return scales[static_cast<size_t>(scaleIndex(ScaleLayout::RowMajor, row, kk / 32, k / 32))];
   }
   /// The dequantized weight fp4 x e8m0 in f32 (exact; NaN for scale 255).
   float value(int64_t row, int64_t kk) const;
 };
+/// Expert `expert` of a contract pair, read in the layout `s` declares (declaredScaleLayout).
 ExpertMatrix expertMatrix(const runtime::HostTensor& w, const runtime::HostTensor& s, int expert);
 
 /// Logical (TP-independent, unshuffled) MXFP4 weights of all E+1 experts:
 ///   "w13" U8 [E+1, 2 I, hidden/2] (gate rows 0 .. I-1, up rows I .. 2I-1), "s13" [E+1, 2 I, hidden/32],
 ///   "w2"  U8 [E+1, hidden, I/2], "s2" [E+1, hidden, I/32]
-/// -> rank `rank`'s contract tensors w13, s13, w2, s2 for TP `tp` (sliced, shuffled).
-runtime::TensorMap rankExpertTensors(const ModelConfig& cfg, int tp, int rank, const runtime::TensorMap& logical);
+/// -> rank `rank`'s contract tensors w13, s13, w2, s2 for TP `tp` (sliced, shuffled; the scales
+/// held in layout l, holdScales).
+runtime::TensorMap rankExpertTensors(const ModelConfig& cfg, int tp, int rank, const runtime::TensorMap& logical,
+                                     ScaleLayout l);
 
 }  // namespace monogen::specs::minimax_m3
