@@ -12,6 +12,8 @@
 #include "runtime/sim/SimRankDevice.h"
 #include "specs/minimax_m3/Generate.h"
 #include "specs/minimax_m3/KernelContext.h"
+#include "specs/minimax_m3/Spec.h"
+#include "specs/minimax_m3/WeightContract.h"
 
 namespace monogen::python {
 
@@ -46,7 +48,9 @@ FfnRunner::FfnRunner(mm::ModelConfig cfg, FfnRunnerOptions opts) : cfg_(std::mov
                                               opts_.device));
   }
   gen_.reset(new runtime::Generator(mm::makeGenerator(cfg_, cache)));
-  runtime::RankRuntimeOptions ro = mm::rankRuntimeOptions(cfg_, opts_.rank, opts_.tp, opts_.rows);
+  mm::FfnKnobs knobs;
+  knobs.scales = mm::scaleLayoutOf(opts_.scales, where("__init__") + ", scales");
+  runtime::RankRuntimeOptions ro = mm::rankRuntimeOptions(cfg_, opts_.rank, opts_.tp, opts_.rows, knobs);
   ro.progress = [this](const std::string& line) {  // kept for warmUp's result, and passed on
     progressLines_.push_back(line);
     if (opts_.progress.is_none()) return;
@@ -195,6 +199,7 @@ void FfnRunner::launch(const py::dict& tensors, const py::dict& scalars, uint64_
       key.push_back(static_cast<int64_t>(v.ptr));
     }
   }
+  for (const auto& [name, layout] : mm::argLayouts(plan)) args.at(name).layout = layout;  // opts_.scales, declared
   auto b = bound_.find(key);
   if (b == bound_.end()) b = bound_.emplace(key, &rt_->bind(S, args)).first;  // checked and packed once
 
@@ -231,7 +236,7 @@ void bindFfnRunner(py::module_& m) {
                         "One rank of the MiniMax-M3 FFN launch (python/bindings/FfnRunner.h); use "
                         "monogen.minimax_m3.FfnRunner, which wraps it.")
       .def(py::init([](py::handle config, int tp, int rank, std::vector<int> rows, std::string device, int ordinal,
-                       int64_t waitTicks, py::object progress) {
+                       int64_t waitTicks, py::object progress, std::string scales) {
              FfnRunnerOptions o;
              o.tp = tp;
              o.rank = rank;
@@ -240,10 +245,12 @@ void bindFfnRunner(py::module_& m) {
              o.deviceOrdinal = ordinal;
              o.waitTicks = waitTicks;
              o.progress = std::move(progress);
+             o.scales = std::move(scales);
              return std::make_unique<FfnRunner>(configOf(config), std::move(o));
            }),
            py::arg("config"), py::arg("tp"), py::arg("rank"), py::arg("rows"), py::arg("device") = "sim",
-           py::arg("device_ordinal") = -1, py::arg("wait_ticks") = 2'000'000'000, py::arg("progress") = py::none())
+           py::arg("device_ordinal") = -1, py::arg("wait_ticks") = 2'000'000'000, py::arg("progress") = py::none(),
+           py::arg("scales") = "e8m0_shuffle")
       .def("allocate", &FfnRunner::allocate)
       .def("export_handle", &FfnRunner::exportHandle)
       .def("open_peers", &FfnRunner::openPeers, py::arg("handles"))

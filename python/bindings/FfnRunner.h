@@ -51,6 +51,10 @@ struct FfnRunnerOptions {
   std::string device = "sim";   // "sim" or "hip"
   int deviceOrdinal = -1;       // hip: the GPU (-1: the rank's)
   int64_t waitTicks = 0;        // the default wait_ticks (100 MHz ticks; the Sim counts idle real time)
+  /// The layout the caller holds s13 / s2 in ("e8m0_shuffle": what vLLM and SGLang hold after
+  /// loading; "rowmajor"): it picks the variant that reads that layout (the scales knob) and is
+  /// declared on those tensors at every bind (WeightContract.h: shapes cannot tell them apart).
+  std::string scales = "e8m0_shuffle";
   py::object progress;          // None or a callable taking each warm-up line
 };
 

@@ -14,9 +14,11 @@
 #include "bindings/Config.h"
 #include "bindings/TorchTensor.h"
 #include "ir/Error.h"
+#include "specs/minimax_m3/KernelContext.h"
 #include "specs/minimax_m3/MoeInputs.h"
 #include "specs/minimax_m3/RankHarness.h"
 #include "specs/minimax_m3/SimHarness.h"
+#include "specs/minimax_m3/WeightContract.h"
 
 namespace monogen::python {
 
@@ -56,25 +58,31 @@ runtime::TensorMap fromPython(const py::dict& tensors, const std::string& where)
 void bindReference(py::module_& m) {
   m.def(
       "make_launch_inputs",
-      [](py::handle config, int rows, int tp, uint64_t seed) {
+      [](py::handle config, int rows, int tp, uint64_t seed, const std::string& scales) {
         const mm::ModelConfig cfg = configOf(config);
+        mm::LaunchInputOptions opt;
+        opt.scales = mm::scaleLayoutOf(scales, "make_launch_inputs, scales");
         runtime::TensorMap in;
         {
           py::gil_scoped_release nogil;
-          in = mm::makeLaunchInputs(cfg, rows, tp, seed);
+          in = mm::makeLaunchInputs(cfg, rows, tp, seed, opt);
         }
         return toPython(in);
       },
-      py::arg("config"), py::arg("rows"), py::arg("tp"), py::arg("seed"),
+      py::arg("config"), py::arg("rows"), py::arg("tp"), py::arg("seed"), py::arg("scales") = "e8m0_shuffle",
       "Every rank's inputs of one launch (makeLaunchInputs): part.r<R>, res_in, slots, the weights (w13.r<R> .., "
       "router_w, bias, norm_w), as {name: (dtype, shape, bytes)}.");
   m.def(
       "rank_reference",
-      [](py::handle config, int rows, int tp, int rank, const py::dict& inputs) {
+      [](py::handle config, int rows, int tp, int rank, const py::dict& inputs, const std::string& scales) {
         const mm::ModelConfig cfg = configOf(config);
         if (rank < 0 || rank >= tp)
           throw InputError("rank_reference", fmt::format("rank {} of TP {}: expected 0 <= rank < TP", rank, tp));
-        const runtime::TensorMap in = fromPython(inputs, "rank_reference");
+        runtime::TensorMap in = fromPython(inputs, "rank_reference");
+        // torch tensors carry no layout: the caller declares the one its scales are in.
+        const char* layout = mm::scaleLayoutName(mm::scaleLayoutOf(scales, "rank_reference, scales"));
+        for (auto& [name, t] : in)
+          if (name.rfind(mm::arg::kS13, 0) == 0 || name.rfind(mm::arg::kS2, 0) == 0) t.layout = layout;
         runtime::TensorMap mine;
         {
           py::gil_scoped_release nogil;
@@ -83,6 +91,7 @@ void bindReference(py::module_& m) {
         return toPython(mine);
       },
       py::arg("config"), py::arg("rows"), py::arg("tp"), py::arg("rank"), py::arg("inputs"),
+      py::arg("scales") = "e8m0_shuffle",
       "The C++ reference of one launch (launchReferenceOutputs) for rank `rank` (rankReference): out.r<rank>, "
       "res_out.r<rank> and the rank's other read-backs, as {name: (dtype, shape, bytes)}. `inputs` is "
       "make_launch_inputs's map as torch tensors.");

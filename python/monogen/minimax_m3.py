@@ -61,16 +61,20 @@ class FfnRunner:
 
     config: "full", "reduced", a Hugging Face config.json path, or its dict. rows: the S values
     served, each warmed up. wait_ticks: a wait's bound (100 MHz ticks; on the Sim, real seconds x
-    1e8 of a rank idling). progress: a callable taking each warm-up line.
+    1e8 of a rank idling). progress: a callable taking each warm-up line. scales: the layout
+    the framework holds s13 / s2 in: "e8m0_shuffle" (what vLLM and SGLang hold after
+    process_weights_after_loading; the default) or "rowmajor". The shapes cannot tell the two
+    apart, so this is the caller's declaration: it picks the variant that reads that layout.
     """
 
     def __init__(self, config, tp, rank, rows=(1,), device=None, device_ordinal=-1,
-                 wait_ticks=2_000_000_000, progress=None, name=None):
+                 wait_ticks=2_000_000_000, progress=None, name=None, scales="e8m0_shuffle"):
         if name is not None and name in _by_name:
             raise _monogen.InputError(f"input error at FfnRunner(name={name!r}): the name is taken "
                                       f"by runner {_by_name[name].handle}; expected a new name")
         self._c = _monogen.FfnRunner(config, tp, rank, list(rows), device or _default_device(),
-                                     device_ordinal, wait_ticks, progress)
+                                     device_ordinal, wait_ticks, progress, scales)
+        self.scales = scales
         self.handle = next(_handles)
         self.name = name
         self._slots = {}
@@ -180,10 +184,11 @@ def _torch(triple):
     return torch.frombuffer(bytearray(data), dtype=t).reshape(shape)
 
 
-def make_launch_inputs(config, rows, tp, seed):
+def make_launch_inputs(config, rows, tp, seed, scales="e8m0_shuffle"):
     """Every rank's inputs of one launch (C++ makeLaunchInputs), seeded: {name: CPU tensor},
-    per-rank ones named "<name>.r<rank>" (part, w13, s13, w2, s2), shared ones as they are."""
-    return {k: _torch(v) for k, v in _monogen.make_launch_inputs(config, rows, tp, seed).items()}
+    per-rank ones named "<name>.r<rank>" (part, w13, s13, w2, s2), shared ones as they are; the
+    scales held in layout `scales`."""
+    return {k: _torch(v) for k, v in _monogen.make_launch_inputs(config, rows, tp, seed, scales).items()}
 
 
 def rank_inputs(inputs, rank):
@@ -200,10 +205,10 @@ def rank_inputs(inputs, rank):
     return out
 
 
-def rank_reference(config, rows, tp, rank, inputs):
+def rank_reference(config, rows, tp, rank, inputs, scales="e8m0_shuffle"):
     """The C++ reference (launchReferenceOutputs, cut to one rank) of make_launch_inputs's
     `inputs`: {name: tensor} with rank's own "<name>.r<rank>" as "<name>" (out, res_out, ...)."""
-    ref = _monogen.rank_reference(config, rows, tp, rank, inputs)
+    ref = _monogen.rank_reference(config, rows, tp, rank, inputs, scales)
     own = f".r{rank}"
     def name(k):  # down.r<src> keeps its source rank
         return k[:-len(own)] if k.endswith(own) and not k.startswith("down.") else k

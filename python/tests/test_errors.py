@@ -76,7 +76,7 @@ def test_wrong_device(runner, good):
 
 
 def test_missing_unknown_and_not_a_tensor(runner, good):
-    refused(runner, {k: v for k, v in good.items() if k != "s2"}, r"argument 's2': missing: expected torch\.uint8 \[17, 1536, 12\]")
+    refused(runner, {k: v for k, v in good.items() if k != "s2"}, r"argument 's2': missing: expected torch\.uint8 \[17, 1536, 16\]")
     with pytest.raises(monogen.InputError, match=r"unknown tensor argument 'gate_bias'"):
         runner.launch(good["part"], good["res_in"], torch.zeros_like(good["part"]), torch.zeros_like(good["res_in"]),
                       {**{n: good[n] for n in runner.weight_names(S)}, "gate_bias": good["bias"]})

@@ -57,21 +57,32 @@ def test_a_peer_that_never_launches_fails_the_launch_naming_it():
         assert "this launch's pairs never came from rank 1" in msg
 
 
-def test_tp1_in_one_process_with_a_progress_callback():
+
+@pytest.mark.parametrize("scales", ["e8m0_shuffle", "rowmajor"])
+def test_tp1_in_one_process_with_a_progress_callback(scales):
+    """TP=1, the scales held in either layout: the runner's declaration picks the variant that
+    reads it; fed the other layout's bytes (a wrong declaration), out is no longer the reference's."""
     import torch
     import monogen.minimax_m3 as mm
     lines = []
-    r = mm.FfnRunner("reduced", 1, 0, rows=[1], progress=lines.append)
+    r = mm.FfnRunner("reduced", 1, 0, rows=[1], progress=lines.append, scales=scales)
     r.allocate()
     r.open_peers([r.export_handle()])
     r.peers_opened()
-    assert r.warm_up() == lines and len(lines) == 1 and "S1-TP1 ready" in lines[0], lines
+    assert r.warm_up() == lines and len(lines) == 1 and "S1-TP1" in lines[0] and "ready" in lines[0], lines
+    assert ("scales=rowmajor" in lines[0]) == (scales == "rowmajor"), lines
+    other = "rowmajor" if scales == "e8m0_shuffle" else "e8m0_shuffle"
     for seed in (90, 91):
-        inputs = mm.make_launch_inputs("reduced", 1, 1, seed)
+        inputs = mm.make_launch_inputs("reduced", 1, 1, seed, scales=scales)
         m = mm.rank_inputs(inputs, 0)
         out, res_out = torch.zeros_like(m["part"]), torch.zeros_like(m["res_in"])
         r.launch(m["part"], m["res_in"], out, res_out, {n: m[n] for n in r.weight_names(1)})  # slots: every row valid
-        ref = mm.rank_reference("reduced", 1, 1, 0, inputs)
+        ref = mm.rank_reference("reduced", 1, 1, 0, inputs, scales=scales)
         assert torch.equal(ffn_rank.bits(out), ffn_rank.bits(ref["out"])) and bool(ffn_rank.bits(out).any())
         assert torch.equal(ffn_rank.bits(res_out), ffn_rank.bits(ref["res_out"]))
+    wrong = mm.rank_inputs(mm.make_launch_inputs("reduced", 1, 1, 92, scales=other), 0)
+    out = torch.zeros_like(wrong["part"])
+    r.launch(wrong["part"], wrong["res_in"], out, torch.zeros_like(wrong["res_in"]), {n: wrong[n] for n in r.weight_names(1)})
+    ref = mm.rank_reference("reduced", 1, 1, 0, mm.make_launch_inputs("reduced", 1, 1, 92, scales=scales), scales=scales)
+    assert not torch.equal(ffn_rank.bits(out), ffn_rank.bits(ref["out"])), "the two layouts' bytes gave the same out"
     r.close()

@@ -47,9 +47,7 @@ FfnKnobs FfnKnobs::parse(const std::string& text, const std::string& where) {
       else if (value == "routed") k.experts = MoeExperts::Routed;
       else throw InputError(where, fmt::format("knob experts={}: expected all, shared or routed", value));
     } else if (name == "scales") {
-      if (value == scaleLayoutName(ScaleLayout::E8m0Shuffle)) k.scales = ScaleLayout::E8m0Shuffle;
-      else if (value == scaleLayoutName(ScaleLayout::RowMajor)) k.scales = ScaleLayout::RowMajor;
-      else throw InputError(where, fmt::format("knob scales={}: expected e8m0_shuffle or rowmajor", value));
+      k.scales = scaleLayoutOf(value, where + ", knob scales");
     } else if (name == "trace") {
       if (value != "0" && value != "1") throw InputError(where, fmt::format("knob trace={}: expected 0 or 1", value));
       k.trace = value == "1";

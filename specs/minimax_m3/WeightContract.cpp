@@ -66,6 +66,13 @@ std::vector<uint8_t> e8m0Unshuffle(const uint8_t* shuffled, int64_t m, int64_t n
 
 const char* scaleLayoutName(ScaleLayout l) { return l == ScaleLayout::E8m0Shuffle ? "e8m0_shuffle" : "rowmajor"; }
 
+ScaleLayout scaleLayoutOf(const std::string& name, const std::string& where) {
+  for (ScaleLayout l : {ScaleLayout::E8m0Shuffle, ScaleLayout::RowMajor})
+    if (name == scaleLayoutName(l)) return l;
+  throw InputError(where, fmt::format("scale layout '{}': expected e8m0_shuffle or rowmajor (e8m0_shuffle: what vLLM "
+                                      "and SGLang hold after loading)", name));
+}
+
 ScaleLayout declaredScaleLayout(const HostTensor& t, const std::string& name) {
   for (ScaleLayout l : {ScaleLayout::E8m0Shuffle, ScaleLayout::RowMajor})
     if (t.layout == scaleLayoutName(l)) return l;

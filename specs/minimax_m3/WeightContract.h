@@ -126,6 +126,8 @@ std::vector<uint8_t> unshuffle16x16(const uint8_t* shuffled, int64_t rows, int64
 enum class ScaleLayout { E8m0Shuffle = 0, RowMajor = 1 };
 /// "e8m0_shuffle", "rowmajor": the knob's values and the names HostTensor::layout declares.
 const char* scaleLayoutName(ScaleLayout l);
+/// The layout named `name` ("e8m0_shuffle" or "rowmajor"); InputError at `where` otherwise.
+ScaleLayout scaleLayoutOf(const std::string& name, const std::string& where);
 /// The layout a tensor declares: InputError at "weight contract: <name>" unless t.layout names one.
 ScaleLayout declaredScaleLayout(const runtime::HostTensor& t, const std::string& name);
 /// InputError at "weight contract: <name>" naming the tensor, layout l (expected) and the one t
