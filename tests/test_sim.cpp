@@ -11,6 +11,7 @@
 #include <algorithm>
 
 #include "ir/Error.h"
+#include "ir/Numerics.h"
 #include "test_sim_util.h"
 
 using namespace simtest;
@@ -439,7 +440,7 @@ TEST_CASE("sim: ballot, popcount, readfirstlane, shuffle from inactive lanes") {
   CHECK(r[4 * 4 + 2] == 0);  // inactive lanes wrote nothing
 }
 
-TEST_CASE("sim: MFMA 16x16x32 bf16 and 16x16x4 f32 match a naive product in the documented layout") {
+TEST_CASE("sim: MFMA 16x16x32 bf16, 16x16x32 fp8 and 16x16x4 f32 match a naive product in the documented layout") {
   // Values are small integers, so every product and sum is exact in f32.
   float A[16][32], B[32][16], C[16][16];
   for (int i = 0; i < 16; ++i)
@@ -471,6 +472,42 @@ TEST_CASE("sim: MFMA 16x16x32 bf16 and 16x16x4 f32 match a naive product in the 
                    b.load(v4, b.ptrAdd(pc, off16)));
     b.store(b.ptrAdd(po, off16), d);
     const uint64_t ga = k.alloc(1024, "a"), gb = k.alloc(1024, "b"), gc = k.alloc(1024, "c"), go = k.alloc(1024, "o");
+    k.write(ga, a);
+    k.write(gb, bb);
+    k.write(gc, acc);
+    k.run({{ga, gb, gc, go}});
+    auto o = k.read<float>(go, 256);
+    for (int l = 0; l < 64; ++l)
+      for (int i = 0; i < 4; ++i) {
+        const int row = 4 * (l / 16) + i, col = l % 16;
+        float want = C[row][col];
+        for (int kk = 0; kk < 32; ++kk) want += A[row][kk] * B[kk][col];
+        INFO("lane " << l << " i " << i);
+        CHECK(o[l * 4 + i] == want);
+      }
+  }
+  SECTION("fp8 16x16x32") {
+    // ir/Mfma.h: the bf16 shape's layout, 8 e4m3fn bytes a lane (byte e element e) as an i64.
+    std::vector<uint8_t> a(64 * 8), bb(64 * 8);
+    std::vector<float> acc(64 * 4);
+    auto fp8 = [](float x) { return static_cast<uint8_t>(ir::num::f32ToFp8E4m3(x)); };  // exact for |x| <= 3
+    for (int l = 0; l < 64; ++l) {
+      for (int e = 0; e < 8; ++e) {
+        a[l * 8 + e] = fp8(A[l % 16][8 * (l / 16) + e]);
+        bb[l * 8 + e] = fp8(B[8 * (l / 16) + e][l % 16]);
+      }
+      for (int i = 0; i < 4; ++i) acc[l * 4 + i] = C[4 * (l / 16) + i][l % 16];
+    }
+    Kit k(1, 64);
+    auto& b = k.b;
+    Val lane = b.lane();
+    Val pa = k.gptr(0), pb = k.gptr(1), pc = k.gptr(2), po = k.gptr(3);
+    Val off8 = b.sext(lane * 8, Type::i64()), off16 = b.sext(lane * 16, Type::i64());
+    Type v4 = Type::vec(Type::f32(), 4);
+    Val d = b.mfma(ir::MfmaKind::F32_16x16x32_FP8, b.load(Type::i64(), b.ptrAdd(pa, off8)),
+                   b.load(Type::i64(), b.ptrAdd(pb, off8)), b.load(v4, b.ptrAdd(pc, off16)));
+    b.store(b.ptrAdd(po, off16), d);
+    const uint64_t ga = k.alloc(512, "a"), gb = k.alloc(512, "b"), gc = k.alloc(1024, "c"), go = k.alloc(1024, "o");
     k.write(ga, a);
     k.write(gb, bb);
     k.write(gc, acc);
