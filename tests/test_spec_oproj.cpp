@@ -8,12 +8,16 @@
 #include <cstdint>
 #include <vector>
 
+#include "codegen/Compiler.h"
 #include "ir/Numerics.h"
+#include "ir/Verifier.h"
 #include "specs/minimax_m3/OprojReference.h"
 #include "specs/minimax_m3/WeightContract.h"
+#include "test_spec_util.h"
 
 using namespace monogen;
 using namespace monogen::specs::minimax_m3;
+using runtime::TensorMap;
 namespace num = monogen::ir::num;
 
 namespace {
@@ -161,5 +165,112 @@ TEST_CASE("o_proj GEMM reference: the fixed-order f32 sum is within f32 rounding
       const double bound = (mag * K * 0x1p-24 * q.xScale[m] * ws[n]) + std::fabs(want) * (0x1p-8 + 0x1p-22);
       INFO(fmt::format("m {} n {}: got {} want {}", m, n, got, want));
       CHECK(std::fabs(got - want) <= bound);
+    }
+}
+
+// ------------------------------------------------------------------ the launch on the Sim device
+
+TEST_CASE("o_proj in the launch (input=attn), Sim: the partial and out / res_out equal the reference chain bit for "
+          "bit, S in 1 3 8 9 16 x TP in 1 2 4 8",
+          "[oproj][sim]") {
+  const ModelConfig cfg = ModelConfig::reduced();
+  FfnKnobs knobs;
+  knobs.input = FfnInput::Attn;
+  uint64_t sched = 0;
+  for (int S : {1, 3, 8, 9, 16})
+    for (int TP : {1, 2, 4, 8}) {
+      LaunchInputOptions o;
+      o.oproj = true;
+      if (S >= 8) o.values = InputValues::EdgeCases;  // the residual's and the MoE's edge values (the parts are o_proj's)
+      const TensorMap in = makeLaunchInputs(cfg, S, TP, 0x0b0a + 16 * S + TP, o);
+      checkWholeLaunch(cfg, S, TP, in, schedSeed(sched++), knobs);
+    }
+}
+
+// ------------------------------------------------------------------ knob, refusals, codegen
+
+TEST_CASE("o_proj knob: input=attn is in the key, parses back, and a bad value is refused", "[oproj]") {
+  const ModelConfig cfg = ModelConfig::reduced();
+  FfnKnobs k;
+  CHECK(k.canonical().empty());  // the default input is the o_proj partial
+  k.input = FfnInput::Attn;
+  CHECK(k.canonical() == "input=attn");
+  CHECK(FfnKnobs::parse("input=attn", "t").input == FfnInput::Attn);
+  CHECK(FfnKnobs::parse("input=part", "t").input == FfnInput::Part);
+  CHECK_THROWS_WITH(FfnKnobs::parse("input=rows", "t"), Catch::Contains("expected part") && Catch::Contains("attn"));
+  const ir::Key a = makeKey(cfg, 8, 2, k), p = makeKey(cfg, 8, 2);
+  CHECK(a.variantName() != p.variantName());
+  CHECK(a.knobs == "input=attn");
+  const ir::Plan plan = buildPlan(cfg, a);
+  CHECK(plan.argIndex("attn") >= 0);
+  CHECK(plan.argIndex("wo") >= 0);
+  CHECK(plan.argIndex("wo_scale") >= 0);
+  CHECK(plan.argIndex("part") < 0);
+  CHECK(plan.arg("attn").shape == std::vector<int64_t>{8, 512});  // 16 heads x 64 / TP 2
+  CHECK(plan.arg("wo").shape == std::vector<int64_t>{1536, 512});
+  CHECK(buildPlan(cfg, p).argIndex("part") >= 0);
+  // the config's heads / head_dim are in every key's config text
+  CHECK(cfg.canonical().find("heads=16 head_dim=64") != std::string::npos);
+}
+
+TEST_CASE("o_proj refusals: a width TP does not divide or not a multiple of 128, a layer without the FP8 copy, "
+          "a wrong shape",
+          "[oproj]") {
+  FfnKnobs k;
+  k.input = FfnInput::Attn;
+  ModelConfig cfg = ModelConfig::reduced();
+  cfg.heads = 7;
+  cfg.headDim = 73;  // 511: no TP above 1 divides it
+  CHECK_THROWS_WITH(buildPlan(cfg, makeKey(cfg, 4, 2, k)), Catch::Contains("heads x head_dim = 7 x 73 = 511 does not "
+                                                                           "divide by TP = 2"));
+  CHECK_NOTHROW(buildPlan(cfg, makeKey(cfg, 4, 2)));  // the o_proj partial input does not read them
+  cfg.heads = 3;
+  cfg.headDim = 48;  // 144 a rank at TP 1
+  CHECK_THROWS_WITH(buildPlan(cfg, makeKey(cfg, 4, 1, k)), Catch::Contains("144 is not a multiple of 128"));
+
+  const ModelConfig red = ModelConfig::reduced();
+  LaunchInputOptions o;
+  o.oproj = true;
+  o.expertWeights = false;
+  TensorMap in = makeLaunchInputs(red, 2, 2, 3, o);
+  {
+    TensorMap missing = in;
+    missing.erase("wo.r1");
+    SimSession s(red, makeKey(red, 2, 2, k));
+    CHECK_THROWS_WITH(s.launch(missing, {}, {}), Catch::Contains("missing tensor 'wo.r1'") &&
+                                                     Catch::Contains("no rowwise-FP8 copy of o_proj"));
+  }
+  {
+    TensorMap missing = in;
+    missing.erase("wo_scale");
+    SimSession s(red, makeKey(red, 2, 2, k));
+    CHECK_THROWS_WITH(s.launch(missing, {}, {}), Catch::Contains("missing tensor 'wo_scale'"));
+  }
+  {
+    TensorMap bad = in;
+    bad["wo.r0"] = runtime::HostTensor::zeros(runtime::DType::U8, {1536, 256});
+    SimSession s(red, makeKey(red, 2, 2, k));
+    CHECK_THROWS_WITH(s.launch(bad, {}, {}), Catch::Contains("expected U8 [1536, 512], given U8 [1536, 256]"));
+  }
+  CHECK_THROWS_WITH(checkContract(red, 2, in, 0, FfnInput::Attn), Catch::Contains("missing tensor 'w13.r0'"));
+}
+
+TEST_CASE("o_proj codegen: input=attn variants compile to gfx950 code objects with no scratch and no spills",
+          "[oproj][codegen]") {
+  FfnKnobs k;
+  k.input = FfnInput::Attn;
+  for (const ModelConfig& cfg : {ModelConfig::reduced(), ModelConfig::flash()})
+    for (auto [S, TP] : {std::pair{1, 1}, std::pair{8, 4}, std::pair{16, 8}, std::pair{9, 2}}) {
+      INFO(fmt::format("hidden {} S={} TP={}", cfg.hidden, S, TP));
+      const ir::Plan plan = buildPlan(cfg, makeKey(cfg, S, TP, k));
+      ir::verify(plan);
+      const codegen::CodeObject co = codegen::compile(plan);  // checkLimits: no scratch, no spills
+      CHECK(co.info.scratchBytes == 0);
+      CHECK(co.info.vgprSpills == 0);
+      CHECK(co.info.sgprSpills == 0);
+      CHECK(co.info.ldsBytes <= plan.target().ldsBytes);
+      const std::string isa = codegen::isaText(plan);
+      CHECK(isa.find("v_mfma_f32_16x16x32_fp8_fp8") != std::string::npos);
+      CHECK(isa.find("v_cvt_pk_fp8_f32") != std::string::npos);
     }
 }

@@ -189,9 +189,15 @@ Run addCheck(CLI::App& app) {
       fmt::print("code object: {} bytes ({:.2f} s)\n", code.size(), built.seconds);
     }
 
-    const mm::LaunchInputOptions io;
-    const runtime::TensorMap inputs = mm::makeLaunchInputs(cfg, S, TP, o->seed, io);
-    const runtime::TensorMap want = mm::launchReferenceOutputs(cfg, S, TP, inputs, mm::knobsOf(key).experts, numerics);
+    mm::LaunchInputOptions io;
+    io.oproj = mm::knobsOf(key).input == mm::FfnInput::Attn;
+    const runtime::TensorMap inputs = [&] {
+      const mm::RefNumericsScope scope(numerics);  // o_proj's partial (io.oproj) is derived under them
+      return mm::makeLaunchInputs(cfg, S, TP, o->seed, io);
+    }();
+    runtime::TensorMap want = mm::launchReferenceOutputs(cfg, S, TP, inputs, mm::knobsOf(key).experts, numerics);
+    if (io.oproj)  // the o_proj partial each rank's push sent (OPART) is the reference's part.rR
+      for (int r = 0; r < TP; ++r) want[mm::rankName("opart", r)] = inputs.at(mm::rankName("part", r));
     fmt::print("inputs: seed {}, {}; reference numerics: {}\n", o->seed, io.describe(),
                numerics == mm::RefNumerics::Ir ? "the IR's declared models"
                                                : "gfx950-run's (exp2 = exp2f, f32 division results below FLT_MIN -> "

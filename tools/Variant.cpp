@@ -30,6 +30,11 @@ void addVariantOptions(CLI::App* app, VariantOptions& o, bool rowsTp) {
   app->add_option("--sum", o.sum, "which expert terms the combine sums: all, shared or routed (the experts knob)")
       ->check(CLI::IsMember({"all", "shared", "routed"}))
       ->capture_default_str();
+  app->add_option("--input", o.input,
+                  "the launch's input: part (this rank's o_proj partial) or attn (the attention rows; o_proj's "
+                  "per-token FP8 quant and GEMM in the launch; the input knob)")
+      ->check(CLI::IsMember({"part", "attn"}))
+      ->capture_default_str();
   app->add_flag("--trace", o.trace, "per-CTA, per-stage timestamps (the trace knob)");
   app->add_option("--drop-mark", o.dropMark, "fault test: this CTA never marks the launch done")
       ->check(CLI::Range(-1, 1023));
@@ -45,6 +50,7 @@ ir::Key keyOf(const VariantOptions& o, const mm::ModelConfig& cfg, int rows, int
                                            o.arch));
   mm::FfnKnobs knobs;
   knobs.experts = o.sum == "shared" ? mm::MoeExperts::Shared : o.sum == "routed" ? mm::MoeExperts::Routed : mm::MoeExperts::All;
+  knobs.input = o.input == "attn" ? mm::FfnInput::Attn : mm::FfnInput::Part;
   knobs.trace = o.trace;
   knobs.dropMark = o.dropMark;
   return mm::makeKey(cfg, rows, tp, knobs);

@@ -21,6 +21,7 @@ struct VariantOptions {
   std::string arch = "gfx950";
   std::string config = "full";
   std::string sum = "all";  // --sum: which expert terms the combine sums (the key's experts knob)
+  std::string input = "part";  // --input: the launch's input, part or attn (o_proj in the launch)
   bool trace = false;
   int dropMark = -1;
   bool noCache = false;

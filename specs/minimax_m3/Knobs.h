@@ -3,7 +3,9 @@
 // (per-CTA, per-stage timestamps) and the drop-mark fault test (one CTA never marks the launch
 // done), and a test-only mutation of one sync site (Mutation.h; never set outside the race tests).
 // A key carries them as canonical text (ir::Key::knobs): the non-default ones only, as
-// "experts=shared trace=1 drop_mark=3", so a default variant's key has none.
+// "experts=shared input=attn trace=1 drop_mark=3", so a default variant's key has none. The input
+// knob says what the launch takes: the unreduced o_proj partial (part, the default) or the
+// attention rows with o_proj's quant and GEMM in the launch (attn).
 #pragma once
 #include <string>
 
@@ -11,6 +13,12 @@
 #include "specs/minimax_m3/Mutation.h"
 
 namespace monogen::specs::minimax_m3 {
+
+/// The launch's input (issue 12): Attn, the attention rows (bf16 [S, heads head_dim / TP]) with
+/// the rowwise-FP8 o_proj weight, o_proj's per-token quant and GEMM run on the push CTAs
+/// (StageOproj.cpp); Part, the old input, this rank's unreduced o_proj partial (bf16 [S, hidden]).
+enum class FfnInput { Part = 0, Attn = 1 };
+const char* ffnInputName(FfnInput i);  // "part", "attn"
 
 /// Which expert terms the combine sums.
 enum class MoeExperts { All = 0, Shared = 1, Routed = 2 };
@@ -21,6 +29,7 @@ struct FfnKnobs {
   bool trace = false;
   int dropMark = -1;  // fault test: this CTA never marks the launch done (-1: none)
   Mutation mutation{};  // race tests only (Mutation.h): "mutate=kind@stage.ordinal" in the key
+  FfnInput input = FfnInput::Part;  // "input=attn": o_proj in the launch
 
   /// The non-default knobs as "name=value" tokens in a fixed order ("" when every knob is default).
   std::string canonical() const;

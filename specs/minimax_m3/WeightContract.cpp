@@ -72,9 +72,9 @@ std::vector<uint8_t> e8m0Unshuffle(const uint8_t* shuffled, int64_t m, int64_t n
   return out;
 }
 
-std::vector<ContractEntry> contractEntries(const ModelConfig& cfg, int tp) {
+std::vector<ContractEntry> contractEntries(const ModelConfig& cfg, int tp, FfnInput input) {
   const int64_t e1 = cfg.expertsWithShared(), h = cfg.hidden, ip = cfg.interPerRank(tp);
-  return {
+  std::vector<ContractEntry> e = {
       {"w13", DType::U8, {e1, 2 * ip, h / 2}},
       {"s13", DType::U8, {e1, 2 * ip, h / 32}},
       {"w2", DType::U8, {e1, h, ip / 2}},
@@ -83,21 +83,34 @@ std::vector<ContractEntry> contractEntries(const ModelConfig& cfg, int tp) {
       {"bias", DType::F32, {cfg.experts}},
       {"norm_w", DType::BF16, {h}},
   };
+  if (input == FfnInput::Attn) {
+    e.push_back({"wo", DType::U8, {h, cfg.attnWidth(tp)}});
+    e.push_back({"wo_scale", DType::F32, {h}});
+  }
+  return e;
 }
 
 namespace {
 /// checkContract with `find(name)` naming where contract tensor `name` is (nullptr: missing).
 template <class Find>
-void checkContractWith(const ModelConfig& cfg, int tp, const Find& find) {
+void checkContractWith(const ModelConfig& cfg, int tp, FfnInput input, const Find& find, bool oprojOnly = false) {
   if (tp < 1 || cfg.intermediate % tp != 0 || (cfg.intermediate / tp) % 32 != 0)
     throw InputError("weight contract", fmt::format("TP {}: I / TP must be a multiple of 32 (I = {})", tp,
                                                     cfg.intermediate));
-  for (const ContractEntry& e : contractEntries(cfg, tp)) {
+  if (input == FfnInput::Attn && (cfg.heads * cfg.headDim) % tp != 0)
+    throw InputError("weight contract", fmt::format("TP {}: heads x head_dim = {} x {} does not divide by TP", tp,
+                                                    cfg.heads, cfg.headDim));
+  for (const ContractEntry& e : contractEntries(cfg, tp, input)) {
+    if (oprojOnly && e.name.rfind("wo", 0) != 0) continue;
     const std::string where = "weight contract: " + e.name;
     const auto [found, name] = find(e.name);
     if (!found)
-      throw InputError(where, fmt::format("missing tensor '{}' (expected {} {})", name,
-                                          runtime::dtypeName(e.dtype), shapeText(e.shape)));
+      throw InputError(where, fmt::format("missing tensor '{}' (expected {} {}){}", name, runtime::dtypeName(e.dtype),
+                                          shapeText(e.shape),
+                                          e.name.rfind("wo", 0) == 0
+                                              ? ": the layer has no rowwise-FP8 copy of o_proj (SGLang's _ptpc_weight "
+                                                "/ _ptpc_scale), which o_proj in the launch (input=attn) reads"
+                                              : ""));
     const HostTensor& t = *found;
     if (t.dtype != e.dtype || t.shape != e.shape)
       throw InputError(where, fmt::format("tensor '{}': expected {} {}, given {} {}", e.name,
@@ -111,20 +124,29 @@ void checkContractWith(const ModelConfig& cfg, int tp, const Find& find) {
 }
 }  // namespace
 
-void checkContract(const ModelConfig& cfg, int tp, const TensorMap& w) {
-  checkContractWith(cfg, tp, [&](const std::string& n) {
+void checkContract(const ModelConfig& cfg, int tp, const TensorMap& w, FfnInput input) {
+  checkContractWith(cfg, tp, input, [&](const std::string& n) {
     auto it = w.find(n);
     return std::pair{it == w.end() ? nullptr : &it->second, n};
   });
 }
 
-void checkContract(const ModelConfig& cfg, int tp, const TensorMap& launch, int rank) {
-  checkContractWith(cfg, tp, [&](const std::string& n) {
-    const bool perRank = n == "w13" || n == "s13" || n == "w2" || n == "s2";
-    const std::string name = perRank ? n + ".r" + std::to_string(rank) : n;
-    auto it = launch.find(name);
-    return std::pair{it == launch.end() ? nullptr : &it->second, name};
-  });
+namespace {
+/// Where contract tensor n of rank `rank` is in a launch's map (nullptr: missing), and its name there.
+std::pair<const HostTensor*, std::string> inLaunch(const TensorMap& launch, const std::string& n, int rank) {
+  const bool perRank = n == "w13" || n == "s13" || n == "w2" || n == "s2" || n == "wo";
+  const std::string name = perRank ? n + ".r" + std::to_string(rank) : n;
+  auto it = launch.find(name);
+  return {it == launch.end() ? nullptr : &it->second, name};
+}
+}  // namespace
+
+void checkContract(const ModelConfig& cfg, int tp, const TensorMap& launch, int rank, FfnInput input) {
+  checkContractWith(cfg, tp, input, [&](const std::string& n) { return inLaunch(launch, n, rank); });
+}
+
+void checkOprojCopy(const ModelConfig& cfg, int tp, const TensorMap& launch, int rank) {
+  checkContractWith(cfg, tp, FfnInput::Attn, [&](const std::string& n) { return inLaunch(launch, n, rank); }, true);
 }
 
 float ExpertMatrix::value(int64_t row, int64_t kk) const {

@@ -86,6 +86,7 @@
 #include <vector>
 
 #include "runtime/Tensor.h"
+#include "specs/minimax_m3/Knobs.h"
 #include "specs/minimax_m3/ModelConfig.h"
 
 namespace monogen::specs::minimax_m3 {
@@ -120,14 +121,27 @@ struct ContractEntry {
   runtime::DType dtype;
   std::vector<int64_t> shape;
 };
-/// The tensors of one rank's contract, in the order of the header comment.
-std::vector<ContractEntry> contractEntries(const ModelConfig& cfg, int tp);
+/// The tensors of one rank's contract, in the order of the header comment. With o_proj in the
+/// launch (input Attn) also o_proj's rowwise-FP8 copy, SGLang's _ptpc_weight / _ptpc_scale:
+///   wo        U8   [hidden, heads head_dim / TP]  e4m3fn (OCP), AITER (16,16)-shuffled as its
+///                                                 smallm_fp8_gemm takes it: the same byte layout
+///                                                 as fp4x2's (shuffledOffset16x16 with kBytes = K;
+///                                                 one 16 x 32-byte tile is one FP8 MFMA step's A)
+///   wo_scale  F32  [hidden]                       the scale per output channel (every rank alike)
+/// Rank r holds columns r K .. (r + 1) K - 1 of the logical weight (K = heads head_dim / TP).
+std::vector<ContractEntry> contractEntries(const ModelConfig& cfg, int tp, FfnInput input = FfnInput::Part);
 /// Checks `w` holds every contract tensor with its dtype, shape and byte size. Throws
-/// InputError (where = "weight contract: <tensor>") naming the tensor, expected and given.
-void checkContract(const ModelConfig& cfg, int tp, const runtime::TensorMap& w);
-/// The same check on a launch's map: rank `rank`'s expert tensors under their rank names
-/// ("w13.r<rank>" ..), the shared ones (router_w, bias, norm_w) under their own. Nothing is copied.
-void checkContract(const ModelConfig& cfg, int tp, const runtime::TensorMap& launch, int rank);
+/// InputError (where = "weight contract: <tensor>") naming the tensor, expected and given; a
+/// missing wo / wo_scale says the layer has no rowwise-FP8 o_proj copy.
+void checkContract(const ModelConfig& cfg, int tp, const runtime::TensorMap& w, FfnInput input = FfnInput::Part);
+/// The same check on a launch's map: rank `rank`'s expert tensors (and wo) under their rank names
+/// ("w13.r<rank>" ..), the shared ones (router_w, bias, norm_w, wo_scale) under their own. Nothing
+/// is copied.
+void checkContract(const ModelConfig& cfg, int tp, const runtime::TensorMap& launch, int rank,
+                   FfnInput input = FfnInput::Part);
+/// The o_proj part alone (wo.r<rank>, wo_scale) of that check: what a launch with o_proj inside
+/// needs even when the harness zeroes missing expert weights.
+void checkOprojCopy(const ModelConfig& cfg, int tp, const runtime::TensorMap& launch, int rank);
 
 /// One expert's matrix of a contract pair (w13/s13 or w2/s2), unshuffled.
 struct ExpertMatrix {
