@@ -11,6 +11,7 @@
 #include "codegen/Compiler.h"
 #include "ir/Numerics.h"
 #include "ir/Verifier.h"
+#include "specs/minimax_m3/BytesModel.h"
 #include "specs/minimax_m3/OprojReference.h"
 #include "specs/minimax_m3/WeightContract.h"
 #include "test_spec_util.h"
@@ -273,4 +274,21 @@ TEST_CASE("o_proj codegen: input=attn variants compile to gfx950 code objects wi
       CHECK(isa.find("v_mfma_f32_16x16x32_fp8_fp8") != std::string::npos);
       CHECK(isa.find("v_cvt_pk_fp8_f32") != std::string::npos);
     }
+}
+
+TEST_CASE("o_proj bytes model: input=attn counts the attention rows, wo and wo_scale instead of the partial",
+          "[oproj]") {
+  const ModelConfig cfg = ModelConfig::flash();
+  const MinimumBytes part = minimumBytes(cfg, 8, 4, 8), attn = minimumBytes(cfg, 8, 4, 8, FfnInput::Attn);
+  auto bytesOf = [](const MinimumBytes& m, const std::string& t) {
+    for (const BytesItem& i : m.items)
+      if (i.tensor == t) return i.bytes;
+    return int64_t{-1};
+  };
+  CHECK(bytesOf(part, "part") == 8 * 6144 * 2);
+  CHECK(bytesOf(attn, "part") == -1);
+  CHECK(bytesOf(attn, "attn") == 8 * 2048 * 2);
+  CHECK(bytesOf(attn, "wo") == int64_t{6144} * 2048);
+  CHECK(bytesOf(attn, "wo_scale") == 6144 * 4);
+  CHECK(attn.total() - part.total() == 8 * 2048 * 2 + int64_t{6144} * 2048 + 6144 * 4 - 8 * 6144 * 2);
 }

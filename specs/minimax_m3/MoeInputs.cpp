@@ -371,7 +371,8 @@ std::vector<int> steeredExperts(const ModelConfig& cfg, int S, int TP, uint64_t 
 /// o_proj's inputs (LaunchInputOptions::oproj) into m, replacing part.rR by their o_proj partial
 /// (OprojReference: the quant, then the GEMM). Values: attention rows about N(0, 1), rows
 /// t % 4 == 3 scaled by 2^-100 (small amax) and row 2 all zero when S >= 3 (inv = 0); a few
-/// elements a row at +-amax-like magnitudes (16) and bf16 subnormals. The logical weight
+/// elements a row of magnitude 4 .. 16 (the row's amax: not a power of two, so amax x f32(1/448)
+/// and rcp round) and bf16 subnormals. The logical weight
 /// [hidden, heads head_dim] is uniform over the e4m3fn codes but NaN, a function of (seed,
 /// channel, column) so every TP splits the same model (rank r: columns r K .. (r + 1) K - 1),
 /// (16,16)-shuffled; w_scale puts each partial at about N(0, 1/(4 TP)) as the free parts are.
@@ -404,7 +405,7 @@ void addOprojInputs(const ModelConfig& cfg, int S, int TP, uint64_t seed, Tensor
     for (int t = 0; t < S; ++t)
       for (int64_t k = 0; k < K; ++k) {
         float v = g.normal();
-        if (k % 97 == 5) v = (g.next() & 1) ? 16.0f : -16.0f;
+        if (k % 97 == 5) v = ((g.next() & 1) ? 1.0f : -1.0f) * (4.0f + 12.0f * g.uniform());  // the row's amax
         if (k % 101 == 7) v = std::ldexp(g.normal(), -130);  // a bf16 subnormal
         if (t % 4 == 3) v = std::ldexp(v, -100);
         if (S >= 3 && t == 2) v = 0.0f;

@@ -172,6 +172,7 @@ struct OutputWriter {
   const char* stage;
 };
 inline constexpr OutputWriter kOutputWriters[] = {
+    {"opart", "push"},  // input=attn: the o_proj partial push sent (OPART)
     {"res_out", "reduce"},     {"sres", "reduce"},       {"ssq", "reduce"},      {"ssq_tag", "reduce"},
     {"rstd", "norm"},          {"xn", "norm"},           {"picks", "route"},     {"weights", "route"},
     {"slot_expert", "table"},  {"slot_count", "table"},  {"slot_row", "table"},  {"slot_pick", "table"},
