@@ -150,6 +150,9 @@ Run addCheck(CLI::App& app) {
                                                    o->device));
       if (o->numerics != "auto" && o->numerics != "ir")
         throw InputError("--per-rank", "compares under the IR's numerics (the Sim's): --numerics ir or auto");
+      if (o->v.input != "part")  // RankHarness uploads and reads the o_proj partial input only
+        throw InputError("--per-rank", "runs the o_proj partial input only (--input part); --input attn is not "
+                                       "wired into the per-rank harness");
       return checkPerRank(o->v, cfg, o->seed, o->launches, o->waitSeconds);
     }
     const ir::Key key = keyOf(o->v, cfg, o->v.rows, o->v.tp);
