@@ -138,7 +138,8 @@ DeviceLimits readDeviceLimits(int device, const std::function<int(HipAttribute, 
   const int major = attribute(HipAttribute::ComputeCapabilityMajor, "hipDeviceAttributeComputeCapabilityMajor");
   const int minor = attribute(HipAttribute::ComputeCapabilityMinor, "hipDeviceAttributeComputeCapabilityMinor");
   // HIP reports a gfx9xy ISA as major 9, minor x: gfx950 is 9.5, gfx942 9.4, gfx90a 9.0.
-  l.name = major == 9 && minor == 5 ? fmt::format("HIP device {} (gfx950)", device)
+  l.gfx950 = major == 9 && minor == 5;
+  l.name = l.gfx950 ? fmt::format("HIP device {} (gfx950)", device)
                                     : fmt::format("HIP device {} (compute capability {}.{}, not gfx950)", device, major,
                                                   minor);
   l.computeUnits = attribute(HipAttribute::MultiprocessorCount, "hipDeviceAttributeMultiprocessorCount");

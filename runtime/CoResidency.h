@@ -39,6 +39,7 @@ KernelResources readKernelResources(const std::vector<uint8_t>& codeObject);
 /// What a device offers, as hipDeviceGetAttribute reports it (and the gfx9 facts it does not).
 struct DeviceLimits {
   std::string name;                  ///< for messages: "HIP device 3 (gfx950)"
+  bool gfx950 = false;               ///< compute capability 9.5 (readDeviceLimits)
   int computeUnits = 0;              ///< hipDeviceAttributeMultiprocessorCount
   int64_t ldsPerCu = 0;              ///< hipDeviceAttributeMaxSharedMemoryPerMultiprocessor
   int64_t ldsPerBlock = 0;           ///< hipDeviceAttributeMaxSharedMemoryPerBlock

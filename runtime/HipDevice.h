@@ -1,6 +1,6 @@
 // The HIP device: gfx950 code objects on real GPUs through libamdhip64, loaded at run time with
-// dlopen (libamdhip64.so.7, then .so.6, then .so.5 -- ROCm 5.2, Debian's libamdhip64-5 -- then
-// libamdhip64.so), so building needs no ROCm. Without ROCm, construction throws a RuntimeError
+// dlopen by runtime/HipApi.h (MONOGEN_HIP_LIBRARY, or libamdhip64.so.7, then .so.6, then .so.5 --
+// ROCm 5.2, Debian's libamdhip64-5 -- then libamdhip64.so), so building needs no ROCm. Without ROCm, construction throws a RuntimeError
 // that says what it tried; without a gfx950 GPU, one that says what it found; it never crashes.
 // Rank r of a launch runs on HIP device r. Before the first launch of a code object on a device,
 // checkCoResidency (runtime/CoResidency.h) refuses a device that cannot hold the whole grid at one
@@ -16,18 +16,17 @@
 
 #include "runtime/CoResidency.h"
 #include "runtime/Device.h"
+#include "runtime/HipApi.h"
 
 namespace monogen::runtime {
-
-struct HipApi;  // the resolved entry points (HipDevice.cpp)
 
 class HipDevice : public Device {
  public:
   /// The library names tried in order by default.
   static std::vector<std::string> defaultLibraryNames();
 
-  /// How many HIP entry points the device resolves (every one it or a per-rank runtime uses).
-  static constexpr int kResolvedEntryPoints = 17;
+  /// How many HIP entry points the device resolves (HipApi's: every one either HIP device uses).
+  static constexpr int kResolvedEntryPoints = HipApi::kEntryPoints;
 
   /// Loads the first of `libraryNames` that dlopen accepts, resolves the HIP entry points and
   /// counts the GPUs. Throws RuntimeError naming every library tried (with dlerror's reason)
@@ -57,7 +56,6 @@ class HipDevice : public Device {
   DeviceLimits limits(int device) const;
 
  private:
-  int attribute(int device, int attr, const char* name) const;
   void setDevice(int rank, const std::string& where);
   void* function(int rank, const CodeObjectBytes& code, const std::string& kernel, const std::string& where);
 

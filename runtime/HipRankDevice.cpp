@@ -1,116 +1,34 @@
-// NOT RUN HERE (no GPU, no ROCm on this machine): compiled only. See HipRankDevice.h.
+// NOT RUN HERE on a GPU (there is none): run against the fake HIP library only. See HipRankDevice.h.
 #include "runtime/HipRankDevice.h"
 
-#include <dlfcn.h>
 #include <fmt/format.h>
 
 #include <cstring>
 
 #include "ir/Error.h"
 #include "runtime/CoResidency.h"
+#include "runtime/HipApi.h"
 
 namespace monogen::runtime {
 
-// The HIP types and constants used, as hip_runtime_api.h declares them (no ROCm headers needed).
-namespace hipr {
-using Error = int;  // hipError_t, hipSuccess == 0
-constexpr Error kSuccess = 0;
-constexpr unsigned kDeviceMallocUncached = 0x3;       // hipDeviceMallocUncached
-constexpr unsigned kIpcMemLazyEnablePeerAccess = 0x1;  // hipIpcMemLazyEnablePeerAccess
-constexpr size_t kIpcHandleSize = 64;                  // HIP_IPC_HANDLE_SIZE
-struct IpcMemHandle {                                  // hipIpcMemHandle_t
-  char reserved[kIpcHandleSize];
-};
-enum MemcpyKind : int { HostToDevice = 1, DeviceToHost = 2 };
-inline void* const kLaunchParamBufferPointer = reinterpret_cast<void*>(1);
-inline void* const kLaunchParamBufferSize = reinterpret_cast<void*>(2);
-inline void* const kLaunchParamEnd = reinterpret_cast<void*>(3);
-}  // namespace hipr
-
-struct HipRankApi {
-  void* handle = nullptr;
-  const char* (*getErrorString)(hipr::Error) = nullptr;
-  hipr::Error (*getDeviceCount)(int*) = nullptr;
-  hipr::Error (*setDevice)(int) = nullptr;
-  hipr::Error (*malloc)(void**, size_t) = nullptr;
-  hipr::Error (*extMallocWithFlags)(void**, size_t, unsigned) = nullptr;
-  hipr::Error (*free)(void*) = nullptr;
-  hipr::Error (*memcpy)(void*, const void*, size_t, hipr::MemcpyKind) = nullptr;
-  hipr::Error (*memset)(void*, int, size_t) = nullptr;
-  hipr::Error (*ipcGetMemHandle)(hipr::IpcMemHandle*, void*) = nullptr;
-  hipr::Error (*ipcOpenMemHandle)(void**, hipr::IpcMemHandle, unsigned) = nullptr;
-  hipr::Error (*ipcCloseMemHandle)(void*) = nullptr;
-  hipr::Error (*moduleLoadData)(void**, const void*) = nullptr;
-  hipr::Error (*moduleGetFunction)(void**, void*, const char*) = nullptr;
-  hipr::Error (*moduleLaunchKernel)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*,
-                                    void**, void**) = nullptr;
-  hipr::Error (*streamSynchronize)(void*) = nullptr;
-  hipr::Error (*deviceGetAttribute)(int*, int, int) = nullptr;
-
-  void check(hipr::Error rc, const char* call, const std::string& where) const {
-    if (rc == hipr::kSuccess) return;
-    const char* s = getErrorString ? getErrorString(rc) : nullptr;
-    throw RuntimeError(where, fmt::format("{} failed: {} (hipError_t {})", call, s ? s : "unknown error", rc));
-  }
-};
-
-namespace {
-template <class F>
-void resolve(HipRankApi& api, F& fn, const char* symbol, const std::string& lib) {
-  dlerror();
-  void* p = dlsym(api.handle, symbol);
-  if (!p)
-    throw RuntimeError("HIP rank device",
-                       fmt::format("{} was loaded but has no symbol {}: the per-rank runtime needs it", lib, symbol));
-  fn = reinterpret_cast<F>(p);
-}
-}  // namespace
-
-std::vector<std::string> HipRankDevice::defaultLibraryNames() {
-  return {"libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so"};
-}
+std::vector<std::string> HipRankDevice::defaultLibraryNames() { return HipApi::defaultLibraryNames(); }
 
 HipRankDevice::HipRankDevice(int rank, int tp, int deviceOrdinal, std::vector<std::string> libraryNames)
-    : api_(std::make_unique<HipRankApi>()), rank_(rank), tp_(tp), device_(deviceOrdinal < 0 ? rank : deviceOrdinal) {
+    : rank_(rank), tp_(tp), device_(deviceOrdinal < 0 ? rank : deviceOrdinal) {
   if (tp < 1 || rank < 0 || rank >= tp)
     throw InputError("HIP rank device", fmt::format("rank {} of TP {}: expected 0 <= rank < TP", rank, tp));
-  std::string tried;
-  for (const std::string& lib : libraryNames) {
-    if (void* h = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL)) {
-      api_->handle = h;
-      library_ = lib;
-      break;
-    }
-    const char* err = dlerror();
-    tried += "\n  " + lib + ": " + (err ? err : "not found");
-  }
-  if (!api_->handle)
-    throw RuntimeError("HIP rank device", "cannot load the HIP runtime (libamdhip64); tried, in order:" + tried +
-                                              "\nThe HIP device needs ROCm with libamdhip64 on the loader path. "
-                                              "Without a GPU, use the Sim device.");
-  HipRankApi& a = *api_;
-  resolve(a, a.getErrorString, "hipGetErrorString", library_);
-  resolve(a, a.getDeviceCount, "hipGetDeviceCount", library_);
-  resolve(a, a.setDevice, "hipSetDevice", library_);
-  resolve(a, a.malloc, "hipMalloc", library_);
-  resolve(a, a.extMallocWithFlags, "hipExtMallocWithFlags", library_);
-  resolve(a, a.free, "hipFree", library_);
-  resolve(a, a.memcpy, "hipMemcpy", library_);
-  resolve(a, a.memset, "hipMemset", library_);
-  resolve(a, a.ipcGetMemHandle, "hipIpcGetMemHandle", library_);
-  resolve(a, a.ipcOpenMemHandle, "hipIpcOpenMemHandle", library_);
-  resolve(a, a.ipcCloseMemHandle, "hipIpcCloseMemHandle", library_);
-  resolve(a, a.moduleLoadData, "hipModuleLoadData", library_);
-  resolve(a, a.moduleGetFunction, "hipModuleGetFunction", library_);
-  resolve(a, a.moduleLaunchKernel, "hipModuleLaunchKernel", library_);
-  resolve(a, a.streamSynchronize, "hipStreamSynchronize", library_);
-  resolve(a, a.deviceGetAttribute, "hipDeviceGetAttribute", library_);
-  a.check(a.getDeviceCount(&deviceCount_), "hipGetDeviceCount", "HIP rank device (" + library_ + ")");
-  if (deviceCount_ <= 0) throw RuntimeError("HIP rank device (" + library_ + ")", "hipGetDeviceCount found no GPU");
+  api_ = std::make_unique<HipApi>(HipApi::load(libraryNames, "HIP rank device"));
+  library_ = api_->library;
+  const HipApi& a = *api_;
+  deviceCount_ = a.discover();  // no GPU, or none a gfx950: RuntimeError saying so (HipDevice's message)
   if (device_ >= deviceCount_)
     throw RuntimeError(name(), fmt::format("device {} does not exist: {} GPU(s) visible (with HIP_VISIBLE_DEVICES set "
                                            "per process, pass deviceOrdinal 0)",
                                            device_, deviceCount_));
+  if (const DeviceLimits l = a.limits(device_); !l.gfx950)
+    throw RuntimeError(name(), fmt::format("{} is not a gfx950: monogen's code objects are for gfx950 (MI350X / "
+                                           "MI355X) only",
+                                           l.name));
   select(name());
 }
 
@@ -123,6 +41,10 @@ HipRankDevice::~HipRankDevice() {
 std::string HipRankDevice::name() const {
   return fmt::format("hip rank {} of {} (device {}, {})", rank_, tp_, device_, library_);
 }
+
+DeviceLimits HipRankDevice::limits() const { return api_->limits(device_); }
+
+const HipApi& HipRankDevice::api() const { return *api_; }
 
 void HipRankDevice::select(const std::string& where) { api_->check(api_->setDevice(device_), "hipSetDevice", where); }
 
@@ -144,7 +66,7 @@ uint64_t HipRankDevice::allocSymmetric(int64_t bytes, const std::string& name) {
   const int64_t size = wholePages(bytes);  // an uncached buffer must be whole pages to be exported
   select(where);
   void* p = nullptr;
-  api_->check(api_->extMallocWithFlags(&p, static_cast<size_t>(size), hipr::kDeviceMallocUncached),
+  api_->check(api_->extMallocWithFlags(&p, static_cast<size_t>(size), hip::kDeviceMallocUncached),
               "hipExtMallocWithFlags(hipDeviceMallocUncached)", where + fmt::format(" ({} bytes)", size));
   allocations_.push_back(p);
   sym_ = reinterpret_cast<uint64_t>(p);
@@ -155,7 +77,7 @@ uint64_t HipRankDevice::allocSymmetric(int64_t bytes, const std::string& name) {
 std::vector<uint8_t> HipRankDevice::exportSymmetric() {
   const std::string where = name() + ": export";
   if (!sym_) throw InputError(where, "exportSymmetric before allocSymmetric");
-  hipr::IpcMemHandle h{};
+  hip::IpcMemHandle h{};
   select(where);
   api_->check(api_->ipcGetMemHandle(&h, reinterpret_cast<void*>(sym_)), "hipIpcGetMemHandle", where);
   std::string hex;
@@ -178,16 +100,16 @@ uint64_t HipRankDevice::openPeer(int peer, const std::vector<uint8_t>& bytes) {
   if (!e.fields.contains("ipc_handle") || !e.fields["ipc_handle"].is_string())
     throw InputError(where, "no 'ipc_handle' string: not a HIP handle");
   const std::string hex = e.fields["ipc_handle"].get<std::string>();
-  if (hex.size() != 2 * hipr::kIpcHandleSize || hex.find_first_not_of("0123456789abcdef") != std::string::npos)
+  if (hex.size() != 2 * hip::kIpcHandleSize || hex.find_first_not_of("0123456789abcdef") != std::string::npos)
     throw InputError(where, fmt::format("ipc_handle is {} characters; expected {} lowercase hex digits", hex.size(),
-                                        2 * hipr::kIpcHandleSize));
+                                        2 * hip::kIpcHandleSize));
   if (peer == rank_) return sym_;
-  hipr::IpcMemHandle h{};
-  for (size_t i = 0; i < hipr::kIpcHandleSize; ++i)
+  hip::IpcMemHandle h{};
+  for (size_t i = 0; i < hip::kIpcHandleSize; ++i)
     h.reserved[i] = static_cast<char>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
   select(where);
   void* p = nullptr;
-  api_->check(api_->ipcOpenMemHandle(&p, h, hipr::kIpcMemLazyEnablePeerAccess), "hipIpcOpenMemHandle", where);
+  api_->check(api_->ipcOpenMemHandle(&p, h, hip::kIpcMemLazyEnablePeerAccess), "hipIpcOpenMemHandle", where);
   opened_.push_back(p);
   return reinterpret_cast<uint64_t>(p);
 }
@@ -195,14 +117,14 @@ uint64_t HipRankDevice::openPeer(int peer, const std::vector<uint8_t>& bytes) {
 void HipRankDevice::upload(uint64_t dst, const void* src, int64_t bytes) {
   const std::string where = fmt::format("{}: upload of {} bytes to {:#x}", name(), bytes, dst);
   select(where);
-  api_->check(api_->memcpy(reinterpret_cast<void*>(dst), src, static_cast<size_t>(bytes), hipr::HostToDevice),
+  api_->check(api_->memcpy(reinterpret_cast<void*>(dst), src, static_cast<size_t>(bytes), hip::HostToDevice),
               "hipMemcpy", where);
 }
 
 void HipRankDevice::download(void* dst, uint64_t src, int64_t bytes) {
   const std::string where = fmt::format("{}: download of {} bytes from {:#x}", name(), bytes, src);
   select(where);
-  api_->check(api_->memcpy(dst, reinterpret_cast<const void*>(src), static_cast<size_t>(bytes), hipr::DeviceToHost),
+  api_->check(api_->memcpy(dst, reinterpret_cast<const void*>(src), static_cast<size_t>(bytes), hip::DeviceToHost),
               "hipMemcpy", where);
 }
 
@@ -219,12 +141,7 @@ LoadedKernel HipRankDevice::load(const ir::Plan& plan, const CodeObjectBytes& co
   // The code object's own symbol (monogen_<variant>, from its kernel descriptor), and before the
   // first launch: can this device hold the whole grid at once, one CTA a CU (runtime/CoResidency.h)?
   const KernelResources res = readKernelResources(code);
-  const DeviceLimits limits = readDeviceLimits(device_, [&](HipAttribute attr, const char* attrName) {
-    int v = 0;
-    api_->check(api_->deviceGetAttribute(&v, static_cast<int>(attr), device_), "hipDeviceGetAttribute",
-                fmt::format("{}: attribute {}", name(), attrName));
-    return v;
-  });
+  const DeviceLimits limits = api_->limits(device_);
   checkCoResidency(res, plan.grid.blocks, plan.grid.threads, limits, where);
   codes_.push_back(code);
   void* mod = nullptr;
@@ -240,8 +157,8 @@ void HipRankDevice::launch(const LoadedKernel& k, const std::vector<uint64_t>&, 
                            void* stream) {
   // The caller's thread has this rank's device current (select() at setup): no hipSetDevice here.
   size_t size = kernargs.size();
-  void* extra[] = {hipr::kLaunchParamBufferPointer, kernargs.data(), hipr::kLaunchParamBufferSize, &size,
-                   hipr::kLaunchParamEnd};
+  void* extra[] = {hip::kLaunchParamBufferPointer, kernargs.data(), hip::kLaunchParamBufferSize, &size,
+                   hip::kLaunchParamEnd};
   api_->check(api_->moduleLaunchKernel(k.function, static_cast<unsigned>(k.plan->grid.blocks), 1, 1,
                                        static_cast<unsigned>(k.plan->grid.threads), 1, 1, 0, stream, nullptr, extra),
               "hipModuleLaunchKernel", name());

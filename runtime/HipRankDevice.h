@@ -1,11 +1,12 @@
 // The per-rank device seam (runtime/RankDevice.h) on one GPU through libamdhip64, for a serving
-// process that holds one rank. NOT RUN HERE: this machine has no GPU and no ROCm; it compiles,
-// and every HIP call in it is written against the HIP API's documented signatures only.
+// process that holds one rank. NOT RUN HERE on a GPU: this machine has none; every HIP call in it
+// is written against the HIP API's documented signatures, and the sequence of calls it makes is
+// checked against the fake HIP library (tests/fake_hip, tests/test_hip_rank.cpp), not a real runtime.
 //
-// - libamdhip64 is dlopen'd by this file's own small entry-point table (not HipDevice's: the
-//   per-rank path needs IPC, hipExtMallocWithFlags and streams that HipDevice does not resolve);
-//   names tried: .so.7, .so.6, .so.5, the unversioned name. Every entry point is resolved at
-//   construction, so a library without one is a clear error before any work.
+// - libamdhip64 is dlopen'd through runtime/HipApi.h, the entry-point table HipDevice uses too
+//   (MONOGEN_HIP_LIBRARY, or .so.7, .so.6, .so.5, the unversioned name). Every entry point is
+//   resolved at construction, so a library without one is a clear error before any work; so is a
+//   machine without a gfx950 GPU (HipApi::discover, the same message as HipDevice).
 // - The GPU is device `deviceOrdinal` (default: the rank, as one process a GPU with
 //   HIP_VISIBLE_DEVICES unset; pass 0 when the framework set HIP_VISIBLE_DEVICES per process).
 // - allocSymmetric: hipExtMallocWithFlags(hipDeviceMallocUncached) in whole 4 KiB pages;
@@ -21,11 +22,12 @@
 #include <string>
 #include <vector>
 
+#include "runtime/CoResidency.h"
 #include "runtime/RankDevice.h"
 
 namespace monogen::runtime {
 
-struct HipRankApi;  // HipRankDevice.cpp
+struct HipApi;  // runtime/HipApi.h
 
 class HipRankDevice : public RankDevice {
  public:
@@ -52,10 +54,14 @@ class HipRankDevice : public RankDevice {
   void synchronize(void* stream) override;
 
   const std::string& library() const { return library_; }
+  /// This rank's GPU as hipDeviceGetAttribute reports it (name with the arch, CU count, ...).
+  DeviceLimits limits() const;
+  /// The loaded entry points (HipApi::describe() names the library and runtime version).
+  const HipApi& api() const;
 
  private:
   void select(const std::string& where);
-  std::unique_ptr<HipRankApi> api_;
+  std::unique_ptr<HipApi> api_;
   std::string library_;
   int rank_, tp_, device_;
   int deviceCount_ = 0;

@@ -1,5 +1,6 @@
 // monogen check: one seeded launch of a variant on a chosen device -- the Sim device (the kernel
-// IR), gfx950-run (the code object on AMD's CPU simulator of gfx950) or hip (real GPUs) -- and
+// IR), gfx950-run (the code object on AMD's CPU simulator of gfx950) or hip (real GPUs, one
+// process a rank through the per-rank runtime: checkPerRank) -- and
 // a bit-for-bit comparison of every output of every rank with the native reference, the same
 // outputs and verdict as `monogen sim`. Exit 0 only when every output is bit-exact and every
 // rank's error word is 0.
@@ -16,8 +17,8 @@
 
 #include "ir/Error.h"
 #include "runtime/Gfx950RunDevice.h"
-#include "runtime/HipDevice.h"
 #include "runtime/sim/SimDeviceAdapter.h"
+#include "specs/minimax_m3/Generate.h"
 #include "specs/minimax_m3/MoeInputs.h"
 #include "specs/minimax_m3/RankHarness.h"
 #include "runtime/sim/RankProcesses.h"
@@ -33,13 +34,20 @@ namespace mm = specs::minimax_m3;
 
 namespace {
 
-/// monogen check --device sim --per-rank: TP processes (fork), one a rank, each through the
-/// per-rank runtime (specs/minimax_m3/RankHarness.h: runSimRank); a line per rank and launch.
-int checkPerRank(const VariantOptions& v, const mm::ModelConfig& cfg, uint64_t seed, int launches, double waitSeconds) {
+/// monogen check --device sim --per-rank and --device hip: TP processes (fork), one a rank, each
+/// through the per-rank runtime on its own device (specs/minimax_m3/RankHarness.h: runSimRank, a
+/// SimRankDevice; runHipRank, a HipRankDevice on GPU `rank`), handle bytes exchanged over the
+/// RankChannel. Prints each rank's device (the GPU's name and CU count on hip), warm-up, every
+/// launch's tag and verdict, and the verdict over every rank and launch: bit-exact (exit 0),
+/// else the worst of ERROR, INVALID, MISMATCH (exit 1). A rank whose process failed before it was
+/// ready (no library, no gfx950 GPU, a co-residency refusal) is a runtime error: exit 2 with its
+/// message on stderr, as the single-process devices' errors are.
+int checkPerRank(const std::string& device, const VariantOptions& v, const mm::ModelConfig& cfg, uint64_t seed,
+                 int launches, double waitSeconds) {
   const ir::Key key = keyOf(v, cfg, v.rows, v.tp);
   const int TP = key.tp;
-  fmt::print("{} on the sim device, one process a rank (per-rank runtime): {} processes x {} CTAs x {} threads\n",
-             key.variantName(), TP, cfg.blocks, cfg.threads);
+  fmt::print("{} on the {} device, one process a rank (per-rank runtime): {} processes x {} CTAs x {} threads\n",
+             key.variantName(), device, TP, cfg.blocks, cfg.threads);
   fmt::print("inputs: seed {} (launch k: seed + k), {} launch{} of one bound argument set; wait bound {} s of idle\n",
              seed, launches, launches == 1 ? "" : "es", waitSeconds);
   std::fflush(stdout);
@@ -47,7 +55,7 @@ int checkPerRank(const VariantOptions& v, const mm::ModelConfig& cfg, uint64_t s
   job.rows = {key.rows};
   job.launches = launches;
   job.seed = seed;
-  job.waitTicks = static_cast<int64_t>(waitSeconds * 1e8);
+  job.waitTicks = static_cast<int64_t>(waitSeconds * 1e8);  // the kernel's wait_ticks run at 100 MHz
   job.sim.seed = seed;
   job.knobs = mm::knobsOf(key);
   const auto r0 = std::chrono::steady_clock::now();
@@ -55,31 +63,54 @@ int checkPerRank(const VariantOptions& v, const mm::ModelConfig& cfg, uint64_t s
   fmt::print("inputs and reference: {:.2f} s\n",
              std::chrono::duration<double>(std::chrono::steady_clock::now() - r0).count());
   std::fflush(stdout);
+  std::shared_ptr<runtime::Cache> cache = v.noCache ? nullptr : mm::defaultCache();
+  const runtime::RankProcesses::Body body = [&](runtime::RankChannel& ch) {
+    return device == "hip" ? mm::runHipRank(cfg, job, data, ch, cache) : mm::runSimRank(cfg, job, data, ch);
+  };
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<std::string> verdicts(static_cast<size_t>(TP) * launches), errors(TP);
-  runtime::RankProcesses procs(TP, [&](runtime::RankChannel& ch) { return mm::runSimRank(cfg, job, data, ch); });
+  std::vector<bool> ready(TP, false);
+  int setupFailed = -1;  // the first rank whose process failed before it was ready
+  runtime::RankProcesses procs(TP, body);
   const std::vector<int> status = procs.run(
       [&](int r, const std::string& line) {
         if (line.rfind("error: ", 0) == 0) {
           errors[r] = line.substr(7);
+          if (!ready[r] && setupFailed < 0) setupFailed = r;
           fmt::print("  rank {}: ERROR: {}\n", r, errors[r]);
           std::fflush(stdout);
           return;
         }
         const nlohmann::json j = nlohmann::json::parse(line);
-        if (j["event"] == "ready") {
+        if (j["event"] == "device") {
+          if (j.contains("gpu"))
+            fmt::print("  rank {}: {}: {}, {} CUs; {}\n", r, j["device"].get<std::string>(),
+                       j["gpu"].get<std::string>(), j["cus"].get<int>(), j["runtime"].get<std::string>());
+          else
+            fmt::print("  rank {}: {}\n", r, j["device"].get<std::string>());
+        } else if (j["event"] == "progress") {
+          fmt::print("  {}\n", j["line"].get<std::string>());
+        } else if (j["event"] == "ready") {
+          ready[r] = true;
           fmt::print("  rank {} (pid {}): ready in {:.2f} s (allocate, exchange, open, warm up, bind)\n", r,
                      procs.pid(r), j["seconds"].get<double>());
         } else if (j["event"] == "done") {
           const int k = j["launch"];
           verdicts[static_cast<size_t>(k) * TP + r] = j["verdict"];
-          fmt::print("  rank {} launch {} tag {}: {:6.2f} s ({} ops)  {}\n", r, k, j["tag"].get<int>(),
-                     j["seconds"].get<double>(), j["ops"].get<int64_t>(), j["verdict"].get<std::string>());
+          const std::string ops = j.contains("ops") ? fmt::format(" ({} ops)", j["ops"].get<int64_t>()) : "";
+          fmt::print("  rank {} launch {} tag {}: {:6.2f} s{}  {}\n", r, k, j["tag"].get<int>(),
+                     j["seconds"].get<double>(), ops, j["verdict"].get<std::string>());
         }
         std::fflush(stdout);
       },
       3600);
   const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (setupFailed >= 0) {
+    fmt::print("{} processes in {:.2f} s\nverdict: ERROR (rank {} could not start)\n", TP, sec, setupFailed);
+    std::fflush(stdout);
+    std::fprintf(stderr, "monogen: rank %d: %s\n", setupFailed, errors[setupFailed].c_str());
+    return 2;
+  }
   std::string worst = "bit-exact";
   for (int r = 0; r < TP; ++r) {
     if (status[r] != 0 && status[r] != 1) {
@@ -117,7 +148,8 @@ Run addCheck(CLI::App& app) {
   addVariantOptions(c, o->v, true);
   c->add_option("--device", o->device,
                 "sim: the kernel IR on the Sim device; gfx950-run: the code object on AMD's gfx950 simulator "
-                "($MONOGEN_GFX950_RUN, default <source>/../shared/tools/gfx950-run); hip: the GPUs")
+                "($MONOGEN_GFX950_RUN, default <source>/../shared/tools/gfx950-run); hip: the GPUs, one process a rank "
+                "through the per-rank runtime (libamdhip64, or the library $MONOGEN_HIP_LIBRARY names)")
       ->check(CLI::IsMember({"sim", "gfx950-run", "hip"}))
       ->capture_default_str();
   c->add_option("--seed", o->seed, "input seed (makeLaunchInputs; the Sim's scheduler seed too)")->capture_default_str();
@@ -131,29 +163,32 @@ Run addCheck(CLI::App& app) {
       ->capture_default_str();
   c->add_flag("--per-rank", o->perRank,
               "sim: one process a rank through the per-rank runtime (runtime/RankRuntime.h): each simulates its "
-              "own rank's CTAs, symmetric buffers in POSIX shared memory, handles exchanged over pipes");
-  c->add_option("--launches", o->launches, "--per-rank: back-to-back launches of one bound argument set (the replay)")
+              "own rank's CTAs, symmetric buffers in POSIX shared memory, handles exchanged over pipes (--device hip "
+              "always runs this way, a HipRankDevice a process)");
+  c->add_option("--launches", o->launches, "--per-rank, hip: back-to-back launches of one bound argument set (the replay)")
       ->check(CLI::Range(1, 100))
       ->capture_default_str();
   c->add_option("--wait-seconds", o->waitSeconds,
-                "--per-rank: a wait's bound, real seconds while a rank's process idles (the kernel's wait_ticks at "
+                "--per-rank, hip: a wait's bound, real seconds while a rank's process idles (the kernel's wait_ticks at "
                 "100 MHz)")
       ->check(CLI::Range(0.001, 3600.0))
       ->capture_default_str();
   return [o] {
     const auto cfg = configOf(o->v);
-    if ((o->launches != 1 || o->waitSeconds != 60) && !o->perRank)
-      throw InputError("--launches / --wait-seconds", "take effect with --per-rank only");
-    if (o->perRank) {
-      if (o->device != "sim")
-        throw InputError("--per-rank", fmt::format("runs the Sim device one process a rank; --device is '{}'",
-                                                   o->device));
+    const bool perRank = o->perRank || o->device == "hip";  // hip: always one process a rank
+    if ((o->launches != 1 || o->waitSeconds != 60) && !perRank)
+      throw InputError("--launches / --wait-seconds", "take effect with --per-rank only (--device hip always runs one process a rank)");
+    if (perRank) {
+      if (o->device == "gfx950-run")
+        throw InputError("--per-rank", "runs the Sim device (--device sim) or the GPUs (--device hip) one process a "
+                                       "rank; --device is 'gfx950-run'");
       if (o->numerics != "auto" && o->numerics != "ir")
-        throw InputError("--per-rank", "compares under the IR's numerics (the Sim's): --numerics ir or auto");
+        throw InputError("--per-rank", "compares under the IR's numerics (the Sim's and the GPUs'): --numerics ir or "
+                                       "auto");
       if (o->v.input != "part")  // RankHarness uploads and reads the o_proj partial input only
         throw InputError("--per-rank", "runs the o_proj partial input only (--input part); --input attn is not "
                                        "wired into the per-rank harness");
-      return checkPerRank(o->v, cfg, o->seed, o->launches, o->waitSeconds);
+      return checkPerRank(o->device, o->v, cfg, o->seed, o->launches, o->waitSeconds);
     }
     const ir::Key key = keyOf(o->v, cfg, o->v.rows, o->v.tp);
     const int S = key.rows, TP = key.tp;
@@ -176,8 +211,6 @@ Run addCheck(CLI::App& app) {
                                        runtime::Gfx950RunDevice::defaultToolPath()));
       dev = std::move(d);
       numerics = mm::RefNumerics::Gfx950Run;
-    } else {
-      dev = std::make_unique<runtime::HipDevice>();
     }
     if (o->numerics != "auto") numerics = o->numerics == "ir" ? mm::RefNumerics::Ir : mm::RefNumerics::Gfx950Run;
     fmt::print("{} on the {} device: {} ranks x {} CTAs x {} threads\n", key.variantName(), dev->name(), TP,

@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 packages=(build-essential cmake ninja-build ccache git
           llvm-22-dev lld-22 liblld-22-dev clang-22 libclang-rt-22-dev
           libfmt-dev catch2 libcli11-dev nlohmann-json3-dev libssl-dev libbenchmark-dev
-          libamdhip64-5)  # ROCm 5.2's HIP runtime: `check --device hip` loads it and finds no GPU (test_cli)
+          libamdhip64-5   # ROCm 5.2's HIP runtime: `check --device hip` loads it and finds no GPU (test_cli)
+          python3-dev pybind11-dev python3-pybind11 python3-torch python3-pytest)  # the Python module (python/), test_python
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -345,9 +346,13 @@ void ModelConfig::validate(const std::string& where) const {
 ModelConfig ModelConfig::fromHfJson(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw InputError(path, "cannot open the config file (expected a Hugging Face config.json)");
+  return fromHfJsonText(std::string(std::istreambuf_iterator<char>(in), {}), path);
+}
+
+ModelConfig ModelConfig::fromHfJsonText(const std::string& text, const std::string& path) {
   json j;
   try {
-    j = json::parse(in);
+    j = json::parse(text);
   } catch (const std::exception& e) {
     throw InputError(path, std::string("not valid JSON: ") + e.what());
   }

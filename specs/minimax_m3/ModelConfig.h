@@ -39,6 +39,8 @@ struct ModelConfig {
   /// the cross-field rules of validate(). Throws InputError (where = `path`) naming the field,
   /// the value and what is allowed. Fields it does not read are ignored.
   static ModelConfig fromHfJson(const std::string& path);
+  /// The same from the file's text (a Python dict, json.dumps'd); `where` names it in messages.
+  static ModelConfig fromHfJsonText(const std::string& text, const std::string& where);
   /// Parses "full", "reduced" or a path to a config.json (what the CLI's --config takes).
   static ModelConfig byName(const std::string& nameOrPath);
 

@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/Error.h"
+#include "runtime/HipApi.h"
+#include "runtime/HipRankDevice.h"
 #include "runtime/sim/SimRankDevice.h"
 #include "specs/minimax_m3/Generate.h"
 #include "specs/minimax_m3/KernelContext.h"
@@ -174,17 +176,20 @@ SimRankData makeSimRankData(const ModelConfig& cfg, const SimRankJob& job, int t
   return d;
 }
 
-int runSimRank(const ModelConfig& cfg, const SimRankJob& job, const SimRankData& data, runtime::RankChannel& ch) {
+int runRank(const ModelConfig& cfg, const SimRankJob& job, const SimRankData& data, runtime::RankChannel& ch,
+            runtime::RankDevice& dev, runtime::Generator& gen, std::chrono::steady_clock::time_point started,
+            const std::function<int64_t()>& ops, void* stream) {
   const int r = ch.rank(), tp = ch.tp();
   using clock = std::chrono::steady_clock;
   for (int s : job.rows)
     if (!data.inputs.count(s) || data.inputs.at(s).size() < static_cast<size_t>(job.launches) ||
         !data.want.count(s) || data.want.at(s).size() < static_cast<size_t>(job.launches))
-      throw InputError("runSimRank", fmt::format("no inputs or references for S = {} x {} launches", s, job.launches));
-  const auto s0 = clock::now();
-  runtime::SimRankDevice dev(r, tp, job.sim);
-  runtime::Generator gen = makeGenerator(cfg, nullptr);  // the Sim needs Plans only: no compile, no cache
-  runtime::RankRuntime rt(gen, dev, rankRuntimeOptions(cfg, r, tp, job.rows, job.knobs));
+      throw InputError("runRank", fmt::format("no inputs or references for S = {} x {} launches", s, job.launches));
+  runtime::RankRuntimeOptions opts = rankRuntimeOptions(cfg, r, tp, job.rows, job.knobs);
+  opts.progress = [&](const std::string& line) {
+    ch.report(nlohmann::json{{"event", "progress"}, {"rank", r}, {"line", line}}.dump());
+  };
+  runtime::RankRuntime rt(gen, dev, opts);
   rt.allocate();
   rt.openPeers(ch.allGather(rt.exportHandle()));  // the framework's all_gather_object
   ch.barrier();                                   // every rank has opened every handle
@@ -198,7 +203,7 @@ int runSimRank(const ModelConfig& cfg, const SimRankJob& job, const SimRankData&
   }
   ch.report(nlohmann::json{{"event", "ready"},
                            {"rank", r},
-                           {"seconds", std::chrono::duration<double>(clock::now() - s0).count()}}
+                           {"seconds", std::chrono::duration<double>(clock::now() - started).count()}}
                 .dump());
   bool allExact = true;
   for (int s : job.rows)
@@ -213,8 +218,8 @@ int runSimRank(const ModelConfig& cfg, const SimRankJob& job, const SimRankData&
       const int32_t tag = launchTagAfter(epoch);
       ch.report(nlohmann::json{{"event", "start"}, {"rank", r}, {"rows", s}, {"launch", k}, {"tag", tag}}.dump());
       const auto l0 = clock::now();
-      rt.launch(*bound[s]);
-      dev.synchronize(nullptr);
+      rt.launch(*bound[s], stream);
+      dev.synchronize(stream);
       const double sec = std::chrono::duration<double>(clock::now() - l0).count();
       const TensorMap got = readRankOutputs(cfg, rt, io[s], s, tag);
       const std::string err = rankError(got, r);
@@ -226,18 +231,36 @@ int runSimRank(const ModelConfig& cfg, const SimRankJob& job, const SimRankData&
         verdict = "MISMATCH: " + describe(*m);
       }
       allExact = allExact && verdict == "bit-exact";
-      ch.report(nlohmann::json{{"event", "done"},
-                               {"rank", r},
-                               {"rows", s},
-                               {"launch", k},
-                               {"tag", tag},
-                               {"valid", err.empty()},
-                               {"verdict", verdict},
-                               {"seconds", sec},
-                               {"ops", dev.lastStats().steps}}
-                    .dump());
+      nlohmann::json done{{"event", "done"}, {"rank", r},         {"rows", s},         {"launch", k},
+                          {"tag", tag},      {"valid", err.empty()}, {"verdict", verdict}, {"seconds", sec}};
+      if (ops) done["ops"] = ops();
+      ch.report(done.dump());
     }
   return allExact ? 0 : 1;
+}
+
+int runSimRank(const ModelConfig& cfg, const SimRankJob& job, const SimRankData& data, runtime::RankChannel& ch) {
+  const auto started = std::chrono::steady_clock::now();
+  runtime::SimRankDevice dev(ch.rank(), ch.tp(), job.sim);
+  ch.report(nlohmann::json{{"event", "device"}, {"rank", ch.rank()}, {"device", dev.name()}}.dump());
+  runtime::Generator gen = makeGenerator(cfg, nullptr);  // the Sim needs Plans only: no compile, no cache
+  return runRank(cfg, job, data, ch, dev, gen, started, [&] { return dev.lastStats().steps; }, nullptr);
+}
+
+int runHipRank(const ModelConfig& cfg, const SimRankJob& job, const SimRankData& data, runtime::RankChannel& ch,
+               std::shared_ptr<runtime::Cache> cache) {
+  const auto started = std::chrono::steady_clock::now();
+  runtime::HipRankDevice dev(ch.rank(), ch.tp());  // GPU `rank`; no library / entry point / gfx950: RuntimeError
+  const runtime::DeviceLimits gpu = dev.limits();
+  ch.report(nlohmann::json{{"event", "device"},
+                           {"rank", ch.rank()},
+                           {"device", dev.name()},
+                           {"gpu", gpu.name},
+                           {"cus", gpu.computeUnits},
+                           {"runtime", dev.api().describe()}}
+                .dump());
+  runtime::Generator gen = makeGenerator(cfg, std::move(cache));
+  return runRank(cfg, job, data, ch, dev, gen, started, {}, nullptr);  // the null stream
 }
 
 }  // namespace monogen::specs::minimax_m3

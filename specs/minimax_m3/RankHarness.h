@@ -2,14 +2,20 @@
 // rank: the spec's RankRuntimeOptions, the caller's buffers of a rank (what a framework holds as
 // tensors: activations, outputs, weights), reading one rank's results back, and the reference
 // for one rank. runSimRank is the body of one rank's process on the Sim (SimRankDevice), used by
-// tests/test_rank_runtime.cpp and `monogen check --device sim` (tools/CmdCheck.cpp).
+// tests/test_rank_runtime.cpp and `monogen check --device sim --per-rank`; runHipRank its
+// counterpart on GPU `rank` (HipRankDevice), used by `monogen check --device hip`
+// (tools/CmdCheck.cpp). Both run the same body (runRank) on their device.
 #pragma once
+#include <chrono>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "ir/Plan.h"
+#include "runtime/Cache.h"
 #include "runtime/RankRuntime.h"
 #include "runtime/Tensor.h"
 #include "runtime/sim/RankProcesses.h"
@@ -53,7 +59,7 @@ std::string rankError(const runtime::TensorMap& outputs, int rank);
 /// first wait that ran out, which may be a local one; this names the rank that went missing.
 std::string missingPeers(const ModelConfig& cfg, runtime::RankRuntime& rt, int rows, int32_t tag);
 
-/// One rank's part of a multi-process Sim run.
+/// One rank's part of a multi-process run (the Sim's or the GPUs': `sim` is the Sim's only).
 struct SimRankJob {
   std::vector<int> rows{2};    // the S values, each warmed up; each runs `launches` launches in turn
   int launches = 3;            // back-to-back launches of one bound buffer set (the replay)
@@ -73,15 +79,34 @@ struct SimRankData {
 };
 SimRankData makeSimRankData(const ModelConfig& cfg, const SimRankJob& job, int tp);
 
-/// The body of rank ch.rank()'s process: a SimRankDevice and a RankRuntime; allocate, exchange
-/// handles over `ch` (all-gather), open, barrier, warm up, bind once per S, then every launch:
-/// upload new activations (data.inputs) into the bound buffers, launch, read back, compare with
-/// this rank's part of data.want. Reports JSON lines over `ch`:
+/// The body of rank ch.rank()'s process on `dev` (made by the caller, this rank's): a RankRuntime
+/// on `gen` (the Sim needs Plans only; a GPU compiles, or reads the cache, at warm-up); allocate,
+/// exchange handles over `ch` (all-gather), open, barrier, warm up (one "progress" line a
+/// variant), bind once per S, then every launch: upload new activations (data.inputs) into the
+/// bound buffers, launch on `stream`, synchronize it, read back, compare with this rank's part of
+/// data.want. `started` is when the process began (for "ready"'s seconds); `ops` the Sim's op
+/// count of the last launch (none on a GPU). Reports JSON lines over `ch`:
+///   {"event":"progress", "rank", "line"}  (RankRuntimeOptions::progress: warm-up)
 ///   {"event":"ready", "rank", "seconds"}  (after bind: allocate, exchange, open, warm up, bind)
 ///   {"event":"start", "rank", "rows", "launch", "tag"}
-///   {"event":"done", "rank", "rows", "launch", "tag", "valid", "verdict", "seconds", "ops"}
+///   {"event":"done", "rank", "rows", "launch", "tag", "valid", "verdict", "seconds"[, "ops"]}
 /// verdict is "bit-exact", "MISMATCH: <first differing element>" or "INVALID: <rankError>".
 /// Returns 0 when every launch was bit-exact, 1 otherwise.
+int runRank(const ModelConfig& cfg, const SimRankJob& job, const SimRankData& data, runtime::RankChannel& ch,
+            runtime::RankDevice& dev, runtime::Generator& gen, std::chrono::steady_clock::time_point started,
+            const std::function<int64_t()>& ops, void* stream);
+
+/// runRank on a SimRankDevice (job.sim), Plans only: first reports
+///   {"event":"device", "rank", "device": "sim rank r of TP"}.
 int runSimRank(const ModelConfig& cfg, const SimRankJob& job, const SimRankData& data, runtime::RankChannel& ch);
+
+/// runRank on a HipRankDevice on GPU ch.rank() (runtime/HipRankDevice.h; the library HipApi
+/// loads, MONOGEN_HIP_LIBRARY included), code objects from `cache` (or compiled), the null stream.
+/// Constructing the device is what finds no library, a missing entry point or no gfx950 GPU: a
+/// RuntimeError before anything is reported. Then first reports
+///   {"event":"device", "rank", "device", "gpu": "HIP device 0 (gfx950)", "cus", "runtime": HipApi::describe()}.
+/// NOT RUN HERE on a GPU (there is none): run against tests/fake_hip only.
+int runHipRank(const ModelConfig& cfg, const SimRankJob& job, const SimRankData& data, runtime::RankChannel& ch,
+               std::shared_ptr<runtime::Cache> cache);
 
 }  // namespace monogen::specs::minimax_m3

@@ -10,15 +10,14 @@ using ir::MfmaKind;
 using ir::Type;
 using ir::Val;
 
-Val a16w4Step(ir::Builder& b, Val acc, Val w4, Val scaleByte, const Val x[4]);  // StageUp.cpp
-
 // awaitUp: before its down tasks the CTA waits for UPF of every slot's tile pairs (acquire,
 // agent scope; site down; a thread a pair; the seeds poll a slot's flags a wave instead).
 // Hidden rows 16 task .. (the seeds' stage_down). A slot a wave, round robin: wave w takes slots
-// w, w + WAVES, .. of the table and runs the slot's GEMV (none for a slot of no rows) over I/TP: A the expert's w2 rows 16 task +
-// lane % 16 (shuffled fp4x2 + e8m0), B the MID column min(lane % 16, cnt - 1) of the slot, K
-// steps 0 .. from 0 (a16w4Dot's order; a lane group past I/TP adds +0 products). Lane (g, c)'s
-// element i, row 4 g + i, goes to CONTRIB[pick of column c][row] for c < cnt. After the CTA's
+// w, w + WAVES, .. of the table and runs the slot's GEMV (none for a slot of no rows) over I/TP on
+// a16w4Tile: A row r the expert's w2 row 16 task + r (shuffled fp4x2 + e8m0), B column c the
+// slot's MID column min(c, cnt - 1), K steps 0 .. from 0 (a16w4Dot's order; a lane group past
+// I/TP adds +0 products). Accumulator (row r, column c) goes to CONTRIB[pick of column c][r] for
+// c < cnt. After the CTA's
 // barrier, thread (t, r2) < 8 S combines rows 2 r2, 2 r2 + 1 of row t (AITER's stage 2): tot =
 // bf16(CONTRIB[shared]) (unless routed only), then for k in top-k order tot = bf16(tot +
 // bf16(weight_k x CONTRIB[t topk + k])) (unless shared only); a padded row's partial is 0. The
@@ -43,7 +42,7 @@ void stageDown(KernelContext& c, Val task) {
   const auto& W = L.tw;
   const int H = L.hidden, IP = T.interPerRank, S = L.rows, K = L.topk;
   Val nSlots = c.tabLd(W.misc, c.i32(0));
-  Val g = c.lane / c.i32(16), col = c.lane % c.i32(16);
+  MfmaTile t = a16w4Tile(c);
 
   b.for_(c.wave, nSlots, c.i32(L.waves), [&](Val u) {
     Val e = c.tabLd(W.slotE, u);
@@ -52,10 +51,10 @@ void stageDown(KernelContext& c, Val task) {
     // up stored no MID column of it: skip it. (Its GEMV read MID column 0, never written, from
     // bstage or scratch: the uninitialized-read check found it with every row padded.)
     b.if_(cnt > c.i32(0), [&] {
-      Val xcol = b.max(b.min(col, cnt - c.i32(1)), c.i32(0));
+      Val xcol = b.max(b.min(t.bCol(), cnt - c.i32(1)), c.i32(0));
       Val pick = c.tabLd(W.slotPick, u * c.i32(16) + xcol);
       ir::Var accV = b.var(b.splat(b.f32(0.0), 4), "acc");
-      Val wrow = task * c.i32(16) + col;
+      Val wrow = task * c.i32(16) + t.aRow();
       // seed 000: the wave copies only the slot's cnt MID columns (contiguous: MID[u][0 .. cnt)) to
       // its bstage region, 16 bytes a lane a pass, and reads B there; LDS keeps a wave's order
       Val midAt = c.i32(0);
@@ -68,28 +67,27 @@ void stageDown(KernelContext& c, Val task) {
         midAt = c.wave * c.i32(L.midWaveBytes / 2);  // bf16 index of the region in bstage
       }
       b.for_(c.i32(0), c.i32(T.downSteps), c.i32(1), [&](Val st) {
-        Val k0 = st * c.i32(T.kStep) + g * c.i32(32);
+        Val k0 = st * c.i32(T.kStep) + t.laneK0();  // the lane's run
         Val live = k0 < c.i32(IP);  // a partial last step: its lane groups past I/TP add +0 products
         Val kc = b.select(live, k0, c.i32(0));
-        Val x[4];
-        for (int d = 0; d < 4; ++d) {
-          Val v = L.midInLds
-                      ? b.load(Type::vec(Type::bf16(), 8), c.elemAt(c.bstage, midAt + xcol * c.i32(IP) + kc + c.i32(8 * d), 2))
-                      : b.load(Type::vec(Type::bf16(), 8),
-                               c.elemAt(c.scratch, L.mid, (u * c.i32(16) + xcol) * c.i32(IP) + kc + c.i32(8 * d), 2));
-          x[d] = b.select(live, v, b.splat(b.bf16(0.0), 8));
-        }
+        // B: MID column xcol of the slot, K kc .. (+0 past I/TP)
+        std::vector<Val> x = t.load(
+            Type::vec(Type::bf16(), 8),
+            [&](int k) {
+              return L.midInLds ? c.elemAt(c.bstage, midAt + xcol * c.i32(IP) + kc + c.i32(k), 2)
+                                : c.elemAt(c.scratch, L.mid, (u * c.i32(16) + xcol) * c.i32(IP) + kc + c.i32(k), 2);
+            },
+            live);
         Val off = c.shuffledOffset(wrow, kc / c.i32(2), IP / 2);
         Val w4 = b.load(Type::vec(Type::i32(), 4), c.expertByte(c.w2, e, int64_t{H} * (IP / 2), off));
         w4 = b.select(live, w4, b.splat(c.i32(0), 4));  // code 0: +0
         Val sAt = c.expertByte(c.s2, e, int64_t{H} * (IP / 32), wrow * c.i32(IP / 32) + kc / c.i32(32));
         Val s = b.select(live, b.zext(b.load(Type::i8(), sAt), Type::i32()), c.i32(127));
-        b.set(accV, a16w4Step(b, b.get(accV), w4, s, x));
+        b.set(accV, a16w4Step(t, b.get(accV), w4, s, x));
       });
       Val acc = b.get(accV);
-      b.if_(col < cnt, [&] {
-        for (int i = 0; i < 4; ++i)
-          b.store(b.ptrAdd(c.contrib, (pick * c.i32(16) + g * c.i32(4) + c.i32(i)) * c.i32(4)), b.extract(acc, i));
+      b.if_(t.accCol() < cnt, [&] {  // CONTRIB[pick][row]
+        t.storeAcc(acc, c.contrib, [&](int i) { return pick * c.i32(16) + t.accRow(i); });
       });
     });
   });

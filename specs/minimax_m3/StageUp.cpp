@@ -1,3 +1,6 @@
+#include <fmt/format.h>
+
+#include "ir/Error.h"
 #include "ir/Op.h"
 #include "specs/minimax_m3/Sites.h"
 #include "specs/minimax_m3/Stages.h"
@@ -11,16 +14,26 @@ using ir::MfmaKind;
 using ir::Type;
 using ir::Val;
 
-// One A16W4 step of 4 chained v_mfma_f32_16x16x32_bf16 (the seeds' step_mfma): lane group g =
-// lane / 16 holds K 32 g .. 32 g + 31 of the step as one 16-byte fp4x2 load of the shuffled
-// tile (`w4`: dword d = K 32 g + 8 d .., low nibble first) and one e8m0 scale byte; MFMA d's A
-// is bf16(fp4 x 2^(s-127)) of its dword, its B `x[d]` (8 bf16 at K 32 g + 8 d ..).
-Val a16w4Step(ir::Builder& b, Val acc, Val w4, Val scaleByte, const Val x[4]) {
+// One A16W4 step of `t` (4 chained v_mfma_f32_16x16x32_bf16, the seeds' step_mfma): the lane's
+// run of the step (32 K, laneK0() ..) is one 16-byte fp4x2 load of the shuffled tile (`w4`: dword
+// d = the run's K 8 d .., low nibble first) and one e8m0 scale byte; MFMA d's A is bf16(fp4 x
+// 2^(s-127)) of its dword, its B `x[d]` (8 bf16 at the run's K 8 d ..).
+Val a16w4Step(const MfmaTile& t, Val acc, Val w4, Val scaleByte, const std::vector<Val>& x) {
+  ir::Builder& b = *acc.b;
   Val scale = b.e8m0ToF32(scaleByte);
-  for (int d = 0; d < 4; ++d) {
-    acc = b.mfma(MfmaKind::F32_16x16x32_BF16, b.fp4x8ToBf16x8(b.extract(w4, d), scale), x[d], acc);
-  }
-  return acc;
+  return t.step(acc, [&](int d) { return b.fp4x8ToBf16x8(b.extract(w4, d), scale); },
+                [&](int d) { return x[static_cast<size_t>(d)]; });
+}
+
+// The A16W4 steps' tile: kStep / 32 = 4 chained bf16 MFMAs a step, a lane group's run of K the
+// e8m0 block (kGroup = 32).
+MfmaTile a16w4Tile(KernelContext& c) {
+  const MoeTiling& T = c.L.tiling;
+  const MfmaKind kind = MfmaKind::F32_16x16x32_BF16;
+  const int chain = T.kStep / ir::mfma::shapeOf(kind).k;
+  if (MfmaTile::of(kind, chain).laneRunK() != T.kGroup)
+    throw IrError("a16w4Tile", fmt::format("a lane's run of a {}-K step is not the e8m0 block ({} K)", T.kStep, T.kGroup));
+  return c.mfmaTile(kind, chain);
 }
 
 // XN to LDS (seed 000, when L.xnInLds: S <= 8): the CTA ORs the slot masks of its up tasks
@@ -68,13 +81,13 @@ void loadUpWeights(KernelContext& c, Val task, UpWeights& w) {
   b.if_(valid, [&] {
     Val u = task / c.i32(T.upTiles), j = task % c.i32(T.upTiles);
     Val e = c.tabLd(L.tw.slotE, u);
-    Val g = c.lane / c.i32(16), col = c.lane % c.i32(16);
+    MfmaTile t = a16w4Tile(c);
     for (int i = 0; i < T.upWaveSteps; ++i) {
       Val st = c.wave * c.i32(T.upWaveSteps) + c.i32(i);
       b.if_(st < c.i32(T.upSteps), [&] {
-        Val k0 = st * c.i32(T.kStep) + g * c.i32(32);
+        Val k0 = st * c.i32(T.kStep) + t.laneK0();  // the lane's run of A
         for (int h = 0; h < 2; ++h) {
-          Val wrow = c.i32(h * IP) + j * c.i32(16) + col;  // gate rows, then up rows
+          Val wrow = c.i32(h * IP) + j * c.i32(16) + t.aRow();  // gate rows, then up rows
           Val off = c.shuffledOffset(wrow, k0 / c.i32(2), H / 2);
           Val w4At = c.expertByte(c.w13, e, int64_t{2} * IP * (H / 2), off);
           b.set(w.w4[2 * i + h], b.load(Type::vec(Type::i32(), 4), w4At));
@@ -89,8 +102,8 @@ void loadUpWeights(KernelContext& c, Val task, UpWeights& w) {
 // Slot u = task / upTiles, tile pair j = task % upTiles (the seeds' stage_up); a task past the
 // table's slots only keeps the CTA's barriers, and a slot of no rows only those and its UPF. First it issues the loads of the CTA's next unit's
 // weights (task + blocks) into `next`; its own came in `cur` (loaded during the unit before, the
-// first unit's after the table). The slot's expert e, its cnt columns (rows); lane
-// column c = lane % 16 reads row slotRow[u][min(c, cnt - 1)] of XN (in LDS when L.xnInLds). Wave w runs K steps [w
+// first unit's after the table). The slot's expert e, its cnt columns (rows); B
+// column c (a16w4Tile's) reads row slotRow[u][min(c, cnt - 1)] of XN (in LDS when L.xnInLds). Wave w runs K steps [w
 // upWaveSteps, ..) of the gate rows 16 j .. and the up rows I/TP + 16 j .. of e's w13 from 0
 // (a16w4Step; a16w4Dot's order); the waves' accumulators go to red and thread (r, c) < 256 sums
 // them in order (0 + w_0 + ...), gate and up alike; for c < cnt it stores bf16(SwiGLU-OAI(gate,
@@ -109,7 +122,7 @@ void stageUp(KernelContext& c, Val task, UpWeights& cur, UpWeights& next) {
   // found that read of LDS the launch never wrote; the value was dead, the read was not).
   Val u = b.min(task / c.i32(T.upTiles), nSlots - c.i32(1)), j = task % c.i32(T.upTiles);
   Val cnt = b.popcount(c.tabLd(W.slotMask, u));
-  Val g = c.lane / c.i32(16), col = c.lane % c.i32(16);
+  MfmaTile t = a16w4Tile(c);
 
   loadUpWeights(c, task + c.i32(L.blocks), next);  // in flight while this unit computes (seed 000)
   // A slot of no rows (the shared one when every row is padded) computes nothing and stores no MID
@@ -118,32 +131,28 @@ void stageUp(KernelContext& c, Val task, UpWeights& cur, UpWeights& next) {
   // row padded. Nothing of it was stored; the reads were real.)
   Val work = valid & (cnt > c.i32(0));
   b.if_(work, [&] {
-    Val xcol = b.max(b.min(col, cnt - c.i32(1)), c.i32(0));
+    Val xcol = b.max(b.min(t.bCol(), cnt - c.i32(1)), c.i32(0));
     Val row = b.max(c.tabLd(W.slotRow, u * c.i32(16) + xcol), c.i32(0));
     ir::Var accG = b.var(b.splat(b.f32(0.0), 4), "acc_gate");
     ir::Var accU = b.var(b.splat(b.f32(0.0), 4), "acc_up");
     for (int i = 0; i < T.upWaveSteps; ++i) {
       Val st = c.wave * c.i32(T.upWaveSteps) + c.i32(i);
       b.if_(st < c.i32(T.upSteps), [&] {
-        Val k0 = st * c.i32(T.kStep) + g * c.i32(32);
-        Val x[4];
-        for (int d = 0; d < 4; ++d) {
-          Val at = row * c.i32(H) + k0 + c.i32(8 * d);
-          x[d] = b.load(Type::vec(Type::bf16(), 8),
-                        L.xnInLds ? c.elemAt(c.bstage, at, 2) : c.elemAt(c.scratch, L.xn, at, 2));
-        }
+        Val k0 = st * c.i32(T.kStep) + t.laneK0();  // the lane's run of B: XN row `row`, K k0 ..
+        std::vector<Val> x = t.load(Type::vec(Type::bf16(), 8), [&](int k) {
+          Val at = row * c.i32(H) + k0 + c.i32(k);
+          return L.xnInLds ? c.elemAt(c.bstage, at, 2) : c.elemAt(c.scratch, L.xn, at, 2);
+        });
         for (int h = 0; h < 2; ++h) {
           ir::Var acc = h == 0 ? accG : accU;
-          b.set(acc, a16w4Step(b, b.get(acc), b.get(cur.w4[2 * i + h]), b.get(cur.scale[2 * i + h]), x));
+          b.set(acc, a16w4Step(t, b.get(acc), b.get(cur.w4[2 * i + h]), b.get(cur.scale[2 * i + h]), x));
         }
       });
     }
-    for (int h = 0; h < 2; ++h) {
-      Val acc = b.get(h == 0 ? accG : accU);
-      for (int i = 0; i < 4; ++i) {
-        Val at = c.i32(h * L.waves * 256) + c.wave * c.i32(256) + (g * c.i32(4) + c.i32(i)) * c.i32(16) + col;
-        b.store(b.ptrAdd(c.red, at * c.i32(4)), b.extract(acc, i));
-      }
+    for (int h = 0; h < 2; ++h) {  // red[h][wave][row][col], the wave's 16 x 16 tile row-major
+      t.storeAcc(b.get(h == 0 ? accG : accU), c.red, [&](int i) {
+        return c.i32(h * L.waves * 256) + c.wave * c.i32(256) + t.accRow(i) * c.i32(16) + t.accCol();
+      });
     }
   });
   c.ctaSync(false);

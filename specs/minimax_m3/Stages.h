@@ -37,6 +37,11 @@ struct UpWeights {
 UpWeights makeUpWeights(KernelContext& c);
 /// Issues task's weight loads into w (nothing for a task past the table's units).
 void loadUpWeights(KernelContext& c, ir::Val task, UpWeights& w);
+/// A16W4's MFMA tile (4 chained bf16 16x16x32 MFMAs a K step, a lane group's 32 K the e8m0 block)
+/// and one step of it (StageUp.cpp): acc + A x B over the step, A the fp4x2 dwords `w4` scaled by
+/// e8m0 `scaleByte`, B the lane's bf16 operands x[d]. Up and down run their GEMVs on them.
+MfmaTile a16w4Tile(KernelContext& c);
+ir::Val a16w4Step(const MfmaTile& t, ir::Val acc, ir::Val w4, ir::Val scaleByte, const std::vector<ir::Val>& x);
 /// up's prologue when L.xnInLds (S <= 8): the CTA copies the XN rows its up tasks read to LDS.
 void stageXnToLds(KernelContext& c);
 /// up: slot task / upTiles, tile pair task % upTiles (a task past the slots does nothing but

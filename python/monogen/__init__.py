@@ -1,0 +1,16 @@
+"""monogen: the MiniMax-M3 decode FFN monokernel for serving frameworks (vLLM, SGLang).
+
+    import monogen.minimax_m3 as mm
+    runner = mm.FfnRunner("config.json", tp, rank, rows=[1, 2, 4, 8])   # at model load
+    ...                                                                   # allocate, exchange, warm up
+    runner.launch(part, res_in, out, res_out, weights)                    # in forward
+
+Submodules: minimax_m3 (the runner, test inputs and the C++ reference), ops (the torch custom
+ops torch.ops.monogen.ffn_launch / ffn; imported on demand, it needs torch), cache (the
+code-object cache). Errors are the C++ ones, message unchanged: InputError (also a ValueError),
+RuntimeError (also a builtin RuntimeError), IrError, CodegenError, SimError, all monogen.Error.
+"""
+from ._monogen import (CodegenError, Error, InputError, IrError, RuntimeError,  # noqa: F401,A004
+                       SimError, config_canonical)
+
+__all__ = ["Error", "InputError", "RuntimeError", "IrError", "CodegenError", "SimError", "config_canonical"]

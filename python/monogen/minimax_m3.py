@@ -1,0 +1,210 @@
+"""One rank of the MiniMax-M3 FFN launch, as a vLLM / SGLang model file calls it.
+
+At model load, in every rank's process (one process a GPU, torch.distributed style)::
+
+    runner = FfnRunner(config, tp, rank, rows=[1, 2, 4, 8])
+    runner.allocate()
+    handles = [None] * tp
+    dist.all_gather_object(handles, runner.export_handle())   # monogen opens no sockets
+    runner.open_peers(handles)
+    dist.barrier(); runner.peers_opened()
+    runner.warm_up()                                          # every S: compiled or from the cache
+
+In forward: ``runner.launch(part, res_in, out, res_out, weights)`` with the framework's tensors
+(weights by the Plan's argument names: ``runner.weight_names(S)``, shapes and dtypes in
+``runner.arguments(S)``; specs/minimax_m3/WeightContract.h). S is ``part.shape[0]``.
+
+Devices: CPU tensors run on the Sim device (``device="sim"``, the default without a ROCm GPU): the
+Sim has its own memory, so every launch copies the inputs and weights in and the outputs back,
+and runs to its end; a stream argument is accepted and ignored. GPU tensors of a ROCm torch run
+on the HIP device (``device="hip"``, the default when torch.version.hip is set and a GPU is
+there): bound in place, enqueued on ``stream`` or torch's current stream. The HIP path is wired
+but has not been run: there is no GPU or ROCm torch here.
+
+Runners are registered by ``handle`` (an int) and, if given, ``name``: the torch ops
+(monogen.ops) take the handle, a plain int a schema can carry; ``runner(key)`` finds one.
+"""
+import itertools
+
+from . import _monogen
+
+_by_handle = {}
+_by_name = {}
+_handles = itertools.count(1)
+
+# The launch's activations: named arguments of launch(); every other tensor argument of the
+# Plan is in `weights`.
+ACTIVATIONS = ("part", "res_in", "out", "res_out", "slots")
+
+
+def runner(key):
+    """The live FfnRunner of a handle (int) or name (str); monogen.InputError if there is none."""
+    table = _by_handle if isinstance(key, int) else _by_name
+    if key not in table:
+        raise _monogen.InputError(f"input error at monogen.minimax_m3.runner: no runner {key!r}: "
+                                  f"live handles {sorted(_by_handle)}, names {sorted(_by_name)}")
+    return table[key]
+
+
+def _default_device():
+    try:
+        import torch
+        if getattr(torch.version, "hip", None) and torch.cuda.is_available():
+            return "hip"
+    except ImportError:
+        pass
+    return "sim"
+
+
+class FfnRunner:
+    """One rank's runner (python/bindings/FfnRunner.h has the details).
+
+    config: "full", "reduced", a Hugging Face config.json path, or its dict. rows: the S values
+    served, each warmed up. wait_ticks: a wait's bound (100 MHz ticks; on the Sim, real seconds x
+    1e8 of a rank idling). progress: a callable taking each warm-up line.
+    """
+
+    def __init__(self, config, tp, rank, rows=(1,), device=None, device_ordinal=-1,
+                 wait_ticks=2_000_000_000, progress=None, name=None):
+        if name is not None and name in _by_name:
+            raise _monogen.InputError(f"input error at FfnRunner(name={name!r}): the name is taken "
+                                      f"by runner {_by_name[name].handle}; expected a new name")
+        self._c = _monogen.FfnRunner(config, tp, rank, list(rows), device or _default_device(),
+                                     device_ordinal, wait_ticks, progress)
+        self.handle = next(_handles)
+        self.name = name
+        self._slots = {}
+        self._arguments = {}
+        _by_handle[self.handle] = self
+        if name is not None:
+            _by_name[name] = self
+
+    # --- the per-rank steps, in order
+    def allocate(self):
+        self._c.allocate()
+
+    def export_handle(self) -> bytes:
+        return self._c.export_handle()
+
+    def open_peers(self, handles):
+        self._c.open_peers(list(handles))
+
+    def peers_opened(self):
+        self._c.peers_opened()
+
+    def warm_up(self):
+        """Loads every S (compiled, or from the cache); returns the progress lines."""
+        return self._c.warm_up()
+
+    def launch(self, part, res_in, out, res_out, weights, slots=None, stream=None, **scalars):
+        """One launch: reads part, res_in, slots and weights; writes out and res_out.
+
+        weights: {argument name: tensor} (every tensor argument of the Plan but the activations).
+        slots: i64 [S], -1 for a padded row; None: every row valid. stream: a torch stream or its
+        int handle; None: torch's current stream (HIP), ignored on the Sim. scalars: the Plan's
+        caller scalars (wait_ticks, handshake), defaults as built.
+        """
+        tensors = dict(weights)
+        tensors.update(part=part, res_in=res_in, out=out, res_out=res_out)
+        if "slots" in self._names(part):
+            tensors["slots"] = self._all_valid(part) if slots is None else slots
+        self._c.launch(tensors, scalars, self._stream(part, stream))
+
+    # --- what the Plan asks for
+    def arguments(self, rows):
+        """The caller's arguments of S = rows: [{name, role, dtype, shape, doc}] in Plan order."""
+        if rows not in self._arguments:
+            self._arguments[rows] = self._c.arguments(rows)
+        return self._arguments[rows]
+
+    def weight_names(self, rows):
+        """The tensor arguments launch() takes in `weights`, in Plan order (the ops' list order)."""
+        return [a["name"] for a in self.arguments(rows) if a["role"] != "scalar" and a["name"] not in ACTIVATIONS]
+
+    @property
+    def rows(self):
+        return self._c.rows
+
+    @property
+    def tp(self):
+        return self._c.tp
+
+    @property
+    def rank(self):
+        return self._c.rank
+
+    @property
+    def device(self):
+        """"sim rank 0 of 2", "hip rank 1 of 4 (device 1, ...)"."""
+        return self._c.device_name
+
+    @property
+    def tensor_device(self):
+        """The torch device type its tensors must be on: "cpu" (Sim) or "cuda" (HIP)."""
+        return self._c.tensor_device
+
+    def close(self):
+        """Unregisters the runner (the torch ops no longer find its handle)."""
+        _by_handle.pop(self.handle, None)
+        if self.name is not None:
+            _by_name.pop(self.name, None)
+
+    # --- helpers
+    def _names(self, part):
+        s = part.shape[0] if len(part.shape) else 0
+        return {a["name"] for a in self.arguments(s)} if s in self.rows else set(ACTIVATIONS)
+
+    def _all_valid(self, part):
+        import torch
+        key = (part.shape[0], str(part.device))
+        if key not in self._slots:  # made once: a captured graph replays the same address
+            self._slots[key] = torch.arange(part.shape[0], dtype=torch.int64, device=part.device)
+        return self._slots[key]
+
+    def _stream(self, part, stream):
+        if self.tensor_device == "cpu":
+            return 0  # the Sim has no streams
+        import torch
+        if stream is None:
+            stream = torch.cuda.current_stream(part.device)
+        return stream if isinstance(stream, int) else stream.cuda_stream
+
+
+# --- test inputs and the C++ reference (python/bindings/Reference.cpp)
+def _torch(triple):
+    import torch
+    dtype, shape, data = triple
+    t = getattr(torch, dtype.split(".", 1)[1])
+    if not data:
+        return torch.empty(shape, dtype=t)
+    return torch.frombuffer(bytearray(data), dtype=t).reshape(shape)
+
+
+def make_launch_inputs(config, rows, tp, seed):
+    """Every rank's inputs of one launch (C++ makeLaunchInputs), seeded: {name: CPU tensor},
+    per-rank ones named "<name>.r<rank>" (part, w13, s13, w2, s2), shared ones as they are."""
+    return {k: _torch(v) for k, v in _monogen.make_launch_inputs(config, rows, tp, seed).items()}
+
+
+def rank_inputs(inputs, rank):
+    """Rank `rank`'s share of make_launch_inputs: "<name>.r<rank>" as "<name>", the shared ones."""
+    own = f".r{rank}"
+    out = {}
+    for k, v in inputs.items():
+        base, dot, r = k.rpartition(".r")
+        if dot and r.isdigit():
+            if k.endswith(own):
+                out[base] = v
+        else:
+            out[k] = v
+    return out
+
+
+def rank_reference(config, rows, tp, rank, inputs):
+    """The C++ reference (launchReferenceOutputs, cut to one rank) of make_launch_inputs's
+    `inputs`: {name: tensor} with rank's own "<name>.r<rank>" as "<name>" (out, res_out, ...)."""
+    ref = _monogen.rank_reference(config, rows, tp, rank, inputs)
+    own = f".r{rank}"
+    def name(k):  # down.r<src> keeps its source rank
+        return k[:-len(own)] if k.endswith(own) and not k.startswith("down.") else k
+    return {name(k): _torch(v) for k, v in ref.items()}
