@@ -12,7 +12,8 @@
 // 1 instead of being poison), FPToSI saturates (NaN -> 0). The fp4/e8m0/fp8 conversions are
 // integer/float arithmetic equal to ir/Numerics.h bit for bit (tests/test_codegen_numerics.cpp),
 // but for Fp4x8ToBF16x8 with an E8m0ToF32 scale, which is gfx950's v_cvt_scalef32_pk_bf16_fp4
-// (equal to the model for those scales on gfx950-run, tests/test_gfx950run.cpp).
+// (equal to the model for those scales on gfx950-run, tests/test_gfx950run.cpp), and F32ToFp8,
+// which is v_cvt_pk_fp8_f32 after a clamp (equal to the model on gfx950-run, test_executor_ops).
 // Not bit-equal to the Sim: Exp2 (v_exp_f32), Rcp and Rsq (v_rcp_f32 / v_rsq_f32, about 1 ulp),
 // and MFMA internals (see ir/Mfma.h). Memory accesses are assumed naturally aligned (the
 // largest power of two dividing the size, at most 16 bytes).
@@ -387,6 +388,8 @@ class Lowerer {
         switch (op.attrs.mfma) {
           case ir::MfmaKind::F32_16x16x32_BF16: id = llvm::Intrinsic::amdgcn_mfma_f32_16x16x32_bf16; break;
           case ir::MfmaKind::F32_16x16x4_F32: id = llvm::Intrinsic::amdgcn_mfma_f32_16x16x4f32; break;
+          // gfx950 reads the fp8 operands as OCP e4m3fn (gfx942: fnuz); i64 each, byte e element e.
+          case ir::MfmaKind::F32_16x16x32_FP8: id = llvm::Intrinsic::amdgcn_mfma_f32_16x16x32_fp8_fp8; break;
           default: fail(op, "unknown MFMA kind");
         }
         // cbsz 0, abid 0, blgp 0: no broadcast, no B-lane permutation.
@@ -566,9 +569,10 @@ class Lowerer {
   }
 
   // --- numerics: integer/float arithmetic equal to ir/Numerics.h bit for bit ---
-  // One gfx950 conversion instruction is used, for fp4x8 -> bf16x8 with an e8m0 scale (below);
-  // the other scaled fp4/fp8 conversions' saturation and NaN rules are not documented well
-  // enough to be sure they match the declared model, so they stay arithmetic.
+  // Two gfx950 conversion instructions are used: fp4x8 -> bf16x8 with an e8m0 scale, and
+  // f32 -> fp8 behind a clamp (below); the other scaled fp4/fp8 conversions' saturation and NaN
+  // rules are not documented well enough to be sure they match the declared model, so they stay
+  // arithmetic.
 
   /// True when the IR value is an E8m0ToF32 result (the lowering visits defs before uses).
   bool isE8m0Scale(ir::Value x) const { return x.id < e8m0Results_.size() && e8m0Results_[x.id]; }
@@ -633,23 +637,21 @@ class Lowerer {
     bits = b_.CreateSelect(b_.CreateICmpEQ(b_.CreateAnd(c, 0x7f), i32c(0x7f)), i32c(0x7fc00000), bits);
     return f32FromBits(bits);
   }
-  /// f32 -> e4m3fn, RNE, saturating: NaN -> 0x7f; |x| >= 448 -> 0x7e; |x| >= 2^-6 rounds the
-  /// f32 bits to 3 mantissa bits (ties to even, a carry moves into the exponent) and rebiases;
-  /// below, the code is roundeven(|x| * 2^9) (exact scaling; code 8 is 2^-6). The sign is OR'd in.
+  /// f32 -> e4m3fn (the IR's F32ToFp8: RNE, saturating to +-448, NaN -> 0x7f) on gfx950's
+  /// v_cvt_pk_fp8_f32, which converts to OCP e4m3fn on gfx950 (gfx942: fnuz) in the round mode
+  /// (RNE). Its operand is clamped to [-448, 448] first (maxnum, minnum) and a NaN operand selected
+  /// to 0x7f after: measured on gfx950-run, the bare instruction already saturates +-Inf and
+  /// |x| > 448 to +-448 but keeps a NaN's sign (0xff for -NaN); the clamp makes the result
+  /// independent of the instruction's overflow rule (not documented in what we found for
+  /// hardware without the clamp bit). Equal to num::f32ToFp8E4m3 on every rounding tie, +-448,
+  /// subnormal, NaN and Inf of tests/test_executor_ops.cpp ("f32tofp8").
   llvm::Value* f32ToFp8(llvm::Value* x) {
-    llvm::Value* u = b_.CreateBitCast(x, b_.getInt32Ty());
-    llvm::Value* a = b_.CreateAnd(u, 0x7fffffff);
-    llvm::Value* af = f32FromBits(a);
-    llvm::Value* sign = b_.CreateAnd(b_.CreateLShr(u, 24), 0x80);
-    llvm::Value* rounded = b_.CreateAdd(b_.CreateAdd(a, i32c(0x7ffff)), b_.CreateAnd(b_.CreateLShr(a, 20), 1));
-    llvm::Value* normal = b_.CreateSub(b_.CreateLShr(rounded, 20), i32c(120 << 3));
-    llvm::Value* scaled = b_.CreateFMul(af, llvm::ConstantFP::get(b_.getFloatTy(), 0x1p9));
-    llvm::Value* re = intrinsic(llvm::Intrinsic::roundeven, {b_.getFloatTy()}, {scaled});
-    llvm::Value* sub = b_.CreateFPToUI(re, b_.getInt32Ty());
-    llvm::Value* mag = b_.CreateSelect(b_.CreateICmpULT(a, i32c(0x3c800000 /* 2^-6 */)), sub, normal);
-    mag = b_.CreateSelect(b_.CreateICmpUGE(a, i32c(0x43e00000 /* 448 */)), i32c(0x7e), mag);
-    llvm::Value* r = b_.CreateOr(mag, sign);
-    return b_.CreateSelect(b_.CreateICmpUGT(a, i32c(0x7f800000)), i32c(0x7f), r);
+    llvm::Type* f = b_.getFloatTy();
+    llvm::Value* c = intrinsic(llvm::Intrinsic::maxnum, {f}, {x, llvm::ConstantFP::get(f, -448.0)});
+    c = intrinsic(llvm::Intrinsic::minnum, {f}, {c, llvm::ConstantFP::get(f, 448.0)});
+    llvm::Value* pk = intrinsic(llvm::Intrinsic::amdgcn_cvt_pk_fp8_f32, {}, {c, c, i32c(0), b_.getFalse()});
+    llvm::Value* r = b_.CreateAnd(pk, 0xff);
+    return b_.CreateSelect(b_.CreateFCmpUNO(x, x), i32c(0x7f), r);
   }
 
   // --- memory ---

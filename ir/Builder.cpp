@@ -335,8 +335,7 @@ Val Builder::readFirstLane(Val v) {
 Val Builder::mfma(MfmaKind k, Val a, Val b, Val acc) {
   const mfma::Shape s = mfma::shapeOf(k);
   expect(s.m != 0, OpCode::Mfma, "unknown MFMA kind");
-  Type ab = k == MfmaKind::F32_16x16x32_BF16 ? Type::vec(Type::bf16(), 8) : Type::f32();
-  Type accT = Type::vec(Type::f32(), 4);
+  const Type ab = mfma::operandType(k), accT = mfma::accType();
   expect(a.type() == ab && b.type() == ab && acc.type() == accT, OpCode::Mfma,
          fmt::format("{} takes ({}, {}, {}), got ({}, {}, {})", mfmaKindName(k), ab.str(), ab.str(),
                      accT.str(), a.type().str(), b.type().str(), acc.type().str()));

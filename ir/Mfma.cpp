@@ -6,10 +6,22 @@ Shape shapeOf(MfmaKind k) {
   switch (k) {
     case MfmaKind::F32_16x16x32_BF16: return {16, 16, 32, 8, 4};
     case MfmaKind::F32_16x16x4_F32: return {16, 16, 4, 1, 4};
+    case MfmaKind::F32_16x16x32_FP8: return {16, 16, 32, 8, 4};
     case MfmaKind::None: break;
   }
   return {0, 0, 0, 0, 0};
 }
+
+Type operandType(MfmaKind k) {
+  switch (k) {
+    case MfmaKind::F32_16x16x32_BF16: return Type::vec(Type::bf16(), 8);
+    case MfmaKind::F32_16x16x4_F32: return Type::f32();
+    case MfmaKind::F32_16x16x32_FP8: return Type::i64();
+    case MfmaKind::None: break;
+  }
+  return Type{};
+}
+Type accType() { return Type::vec(Type::f32(), 4); }
 
 void run(MfmaKind kind, const float* a, const float* b, float* acc) {
   const Shape s = shapeOf(kind);

@@ -134,6 +134,7 @@ enum class MfmaKind : uint8_t {
   None,
   F32_16x16x32_BF16,  ///< a, b: <8 x bf16>; acc: <4 x f32>.
   F32_16x16x4_F32,    ///< a, b: f32; acc: <4 x f32>.
+  F32_16x16x32_FP8,   ///< a, b: i64, 8 OCP e4m3fn bytes (byte e is element e); acc: <4 x f32>.
 };
 
 /// An op's attributes; which fields mean something depends on the opcode.

@@ -103,6 +103,7 @@ const char* mfmaKindName(MfmaKind k) {
     case MfmaKind::None: return "none";
     case MfmaKind::F32_16x16x32_BF16: return "f32_16x16x32_bf16";
     case MfmaKind::F32_16x16x4_F32: return "f32_16x16x4_f32";
+    case MfmaKind::F32_16x16x32_FP8: return "f32_16x16x32_fp8_fp8";
   }
   return "?";
 }

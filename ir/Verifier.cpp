@@ -8,6 +8,7 @@
 #include <set>
 
 #include "ir/Error.h"
+#include "ir/Mfma.h"
 #include "ir/OffsetRanges.h"
 
 namespace monogen::ir {
@@ -377,6 +378,14 @@ class KernelChecker {
         if (op.code == OpCode::VarStore && op.attrs.var >= 0 && op.attrs.var < static_cast<int>(fn_.vars.size()))
           need(fn_.vars[op.attrs.var].type == ty(o[0]), "stored value's type differs from the variable's");
         break;
+      case OpCode::Mfma: {
+        const Type ab = mfma::operandType(op.attrs.mfma), acc = mfma::accType();
+        need(mfma::shapeOf(op.attrs.mfma).m != 0 && o.size() == 3 && ty(o[0]) == ab && ty(o[1]) == ab &&
+                 ty(o[2]) == acc && ty(op.result) == acc,
+             fmt::format("expected {} (a {}, b {}, acc {}) -> {}", mfmaKindName(op.attrs.mfma), ab.str(), ab.str(),
+                         acc.str(), acc.str()));
+        break;
+      }
       case OpCode::Arg:
         need(op.attrs.imm >= 0 && op.attrs.imm < static_cast<int64_t>(p_.args.size()),
              fmt::format("argument #{} does not exist", op.attrs.imm));

@@ -355,7 +355,13 @@ std::vector<Elementwise> elementwiseCases() {
   conv("fp8tof32", "e4m3fn -> integer/float ops (exact)", bytes, [](Builder& b, Val a) { return b.fp8ToF32(a); });
   Operand toFp8 = f32op();
   for (uint64_t x : fp8Ties()) toFp8.pool.push_back(x);
-  conv("f32tofp8", "f32 -> e4m3fn RNE, saturating -> integer ops", toFp8, [](Builder& b, Val a) { return b.f32ToFp8(a); });
+  for (uint32_t c = 0; c <= 0x7e; ++c) {  // every code's value, both signs
+    toFp8.pool.push_back(fbits(num::fp8E4m3ToF32(c)));
+    toFp8.pool.push_back(fbits(-num::fp8E4m3ToF32(c)));
+  }
+  for (float x : {449.0f, 463.9f, 464.0f, 480.0f, 1e6f, -1e30f, -449.0f, -464.0f, 1e-40f, -1e-45f, 3.14159f})
+    toFp8.pool.push_back(fbits(x));  // past 448 (464 is the tie to the next would-be code), f32 subnormals
+  conv("f32tofp8", "f32 -> clamp +-448, v_cvt_pk_fp8_f32 (OCP e4m3fn, RNE), NaN -> 0x7f", toFp8, [](Builder& b, Val a) { return b.f32ToFp8(a); });
 
   // Math.
   Operand expIn = f32op();
@@ -480,6 +486,33 @@ std::vector<Custom> customCases() {
                     const auto edges = edgesBf16();
                     putAt<uint16_t>(in, i, static_cast<uint16_t>(r % 97 == 0 ? edges[(r >> 8) % edges.size()]
                                                                              : randomElem(Rand::Bf16Normal, 16, st)));
+                  }
+                },
+                nullptr});
+  cs.back().f32NanAny = true;
+  // The FP8 MFMA: per lane A and B as 8 e4m3fn bytes (i64 each) and the accumulator. The bytes are
+  // any code but NaN, with subnormals (exponent 0), +-448 (0x7e / 0xfe) and zeros over-weighted
+  // and a NaN (0x7f / 0xff) in about one byte of 600; the accumulators random normal f32s.
+  cs.push_back({"mfma.16x16x32.fp8", "llvm.amdgcn.mfma.f32.16x16x32.fp8.fp8 -> v_mfma_f32_16x16x32_fp8_fp8", 32, 16,
+                [](Builder& b, Val, Val in, Val out) {
+                  Val a = b.load(Type::i64(), in), bb = b.load(Type::i64(), b.ptrAdd(in, 8));
+                  Val acc = b.load(vec(Type::f32(), 4), b.ptrAdd(in, 16));
+                  b.store(out, b.mfma(MfmaKind::F32_16x16x32_FP8, a, bb, acc));
+                },
+                [](std::vector<uint8_t>& in, uint64_t& st) {
+                  for (size_t lane = 0; lane < in.size() / 32; ++lane) {
+                    for (int i = 0; i < 16; ++i) {
+                      const uint64_t r = runtime::simSplitMix64(st);
+                      uint8_t c = static_cast<uint8_t>(r);
+                      const uint64_t pick = (r >> 8) % 600;
+                      if (pick == 0) c = (r >> 20) & 1 ? 0xff : 0x7f;
+                      else if (pick < 60) c = static_cast<uint8_t>(((r >> 20) & 0x80) | ((r >> 24) & 7));  // subnormal / 0
+                      else if (pick < 90) c = (r >> 20) & 1 ? 0xfe : 0x7e;
+                      else if ((c & 0x7f) == 0x7f) c = c & 0xfe;
+                      in[lane * 32 + i] = c;
+                    }
+                    for (int e = 0; e < 4; ++e)
+                      putAt<uint32_t>(in, lane * 32 + 16 + 4 * e, static_cast<uint32_t>(randomElem(Rand::F32Normal, 32, st)));
                   }
                 },
                 nullptr});

@@ -219,6 +219,22 @@ TEST_CASE("verifier: operands must be defined where used", "[ir]") {
   CHECK(anyContains(verifyAll(p), "is used where it is not defined"));
 }
 
+TEST_CASE("verifier: an MFMA's operand types are its kind's", "[ir]") {
+  Plan p = twoStagePlan();
+  {
+    Builder b(p.kernel);
+    Val a = b.constInt(Type::i64(), 0x3838383838383838ll);  // eight e4m3fn 1.0s
+    b.mfma(MfmaKind::F32_16x16x32_FP8, a, a, b.splat(b.f32(0.0), 4));
+    CHECK_THROWS_WITH(b.mfma(MfmaKind::F32_16x16x32_FP8, b.splat(b.bf16(1.0), 8), a, b.splat(b.f32(0.0), 4)),
+                      Catch::Contains("f32_16x16x32_fp8_fp8 takes (i64, i64, <4 x f32>)"));
+  }
+  CHECK(verifyAll(p).empty());
+  // The same op with the kind changed after the builder checked it: the verifier finds it.
+  for (Op& op : p.kernel.body.ops)
+    if (op.code == OpCode::Mfma) op.attrs.mfma = MfmaKind::F32_16x16x32_BF16;
+  CHECK(anyContains(verifyAll(p), "expected f32_16x16x32_bf16 (a <8 x bf16>, b <8 x bf16>, acc <4 x f32>)"));
+}
+
 namespace {
 // twoStagePlan plus a 3 GiB weight argument "w" (3 x 2^30 bytes, 3 experts of 1 GiB) and a body
 // `body(b, w, e)` in stage "a", where e is an expert index loaded from the scratch buffer.

@@ -7,10 +7,12 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <ctime>
 #include <algorithm>
 
 #include "ir/Error.h"
+#include "ir/Numerics.h"
 #include "test_sim_util.h"
 
 using namespace simtest;
@@ -439,7 +441,7 @@ TEST_CASE("sim: ballot, popcount, readfirstlane, shuffle from inactive lanes") {
   CHECK(r[4 * 4 + 2] == 0);  // inactive lanes wrote nothing
 }
 
-TEST_CASE("sim: MFMA 16x16x32 bf16 and 16x16x4 f32 match a naive product in the documented layout") {
+TEST_CASE("sim: MFMA 16x16x32 bf16, 16x16x32 fp8 and 16x16x4 f32 match a naive product in the documented layout") {
   // Values are small integers, so every product and sum is exact in f32.
   float A[16][32], B[32][16], C[16][16];
   for (int i = 0; i < 16; ++i)
@@ -449,15 +451,17 @@ TEST_CASE("sim: MFMA 16x16x32 bf16 and 16x16x4 f32 match a naive product in the 
   for (int i = 0; i < 16; ++i)
     for (int j = 0; j < 16; ++j) C[i][j] = static_cast<float>(i - j);
 
-  SECTION("bf16 16x16x32") {
-    // DESIGN.md: lane l holds A[l % 16][8 (l / 16) + e], B[8 (l / 16) + e][l % 16]; D[4 (l / 16) + i][l % 16].
-    std::vector<uint16_t> a(64 * 8), bb(64 * 8);
+  // The 16x16x32 shapes (DESIGN.md, ir/Mfma.h): lane l holds A[l % 16][8 (l / 16) + e] and
+  // B[8 (l / 16) + e][l % 16], elements of `bytes` bytes each (`enc` gives an element's bits,
+  // exact for small ints); D[4 (l / 16) + i][l % 16].
+  auto run16x16x32 = [&](ir::MfmaKind kind, Type operand, int bytes, const std::function<uint16_t(float)>& enc) {
+    std::vector<uint8_t> a(64 * 8 * bytes), bb(64 * 8 * bytes);
     std::vector<float> acc(64 * 4);
-    auto bf = [](float x) { return static_cast<uint16_t>(bitsOf(x) >> 16); };  // exact for small ints
     for (int l = 0; l < 64; ++l) {
       for (int e = 0; e < 8; ++e) {
-        a[l * 8 + e] = bf(A[l % 16][8 * (l / 16) + e]);
-        bb[l * 8 + e] = bf(B[8 * (l / 16) + e][l % 16]);
+        const uint16_t x = enc(A[l % 16][8 * (l / 16) + e]), y = enc(B[8 * (l / 16) + e][l % 16]);
+        std::memcpy(&a[(l * 8 + e) * bytes], &x, bytes);  // little-endian: the low byte(s)
+        std::memcpy(&bb[(l * 8 + e) * bytes], &y, bytes);
       }
       for (int i = 0; i < 4; ++i) acc[l * 4 + i] = C[4 * (l / 16) + i][l % 16];
     }
@@ -465,9 +469,9 @@ TEST_CASE("sim: MFMA 16x16x32 bf16 and 16x16x4 f32 match a naive product in the 
     auto& b = k.b;
     Val lane = b.lane();
     Val pa = k.gptr(0), pb = k.gptr(1), pc = k.gptr(2), po = k.gptr(3);
-    Val off16 = b.sext(lane * 16, Type::i64());
-    Type v8 = Type::vec(Type::bf16(), 8), v4 = Type::vec(Type::f32(), 4);
-    Val d = b.mfma(ir::MfmaKind::F32_16x16x32_BF16, b.load(v8, b.ptrAdd(pa, off16)), b.load(v8, b.ptrAdd(pb, off16)),
+    Val offAb = b.sext(lane * (8 * bytes), Type::i64()), off16 = b.sext(lane * 16, Type::i64());
+    Type v4 = Type::vec(Type::f32(), 4);
+    Val d = b.mfma(kind, b.load(operand, b.ptrAdd(pa, offAb)), b.load(operand, b.ptrAdd(pb, offAb)),
                    b.load(v4, b.ptrAdd(pc, off16)));
     b.store(b.ptrAdd(po, off16), d);
     const uint64_t ga = k.alloc(1024, "a"), gb = k.alloc(1024, "b"), gc = k.alloc(1024, "c"), go = k.alloc(1024, "o");
@@ -484,6 +488,14 @@ TEST_CASE("sim: MFMA 16x16x32 bf16 and 16x16x4 f32 match a naive product in the 
         INFO("lane " << l << " i " << i);
         CHECK(o[l * 4 + i] == want);
       }
+  };
+  SECTION("bf16 16x16x32") {
+    run16x16x32(ir::MfmaKind::F32_16x16x32_BF16, Type::vec(Type::bf16(), 8), 2,
+                [](float x) { return static_cast<uint16_t>(bitsOf(x) >> 16); });
+  }
+  SECTION("fp8 16x16x32") {  // 8 e4m3fn bytes a lane (byte e element e) as an i64
+    run16x16x32(ir::MfmaKind::F32_16x16x32_FP8, Type::i64(), 1,
+                [](float x) { return static_cast<uint16_t>(ir::num::f32ToFp8E4m3(x)); });
   }
   SECTION("f32 16x16x4") {
     // lane l holds A[l % 16][l / 16] and B[l / 16][l % 16].

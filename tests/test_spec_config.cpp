@@ -79,6 +79,8 @@ json flashJson() {
               {"routed_scaling_factor", 2.0},
               {"swiglu_limit", 7.0},
               {"swiglu_alpha", 1.702},
+              {"num_attention_heads", 64},
+              {"head_dim", 128},
               {"scoring_func", "sigmoid"},
               {"vocab_size", 200064},
               {"rope_theta", 5000000.0},
@@ -94,6 +96,8 @@ json reducedJson() {
   j["moe_intermediate_size"] = 768;
   j["shared_intermediate_size"] = 768;
   j["monogen_blocks"] = 32;
+  j["num_attention_heads"] = 16;
+  j["head_dim"] = 64;
   return j;
 }
 json with(json j, const std::string& key, json v) {
@@ -161,6 +165,10 @@ TEST_CASE("config: the model's HF config.json, the full and the reduced config l
   CHECK(ModelConfig::fromHfJson(writeJson(json{{"text_config", flashJson()}, {"vision_config", json::object()}}))
             .canonical() == ModelConfig::flash().canonical());
   CHECK(ModelConfig::fromHfJson(writeJson(reducedJson())).canonical() == ModelConfig::reduced().canonical());
+  // o_proj's input width (read for input=attn): heads x head_dim, in the config text
+  CHECK(ModelConfig::fromHfJson(writeJson(with(flashJson(), "head_dim", 96))).headDim == 96);
+  CHECK_THROWS_WITH(ModelConfig::fromHfJson(writeJson(with(flashJson(), "num_attention_heads", 0))),
+                    Catch::Contains("num_attention_heads"));
   // only the required fields: the rest default to the model's
   const json minimal{{"hidden_size", 6144},
                      {"num_local_experts", 128},

@@ -46,20 +46,25 @@ inline const char* const kCheckedMoe[] = {"rstd", "xn",        "picks", "weights
 /// rank bit for bit: the all-reduce's against referenceOutputs, the MoE's against
 /// moeReferenceOutputs (fed the kernel's SRES and SSQ); no wait times out, every error word 0;
 /// with opts.races, the race detector found no race.
+/// With knobs.input == Attn (o_proj in the launch; `in` from makeLaunchInputs with oproj) also
+/// every rank's o_proj partial as push sent it (opart.rR) against the reference's (part.rR).
 inline monogen::runtime::TensorMap checkWholeLaunch(const monogen::specs::minimax_m3::ModelConfig& cfg, int S, int TP,
                                                     const monogen::runtime::TensorMap& in,
                                                     const monogen::runtime::SimOptions& opts,
-                                                    monogen::specs::minimax_m3::MoeExperts experts = monogen::specs::minimax_m3::MoeExperts::All,
-                                                    monogen::specs::minimax_m3::ScaleLayout scales = monogen::specs::minimax_m3::ScaleLayout::E8m0Shuffle) {
+                                                    const monogen::specs::minimax_m3::FfnKnobs& knobs) {
   using namespace monogen::specs::minimax_m3;
-  INFO(fmt::format("S={} TP={} scheduler seed {} quantum {} LDS poison seed {} experts {} scales {}", S, TP, opts.seed,
-                   opts.maxQuantum, opts.poisonSeed ? opts.poisonSeed : opts.seed, moeExpertsName(experts),
-                   scaleLayoutName(scales)));
-  FfnKnobs knobs;
-  knobs.experts = experts;
-  knobs.scales = scales;
+  const MoeExperts experts = knobs.experts;
+  INFO(fmt::format("S={} TP={} scheduler seed {} quantum {} LDS poison seed {} knobs '{}'", S, TP, opts.seed,
+                   opts.maxQuantum, opts.poisonSeed ? opts.poisonSeed : opts.seed, knobs.canonical()));
   const monogen::ir::Key key = makeKey(cfg, S, TP, knobs);
   const SimRun run = runOnSim(cfg, key, in, opts);
+  if (knobs.input == FfnInput::Attn) {
+    monogen::runtime::TensorMap parts;
+    for (int r = 0; r < TP; ++r) parts[rankName("opart", r)] = in.at(rankName("part", r));
+    auto pm = firstMismatch(run.outputs, parts);
+    INFO((pm ? "o_proj partial: " + describe(*pm) : std::string("o_proj partial: no mismatch")));
+    CHECK_FALSE(pm.has_value());
+  }
   auto mm = firstMismatch(run.outputs, referenceOutputs(cfg, S, TP, in));
   INFO((mm ? "all-reduce: " + describe(*mm) : std::string("all-reduce: no mismatch")));
   CHECK_FALSE(mm.has_value());
@@ -83,6 +88,18 @@ inline monogen::runtime::TensorMap checkWholeLaunch(const monogen::specs::minima
   CHECK(run.stats.uninitCount == 0);
   if (opts.races) CHECK(run.stats.raceChecks > 0);
   return run.outputs;
+}
+
+/// checkWholeLaunch of the default input (the o_proj partial) with the experts and scales knobs.
+inline monogen::runtime::TensorMap checkWholeLaunch(const monogen::specs::minimax_m3::ModelConfig& cfg, int S, int TP,
+                                                    const monogen::runtime::TensorMap& in,
+                                                    const monogen::runtime::SimOptions& opts,
+                                                    monogen::specs::minimax_m3::MoeExperts experts = monogen::specs::minimax_m3::MoeExperts::All,
+                                                    monogen::specs::minimax_m3::ScaleLayout scales = monogen::specs::minimax_m3::ScaleLayout::E8m0Shuffle) {
+  monogen::specs::minimax_m3::FfnKnobs knobs;
+  knobs.experts = experts;
+  knobs.scales = scales;
+  return checkWholeLaunch(cfg, S, TP, in, opts, knobs);
 }
 
 /// checkWholeLaunch under scheduler seed `sched` (schedSeed).

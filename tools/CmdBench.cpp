@@ -78,6 +78,7 @@ Run addBench(CLI::App& app) {
     uint64_t seed = 1;
     bool breakdown = false;
     bool noSim = false;
+    std::string input = "part";
   };
   auto o = std::make_shared<Options>();
   CLI::App* c = app.add_subcommand(
@@ -93,6 +94,9 @@ Run addBench(CLI::App& app) {
   c->add_option("--seed", o->seed, "input and scheduler seed")->check(nonNegativeInteger())->capture_default_str();
   c->add_flag("--breakdown", o->breakdown, "print each cell's minimum by tensor and its stages' bytes");
   c->add_flag("--no-sim", o->noSim, "the minimum alone (no Sim launch: quick at the full config)");
+  c->add_option("--input", o->input, "the launch's input: part (the o_proj partial) or attn (o_proj in the launch)")
+      ->check(CLI::IsMember({"part", "attn"}))
+      ->capture_default_str();
   return [o] {
     const mm::ModelConfig cfg = mm::ModelConfig::byName(o->config);
     cfg.validate("--config");
@@ -141,6 +145,11 @@ Run addBench(CLI::App& app) {
       mm::LaunchInputOptions io;
       io.distinctExperts = cl.n;
       io.expertWeights = !o->noSim;  // the routing needs no expert weights
+      mm::FfnKnobs knobs;
+      knobs.input = o->input == "attn" ? mm::FfnInput::Attn : mm::FfnInput::Part;
+      const ir::Key key = mm::makeKey(cfg, cl.s, cl.tp, knobs);
+      const mm::FfnInput input = knobs.input;
+      io.oproj = input == mm::FfnInput::Attn;
       const runtime::TensorMap inputs = mm::makeLaunchInputs(cfg, cl.s, cl.tp, o->seed, io);
       const runtime::TensorMap routing = mm::moeRouting(cfg, cl.s, cl.tp, inputs);
       const int picked = static_cast<int>(mm::distinctPicked(routing.at("picks")).size());
@@ -148,7 +157,7 @@ Run addBench(CLI::App& app) {
         ++bad;
         std::fprintf(stderr, " steering missed: %d distinct experts picked, %d asked\n", picked, cl.n);
       }
-      const mm::MinimumBytes minB = mm::minimumBytes(cfg, cl.s, cl.tp, picked);
+      const mm::MinimumBytes minB = mm::minimumBytes(cfg, cl.s, cl.tp, picked, input);
       if (o->noSim) {
         std::string row;
         row = fmt::format("{:>3} {:>3} {:>4} {:>6} {:>12} {:>12}", cl.s, cl.tp, cl.n ? std::to_string(cl.n) : "nat",
@@ -162,7 +171,6 @@ Run addBench(CLI::App& app) {
         continue;
       }
 
-      const ir::Key key = mm::makeKey(cfg, cl.s, cl.tp);
       mm::SimSession session(cfg, key);
       std::vector<std::string> have;
       for (const auto& st : session.plan().stages) have.push_back(st.name);

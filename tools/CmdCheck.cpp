@@ -185,6 +185,9 @@ Run addCheck(CLI::App& app) {
       if (o->numerics != "auto" && o->numerics != "ir")
         throw InputError("--per-rank", "compares under the IR's numerics (the Sim's and the GPUs'): --numerics ir or "
                                        "auto");
+      if (o->v.input != "part")  // RankHarness uploads and reads the o_proj partial input only
+        throw InputError("--per-rank", "runs the o_proj partial input only (--input part); --input attn is not "
+                                       "wired into the per-rank harness");
       return checkPerRank(o->device, o->v, cfg, o->seed, o->launches, o->waitSeconds);
     }
     const ir::Key key = keyOf(o->v, cfg, o->v.rows, o->v.tp);
@@ -224,8 +227,14 @@ Run addCheck(CLI::App& app) {
 
     mm::LaunchInputOptions io;
     io.scales = mm::knobsOf(key).scales;  // the weights held as the variant reads them
-    const runtime::TensorMap inputs = mm::makeLaunchInputs(cfg, S, TP, o->seed, io);
-    const runtime::TensorMap want = mm::launchReferenceOutputs(cfg, S, TP, inputs, mm::knobsOf(key).experts, numerics);
+    io.oproj = mm::knobsOf(key).input == mm::FfnInput::Attn;
+    const runtime::TensorMap inputs = [&] {
+      const mm::RefNumericsScope scope(numerics);  // o_proj's partial (io.oproj) is derived under them
+      return mm::makeLaunchInputs(cfg, S, TP, o->seed, io);
+    }();
+    runtime::TensorMap want = mm::launchReferenceOutputs(cfg, S, TP, inputs, mm::knobsOf(key).experts, numerics);
+    if (io.oproj)  // the o_proj partial each rank's push sent (OPART) is the reference's part.rR
+      for (int r = 0; r < TP; ++r) want[mm::rankName("opart", r)] = inputs.at(mm::rankName("part", r));
     fmt::print("inputs: seed {}, {}, scales {}; reference numerics: {}\n", o->seed, io.describe(),
                mm::scaleLayoutName(io.scales),
                numerics == mm::RefNumerics::Ir ? "the IR's declared models"

@@ -171,6 +171,7 @@ Run addSim(CLI::App& app) {
     launch.handshake = launch.handshake || launch.injectRank >= 0;  // the stall happens at the handshake
     mm::LaunchInputOptions io = inputOptionsOf(cfg, S, o->experts, o->paddedRows);
     io.scales = mm::knobsOf(key).scales;  // the weights held as the variant reads them
+    io.oproj = mm::knobsOf(key).input == mm::FfnInput::Attn;  // attn.rR, wo.rR, wo_scale; part.rR derived
     if (!o->save.empty()) mm::checkSaveDir(o->save, "--save");  // before the launch, not after it
     fmt::print("{} on the Sim device: {} ranks x {} CTAs x {} threads\n", key.variantName(), TP, cfg.blocks,
                cfg.threads);
@@ -192,6 +193,8 @@ Run addSim(CLI::App& app) {
     const runtime::TensorMap& inputs = in.tensors;
     runtime::TensorMap want = mm::referenceOutputs(cfg, S, TP, inputs);
     for (auto& [name, t] : mm::moeReferenceOutputs(cfg, S, TP, inputs, want, mm::knobsOf(key).experts)) want[name] = std::move(t);
+    if (io.oproj)  // the o_proj partial each rank's push sent (OPART) is the reference's part.rR
+      for (int r = 0; r < TP; ++r) want[mm::rankName("opart", r)] = inputs.at(mm::rankName("part", r));
     const std::vector<int> picked = mm::distinctPicked(want.at(mm::rankName("picks", 0)));
     fmt::print("inputs: seed {}, {}; the reference's rows pick {} distinct routed expert{}: {}\n", inputSeed,
                inputsText, picked.size(), picked.size() == 1 ? "" : "s", fmt::join(picked, " "));

@@ -35,6 +35,11 @@ void addVariantOptions(CLI::App* app, VariantOptions& o, bool rowsTp) {
                   "rowmajor (the scales knob)")
       ->check(CLI::IsMember({"e8m0_shuffle", "rowmajor"}))
       ->capture_default_str();
+  app->add_option("--input", o.input,
+                  "the launch's input: part (this rank's o_proj partial) or attn (the attention rows; o_proj's "
+                  "per-token FP8 quant and GEMM in the launch; the input knob)")
+      ->check(CLI::IsMember({"part", "attn"}))
+      ->capture_default_str();
   app->add_flag("--trace", o.trace, "per-CTA, per-stage timestamps (the trace knob)");
   app->add_option("--drop-mark", o.dropMark, "fault test: this CTA never marks the launch done")
       ->check(CLI::Range(-1, 1023));
@@ -51,6 +56,7 @@ ir::Key keyOf(const VariantOptions& o, const mm::ModelConfig& cfg, int rows, int
   mm::FfnKnobs knobs;
   knobs.experts = o.sum == "shared" ? mm::MoeExperts::Shared : o.sum == "routed" ? mm::MoeExperts::Routed : mm::MoeExperts::All;
   knobs.scales = o.scales == "rowmajor" ? mm::ScaleLayout::RowMajor : mm::ScaleLayout::E8m0Shuffle;
+  knobs.input = o.input == "attn" ? mm::FfnInput::Attn : mm::FfnInput::Part;
   knobs.trace = o.trace;
   knobs.dropMark = o.dropMark;
   return mm::makeKey(cfg, rows, tp, knobs);

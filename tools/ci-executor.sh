@@ -9,7 +9,8 @@
 # without it the job says so in one line and passes. Runs MONOGEN_EXECUTOR_JOBS checks at a time
 # (default 1: the ten took 75 s here, the former nine 68-132 s, inside the 6-minute budget); prints
 # one line a variant in matrix order (its wall time and verdict), a failing check's output, and
-# the total. Fails when any check exits nonzero.
+# the total. Fails when any check exits nonzero. Each variant runs with the default input (the
+# o_proj partial); S=8 TP=2 also with --input attn (o_proj's quant and FP8 GEMM in the launch).
 # Options: --full (S in {1, 3, 8, 9, 16}: the 15-variant matrix, not run by CI).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,16 +37,17 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/monogen-executor.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 variants=()
 for S in "${rows[@]}"; do
-  for TP in "${tps[@]}"; do variants+=("$S $TP e8m0_shuffle"); done
+  for TP in "${tps[@]}"; do variants+=("$S $TP e8m0_shuffle part"); done
 done
-variants+=("8 2 rowmajor")
+variants+=("8 2 rowmajor part")
+variants+=("8 2 e8m0_shuffle attn")
 echo "== executor: ${#variants[@]} variants on $tool, $jobs at a time"
 
 # One check: its output to $tmp/<i>.log, then "<milliseconds> <exit code>" to $tmp/<i>.done.
 check_one() {
-  local i=$1 S=$2 TP=$3 scales=$4 t0 rc=0
+  local i=$1 S=$2 TP=$3 scales=$4 input=$5 t0 rc=0
   t0=$(date +%s%N)
-  "$monogen" check --device gfx950-run --config reduced --rows "$S" --tp "$TP" --scales "$scales" --seed "$seed" --no-cache \
+  "$monogen" check --device gfx950-run --config reduced --rows "$S" --tp "$TP" --scales "$scales" --input "$input" --seed "$seed" --no-cache \
     >"$tmp/$i.log" 2>&1 || rc=$?
   echo "$((($(date +%s%N) - t0) / 1000000)) $rc" >"$tmp/$i.done.part"
   mv "$tmp/$i.done.part" "$tmp/$i.done"
@@ -60,7 +62,7 @@ launcher=$!
 
 failed=0
 for i in "${!variants[@]}"; do
-  read -r S TP scales <<<"${variants[$i]}"
+  read -r S TP scales input <<<"${variants[$i]}"
   while [ ! -e "$tmp/$i.done" ]; do
     kill -0 "$launcher" 2>/dev/null || [ -e "$tmp/$i.done" ] || { echo "== executor: the launcher died" >&2; exit 1; }
     sleep 0.5
@@ -68,7 +70,7 @@ for i in "${!variants[@]}"; do
   read -r ms rc <"$tmp/$i.done"
   verdict=$(sed -n 's/^verdict: //p' "$tmp/$i.log" | tail -1)
   [ -n "$verdict" ] || verdict="no verdict"
-  printf '  S=%-2s TP=%s %-12s  %4d.%d s  %s (exit %s)\n' "$S" "$TP" "$scales" $((ms / 1000)) $((ms % 1000 / 100)) "$verdict" "$rc"
+  printf '  S=%-2s TP=%s %-12s %-4s  %4d.%d s  %s (exit %s)\n' "$S" "$TP" "$scales" "$input" $((ms / 1000)) $((ms % 1000 / 100)) "$verdict" "$rc"
   if [ "$rc" != 0 ]; then
     failed=$((failed + 1))
     sed 's/^/    | /' "$tmp/$i.log" | tail -40

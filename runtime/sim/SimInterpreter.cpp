@@ -767,8 +767,13 @@ SimLaunch::Status SimLaunch::step(SimWave& w) {
       if (s.m == 0) fail(w, in, -1, "unknown MFMA kind");
       float a[64 * 8], b[64 * 8], acc[64 * 4];
       const int per = s.abPerLane;
-      const bool bf = in.t0.scalar == Scalar::BF16;
+      const bool bf = in.t0.scalar == Scalar::BF16, fp8 = in.t0.scalar == Scalar::I64;
       for (int i = 0; i < 64 * per; ++i) {
+        if (fp8) {  // lane i / 8's i64 holds its 8 e4m3fn elements, byte e element e
+          a[i] = ir::num::fp8E4m3ToF32(fr[in.opd[0] + i]);
+          b[i] = ir::num::fp8E4m3ToF32(fr[in.opd[1] + i]);
+          continue;
+        }
         a[i] = ldF(fr + in.opd[0] + (bf ? 2 : 4) * i, bf);
         b[i] = ldF(fr + in.opd[1] + (bf ? 2 : 4) * i, bf);
       }

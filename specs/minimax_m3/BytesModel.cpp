@@ -29,7 +29,7 @@ std::string MinimumBytes::describe() const {
   return s;
 }
 
-MinimumBytes minimumBytes(const ModelConfig& cfg, int S, int TP, int distinctRouted) {
+MinimumBytes minimumBytes(const ModelConfig& cfg, int S, int TP, int distinctRouted, FfnInput input) {
   const char* where = "minimum bytes";
   if (S < 1 || S > cfg.maxRows) throw InputError(where, fmt::format("S = {}: expected 1..{}", S, cfg.maxRows));
   if (TP < 1 || cfg.intermediate % TP != 0)
@@ -59,11 +59,16 @@ MinimumBytes minimumBytes(const ModelConfig& cfg, int S, int TP, int distinctRou
       {"s2", "down", experts * s2},
       {"peer final pairs", "final", (TP - 1) * rows * (H / 2) * 8},
   };
+  if (input == FfnInput::Attn) {
+    const int64_t A = cfg.attnWidth(TP);
+    m.items[0] = {"attn", "push", rows * A * 2};
+    m.items.insert(m.items.begin() + 1, {{"wo", "push", H * A}, {"wo_scale", "push", H * 4}});
+  }
   return m;
 }
 
-MinimumBytes minimumBytes(const ModelConfig& cfg, int S, int TP, const runtime::HostTensor& picks) {
-  return minimumBytes(cfg, S, TP, static_cast<int>(distinctPicked(picks).size()));
+MinimumBytes minimumBytes(const ModelConfig& cfg, int S, int TP, const runtime::HostTensor& picks, FfnInput input) {
+  return minimumBytes(cfg, S, TP, static_cast<int>(distinctPicked(picks).size()), input);
 }
 
 }  // namespace monogen::specs::minimax_m3

@@ -9,7 +9,10 @@
 //   route  bias (E x 4)
 //   norm   norm_w (hidden x 2)
 //   table  slots (S x 8)
-//   push   part: this rank's o_proj partial (S x hidden x 2)
+//   push   part: this rank's o_proj partial (S x hidden x 2); with o_proj in the launch
+//          (input=attn) instead attn, the attention rows (S x heads head_dim / TP x 2), wo, the
+//          rank's rowwise-FP8 o_proj weight (hidden x heads head_dim / TP, a byte each), and
+//          wo_scale (hidden x 4), each once (the push CTAs' redundant reads of attn are overhead)
 //   reduce res_in (S x hidden x 2), and the TP - 1 peers' partials as the (value, tag) pairs
 //          they push (8 bytes a bf16 pair: S x hidden x 4 a peer)
 //   final  the TP - 1 peers' MoE partials, as pairs too (S x hidden x 4 a peer)
@@ -24,6 +27,7 @@
 #include <vector>
 
 #include "runtime/Tensor.h"
+#include "specs/minimax_m3/Knobs.h"
 #include "specs/minimax_m3/ModelConfig.h"
 
 namespace monogen::specs::minimax_m3 {
@@ -50,8 +54,10 @@ struct MinimumBytes {
 
 /// The minimum for `distinctRouted` distinct picked routed experts (the shared expert is always
 /// read). Throws InputError on S, TP or an expert count out of range.
-MinimumBytes minimumBytes(const ModelConfig& cfg, int S, int TP, int distinctRouted);
+MinimumBytes minimumBytes(const ModelConfig& cfg, int S, int TP, int distinctRouted,
+                          FfnInput input = FfnInput::Part);
 /// The same, counting the distinct experts of picks (I32 [S, topk], -1 entries ignored).
-MinimumBytes minimumBytes(const ModelConfig& cfg, int S, int TP, const runtime::HostTensor& picks);
+MinimumBytes minimumBytes(const ModelConfig& cfg, int S, int TP, const runtime::HostTensor& picks,
+                          FfnInput input = FfnInput::Part);
 
 }  // namespace monogen::specs::minimax_m3

@@ -39,7 +39,13 @@ void KernelContext::bindStage() {
   lane = b.named(b.lane(), "lane");
   block = b.named(b.block(), "block");
   wave = b.named(b.wave(), "wave");
-  part = argPtr(arg::kPart);
+  const bool oproj = plan_->argIndex(arg::kAttn) >= 0;
+  if (!oproj) part = argPtr(arg::kPart);
+  if (oproj) {
+    attn = argPtr(arg::kAttn);
+    wo = argPtr(arg::kWo);
+    woScale = argPtr(arg::kWoScale);
+  }
   resIn = argPtr(arg::kResIn);
   resOut = argPtr(arg::kResOut);
   scratch = argPtr(arg::kScratch);
@@ -70,6 +76,15 @@ Val KernelContext::shuffledOffset(Val row, Val byteCol, int64_t kBytes) {
   // row tile, 32-byte K tile, 16-byte half, row in the tile (a 16-byte chunk each)
   return (row / i32(16)) * i32(16 * kBytes) + (byteCol / i32(32)) * i32(512) + ((byteCol / i32(16)) % i32(2)) * i32(256) +
          (row % i32(16)) * i32(16);
+}
+
+Val KernelContext::fp8x8(Val x8, Val scale) {
+  Val word = b.constInt(Type::i64(), 0);
+  for (int e = 0; e < 8; ++e) {
+    Val code = b.f32ToFp8(b.bf16ToF32(b.extract(x8, e)) * scale);
+    word = word | (b.zext(code, Type::i64()) << b.i64(8 * e));
+  }
+  return word;
 }
 
 void KernelContext::loadPeers() {

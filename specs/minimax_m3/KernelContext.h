@@ -40,6 +40,11 @@ inline constexpr const char* kW2 = "w2";
 inline constexpr const char* kS2 = "s2";
 inline constexpr const char* kSlots = "slots";
 inline constexpr const char* kOut = "out";
+// input=attn (o_proj in the launch) instead of kPart: the attention rows and o_proj's rowwise-FP8
+// weight and its per-channel scales (WeightContract.h)
+inline constexpr const char* kAttn = "attn";
+inline constexpr const char* kWo = "wo";
+inline constexpr const char* kWoScale = "wo_scale";
 }  // namespace arg
 
 /// Launch tags: a launch's tag is launchTagAfter(epoch), the epoch being the last launch's tag as
@@ -137,7 +142,8 @@ struct KernelContext {
   // --- ids ---
   ir::Val tid, lane, block;
   // --- arguments ---
-  ir::Val part, resIn, resOut;  // bf16 [S][hidden] pointers
+  ir::Val part, resIn, resOut;  // bf16 [S][hidden] pointers (part: input=part only)
+  ir::Val attn, wo, woScale;    // input=attn only: bf16 [S][attnWidth], e4m3fn [hidden][attnWidth], f32 [hidden]
   ir::Val scratch;              // this rank's scratch (SRES, SSQ)
   ir::Val sym;                  // this rank's symmetric buffer (ATTN)
   ir::Val err;                  // the error word and its count
@@ -168,6 +174,9 @@ struct KernelContext {
   /// The CTA waits for XRDY of every row (thread t < S polls row t), then syncs.
   void awaitX(int site);
 
+  /// An FP8 MFMA operand (MfmaTile of F32_16x16x32_FP8) from 8 bf16 values: byte e of the i64 is
+  /// F32ToFp8(f32(x[e]) * scale), the per-token quant of one lane's run (OprojReference.h).
+  ir::Val fp8x8(ir::Val x8, ir::Val scale);
   /// i32 literal.
   ir::Val i32(int64_t v) { return b.i32(v); }
   /// The wave's MfmaTile of `kind` over steps of `chain` MFMAs, on this stage's lane

@@ -18,11 +18,14 @@ const char* moeExpertsName(MoeExperts e) {
   return "?";
 }
 
+const char* ffnInputName(FfnInput i) { return i == FfnInput::Attn ? "attn" : "part"; }
+
 std::string FfnKnobs::canonical() const {
   std::string s;
   auto add = [&](const std::string& t) { s += (s.empty() ? "" : " ") + t; };
   if (experts != MoeExperts::All) add(fmt::format("experts={}", moeExpertsName(experts)));
   if (scales != ScaleLayout::E8m0Shuffle) add(fmt::format("scales={}", scaleLayoutName(scales)));
+  if (input != FfnInput::Part) add(fmt::format("input={}", ffnInputName(input)));
   if (trace) add("trace=1");
   if (dropMark >= 0) add(fmt::format("drop_mark={}", dropMark));
   if (mutation) add("mutate=" + mutation.canonical());
@@ -48,6 +51,13 @@ FfnKnobs FfnKnobs::parse(const std::string& text, const std::string& where) {
       else throw InputError(where, fmt::format("knob experts={}: expected all, shared or routed", value));
     } else if (name == "scales") {
       k.scales = scaleLayoutOf(value, where + ", knob scales");
+    } else if (name == "input") {
+      if (value == "part") k.input = FfnInput::Part;
+      else if (value == "attn") k.input = FfnInput::Attn;
+      else
+        throw InputError(where, fmt::format("knob input={}: expected part (the o_proj partial) or attn (the "
+                                            "attention rows, o_proj in the launch)",
+                                            value));
     } else if (name == "trace") {
       if (value != "0" && value != "1") throw InputError(where, fmt::format("knob trace={}: expected 0 or 1", value));
       k.trace = value == "1";
@@ -60,7 +70,7 @@ FfnKnobs FfnKnobs::parse(const std::string& text, const std::string& where) {
     } else if (name == "mutate") {
       k.mutation = Mutation::parse(value, where);
     } else {
-      throw InputError(where, fmt::format("unknown knob '{}': the minimax_m3.ffn spec has experts, scales, "
+      throw InputError(where, fmt::format("unknown knob '{}': the minimax_m3.ffn spec has experts, input, scales, "
                                           "trace, drop_mark and (race tests only) mutate",
                                           tok));
     }

@@ -43,7 +43,9 @@ class AreaAlloc {
 }  // namespace
 
 std::vector<Area> Layout::areas() const {
-  return {sres, ssq, xn, rstd, xrdy, logit, routeA, mid, upf, tabDump, marks, attn, ffn, faults};
+  std::vector<Area> a{sres, ssq, xn, rstd, xrdy, logit, routeA, mid, upf, tabDump, marks, attn, ffn, faults};
+  if (oproj) a.insert(a.begin() + 11, opart);  // after MARKS, the last scratch area
+  return a;
 }
 std::vector<Pool> Layout::pools() const {
   std::vector<Pool> p{red, tab, contrib};
@@ -52,7 +54,7 @@ std::vector<Pool> Layout::pools() const {
 }
 std::vector<Placement> Layout::placements() const { return {push, reduce, norm, router, route, table, up, down, final}; }
 
-Layout Layout::make(const ModelConfig& cfg, int rows, int tp) {
+Layout Layout::make(const ModelConfig& cfg, int rows, int tp, FfnInput input) {
   const std::string where = "minimax_m3 layout";
   cfg.validate(where);
   if (rows < 1 || rows > cfg.maxRows)
@@ -79,6 +81,20 @@ Layout Layout::make(const ModelConfig& cfg, int rows, int tp) {
   const int64_t taskCount = cfg.hidden / kTaskColumns;
   L.push = Placement{"push", taskCount, 0};
   L.reduce = Placement{"reduce", taskCount, 0};
+
+  if (input == FfnInput::Attn) {
+    const int width = cfg.heads * cfg.headDim;
+    if (width % tp != 0)
+      throw InputError(where, fmt::format("o_proj in the launch: heads x head_dim = {} x {} = {} does not divide by "
+                                          "TP = {}",
+                                          cfg.heads, cfg.headDim, width, tp));
+    if ((width / tp) % 128 != 0)
+      throw InputError(where, fmt::format("o_proj in the launch: heads x head_dim / TP = {} is not a multiple of 128 "
+                                          "(the GEMM's 4 K parts of 32-K MFMA steps)",
+                                          width / tp));
+    L.oproj = true;
+    L.attnWidth = width / tp;
+  }
 
   AreaAlloc scratch("scratch");
   L.sres = scratch.bytes("SRES", int64_t{rows} * cfg.hidden * 4,
@@ -116,6 +132,10 @@ Layout Layout::make(const ModelConfig& cfg, int rows, int tp) {
                             "i32: CTA 0's slot table (count, expert[], count[], row[][16], pick[][16]) for checks");
   L.marks = scratch.pairs("MARKS", cfg.blocks, false,
                           "pairs [blocks]: CTA b's mark (value and tag: the launch's tag) once its work is done");
+  // last, so that every other area has the same offset with either input
+  if (L.oproj)
+    L.opart = scratch.bytes("OPART", int64_t{rows} * cfg.hidden * 2,
+                            "bf16 [S][hidden]: this rank's o_proj partial as push sent it (for checks)");
   L.scratchBytes = scratch.end();
 
   AreaAlloc sym("sym");

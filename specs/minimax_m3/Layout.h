@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "specs/minimax_m3/Knobs.h"
 #include "specs/minimax_m3/ModelConfig.h"
 #include "specs/minimax_m3/MoeTiling.h"
 
@@ -75,6 +76,12 @@ struct Layout {
   Placement final;   // hidden / 32 tasks: FFN in rank order -> out
   MoeTiling tiling;
 
+  // --- o_proj in the launch (input=attn, StageOproj.cpp): the attention rows are attnWidth
+  // (heads x head_dim / TP) wide; OPART, bf16 [S][hidden] in scratch, holds this rank's o_proj
+  // partial as push computed and sent it (for checks: push never reads it back) ---
+  bool oproj = false;
+  int attnWidth = 0;
+  Area opart;
   // --- per-rank scratch ("scratch"): SRES f32 [S][hidden], SSQ pairs [S][reduce tasks] ---
   Area sres, ssq;
   int64_t scratchBytes = 0;
@@ -129,8 +136,10 @@ struct Layout {
   int experts = 0, topk = 0;
 
   /// The layout of (S, TP) on cfg. Throws InputError listing the allowed values on a bad S or TP
-  /// (S in 1..cfg.maxRows, TP in {1, 2, 4, 8}) or a config the tiling does not fit.
-  static Layout make(const ModelConfig& cfg, int rows, int tp);
+  /// (S in 1..cfg.maxRows, TP in {1, 2, 4, 8}) or a config the tiling does not fit; with
+  /// input Attn, also when heads x head_dim does not divide by TP or its share is not a multiple
+  /// of 128 (the o_proj GEMM's 4 K parts of 32-K MFMA steps).
+  static Layout make(const ModelConfig& cfg, int rows, int tp, FfnInput input = FfnInput::Part);
 };
 
 }  // namespace monogen::specs::minimax_m3

@@ -78,6 +78,11 @@ constexpr IntField kFirstSparse{"first_k_dense_replace", 0, 1023, 1, "below num_
 // not read from config.json: the launch is written for 512 threads; S is 1..16 (a slot's 16
 // columns are the MFMA's 16 columns, a row mask an i32's bits).
 constexpr IntField kThreads{"threads", 512, 512, 1, "the launch is written for 512 threads a CTA"};
+// attention: o_proj's input is heads x head_dim wide (MiniMax-M3: 64 x 128). Only the launch with
+// o_proj inside reads them (Layout: heads x head_dim / TP a multiple of 128, the GEMM's 4 K parts
+// of 32-K MFMA steps); the bounds are a sanity range.
+constexpr IntField kHeads{"num_attention_heads", 1, 256, 1, "a sanity bound"};
+constexpr IntField kHeadDim{"head_dim", 1, 512, 1, "a sanity bound (Layout checks the width a rank)"};
 constexpr IntField kMaxRows{"maxRows", 1, 16, 1, "a slot's columns are the MFMA's 16"};
 constexpr int64_t kMaxMoeLayerFreq = 1024;
 
@@ -151,6 +156,8 @@ void check(const ModelConfig& c, const std::string& where, const Names& n) {
   intField(c.blocks, kBlocks, kBlocks.name);
   intField(c.threads, kThreads, kThreads.name);
   intField(c.maxRows, kMaxRows, kMaxRows.name);
+  intField(c.heads, kHeads, kHeads.name);
+  intField(c.headDim, kHeadDim, kHeadDim.name);
   intField(c.layers, kLayers, kLayers.name);
   intField(c.firstSparseLayer, kFirstSparse, kFirstSparse.name);
   numField(c.rmsEps, kEps);
@@ -319,14 +326,17 @@ ModelConfig ModelConfig::reduced() {
   c.experts = 16;
   c.intermediate = 768;
   c.blocks = 32;
+  c.heads = 16;
+  c.headDim = 64;
   return c;
 }
 
 std::string ModelConfig::canonical() const {
   return fmt::format(
-      "hidden={} experts={} topk={} shared={} inter={} scale={} eps={} limit={} alpha={} blocks={} threads={}",
+      "hidden={} experts={} topk={} shared={} inter={} scale={} eps={} limit={} alpha={} blocks={} threads={} "
+      "heads={} head_dim={}",
       hidden, experts, topk, sharedExperts, intermediate, routedScale, rmsEps, swigluLimit, swigluAlpha, blocks,
-      threads);
+      threads, heads, headDim);
 }
 
 void ModelConfig::validate(const std::string& where) const {
@@ -372,6 +382,8 @@ ModelConfig ModelConfig::fromHfJsonText(const std::string& text, const std::stri
   const bool haveLayers = r.readInt({"num_hidden_layers"}, kLayers, c.layers, false);
   const bool haveFirst = r.readInt({"first_k_dense_replace"}, kFirstSparse, c.firstSparseLayer, false);
   r.readInt({"monogen_blocks"}, kBlocks, c.blocks, false);
+  r.readInt({"num_attention_heads"}, kHeads, c.heads, false);
+  r.readInt({"head_dim"}, kHeadDim, c.headDim, false);
   r.readNum(kScale, c.routedScale);
   r.readNum(kEps, c.rmsEps);
   r.readNum(kLimit, c.swigluLimit);

@@ -24,10 +24,13 @@ struct ModelConfig {
   int blocks = 256;           // CTAs of the persistent grid (MI350X/MI355X: 256 CUs)
   int threads = 512;          // threads a CTA
   int maxRows = 16;           // S is 1..maxRows
+  int heads = 64;             // num_attention_heads: o_proj's input is heads x headDim wide
+  int headDim = 128;          // head_dim (heads x headDim / TP a rank, with o_proj in the launch)
 
   /// MiniMax-M3.1-Flash on MI350X.
   static ModelConfig flash() { return {}; }
-  /// A scaled-down config for fast tests: hidden 1536, 16 experts, intermediate 768, 32 CTAs.
+  /// A scaled-down config for fast tests: hidden 1536, 16 experts, intermediate 768, 32 CTAs,
+  /// 16 heads of 64 (o_proj's input 1024 wide: 128 a rank at TP 8).
   static ModelConfig reduced();
   /// Reads a Hugging Face config.json (a MiniMax-M3 text config, or a wrapper whose
   /// "text_config" is one). Every field it reads is checked when the file is loaded: its JSON
@@ -43,6 +46,8 @@ struct ModelConfig {
 
   int expertsWithShared() const { return experts + sharedExperts; }
   int interPerRank(int tp) const { return intermediate / tp; }
+  /// o_proj's input width on a rank: heads x headDim / TP (Layout refuses a TP it does not divide).
+  int attnWidth(int tp) const { return heads * headDim / tp; }
   /// Throws InputError (where = `where`) unless every field is in its range (the bounds and
   /// why are in ModelConfig.cpp).
   void validate(const std::string& where) const;

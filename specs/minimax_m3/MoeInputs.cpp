@@ -15,6 +15,7 @@
 #include "specs/minimax_m3/Layout.h"
 #include "specs/minimax_m3/MoeReference.h"
 #include "specs/minimax_m3/MoeTiling.h"
+#include "specs/minimax_m3/OprojReference.h"
 #include "specs/minimax_m3/Reference.h"
 #include "specs/minimax_m3/WeightContract.h"
 
@@ -358,6 +359,7 @@ std::string LaunchInputOptions::describe() const {
   if (nanLogits) s += " nan-logits";
   if (sameExpert) s += " same-expert";
   if (distinctPerToken) s += " distinct-per-token";
+  if (oproj) s += " oproj";
   return s;
 }
 
@@ -367,12 +369,71 @@ std::vector<int> steeredExperts(const ModelConfig& cfg, int S, int TP, uint64_t 
   return c;
 }
 
+/// o_proj's inputs (LaunchInputOptions::oproj) into m, replacing part.rR by their o_proj partial
+/// (OprojReference: the quant, then the GEMM). Values: attention rows about N(0, 1), rows
+/// t % 4 == 3 scaled by 2^-100 (small amax) and row 2 all zero when S >= 3 (inv = 0); a few
+/// elements a row of magnitude 4 .. 16 (the row's amax: not a power of two, so amax x f32(1/448)
+/// and rcp round) and bf16 subnormals. The logical weight
+/// [hidden, heads head_dim] is uniform over the e4m3fn codes but NaN, a function of (seed,
+/// channel, column) so every TP splits the same model (rank r: columns r K .. (r + 1) K - 1),
+/// (16,16)-shuffled; w_scale puts each partial at about N(0, 1/(4 TP)) as the free parts are.
+void addOprojInputs(const ModelConfig& cfg, int S, int TP, uint64_t seed, TensorMap& m) {
+  const Layout L = Layout::make(cfg, S, TP, FfnInput::Attn);  // refuses a width TP does not divide
+  const int H = cfg.hidden;
+  const int64_t K = L.attnWidth, KT = K * TP;
+  double ms = 0;  // mean square of the codes used
+  for (uint32_t c = 0; c < 256; ++c)
+    if ((c & 0x7f) != 0x7f) ms += std::pow(static_cast<double>(num::fp8E4m3ToF32(c)), 2) / 254.0;
+  HostTensor ws = HostTensor::zeros(DType::F32, {H});
+  {
+    Rng g = stream(seed, 21);
+    const float partStd = 0.5f / std::sqrt(static_cast<float>(TP));
+    for (int n = 0; n < H; ++n)
+      ws.as<float>()[n] = static_cast<float>(partStd / std::sqrt(ms * static_cast<double>(KT))) * (0.5f + g.uniform());
+  }
+  std::vector<std::vector<uint8_t>> wRank(static_cast<size_t>(TP), std::vector<uint8_t>(static_cast<size_t>(H) * K));
+  for (int n = 0; n < H; ++n) {
+    Rng g = stream(seed, 1000 + static_cast<uint64_t>(n));
+    for (int64_t k = 0; k < KT; ++k) {
+      uint8_t c = static_cast<uint8_t>(g.next() >> 56);
+      if ((c & 0x7f) == 0x7f) c ^= 1;  // no NaN weights
+      wRank[k / K][n * K + k % K] = c;
+    }
+  }
+  Rng g = stream(seed, 22);
+  for (int r = 0; r < TP; ++r) {
+    std::vector<float> x(static_cast<size_t>(S) * K);
+    for (int t = 0; t < S; ++t)
+      for (int64_t k = 0; k < K; ++k) {
+        float v = g.normal();
+        if (k % 97 == 5) v = ((g.next() & 1) ? 1.0f : -1.0f) * (4.0f + 12.0f * g.uniform());  // the row's amax
+        if (k % 101 == 7) v = std::ldexp(g.normal(), -130);  // a bf16 subnormal
+        if (t % 4 == 3) v = std::ldexp(v, -100);
+        if (S >= 3 && t == 2) v = 0.0f;
+        x[static_cast<size_t>(t) * K + k] = v;
+      }
+    HostTensor attn = bf16Of(x, {S, K});
+    const std::vector<uint8_t> w = shuffle16x16(wRank[r].data(), H, K);
+    const QuantRows q = quantizeRows(attn.as<uint16_t>(), S, K);
+    const std::vector<uint16_t> part = oprojPartial(q, w.data(), ws.as<float>(), S, K, H);
+    HostTensor p = HostTensor::zeros(DType::BF16, {S, H});
+    std::memcpy(p.data.data(), part.data(), p.data.size());
+    HostTensor wt = HostTensor::zeros(DType::U8, {H, K});
+    std::memcpy(wt.data.data(), w.data(), w.size());
+    m[rankName("attn", r)] = std::move(attn);
+    m[rankName("wo", r)] = std::move(wt);
+    m[rankName("part", r)] = std::move(p);
+  }
+  m["wo_scale"] = std::move(ws);
+}
+
 TensorMap makeLaunchInputs(const ModelConfig& cfg, int S, int TP, uint64_t seed, const LaunchInputOptions& opt) {
   const RoutingPlan p = planRouting(cfg, S, TP, seed, opt);
   const int H = cfg.hidden, E = cfg.experts, K = cfg.topk;
   if (opt.values == InputValues::EdgeCases) {
     TensorMap m = makeInputs(cfg, S, TP, seed);
     m["slots"] = slotsOf(S, opt);
+    if (opt.oproj) addOprojInputs(cfg, S, TP, seed, m);
     addAllReduceResults(S, TP, H, m);
     edgeCaseMoe(cfg, TP, seed, opt, m);
     return m;
@@ -397,6 +458,7 @@ TensorMap makeLaunchInputs(const ModelConfig& cfg, int S, int TP, uint64_t seed,
     m["res_in"] = bf16Of(res, {S, H});
   }
   m["slots"] = slotsOf(S, opt);
+  if (opt.oproj) addOprojInputs(cfg, S, TP, seed, m);
   addAllReduceResults(S, TP, H, m);
 
   // ---- norm weight: bf16 in [-1/8, 1/8) ----

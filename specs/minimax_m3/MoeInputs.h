@@ -4,7 +4,8 @@
 // struct (LaunchInputOptions) for every caller: the CLI, the executor checks, the Sim tests.
 //
 // The tensors (names as moeReference's `in` and the Sim harness take them):
-//   part.rR   BF16 [S, hidden]   rank R's o_proj partial (R = 0 .. TP-1)
+//   part.rR   BF16 [S, hidden]   rank R's o_proj partial (R = 0 .. TP-1); with opt.oproj derived
+//                                from attn.rR, wo.rR, wo_scale (OprojReference.h)
 //   res_in    BF16 [S, hidden]   the residual
 //   slots     I64  [S]           a valid row's slot (its row index); padded rows -1
 //   sres      F32  [S, hidden]   \ what push + reduce leave (referenceAllReduce of the parts and
@@ -85,6 +86,11 @@ struct LaunchInputOptions {
   /// The layout s13.rR / s2.rR are held in (and declare): the variant's scales knob. The values
   /// are the same logical model either way. Not in describe() (the saved launch names it apart).
   ScaleLayout scales = ScaleLayout::E8m0Shuffle;
+  /// o_proj in the launch (input=attn): adds attn.rR BF16 [S, heads head_dim / TP], wo.rR U8
+  /// [hidden, heads head_dim / TP] (e4m3fn, (16,16)-shuffled) and wo_scale F32 [hidden], and
+  /// part.rR becomes their o_proj partial (OprojReference.h), so sres / ssq and every reference
+  /// downstream follow the chain quant -> GEMM -> the rest. In describe() as "oproj".
+  bool oproj = false;
   /// "natural", "experts=8 padded=2 ties ...", "edge-cases padded-at=0,3" (for messages and
   /// safetensors metadata).
   std::string describe() const;

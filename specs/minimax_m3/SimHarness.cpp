@@ -16,6 +16,7 @@
 #include "specs/minimax_m3/Reference.h"
 #include "specs/minimax_m3/Sites.h"
 #include "specs/minimax_m3/Spec.h"
+#include "specs/minimax_m3/WeightContract.h"
 
 namespace monogen::specs::minimax_m3 {
 
@@ -69,14 +70,14 @@ TensorMap moeReferenceOutputs(const ModelConfig& cfg, int rows, int tp, const Te
 }
 
 SimSession::SimSession(const ModelConfig& cfg, const ir::Key& key)
-    : cfg_(cfg), plan_(buildPlan(cfg, key)), layout_(Layout::make(cfg, plan_.key.rows, plan_.key.tp)),
+    : cfg_(cfg), plan_(buildPlan(cfg, key)), layout_(Layout::make(cfg, plan_.key.rows, plan_.key.tp, knobsOf(plan_.key).input)),
       own_(std::make_unique<runtime::SimDeviceAdapter>()), dev_(own_.get()) {
   allocate();
 }
 
 SimSession::SimSession(const ModelConfig& cfg, const ir::Key& key, runtime::Device& device,
                        runtime::CodeObjectBytes code)
-    : cfg_(cfg), plan_(buildPlan(cfg, key)), layout_(Layout::make(cfg, plan_.key.rows, plan_.key.tp)),
+    : cfg_(cfg), plan_(buildPlan(cfg, key)), layout_(Layout::make(cfg, plan_.key.rows, plan_.key.tp, knobsOf(plan_.key).input)),
       dev_(&device), code_(std::move(code)) {
   if (dev_->runsCodeObjects() && code_.empty()) code_ = codegen::compile(plan_).bytes;
   allocate();
@@ -121,7 +122,13 @@ void SimSession::allocate() {
   for (int r = 0; r < L.tp; ++r) bufs_[r].sym = mem.alloc(r, L.symBytes, rankName("sym", r));
   for (int r = 0; r < L.tp; ++r) {
     RankBuffers& b = bufs_[r];
-    b.part = mem.alloc(r, rowBytes, rankName("part", r));
+    if (L.oproj) {
+      b.attn = mem.alloc(r, plan_.arg(arg::kAttn).bytes(), rankName("attn", r));
+      b.wo = mem.alloc(r, plan_.arg(arg::kWo).bytes(), rankName("wo", r));
+      b.woScale = mem.alloc(r, plan_.arg(arg::kWoScale).bytes(), rankName("wo_scale", r));
+    } else {
+      b.part = mem.alloc(r, rowBytes, rankName("part", r));
+    }
     b.resIn = mem.alloc(r, rowBytes, rankName("res_in", r));
     b.resOut = mem.alloc(r, rowBytes, rankName("res_out", r));
     b.scratch = mem.alloc(r, L.scratchBytes, rankName("scratch", r));
@@ -173,7 +180,15 @@ SimRun SimSession::launch(const TensorMap& inputs, const runtime::SimOptions& op
   std::vector<runtime::RankArgs> ranks;
   for (int r = 0; r < L.tp; ++r) {
     const RankBuffers& b = bufs_[r];
-    dev.upload(r, b.part, need(inputs, rankName("part", r), DType::BF16, shape).data.data(), rowBytes);
+    if (L.oproj) {  // o_proj in the launch: its input, weight and scales (part.rR is not read)
+      checkOprojCopy(cfg_, L.tp, inputs, r);  // refuses a layer without the rowwise-FP8 copy
+      const int64_t H = L.hidden, A = L.attnWidth;
+      dev.upload(r, b.attn, need(inputs, rankName("attn", r), DType::BF16, {L.rows, A}).data.data(), L.rows * A * 2);
+      dev.upload(r, b.wo, need(inputs, rankName("wo", r), DType::U8, {H, A}).data.data(), H * A);
+      dev.upload(r, b.woScale, need(inputs, "wo_scale", DType::F32, {H}).data.data(), H * 4);
+    } else {
+      dev.upload(r, b.part, need(inputs, rankName("part", r), DType::BF16, shape).data.data(), rowBytes);
+    }
     dev.upload(r, b.resIn, res.data.data(), rowBytes);
     zero(r, b.err, 8);  // each launch is judged alone: its error word starts at no failure
     const int32_t inject[2] = {params.injectRank >= 0 ? params.injectRank + 1 : 0, params.injectTicks};
@@ -209,7 +224,6 @@ SimRun SimSession::launch(const TensorMap& inputs, const runtime::SimOptions& op
     if (r == 0) run.tag = tag;
     using runtime::LaunchArg;
     ranks.push_back({
-        {arg::kPart, LaunchArg::tensor(b.part, DType::BF16, shape)},
         {arg::kResIn, LaunchArg::tensor(b.resIn, DType::BF16, shape)},
         {arg::kResOut, LaunchArg::tensor(b.resOut, DType::BF16, shape)},
         {arg::kScratch, LaunchArg::tensor(b.scratch, DType::U8, {L.scratchBytes})},
@@ -223,6 +237,13 @@ SimRun SimSession::launch(const TensorMap& inputs, const runtime::SimOptions& op
         {arg::kInject, LaunchArg::tensor(b.inject, DType::I32, {2})},
     });
     if (b.trace) ranks.back()[arg::kTrace] = LaunchArg::tensor(b.trace, DType::I64, plan_.arg(arg::kTrace).shape);
+    if (L.oproj) {
+      ranks.back()[arg::kAttn] = LaunchArg::tensor(b.attn, DType::BF16, {L.rows, L.attnWidth});
+      ranks.back()[arg::kWo] = LaunchArg::tensor(b.wo, DType::U8, {L.hidden, L.attnWidth});
+      ranks.back()[arg::kWoScale] = LaunchArg::tensor(b.woScale, DType::F32, {L.hidden});
+    } else {
+      ranks.back()[arg::kPart] = LaunchArg::tensor(b.part, DType::BF16, shape);
+    }
     for (const char* n : kMoeArgs) {
       const ir::KernelArg& ka = plan_.arg(n);
       ranks.back()[n] = LaunchArg::tensor(b.moe.at(n), dtypeOf(ka.elem), ka.shape);
@@ -245,6 +266,7 @@ SimRun SimSession::launch(const TensorMap& inputs, const runtime::SimOptions& op
     };
     run.outputs[rankName("res_out", r)] = copy(b.resOut, DType::BF16, shape);
     run.outputs[rankName("sres", r)] = copy(b.scratch + L.sres.offset, DType::F32, shape);
+    if (L.oproj) run.outputs[rankName("opart", r)] = copy(b.scratch + L.opart.offset, DType::BF16, shape);
     HostTensor ssq = HostTensor::zeros(DType::F32, {L.rows, tasks});
     HostTensor ssqTag = HostTensor::zeros(DType::I32, {L.rows, tasks});
     const std::vector<uint8_t> pairBytes = read(r, b.scratch + L.ssq.offset, L.ssq.bytes);

@@ -6,7 +6,10 @@
 // Tensor names: inputs "part.r<r>" (bf16 [S, hidden], rank r's o_proj partial) and "res_in"
 // (bf16 [S, hidden]); outputs "res_out.r<r>" (bf16 [S, hidden]), "sres.r<r>" (f32 [S, hidden]),
 // "ssq.r<r>" (f32 [S, hidden / 32], the SSQ pairs' values), "ssq_tag.r<r>" (i32, their tags)
-// and "err.r<r>" (i32 [2]: the error word and the failure count).
+// and "err.r<r>" (i32 [2]: the error word and the failure count). With input=attn (o_proj in the
+// launch) the inputs are "attn.r<r>", "wo.r<r>" and "wo_scale" instead of "part.r<r>"
+// (makeLaunchInputs with oproj), and "opart.r<r>" (bf16 [S, hidden], OPART) is read back: the
+// o_proj partial rank r's push sent.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -112,7 +115,7 @@ class SimSession {
 
  private:
   struct RankBuffers {
-    uint64_t part = 0, resIn = 0, resOut = 0, scratch = 0, sym = 0, peers = 0, err = 0, lost = 0;
+    uint64_t part = 0, attn = 0, wo = 0, woScale = 0, resIn = 0, resOut = 0, scratch = 0, sym = 0, peers = 0, err = 0, lost = 0;
     uint64_t epoch = 0, inject = 0, trace = 0;
     std::map<std::string, uint64_t> moe;  // the MoE's arguments by name
   };
@@ -169,6 +172,7 @@ struct OutputWriter {
   const char* stage;
 };
 inline constexpr OutputWriter kOutputWriters[] = {
+    {"opart", "push"},  // input=attn: the o_proj partial push sent (OPART)
     {"res_out", "reduce"},     {"sres", "reduce"},       {"ssq", "reduce"},      {"ssq_tag", "reduce"},
     {"rstd", "norm"},          {"xn", "norm"},           {"picks", "route"},     {"weights", "route"},
     {"slot_expert", "table"},  {"slot_count", "table"},  {"slot_row", "table"},  {"slot_pick", "table"},

@@ -5,6 +5,7 @@
 #include "ir/Error.h"
 #include "specs/minimax_m3/KernelContext.h"
 #include "specs/minimax_m3/Layout.h"
+#include "specs/minimax_m3/OprojReference.h"
 #include "specs/minimax_m3/Sites.h"
 #include "specs/minimax_m3/Stages.h"
 
@@ -60,10 +61,19 @@ KernelArg scalarArg(std::string name, Scalar elem, std::string doc) {
 }
 
 std::vector<KernelArg> kernelArgs(const Layout& L, ScaleLayout scales) {
-  const int64_t S = L.rows, H = L.hidden, E1 = L.experts + 1, IP = L.tiling.interPerRank;
+  const int64_t S = L.rows, H = L.hidden, E1 = L.experts + 1, IP = L.tiling.interPerRank, A = L.attnWidth;
   const std::string sl = scaleLayoutName(scales);
-  return {
-      ptrArg(arg::kPart, Scalar::BF16, {S, H}, ArgRole::Input, 16, "bf16 [S, hidden]: this rank's o_proj partial"),
+  std::vector<KernelArg> in;
+  if (L.oproj) {
+    in = {ptrArg(arg::kAttn, Scalar::BF16, {S, A}, ArgRole::Input, 16,
+                 "bf16 [S, heads head_dim / TP]: this rank's attention rows, o_proj's input"),
+          ptrArg(arg::kWo, Scalar::I8, {H, A}, ArgRole::Weight, 16,
+                 "e4m3fn [hidden, heads head_dim / TP]: o_proj's rowwise-FP8 weight, AITER (16,16)-shuffled"),
+          ptrArg(arg::kWoScale, Scalar::F32, {H}, ArgRole::Weight, 16, "f32 [hidden]: its scale per output channel")};
+  } else {
+    in = {ptrArg(arg::kPart, Scalar::BF16, {S, H}, ArgRole::Input, 16, "bf16 [S, hidden]: this rank's o_proj partial")};
+  }
+  std::vector<KernelArg> rest = {
       ptrArg(arg::kResIn, Scalar::BF16, {S, H}, ArgRole::Input, 16, "bf16 [S, hidden]: the residual stream in"),
       ptrArg(arg::kResOut, Scalar::BF16, {S, H}, ArgRole::Output, 16,
              "bf16 [S, hidden]: the all-reduced attention output + residual"),
@@ -95,6 +105,8 @@ std::vector<KernelArg> kernelArgs(const Layout& L, ScaleLayout scales) {
       ptrArg(arg::kSlots, Scalar::I64, {S}, ArgRole::Input, 8, "i64 [S]: a row is valid when its slot >= 0 (padded: -1)"),
       ptrArg(arg::kOut, Scalar::BF16, {S, H}, ArgRole::Output, 16, "bf16 [S, hidden]: the reduced MoE output"),
   };
+  in.insert(in.end(), rest.begin(), rest.end());
+  return in;
 }
 
 }  // namespace
@@ -119,7 +131,7 @@ ir::Plan buildPlan(const ModelConfig& cfg, const ir::Key& keyIn) {
   ir::Key key = checkedKey(cfg, keyIn);
   Layout L;
   try {
-    L = Layout::make(cfg, key.rows, key.tp);
+    L = Layout::make(cfg, key.rows, key.tp, knobsOf(key).input);
   } catch (const InputError& e) {
     throw InputError(key.variantName(), e.what());
   }
@@ -147,7 +159,9 @@ ir::Plan buildPlan(const ModelConfig& cfg, const ir::Key& keyIn) {
   push.tasks = L.push.tasks;
   push.base = L.push.base;
   push.publishes = {{L.attn.name, attnPairs}};
-  push.doc = "this rank's o_proj partial as bf16 pairs (32 columns a task, every row) to every rank's ATTN";
+  push.doc = L.oproj ? "o_proj: every row's per-token FP8 quant, then the rowwise-FP8 GEMM of the task's 32 columns "
+                       "(v_mfma_f32_16x16x32_fp8_fp8; OPART), as bf16 pairs to every rank's ATTN"
+                     : "this rank's o_proj partial as bf16 pairs (32 columns a task, every row) to every rank's ATTN";
   ir::Stage reduce;
   reduce.name = L.reduce.name;
   reduce.tasks = L.reduce.tasks;
@@ -212,13 +226,22 @@ ir::Plan buildPlan(const ModelConfig& cfg, const ir::Key& keyIn) {
       {"error code", "site | rank << 8 | token << 16 (reduce: site 1, the source rank)"},
       {"moe tiling", L.tiling.describe()},
   };
+  if (L.oproj)
+    plan.facts.push_back({"o_proj", fmt::format("in the launch: K = {} a rank, 2 channel tiles x {} K parts = 8 waves "
+                                                "a push task, {} FP8 MFMA steps a wave",
+                                                L.attnWidth, kOprojKParts, L.attnWidth / 32 / kOprojKParts)});
 
   plan.kernel.name = "monogen_minimax_m3_ffn";
   ir::Builder b(plan.kernel);
   KernelContext c(cfg, L, plan, b);
   c.stage(plan.stageIndex(L.push.name), [&] {
     c.loadPeers();
-    c.forEachTask(L.push, [&](ir::Val t) { stagePush(c, t); });
+    if (L.oproj) {
+      oprojTokenScales(c);
+      c.forEachTask(L.push, [&](ir::Val t) { stageOprojPush(c, t); });
+    } else {
+      c.forEachTask(L.push, [&](ir::Val t) { stagePush(c, t); });
+    }
   });
   c.stage(plan.stageIndex(L.reduce.name),
           [&] { c.forEachTask(L.reduce, [&](ir::Val t) { stageReduce(c, t); }); });

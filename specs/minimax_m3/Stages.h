@@ -10,6 +10,15 @@ namespace monogen::specs::minimax_m3 {
 
 /// push: pairs 16 task .. of this rank's o_proj partial to every rank's ATTN.
 void stagePush(KernelContext& c, ir::Val task);
+/// One thread's push of bf16 pair `pair` (an i32 word) of row t to pair [my rank][t][pair] of every
+/// rank's ATTN, rank order, relaxed at system scope (the pair carries its tag).
+void pushPair(KernelContext& c, ir::Val t, ir::Val pair, ir::Val word);
+/// push with o_proj in the launch (input=attn, StageOproj.cpp), once a CTA that has push tasks,
+/// before them: every row's per-token quant scale and its inverse (LDS).
+void oprojTokenScales(KernelContext& c);
+/// push task `task` with o_proj in the launch: the rowwise-FP8 GEMM of columns 32 task .. for every
+/// row, its bf16 partial to OPART and, as pairs, to every rank's ATTN.
+void stageOprojPush(KernelContext& c, ir::Val task);
 /// reduce: the ranks' pairs 16 task .. in rank order + residual -> res_out, SRES, SSQ.
 void stageReduce(KernelContext& c, ir::Val task);
 /// norm: row `task`'s SSQ parts -> rstd, XN (bf16), XRDY.

@@ -112,9 +112,9 @@ HostTensor holdScales(const HostTensor& logical, ScaleLayout l) {
   return t;
 }
 
-std::vector<ContractEntry> contractEntries(const ModelConfig& cfg, int tp, ScaleLayout l) {
+std::vector<ContractEntry> contractEntries(const ModelConfig& cfg, int tp, ScaleLayout l, FfnInput input) {
   const int64_t e1 = cfg.expertsWithShared(), h = cfg.hidden, ip = cfg.interPerRank(tp);
-  return {
+  std::vector<ContractEntry> e = {
       {"w13", DType::U8, {e1, 2 * ip, h / 2}},
       {"s13", DType::U8, {e1, 2 * ip, heldScaleColumns(h / 32, l)}},
       {"w2", DType::U8, {e1, h, ip / 2}},
@@ -123,21 +123,35 @@ std::vector<ContractEntry> contractEntries(const ModelConfig& cfg, int tp, Scale
       {"bias", DType::F32, {cfg.experts}},
       {"norm_w", DType::BF16, {h}},
   };
+  if (input == FfnInput::Attn) {
+    e.push_back({"wo", DType::U8, {h, cfg.attnWidth(tp)}});
+    e.push_back({"wo_scale", DType::F32, {h}});
+  }
+  return e;
 }
 
 namespace {
 /// checkContract with `find(name)` naming where contract tensor `name` is (nullptr: missing).
 template <class Find>
-void checkContractWith(const ModelConfig& cfg, int tp, ScaleLayout l, const Find& find) {
+void checkContractWith(const ModelConfig& cfg, int tp, ScaleLayout l, FfnInput input, const Find& find,
+                       bool oprojOnly = false) {
   if (tp < 1 || cfg.intermediate % tp != 0 || (cfg.intermediate / tp) % 32 != 0)
     throw InputError("weight contract", fmt::format("TP {}: I / TP must be a multiple of 32 (I = {})", tp,
                                                     cfg.intermediate));
-  for (const ContractEntry& e : contractEntries(cfg, tp, l)) {
+  if (input == FfnInput::Attn && (cfg.heads * cfg.headDim) % tp != 0)
+    throw InputError("weight contract", fmt::format("TP {}: heads x head_dim = {} x {} does not divide by TP", tp,
+                                                    cfg.heads, cfg.headDim));
+  for (const ContractEntry& e : contractEntries(cfg, tp, l, input)) {
+    if (oprojOnly && e.name.rfind("wo", 0) != 0) continue;
     const std::string where = "weight contract: " + e.name;
     const auto [found, name] = find(e.name);
     if (!found)
-      throw InputError(where, fmt::format("missing tensor '{}' (expected {} {})", name,
-                                          runtime::dtypeName(e.dtype), shapeText(e.shape)));
+      throw InputError(where, fmt::format("missing tensor '{}' (expected {} {}){}", name, runtime::dtypeName(e.dtype),
+                                          shapeText(e.shape),
+                                          e.name.rfind("wo", 0) == 0
+                                              ? ": the layer has no rowwise-FP8 copy of o_proj (SGLang's _ptpc_weight "
+                                                "/ _ptpc_scale), which o_proj in the launch (input=attn) reads"
+                                              : ""));
     const HostTensor& t = *found;
     if (t.dtype != e.dtype || t.shape != e.shape)
       throw InputError(where, fmt::format("tensor '{}': expected {} {}, given {} {}", e.name,
@@ -152,20 +166,31 @@ void checkContractWith(const ModelConfig& cfg, int tp, ScaleLayout l, const Find
 }
 }  // namespace
 
-void checkContract(const ModelConfig& cfg, int tp, const TensorMap& w, ScaleLayout l) {
-  checkContractWith(cfg, tp, l, [&](const std::string& n) {
+void checkContract(const ModelConfig& cfg, int tp, const TensorMap& w, ScaleLayout l, FfnInput input) {
+  checkContractWith(cfg, tp, l, input, [&](const std::string& n) {
     auto it = w.find(n);
     return std::pair{it == w.end() ? nullptr : &it->second, n};
   });
 }
 
-void checkContract(const ModelConfig& cfg, int tp, const TensorMap& launch, int rank, ScaleLayout l) {
-  checkContractWith(cfg, tp, l, [&](const std::string& n) {
-    const bool perRank = n == "w13" || n == "s13" || n == "w2" || n == "s2";
-    const std::string name = perRank ? n + ".r" + std::to_string(rank) : n;
-    auto it = launch.find(name);
-    return std::pair{it == launch.end() ? nullptr : &it->second, name};
-  });
+namespace {
+/// Where contract tensor n of rank `rank` is in a launch's map (nullptr: missing), and its name there.
+std::pair<const HostTensor*, std::string> inLaunch(const TensorMap& launch, const std::string& n, int rank) {
+  const bool perRank = n == "w13" || n == "s13" || n == "w2" || n == "s2" || n == "wo";
+  const std::string name = perRank ? n + ".r" + std::to_string(rank) : n;
+  auto it = launch.find(name);
+  return {it == launch.end() ? nullptr : &it->second, name};
+}
+}  // namespace
+
+void checkContract(const ModelConfig& cfg, int tp, const TensorMap& launch, int rank, ScaleLayout l,
+                   FfnInput input) {
+  checkContractWith(cfg, tp, l, input, [&](const std::string& n) { return inLaunch(launch, n, rank); });
+}
+
+void checkOprojCopy(const ModelConfig& cfg, int tp, const TensorMap& launch, int rank) {
+  // the scale layout is never read: only wo / wo_scale are checked
+  checkContractWith(cfg, tp, ScaleLayout::E8m0Shuffle, FfnInput::Attn, [&](const std::string& n) { return inLaunch(launch, n, rank); }, true);
 }
 
 ScaleLayout launchScaleLayout(const TensorMap& launch, int rank) {

@@ -121,6 +121,12 @@ std::vector<uint8_t> shuffle16x16(const uint8_t* rowMajor, int64_t rows, int64_t
 /// The inverse: shuffled -> row-major.
 std::vector<uint8_t> unshuffle16x16(const uint8_t* shuffled, int64_t rows, int64_t kBytes);
 
+/// (The `input` knob, Knobs.h.) The launch's input (issue 12): Attn, the attention rows (bf16 [S, heads head_dim / TP]) with
+/// the rowwise-FP8 o_proj weight, o_proj's per-token quant and GEMM run on the push CTAs
+/// (StageOproj.cpp); Part, the old input, this rank's unreduced o_proj partial (bf16 [S, hidden]).
+enum class FfnInput { Part = 0, Attn = 1 };
+const char* ffnInputName(FfnInput i);  // "part", "attn"
+
 // ---------------------------------------------------------------- scales
 /// The storage layout of the e8m0 scales s13 / s2 (the `scales` knob; see the header comment).
 enum class ScaleLayout { E8m0Shuffle = 0, RowMajor = 1 };
@@ -170,14 +176,30 @@ struct ContractEntry {
   std::vector<int64_t> shape;
 };
 /// The tensors of one rank's contract with scales in layout l, in the order of the header comment.
-std::vector<ContractEntry> contractEntries(const ModelConfig& cfg, int tp, ScaleLayout l);
+/// With o_proj in the launch (input Attn) also o_proj's rowwise-FP8 copy, SGLang's _ptpc_weight /
+/// _ptpc_scale:
+///   wo        U8   [hidden, heads head_dim / TP]  e4m3fn (OCP), AITER (16,16)-shuffled as its
+///                                                 smallm_fp8_gemm takes it: the same byte layout
+///                                                 as fp4x2's (shuffledOffset16x16 with kBytes = K;
+///                                                 one 16 x 32-byte tile is one FP8 MFMA step's A)
+///   wo_scale  F32  [hidden]                       the scale per output channel (every rank alike)
+/// Rank r holds columns r K .. (r + 1) K - 1 of the logical weight (K = heads head_dim / TP).
+std::vector<ContractEntry> contractEntries(const ModelConfig& cfg, int tp, ScaleLayout l,
+                                           FfnInput input = FfnInput::Part);
 /// Checks `w` holds every contract tensor with its dtype, shape and byte size, and that s13 and
 /// s2 declare layout l (HostTensor::layout). Throws InputError (where = "weight contract:
-/// <tensor>") naming the tensor, expected and given.
-void checkContract(const ModelConfig& cfg, int tp, const runtime::TensorMap& w, ScaleLayout l);
-/// The same check on a launch's map: rank `rank`'s expert tensors under their rank names
-/// ("w13.r<rank>" ..), the shared ones (router_w, bias, norm_w) under their own. Nothing is copied.
-void checkContract(const ModelConfig& cfg, int tp, const runtime::TensorMap& launch, int rank, ScaleLayout l);
+/// <tensor>") naming the tensor, expected and given; a missing wo / wo_scale says the layer has
+/// no rowwise-FP8 o_proj copy.
+void checkContract(const ModelConfig& cfg, int tp, const runtime::TensorMap& w, ScaleLayout l,
+                   FfnInput input = FfnInput::Part);
+/// The same check on a launch's map: rank `rank`'s expert tensors (and wo) under their rank names
+/// ("w13.r<rank>" ..), the shared ones (router_w, bias, norm_w, wo_scale) under their own. Nothing
+/// is copied.
+void checkContract(const ModelConfig& cfg, int tp, const runtime::TensorMap& launch, int rank, ScaleLayout l,
+                   FfnInput input = FfnInput::Part);
+/// The o_proj part alone (wo.r<rank>, wo_scale) of that check: what a launch with o_proj inside
+/// needs even when the harness zeroes missing expert weights.
+void checkOprojCopy(const ModelConfig& cfg, int tp, const runtime::TensorMap& launch, int rank);
 /// The scale layout rank `rank`'s s13 declares in a launch's map (declaredScaleLayout); the
 /// references read whichever is declared and checkContract then holds s2 to the same.
 ScaleLayout launchScaleLayout(const runtime::TensorMap& launch, int rank);
