@@ -226,8 +226,7 @@ Run addCheck(CLI::App& app) {
     }
 
     mm::LaunchInputOptions io;
-    io.scales = mm::knobsOf(key).scales;  // the weights held as the variant reads them
-    io.oproj = mm::knobsOf(key).input == mm::FfnInput::Attn;
+    io.matchVariant(mm::knobsOf(key));  // the weights held as the variant reads them
     const runtime::TensorMap inputs = [&] {
       const mm::RefNumericsScope scope(numerics);  // o_proj's partial (io.oproj) is derived under them
       return mm::makeLaunchInputs(cfg, S, TP, o->seed, io);

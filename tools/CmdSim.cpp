@@ -170,8 +170,7 @@ Run addSim(CLI::App& app) {
       throw InputError("--inject-rank", fmt::format("rank {}: expected -1 (none) or 0..{}", launch.injectRank, TP - 1));
     launch.handshake = launch.handshake || launch.injectRank >= 0;  // the stall happens at the handshake
     mm::LaunchInputOptions io = inputOptionsOf(cfg, S, o->experts, o->paddedRows);
-    io.scales = mm::knobsOf(key).scales;  // the weights held as the variant reads them
-    io.oproj = mm::knobsOf(key).input == mm::FfnInput::Attn;  // attn.rR, wo.rR, wo_scale; part.rR derived
+    io.matchVariant(mm::knobsOf(key));  // scales as it reads them; input=attn: attn.rR, wo.rR, wo_scale
     if (!o->save.empty()) mm::checkSaveDir(o->save, "--save");  // before the launch, not after it
     fmt::print("{} on the Sim device: {} ranks x {} CTAs x {} threads\n", key.variantName(), TP, cfg.blocks,
                cfg.threads);

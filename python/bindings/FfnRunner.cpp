@@ -199,9 +199,11 @@ void FfnRunner::launch(const py::dict& tensors, const py::dict& scalars, uint64_
       key.push_back(static_cast<int64_t>(v.ptr));
     }
   }
-  for (const auto& [name, layout] : mm::argLayouts(plan)) args.at(name).layout = layout;  // opts_.scales, declared
   auto b = bound_.find(key);
-  if (b == bound_.end()) b = bound_.emplace(key, &rt_->bind(S, args)).first;  // checked and packed once
+  if (b == bound_.end()) {  // checked and packed once
+    for (const auto& [name, layout] : mm::argLayouts(plan)) args.at(name).layout = layout;  // opts_.scales, declared
+    b = bound_.emplace(key, &rt_->bind(S, args)).first;
+  }
 
   if (!sim) {
     py::gil_scoped_release nogil;

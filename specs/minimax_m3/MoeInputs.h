@@ -63,6 +63,7 @@
 #include <vector>
 
 #include "runtime/Tensor.h"
+#include "specs/minimax_m3/Knobs.h"
 #include "specs/minimax_m3/ModelConfig.h"
 #include "specs/minimax_m3/WeightContract.h"
 
@@ -91,6 +92,12 @@ struct LaunchInputOptions {
   /// part.rR becomes their o_proj partial (OprojReference.h), so sres / ssq and every reference
   /// downstream follow the chain quant -> GEMM -> the rest. In describe() as "oproj".
   bool oproj = false;
+  /// Holds the tensors as the variant of `k` reads them: scales in k.scales, and the o_proj
+  /// inputs (oproj) when k.input is Attn.
+  void matchVariant(const FfnKnobs& k) {
+    scales = k.scales;
+    oproj = k.input == FfnInput::Attn;
+  }
   /// "natural", "experts=8 padded=2 ties ...", "edge-cases padded-at=0,3" (for messages and
   /// safetensors metadata).
   std::string describe() const;
