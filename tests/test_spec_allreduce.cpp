@@ -60,9 +60,10 @@ bool throwsInputError(const std::function<void()>& f, const std::string& needle)
 TEST_CASE("allreduce layout: every S and TP builds, verifies, and its regions and pools fit", "[spec][layout]") {
   for (const ModelConfig& cfg : {ModelConfig::reduced(), ModelConfig::flash()}) {
     for (int S = 1; S <= 16; ++S)
-      for (int TP : {1, 2, 4, 8}) {
-        INFO(fmt::format("hidden {} S={} TP={}", cfg.hidden, S, TP));
-        const Layout L = Layout::make(cfg, S, TP);
+      for (int TP : {1, 2, 4, 8})
+        for (FfnInput input : {FfnInput::Attn, FfnInput::Part}) {
+        INFO(fmt::format("hidden {} S={} TP={} input={}", cfg.hidden, S, TP, ffnInputName(input)));
+        const Layout L = Layout::make(cfg, S, TP, input);
         REQUIRE(L.push.tasks == cfg.hidden / 32);
         REQUIRE(L.reduce.tasks == cfg.hidden / 32);
         for (const Placement& p : L.placements()) {
@@ -117,9 +118,9 @@ TEST_CASE("allreduce layout: a plan prints and an empty key config is filled in"
 
 TEST_CASE("allreduce layout: bad S, TP and key are rejected with the allowed values", "[spec][layout]") {
   const ModelConfig cfg = ModelConfig::reduced();
-  CHECK(throwsInputError([&] { Layout::make(cfg, 0, 4); }, "expected 1..16"));
-  CHECK(throwsInputError([&] { Layout::make(cfg, 17, 4); }, "expected 1..16"));
-  CHECK(throwsInputError([&] { Layout::make(cfg, 8, 3); }, "expected one of 1, 2, 4, 8"));
+  CHECK(throwsInputError([&] { Layout::make(cfg, 0, 4, FfnInput::Attn); }, "expected 1..16"));
+  CHECK(throwsInputError([&] { Layout::make(cfg, 17, 4, FfnInput::Attn); }, "expected 1..16"));
+  CHECK(throwsInputError([&] { Layout::make(cfg, 8, 3, FfnInput::Attn); }, "expected one of 1, 2, 4, 8"));
   CHECK(throwsInputError([&] { buildPlan(cfg, makeKey(cfg, 0, 4)); }, "expected 1..16"));
   CHECK(throwsInputError([&] { buildPlan(cfg, makeKey(cfg, 17, 1)); }, "expected 1..16"));
   CHECK(throwsInputError([&] { buildPlan(cfg, makeKey(cfg, 8, 3)); }, "expected one of 1, 2, 4, 8"));

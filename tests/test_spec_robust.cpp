@@ -60,7 +60,7 @@ TEST_CASE("robust plan: parity halves, marks, faults and the finish stages verif
         const auto problems = ir::verifyAll(plan);
         INFO((problems.empty() ? std::string() : problems.front()));
         CHECK(problems.empty());
-        const Layout L = Layout::make(cfg, S, TP);
+        const Layout L = Layout::make(cfg, S, TP, knobsOf(key).input);
         CHECK(plan.flag("ATTN").parityHalves);
         CHECK(plan.flag("ATTN").launchPairs() == int64_t{TP} * S * cfg.hidden / 2);
         CHECK(plan.flag("FFN").parityHalves);

@@ -185,9 +185,6 @@ Run addCheck(CLI::App& app) {
       if (o->numerics != "auto" && o->numerics != "ir")
         throw InputError("--per-rank", "compares under the IR's numerics (the Sim's and the GPUs'): --numerics ir or "
                                        "auto");
-      if (o->v.input != "part")  // RankHarness uploads and reads the o_proj partial input only
-        throw InputError("--per-rank", "runs the o_proj partial input only (--input part); --input attn is not "
-                                       "wired into the per-rank harness");
       return checkPerRank(o->device, o->v, cfg, o->seed, o->launches, o->waitSeconds);
     }
     const ir::Key key = keyOf(o->v, cfg, o->v.rows, o->v.tp);

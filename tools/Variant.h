@@ -22,7 +22,7 @@ struct VariantOptions {
   std::string config = "full";
   std::string sum = "all";  // --sum: which expert terms the combine sums (the key's experts knob)
   std::string scales = "e8m0_shuffle";  // --scales: the e8m0 scales' layout (the key's scales knob)
-  std::string input = "part";  // --input: the launch's input, part or attn (o_proj in the launch)
+  std::string input = "attn";  // --input: the launch's input, attn (o_proj in the launch) or part
   bool trace = false;
   int dropMark = -1;
   bool noCache = false;

@@ -25,7 +25,7 @@ std::string FfnKnobs::canonical() const {
   auto add = [&](const std::string& t) { s += (s.empty() ? "" : " ") + t; };
   if (experts != MoeExperts::All) add(fmt::format("experts={}", moeExpertsName(experts)));
   if (scales != ScaleLayout::E8m0Shuffle) add(fmt::format("scales={}", scaleLayoutName(scales)));
-  if (input != FfnInput::Part) add(fmt::format("input={}", ffnInputName(input)));
+  if (input != FfnInput::Attn) add(fmt::format("input={}", ffnInputName(input)));
   if (trace) add("trace=1");
   if (dropMark >= 0) add(fmt::format("drop_mark={}", dropMark));
   if (mutation) add("mutate=" + mutation.canonical());

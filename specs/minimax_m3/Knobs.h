@@ -5,9 +5,10 @@
 // (per-CTA, per-stage timestamps) and the drop-mark fault test (one CTA never marks the launch
 // done), and a test-only mutation of one sync site (Mutation.h; never set outside the race tests).
 // A key carries them as canonical text (ir::Key::knobs): the non-default ones only, as
-// "experts=shared input=attn trace=1 drop_mark=3", so a default variant's key has none. The input
-// knob says what the launch takes: the unreduced o_proj partial (part, the default) or the
-// attention rows with o_proj's quant and GEMM in the launch (attn).
+// "experts=shared input=part trace=1 drop_mark=3", so a default variant's key has none. The input
+// knob says what the launch takes: the attention rows with o_proj's per-token FP8 quant and GEMM
+// in the launch (attn, the default: seed 000, what serving runs), or the unreduced o_proj
+// partial a framework computed in front of the launch (part, the key's "input=part").
 #pragma once
 #include <string>
 
@@ -27,7 +28,7 @@ struct FfnKnobs {
   int dropMark = -1;  // fault test: this CTA never marks the launch done (-1: none)
   Mutation mutation{};  // race tests only (Mutation.h): "mutate=kind@stage.ordinal" in the key
   ScaleLayout scales = ScaleLayout::E8m0Shuffle;  // how s13 / s2 are held: the frameworks' by default
-  FfnInput input = FfnInput::Part;  // "input=attn": o_proj in the launch
+  FfnInput input = FfnInput::Attn;  // o_proj in the launch; "input=part": the partial
 
   /// The non-default knobs as "name=value" tokens in a fixed order ("" when every knob is default).
   std::string canonical() const;

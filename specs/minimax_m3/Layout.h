@@ -139,7 +139,7 @@ struct Layout {
   /// (S in 1..cfg.maxRows, TP in {1, 2, 4, 8}) or a config the tiling does not fit; with
   /// input Attn, also when heads x head_dim does not divide by TP or its share is not a multiple
   /// of 128 (the o_proj GEMM's 4 K parts of 32-K MFMA steps).
-  static Layout make(const ModelConfig& cfg, int rows, int tp, FfnInput input = FfnInput::Part);
+  static Layout make(const ModelConfig& cfg, int rows, int tp, FfnInput input);
 };
 
 }  // namespace monogen::specs::minimax_m3

@@ -359,7 +359,7 @@ std::string LaunchInputOptions::describe() const {
   if (nanLogits) s += " nan-logits";
   if (sameExpert) s += " same-expert";
   if (distinctPerToken) s += " distinct-per-token";
-  if (oproj) s += " oproj";
+  if (!oproj) s += " input=part";
   return s;
 }
 
@@ -513,7 +513,7 @@ TensorMap makeLaunchInputs(const ModelConfig& cfg, int S, int TP, uint64_t seed,
 }
 
 TensorMap makeInputs(const ModelConfig& cfg, int rows, int tp, uint64_t seed) {
-  Layout::make(cfg, rows, tp);  // validates S and TP
+  Layout::make(cfg, rows, tp, FfnInput::Part);  // validates S and TP
   const int H = cfg.hidden;
   Rng g(seed * 0x100000001b3ull + 0x6d696e696d6178ull);
   std::vector<HostTensor> parts;

@@ -87,11 +87,12 @@ struct LaunchInputOptions {
   /// The layout s13.rR / s2.rR are held in (and declare): the variant's scales knob. The values
   /// are the same logical model either way. Not in describe() (the saved launch names it apart).
   ScaleLayout scales = ScaleLayout::E8m0Shuffle;
-  /// o_proj in the launch (input=attn): adds attn.rR BF16 [S, heads head_dim / TP], wo.rR U8
-  /// [hidden, heads head_dim / TP] (e4m3fn, (16,16)-shuffled) and wo_scale F32 [hidden], and
-  /// part.rR becomes their o_proj partial (OprojReference.h), so sres / ssq and every reference
-  /// downstream follow the chain quant -> GEMM -> the rest. In describe() as "oproj".
-  bool oproj = false;
+  /// o_proj in the launch (input=attn, the default variant's): adds attn.rR BF16 [S, heads
+  /// head_dim / TP], wo.rR U8 [hidden, heads head_dim / TP] (e4m3fn, (16,16)-shuffled) and
+  /// wo_scale F32 [hidden], and part.rR becomes their o_proj partial (OprojReference.h), so
+  /// sres / ssq and every reference downstream follow the chain quant -> GEMM -> the rest.
+  /// false (the input=part variant's): part.rR is drawn directly; in describe() as "input=part".
+  bool oproj = true;
   /// Holds the tensors as the variant of `k` reads them: scales in k.scales, and the o_proj
   /// inputs (oproj) when k.input is Attn.
   void matchVariant(const FfnKnobs& k) {

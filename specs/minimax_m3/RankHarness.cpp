@@ -28,7 +28,8 @@ namespace {
 
 std::string rankName(const char* base, int r) { return fmt::format("{}.r{}", base, r); }
 bool perRankInput(const std::string& n) {
-  return n == arg::kPart || n == arg::kW13 || n == arg::kS13 || n == arg::kW2 || n == arg::kS2;
+  return n == arg::kPart || n == arg::kAttn || n == arg::kWo || n == arg::kW13 || n == arg::kS13 || n == arg::kW2 ||
+         n == arg::kS2;
 }
 bool callerArg(const ir::KernelArg& a) {
   return a.isPointer && (a.role == ir::ArgRole::Input || a.role == ir::ArgRole::Output || a.role == ir::ArgRole::Weight);
@@ -68,8 +69,12 @@ void uploadRankInputs(runtime::RankDevice& dev, const ir::Plan& plan, const Rank
     const std::string key = perRankInput(a.name) ? rankName(a.name.c_str(), rank) : a.name;
     auto it = inputs.find(key);
     if (it == inputs.end()) {
-      if (a.name == arg::kPart || a.name == arg::kResIn)
+      if (a.name == arg::kPart || a.name == arg::kAttn || a.name == arg::kResIn)
         throw InputError("rank inputs", fmt::format("rank {}: no '{}' among the inputs", rank, key));
+      if (a.name == arg::kWo || a.name == arg::kWoScale)
+        throw InputError("rank inputs", fmt::format("rank {}: no '{}' among the inputs: the input=attn variant reads "
+                                                    "o_proj's rowwise-FP8 copy (SGLang's _ptpc_weight / _ptpc_scale)",
+                                                    rank, key));
       dev.zero(at, a.bytes());  // no MoE inputs: zero weights, every row valid (slot 0)
       continue;
     }
@@ -93,7 +98,7 @@ runtime::RankArgs rankArgs(const ir::Plan& plan, const RankIo& io, int64_t waitT
 TensorMap readRankOutputs(const ModelConfig& cfg, runtime::RankRuntime& rt, const RankIo& io, int rows, int32_t tag) {
   runtime::RankDevice& dev = rt.device();
   const int r = rt.rank();
-  const Layout L = Layout::make(cfg, rows, rt.tp());
+  const Layout L = Layout::make(cfg, rows, rt.tp(), knobsOf(rt.plan(rows).key).input);
   auto read = [&](uint64_t addr, int64_t bytes) {
     std::vector<uint8_t> v(static_cast<size_t>(bytes));
     dev.download(v.data(), addr, bytes);
@@ -118,6 +123,7 @@ TensorMap readRankOutputs(const ModelConfig& cfg, runtime::RankRuntime& rt, cons
   }
   o[rankName("ssq", r)] = std::move(ssq);
   o[rankName("ssq_tag", r)] = std::move(ssqTag);
+  if (L.oproj) o[rankName("opart", r)] = copy(scratch + L.opart.offset, DType::BF16, shape);  // as push sent it
   o[rankName("err", r)] = copy(rt.buffer(rows, arg::kErr), DType::I32, {2});
   o[rankName("epoch", r)] = copy(rt.buffer(rows, arg::kEpoch), DType::I32, {1});
   readMoeOutputs(L, r, scratch, io.addr.at(arg::kOut), read, o);
@@ -145,7 +151,7 @@ std::string rankError(const TensorMap& outputs, int rank) {
 }
 
 std::string missingPeers(const ModelConfig& cfg, runtime::RankRuntime& rt, int rows, int32_t tag) {
-  const Layout L = Layout::make(cfg, rows, rt.tp());
+  const Layout L = Layout::make(cfg, rows, rt.tp(), knobsOf(rt.plan(rows).key).input);
   const uint64_t sym = rt.buffer(rows, arg::kSym);
   std::string out;
   for (int src = 0; src < rt.tp(); ++src) {
@@ -173,9 +179,12 @@ SimRankData makeSimRankData(const ModelConfig& cfg, const SimRankJob& job, int t
   for (int s : job.rows)
     for (int k = 0; k < job.launches; ++k) {
       LaunchInputOptions io;
-      io.scales = job.knobs.scales;  // held as the variant reads them
+      io.matchVariant(job.knobs);  // held as the variant reads them: the scales' layout, attn or part
       d.inputs[s].push_back(makeLaunchInputs(cfg, s, tp, job.seed + static_cast<uint64_t>(k), io));
-      d.want[s].push_back(launchReferenceOutputs(cfg, s, tp, d.inputs[s].back(), job.knobs.experts));
+      TensorMap want = launchReferenceOutputs(cfg, s, tp, d.inputs[s].back(), job.knobs.experts);
+      if (io.oproj)  // the o_proj partial each rank's push sent (OPART) is the reference's part.rR
+        for (int r = 0; r < tp; ++r) want[rankName("opart", r)] = d.inputs[s].back().at(rankName("part", r));
+      d.want[s].push_back(std::move(want));
     }
   return d;
 }

@@ -35,8 +35,10 @@ struct RankIo {
   std::map<std::string, uint64_t> addr;  // by argument name
 };
 RankIo allocRankIo(runtime::RankDevice& dev, const ir::Plan& plan);
-/// Uploads rank `rank`'s share of a makeLaunchInputs map (part.r<rank>, res_in, slots, the
-/// weights: w13.r<rank> ... and the shared ones); MoE inputs it lacks are zeroed; outputs zeroed.
+/// Uploads rank `rank`'s share of a makeLaunchInputs map (part.r<rank>, or attn.r<rank> with
+/// wo.r<rank> and wo_scale for input=attn; res_in, slots, the weights: w13.r<rank> ... and the
+/// shared ones); MoE inputs it lacks are zeroed (a missing part / attn / res_in / wo / wo_scale is
+/// an InputError); outputs zeroed.
 /// s13 / s2 must declare the variant's scale layout (checkDeclaredScales: InputError otherwise).
 void uploadRankInputs(runtime::RankDevice& dev, const ir::Plan& plan, const RankIo& io, int rank,
                       const runtime::TensorMap& inputs);
@@ -45,7 +47,8 @@ void uploadRankInputs(runtime::RankDevice& dev, const ir::Plan& plan, const Rank
 runtime::RankArgs rankArgs(const ir::Plan& plan, const RankIo& io, int64_t waitTicks, bool handshake = false);
 
 /// One rank's results of the launch that ran on `tag` (its epoch before the launch was
-/// epochBefore(tag)): res_out, sres, ssq, ssq_tag, err, epoch, the MoE's (xn, rstd, out, picks,
+/// epochBefore(tag)): res_out, sres, ssq, ssq_tag, err, epoch, opart (input=attn: the o_proj
+/// partial push sent), the MoE's (xn, rstd, out, picks,
 /// weights, slot table, mid) as "<name>.r<rank>", and down.r<src> for every src: the partial
 /// rank src pushed, read from this rank's own symmetric buffer.
 runtime::TensorMap readRankOutputs(const ModelConfig& cfg, runtime::RankRuntime& rt, const RankIo& io, int rows, int32_t tag);

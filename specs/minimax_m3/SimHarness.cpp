@@ -393,7 +393,7 @@ SimRun runOnDevice(runtime::Device& device, const ModelConfig& cfg, const ir::Ke
 }
 
 TensorMap referenceOutputs(const ModelConfig& cfg, int rows, int tp, const TensorMap& inputs) {
-  const Layout L = Layout::make(cfg, rows, tp);
+  const Layout L = Layout::make(cfg, rows, tp, FfnInput::Part);  // the all-reduce of part.rR, either input
   const std::vector<int64_t> shape{rows, L.hidden};
   std::vector<const uint16_t*> parts;
   for (int r = 0; r < tp; ++r) parts.push_back(need(inputs, rankName("part", r), DType::BF16, shape).as<uint16_t>());

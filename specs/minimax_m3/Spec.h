@@ -10,7 +10,7 @@ namespace monogen::specs::minimax_m3 {
 
 inline constexpr const char* kSpecId = "minimax_m3.ffn";
 // v2: the default variant reads s13 / s2 e8m0_shuffle'd (v1 read them row-major; the scales knob).
-inline constexpr int kSpecVersion = 2;
+inline constexpr int kSpecVersion = 3;
 
 /// Builds the launch of key (S = key.rows, TP = key.tp) on cfg. key.config must be empty (it is
 /// set to cfg.canonical()) or equal cfg.canonical(). Throws InputError naming the variant on a
