@@ -6,6 +6,7 @@
 
 #include "bindings/Bindings.h"
 #include "bindings/Config.h"
+#include "bindings/Input.h"
 #include "bindings/TorchTensor.h"
 #include "ir/Error.h"
 #include "runtime/HipRankDevice.h"
@@ -50,6 +51,7 @@ FfnRunner::FfnRunner(mm::ModelConfig cfg, FfnRunnerOptions opts) : cfg_(std::mov
   gen_.reset(new runtime::Generator(mm::makeGenerator(cfg_, cache)));
   mm::FfnKnobs knobs;
   knobs.scales = mm::scaleLayoutOf(opts_.scales, where("__init__") + ", scales");
+  knobs.input = opts_.input;
   runtime::RankRuntimeOptions ro = mm::rankRuntimeOptions(cfg_, opts_.rank, opts_.tp, opts_.rows, knobs);
   ro.progress = [this](const std::string& line) {  // kept for warmUp's result, and passed on
     progressLines_.push_back(line);
@@ -114,7 +116,7 @@ py::list FfnRunner::arguments(int rows) const {
 }
 
 void FfnRunner::launch(const py::dict& tensors, const py::dict& scalars, uint64_t stream) {
-  // S: the row count of the Plan's first Input tensor.
+  // S: the row count of the Plan's first Input tensor (attn or part: the launch's input).
   const ir::Plan& first = rt_->plan(rt_->rows().front());
   const auto lead = std::find_if(first.args.begin(), first.args.end(), [](const ir::KernelArg& a) {
     return a.isPointer && a.role == ir::ArgRole::Input && !a.shape.empty();
@@ -238,7 +240,7 @@ void bindFfnRunner(py::module_& m) {
                         "One rank of the MiniMax-M3 FFN launch (python/bindings/FfnRunner.h); use "
                         "monogen.minimax_m3.FfnRunner, which wraps it.")
       .def(py::init([](py::handle config, int tp, int rank, std::vector<int> rows, std::string device, int ordinal,
-                       int64_t waitTicks, py::object progress, std::string scales) {
+                       int64_t waitTicks, py::object progress, std::string scales, py::handle input) {
              FfnRunnerOptions o;
              o.tp = tp;
              o.rank = rank;
@@ -248,11 +250,12 @@ void bindFfnRunner(py::module_& m) {
              o.waitTicks = waitTicks;
              o.progress = std::move(progress);
              o.scales = std::move(scales);
+             o.input = inputOf(input, fmt::format("FfnRunner.__init__, rank {} of TP {}, input", rank, tp));
              return std::make_unique<FfnRunner>(configOf(config), std::move(o));
            }),
            py::arg("config"), py::arg("tp"), py::arg("rank"), py::arg("rows"), py::arg("device") = "sim",
            py::arg("device_ordinal") = -1, py::arg("wait_ticks") = 2'000'000'000, py::arg("progress") = py::none(),
-           py::arg("scales") = "e8m0_shuffle")
+           py::arg("scales") = "e8m0_shuffle", py::arg("input") = "attn")
       .def("allocate", &FfnRunner::allocate)
       .def("export_handle", &FfnRunner::exportHandle)
       .def("open_peers", &FfnRunner::openPeers, py::arg("handles"))
@@ -264,6 +267,7 @@ void bindFfnRunner(py::module_& m) {
       .def_property_readonly("tp", &FfnRunner::tp)
       .def_property_readonly("rank", &FfnRunner::rank)
       .def_property_readonly("device_name", &FfnRunner::deviceName)
+      .def_property_readonly("input", &FfnRunner::input)
       .def_property_readonly("tensor_device", &FfnRunner::tensorDevice);
 }
 

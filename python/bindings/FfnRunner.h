@@ -10,7 +10,8 @@
 // names: every Input, Output and Weight tensor argument of S's Plan must be in `tensors` (by
 // argument name), nothing else may be; every scalar the runtime does not own may be in
 // `scalars` (wait_ticks defaults to the runner's, the others to 0). S is the row count of the
-// Plan's first Input tensor (`part`). Each tensor's device, dtype, shape, strides and data_ptr()
+// Plan's first Input tensor, the launch's input (`attn` or `part`, as opts.input picked the
+// variant). Each tensor's device, dtype, shape, strides and data_ptr()
 // are checked against the Plan before anything runs (InputError naming the argument, expected,
 // given).
 //
@@ -40,6 +41,7 @@
 #include "runtime/RankRuntime.h"
 #include "specs/minimax_m3/ModelConfig.h"
 #include "specs/minimax_m3/RankHarness.h"
+#include "specs/minimax_m3/WeightContract.h"
 
 namespace monogen::python {
 
@@ -55,6 +57,10 @@ struct FfnRunnerOptions {
   /// loading; "rowmajor"): it picks the variant that reads that layout (the scales knob) and is
   /// declared on those tensors at every bind (WeightContract.h: shapes cannot tell them apart).
   std::string scales = "e8m0_shuffle";
+  /// What the launch takes (bindings/Input.h): attn (the attention rows, with wo / wo_scale among
+  /// the weights; o_proj in the launch, the default) or part (the o_proj partial). It picks the
+  /// variant (the input knob): the Plan's input argument is then `attn` or `part`.
+  specs::minimax_m3::FfnInput input = specs::minimax_m3::FfnInput::Attn;
   py::object progress;          // None or a callable taking each warm-up line
 };
 
@@ -79,6 +85,8 @@ class FfnRunner {
   int tp() const { return rt_->tp(); }
   int rank() const { return rt_->rank(); }
   std::string deviceName() const { return dev_->name(); }
+  /// "attn" or "part": the launch's input, the name of its Plan argument.
+  const char* input() const { return specs::minimax_m3::ffnInputName(opts_.input); }
   /// "cpu" for the Sim, "cuda" for HIP (what torch calls a ROCm GPU).
   const std::string& tensorDevice() const { return tensorDevice_; }
 

@@ -2,8 +2,12 @@
 // its wiring: make_launch_inputs is specs/minimax_m3/MoeInputs.h's makeLaunchInputs (every rank's
 // inputs of one launch, seeded), rank_reference is SimHarness.h's launchReferenceOutputs (the
 // spec's native reference, the numerics the Sim device runs) cut to one rank by RankHarness.h's
-// rankReference: what runSimRank compares a rank's read-back with. Tensors cross as
-// (torch dtype name, shape, bytes) triples; python/monogen/minimax_m3.py makes torch tensors of them.
+// rankReference: what runSimRank compares a rank's read-back with. Both take the launch's input
+// (bindings/Input.h): for "attn" the inputs hold attn.rR, wo.rR and wo_scale, and part.rR is their
+// o_proj partial as OprojReference.h computes it, so the reference downstream of it is the attn
+// variant's; for "part" part.rR is drawn directly (LaunchInputOptions::oproj = false). Tensors
+// cross as (torch dtype name, shape, bytes) triples; python/monogen/minimax_m3.py makes torch
+// tensors of them.
 #include <pybind11/stl.h>
 
 #include <fmt/format.h>
@@ -12,6 +16,7 @@
 
 #include "bindings/Bindings.h"
 #include "bindings/Config.h"
+#include "bindings/Input.h"
 #include "bindings/TorchTensor.h"
 #include "ir/Error.h"
 #include "specs/minimax_m3/KernelContext.h"
@@ -58,10 +63,11 @@ runtime::TensorMap fromPython(const py::dict& tensors, const std::string& where)
 void bindReference(py::module_& m) {
   m.def(
       "make_launch_inputs",
-      [](py::handle config, int rows, int tp, uint64_t seed, const std::string& scales) {
+      [](py::handle config, int rows, int tp, uint64_t seed, const std::string& scales, py::handle input) {
         const mm::ModelConfig cfg = configOf(config);
         mm::LaunchInputOptions opt;
         opt.scales = mm::scaleLayoutOf(scales, "make_launch_inputs, scales");
+        opt.oproj = inputOf(input, "make_launch_inputs, input") == mm::FfnInput::Attn;
         runtime::TensorMap in;
         {
           py::gil_scoped_release nogil;
@@ -70,15 +76,28 @@ void bindReference(py::module_& m) {
         return toPython(in);
       },
       py::arg("config"), py::arg("rows"), py::arg("tp"), py::arg("seed"), py::arg("scales") = "e8m0_shuffle",
-      "Every rank's inputs of one launch (makeLaunchInputs): part.r<R>, res_in, slots, the weights (w13.r<R> .., "
-      "router_w, bias, norm_w), as {name: (dtype, shape, bytes)}.");
+      py::arg("input") = "attn",
+      "Every rank's inputs of one launch (makeLaunchInputs): part.r<R> (input \"attn\": the o_proj partial of "
+      "attn.r<R>, wo.r<R>, wo_scale, also there), res_in, slots, the weights (w13.r<R> .., router_w, bias, norm_w), "
+      "as {name: (dtype, shape, bytes)}.");
   m.def(
       "rank_reference",
-      [](py::handle config, int rows, int tp, int rank, const py::dict& inputs, const std::string& scales) {
+      [](py::handle config, int rows, int tp, int rank, const py::dict& inputs, const std::string& scales,
+         py::handle input) {
         const mm::ModelConfig cfg = configOf(config);
         if (rank < 0 || rank >= tp)
           throw InputError("rank_reference", fmt::format("rank {} of TP {}: expected 0 <= rank < TP", rank, tp));
+        const mm::FfnInput declared = inputOf(input, "rank_reference, input");
         runtime::TensorMap in = fromPython(inputs, "rank_reference");
+        // The declaration must be what the inputs were made for: attn's o_proj tensors there or not.
+        const std::string attn = fmt::format("{}.r{}", mm::arg::kAttn, rank);
+        const bool hasAttn = in.count(attn) > 0;
+        if ((declared == mm::FfnInput::Attn) != hasAttn)
+          throw InputError("rank_reference, input",
+                           fmt::format("\"{}\" was declared, but '{}' is {}among the inputs: expected the inputs of "
+                                       "make_launch_inputs(..., input=\"{}\")",
+                                       mm::ffnInputName(declared), attn, hasAttn ? "" : "not ",
+                                       mm::ffnInputName(declared)));
         // torch tensors carry no layout: the caller declares the one its scales are in.
         const char* layout = mm::scaleLayoutName(mm::scaleLayoutOf(scales, "rank_reference, scales"));
         for (auto& [name, t] : in)
@@ -91,10 +110,10 @@ void bindReference(py::module_& m) {
         return toPython(mine);
       },
       py::arg("config"), py::arg("rows"), py::arg("tp"), py::arg("rank"), py::arg("inputs"),
-      py::arg("scales") = "e8m0_shuffle",
+      py::arg("scales") = "e8m0_shuffle", py::arg("input") = "attn",
       "The C++ reference of one launch (launchReferenceOutputs) for rank `rank` (rankReference): out.r<rank>, "
       "res_out.r<rank> and the rank's other read-backs, as {name: (dtype, shape, bytes)}. `inputs` is "
-      "make_launch_inputs's map as torch tensors.");
+      "make_launch_inputs's map as torch tensors, made with the same `input`.");
 }
 
 }  // namespace monogen::python

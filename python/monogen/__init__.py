@@ -3,7 +3,7 @@
     import monogen.minimax_m3 as mm
     runner = mm.FfnRunner("config.json", tp, rank, rows=[1, 2, 4, 8])   # at model load
     ...                                                                   # allocate, exchange, warm up
-    runner.launch(part, res_in, out, res_out, weights)                    # in forward
+    runner.launch(x, res_in, out, res_out, weights)                       # in forward (x: attention rows)
 
 Submodules: minimax_m3 (the runner, test inputs and the C++ reference), ops (the torch custom
 ops torch.ops.monogen.ffn_launch / ffn; imported on demand, it needs torch), cache (the

@@ -10,9 +10,14 @@ At model load, in every rank's process (one process a GPU, torch.distributed sty
     dist.barrier(); runner.peers_opened()
     runner.warm_up()                                          # every S: compiled or from the cache
 
-In forward: ``runner.launch(part, res_in, out, res_out, weights)`` with the framework's tensors
+In forward: ``runner.launch(x, res_in, out, res_out, weights)`` with the framework's tensors
 (weights by the Plan's argument names: ``runner.weight_names(S)``, shapes and dtypes in
-``runner.arguments(S)``; specs/minimax_m3/WeightContract.h). S is ``part.shape[0]``.
+``runner.arguments(S)``; specs/minimax_m3/WeightContract.h). ``x`` is the launch's input, as the
+runner was built with ``input=``: "attn" (the default) the attention rows, bf16 [S, heads x
+head_dim / TP], o_proj's per-token FP8 quant and GEMM running inside the launch (its rowwise-FP8
+weight ``wo`` and ``wo_scale`` are ordinary weights); "part" the unreduced o_proj partial the
+framework computed, bf16 [S, hidden]. S is ``x.shape[0]``; out and res_out are [S, hidden] either
+way.
 
 Devices: CPU tensors run on the Sim device (``device="sim"``, the default without a ROCm GPU): the
 Sim has its own memory, so every launch copies the inputs and weights in and the outputs back,
@@ -32,9 +37,12 @@ _by_handle = {}
 _by_name = {}
 _handles = itertools.count(1)
 
-# The launch's activations: named arguments of launch(); every other tensor argument of the
-# Plan is in `weights`.
-ACTIVATIONS = ("part", "res_in", "out", "res_out", "slots")
+# The launch's inputs (FfnRunner(input=...), the Plan argument launch()'s x is bound to), the
+# default first.
+INPUTS = ("attn", "part")
+# The launch's activations: named arguments of launch() (a Plan has one of the INPUTS); every
+# other tensor argument of the Plan is in `weights`.
+ACTIVATIONS = INPUTS + ("res_in", "out", "res_out", "slots")
 
 
 def runner(key):
@@ -65,16 +73,20 @@ class FfnRunner:
     the framework holds s13 / s2 in: "e8m0_shuffle" (what vLLM and SGLang hold after
     process_weights_after_loading; the default) or "rowmajor". The shapes cannot tell the two
     apart, so this is the caller's declaration: it picks the variant that reads that layout.
+    input: what launch()'s x is (one of INPUTS): "attn" (the attention rows, o_proj in the launch,
+    with weights wo / wo_scale; the default) or "part" (the o_proj partial); it picks the variant
+    (the C++ input knob; warm-up lines name "input=part", attn being the default key).
     """
 
     def __init__(self, config, tp, rank, rows=(1,), device=None, device_ordinal=-1,
-                 wait_ticks=2_000_000_000, progress=None, name=None, scales="e8m0_shuffle"):
+                 wait_ticks=2_000_000_000, progress=None, name=None, scales="e8m0_shuffle", input="attn"):
         if name is not None and name in _by_name:
             raise _monogen.InputError(f"input error at FfnRunner(name={name!r}): the name is taken "
                                       f"by runner {_by_name[name].handle}; expected a new name")
         self._c = _monogen.FfnRunner(config, tp, rank, list(rows), device or _default_device(),
-                                     device_ordinal, wait_ticks, progress, scales)
+                                     device_ordinal, wait_ticks, progress, scales, input)
         self.scales = scales
+        self.input = self._c.input  # "attn" or "part", checked by the C++ runner
         self.handle = next(_handles)
         self.name = name
         self._slots = {}
@@ -100,19 +112,22 @@ class FfnRunner:
         """Loads every S (compiled, or from the cache); returns the progress lines."""
         return self._c.warm_up()
 
-    def launch(self, part, res_in, out, res_out, weights, slots=None, stream=None, **scalars):
-        """One launch: reads part, res_in, slots and weights; writes out and res_out.
+    def launch(self, x, res_in, out, res_out, weights, slots=None, stream=None, **scalars):
+        """One launch: reads x, res_in, slots and weights; writes out and res_out.
 
-        weights: {argument name: tensor} (every tensor argument of the Plan but the activations).
+        x: the launch's input, bound to the Plan argument self.input: the attention rows (bf16
+        [S, heads x head_dim / TP]) for "attn", the o_proj partial (bf16 [S, hidden]) for "part".
+        S = x.shape[0]. weights: {argument name: tensor} (every tensor argument of the Plan but the
+        activations: wo and wo_scale among them for "attn").
         slots: i64 [S], -1 for a padded row; None: every row valid. stream: a torch stream or its
         int handle; None: torch's current stream (HIP), ignored on the Sim. scalars: the Plan's
         caller scalars (wait_ticks, handshake), defaults as built.
         """
         tensors = dict(weights)
-        tensors.update(part=part, res_in=res_in, out=out, res_out=res_out)
-        if "slots" in self._names(part):
-            tensors["slots"] = self._all_valid(part) if slots is None else slots
-        self._c.launch(tensors, scalars, self._stream(part, stream))
+        tensors.update({self.input: x, "res_in": res_in, "out": out, "res_out": res_out})
+        if "slots" in self._names(x):
+            tensors["slots"] = self._all_valid(x) if slots is None else slots
+        self._c.launch(tensors, scalars, self._stream(x, stream))
 
     # --- what the Plan asks for
     def arguments(self, rows):
@@ -154,23 +169,23 @@ class FfnRunner:
             _by_name.pop(self.name, None)
 
     # --- helpers
-    def _names(self, part):
-        s = part.shape[0] if len(part.shape) else 0
+    def _names(self, x):
+        s = x.shape[0] if len(x.shape) else 0
         return {a["name"] for a in self.arguments(s)} if s in self.rows else set(ACTIVATIONS)
 
-    def _all_valid(self, part):
+    def _all_valid(self, x):
         import torch
-        key = (part.shape[0], str(part.device))
+        key = (x.shape[0], str(x.device))
         if key not in self._slots:  # made once: a captured graph replays the same address
-            self._slots[key] = torch.arange(part.shape[0], dtype=torch.int64, device=part.device)
+            self._slots[key] = torch.arange(x.shape[0], dtype=torch.int64, device=x.device)
         return self._slots[key]
 
-    def _stream(self, part, stream):
+    def _stream(self, x, stream):
         if self.tensor_device == "cpu":
             return 0  # the Sim has no streams
         import torch
         if stream is None:
-            stream = torch.cuda.current_stream(part.device)
+            stream = torch.cuda.current_stream(x.device)
         return stream if isinstance(stream, int) else stream.cuda_stream
 
 
@@ -184,11 +199,13 @@ def _torch(triple):
     return torch.frombuffer(bytearray(data), dtype=t).reshape(shape)
 
 
-def make_launch_inputs(config, rows, tp, seed, scales="e8m0_shuffle"):
+def make_launch_inputs(config, rows, tp, seed, scales="e8m0_shuffle", input="attn"):
     """Every rank's inputs of one launch (C++ makeLaunchInputs), seeded: {name: CPU tensor},
-    per-rank ones named "<name>.r<rank>" (part, w13, s13, w2, s2), shared ones as they are; the
-    scales held in layout `scales`."""
-    return {k: _torch(v) for k, v in _monogen.make_launch_inputs(config, rows, tp, seed, scales).items()}
+    per-rank ones named "<name>.r<rank>" (part, w13, s13, w2, s2; attn and wo for input "attn"),
+    shared ones as they are (wo_scale for "attn"); the scales held in layout `scales`. For "attn"
+    part is the o_proj partial of attn, wo and wo_scale (the C++ o_proj reference), what the
+    launch computes inside; for "part" it is drawn directly and there is no attn / wo / wo_scale."""
+    return {k: _torch(v) for k, v in _monogen.make_launch_inputs(config, rows, tp, seed, scales, input).items()}
 
 
 def rank_inputs(inputs, rank):
@@ -205,10 +222,11 @@ def rank_inputs(inputs, rank):
     return out
 
 
-def rank_reference(config, rows, tp, rank, inputs, scales="e8m0_shuffle"):
+def rank_reference(config, rows, tp, rank, inputs, scales="e8m0_shuffle", input="attn"):
     """The C++ reference (launchReferenceOutputs, cut to one rank) of make_launch_inputs's
-    `inputs`: {name: tensor} with rank's own "<name>.r<rank>" as "<name>" (out, res_out, ...)."""
-    ref = _monogen.rank_reference(config, rows, tp, rank, inputs, scales)
+    `inputs`, made with the same `input` (monogen.InputError otherwise): {name: tensor} with
+    rank's own "<name>.r<rank>" as "<name>" (out, res_out, ...)."""
+    ref = _monogen.rank_reference(config, rows, tp, rank, inputs, scales, input)
     own = f".r{rank}"
     def name(k):  # down.r<src> keeps its source rank
         return k[:-len(own)] if k.endswith(own) and not k.startswith("down.") else k

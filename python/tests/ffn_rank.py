@@ -4,8 +4,10 @@ launch with new inputs (make_launch_inputs, seed + k, the same on every rank), c
 res_out with the C++ reference for this rank bit for bit. `how` picks the call: "launch"
 (FfnRunner.launch), "op" (torch.ops.monogen.ffn_launch), "traced" (that op inside a function
 traced by torch.jit.trace once and then called), "functional" (torch.ops.monogen.ffn, traced).
+`input` is the launch's input, "attn" (the default: the attention rows, o_proj in the launch) or
+"part" (the o_proj partial); x is that tensor of the rank's inputs.
 
-Run as a script it is a child rank: python3 ffn_rank.py <how> <tp> <launches> <seed> <rank>."""
+Run as a script it is a child rank: python3 ffn_rank.py <how> <tp> <launches> <seed> <input> <rank>."""
 import sys
 import time
 
@@ -34,11 +36,11 @@ def ready_runner(group, tp, **options):
     return runner, runner.warm_up()
 
 
-def run_rank(group, how, tp, launches, seed):
+def run_rank(group, how, tp, launches, seed, input="attn"):
     rank = group.rank
     t0 = time.time()
-    runner, progress = ready_runner(group, tp)
-    inputs = [mm.make_launch_inputs(CONFIG, ROWS, tp, seed + k) for k in range(launches)]
+    runner, progress = ready_runner(group, tp, input=input)
+    inputs = [mm.make_launch_inputs(CONFIG, ROWS, tp, seed + k, input=input) for k in range(launches)]
     mine = [mm.rank_inputs(i, rank) for i in inputs]
     names = runner.weight_names(ROWS)
     if how in ("op", "traced", "functional"):
@@ -46,28 +48,29 @@ def run_rank(group, how, tp, launches, seed):
     traced = None
     got, seconds = [], []
     for k, m in enumerate(mine):
-        out, res_out = torch.zeros_like(m["part"]), torch.zeros_like(m["res_in"])
+        x = m[input]  # the attention rows, or the o_proj partial
+        out, res_out = torch.zeros_like(m["res_in"]), torch.zeros_like(m["res_in"])
         weights = [m[n] for n in names]
         group.barrier()  # the ranks' launches start together (a framework's forward would)
         t1 = time.time()
         if how == "launch":
-            runner.launch(m["part"], m["res_in"], out, res_out, {n: m[n] for n in names}, slots=m["slots"])
+            runner.launch(x, m["res_in"], out, res_out, {n: m[n] for n in names}, slots=m["slots"])
         elif how == "op":
-            torch.ops.monogen.ffn_launch(runner.handle, m["part"], m["res_in"], out, res_out, weights, m["slots"])
+            torch.ops.monogen.ffn_launch(runner.handle, x, m["res_in"], out, res_out, weights, m["slots"])
         elif how == "traced":
-            def step(part, res_in, out, res_out, slots, *w):
-                torch.ops.monogen.ffn_launch(runner.handle, part, res_in, out, res_out, list(w), slots)
+            def step(x, res_in, out, res_out, slots, *w):
+                torch.ops.monogen.ffn_launch(runner.handle, x, res_in, out, res_out, list(w), slots)
                 return out, res_out
-            args = (m["part"], m["res_in"], out, res_out, m["slots"], *weights)
+            args = (x, m["res_in"], out, res_out, m["slots"], *weights)
             if traced is None:  # tracing runs the op once: that is a launch on every rank too
                 traced = torch.jit.trace(step, args, check_trace=False)
                 assert "monogen::ffn_launch" in str(traced.graph), traced.graph
             else:
                 traced(*args)
         elif how == "functional":
-            def step(part, res_in, slots, *w):
-                return torch.ops.monogen.ffn(runner.handle, part, res_in, list(w), slots)
-            args = (m["part"], m["res_in"], m["slots"], *weights)
+            def step(x, res_in, slots, *w):
+                return torch.ops.monogen.ffn(runner.handle, x, res_in, list(w), slots)
+            args = (x, m["res_in"], m["slots"], *weights)
             if traced is None:
                 traced = torch.jit.trace(step, args, check_trace=False)
                 assert "monogen::ffn" in str(traced.graph), traced.graph
@@ -78,14 +81,15 @@ def run_rank(group, how, tp, launches, seed):
         got.append((out.clone(), res_out.clone()))
     verdicts = []
     for k in range(launches):
-        ref = mm.rank_reference(CONFIG, ROWS, tp, rank, inputs[k])
+        ref = mm.rank_reference(CONFIG, ROWS, tp, rank, inputs[k], input=input)
         out, res_out = got[k]
         verdicts.append({"launch": k,
                          "out": torch.equal(bits(out), bits(ref["out"])),
                          "res_out": torch.equal(bits(res_out), bits(ref["res_out"])),
                          "out_nonzero": bool(bits(out).any()),
                          "seconds": seconds[k]})
-    return {"rank": rank, "progress": progress, "verdicts": verdicts, "total_seconds": time.time() - t0}
+    return {"rank": rank, "input": runner.input, "weight_names": names, "progress": progress, "verdicts": verdicts,
+            "total_seconds": time.time() - t0}
 
 
 def run_absent_peer(group, tp, seed):
@@ -100,7 +104,7 @@ def run_absent_peer(group, tp, seed):
         weights = {n: m[n] for n in runner.weight_names(ROWS)}
         for k in range(2):  # the error word is cleared after the first: the second fails on its own
             try:
-                runner.launch(m["part"], m["res_in"], torch.zeros_like(m["part"]), torch.zeros_like(m["res_in"]),
+                runner.launch(m["attn"], m["res_in"], torch.zeros_like(m["res_in"]), torch.zeros_like(m["res_in"]),
                               weights, slots=m["slots"])
                 result[f"error{k}"] = None
             except monogen.RuntimeError as e:
@@ -111,10 +115,10 @@ def run_absent_peer(group, tp, seed):
 
 if __name__ == "__main__":
     from pipe_group import ChildGroup
-    how, tp, launches, seed, rank = sys.argv[1], *map(int, sys.argv[2:6])
+    how, (tp, launches, seed), input, rank = sys.argv[1], map(int, sys.argv[2:5]), sys.argv[5], int(sys.argv[6])
     g = ChildGroup(rank, tp)
     try:
-        g.result(run_absent_peer(g, tp, seed) if how == "absent" else run_rank(g, how, tp, launches, seed))
+        g.result(run_absent_peer(g, tp, seed) if how == "absent" else run_rank(g, how, tp, launches, seed, input))
     except Exception as e:  # noqa: BLE001 (the parent reports it)
         g.result({"rank": rank, "error": f"{type(e).__name__}: {e}"})
         sys.exit(2)

@@ -1,6 +1,8 @@
 """Every bad argument gets its message: a monogen.InputError (a ValueError) carrying the C++
 message, naming the argument, what was expected and what was given. One process, a TP = 2
-rank 0 runner: the tensor checks run before anything is bound, so allocate() is enough."""
+rank 0 runner: the tensor checks run before anything is bound, so allocate() is enough. Its
+input is the default, the attention rows (reduced config: [S, 16 x 64 / 2] = [2, 512]); a second
+runner takes the o_proj partial (input="part", [2, 1536])."""
 import pytest
 import torch
 
@@ -26,8 +28,8 @@ def good():
 
 def launch(runner, t, **kw):
     names = runner.weight_names(S)
-    out = kw.pop("out", torch.zeros_like(t["part"]))
-    runner.launch(t["part"], t["res_in"], out, torch.zeros_like(t["res_in"]),
+    out = kw.pop("out", torch.zeros_like(t["res_in"]))
+    runner.launch(t[runner.input], t["res_in"], out, torch.zeros_like(t["res_in"]),
                   {n: t[n] for n in names if n in t}, slots=t.get("slots"), **kw)
 
 
@@ -39,9 +41,9 @@ def refused(runner, t, pattern, **kw):
 
 
 def test_wrong_dtype(runner, good):
-    msg = refused(runner, {**good, "part": good["part"].float()},
-                  r"argument 'part': dtype torch\.float32: expected torch\.bfloat16 \[2, 1536\] on cpu, contiguous; "
-                  r"given torch\.float32 \[2, 1536\] on cpu")
+    msg = refused(runner, {**good, "attn": good["attn"].float()},
+                  r"argument 'attn': dtype torch\.float32: expected torch\.bfloat16 \[2, 512\] on cpu, contiguous; "
+                  r"given torch\.float32 \[2, 512\] on cpu")
     assert "rank 0 of TP 2, S = 2" in msg
 
 
@@ -51,16 +53,16 @@ def test_wrong_dtype_of_a_weight(runner, good):
 
 
 def test_non_contiguous(runner, good):
-    part = good["part"].t().contiguous().t()  # the same values, column-major
-    assert not part.is_contiguous()
-    refused(runner, {**good, "part": part},
-            r"argument 'part': strides \[1, 2\]: expected torch\.bfloat16 \[2, 1536\] on cpu, contiguous; given "
-            r"torch\.bfloat16 \[2, 1536\] on cpu, strides \[1, 2\] \(not contiguous\)")
+    attn = good["attn"].t().contiguous().t()  # the same values, column-major
+    assert not attn.is_contiguous()
+    refused(runner, {**good, "attn": attn},
+            r"argument 'attn': strides \[1, 2\]: expected torch\.bfloat16 \[2, 512\] on cpu, contiguous; given "
+            r"torch\.bfloat16 \[2, 512\] on cpu, strides \[1, 2\] \(not contiguous\)")
 
 
 def test_wrong_s(runner, good):
-    three = {k: torch.cat([v, v[:1]]) if k in ("part", "res_in", "slots") else v for k, v in good.items()}
-    refused(runner, three, r"argument 'part'.*gives S = 3: this runner serves S in \{2\}")
+    three = {k: torch.cat([v, v[:1]]) if k in ("attn", "res_in", "slots") else v for k, v in good.items()}
+    refused(runner, three, r"argument 'attn'.*gives S = 3: this runner serves S in \{2\}")
 
 
 def test_wrong_shape(runner, good):
@@ -78,7 +80,7 @@ def test_wrong_device(runner, good):
 def test_missing_unknown_and_not_a_tensor(runner, good):
     refused(runner, {k: v for k, v in good.items() if k != "s2"}, r"argument 's2': missing: expected torch\.uint8 \[17, 1536, 16\]")
     with pytest.raises(monogen.InputError, match=r"unknown tensor argument 'gate_bias'"):
-        runner.launch(good["part"], good["res_in"], torch.zeros_like(good["part"]), torch.zeros_like(good["res_in"]),
+        runner.launch(good["attn"], good["res_in"], torch.zeros_like(good["res_in"]), torch.zeros_like(good["res_in"]),
                       {**{n: good[n] for n in runner.weight_names(S)}, "gate_bias": good["bias"]})
     refused(runner, {**good, "bias": good["bias"].tolist()}, r"argument 'bias': a list was given: expected a torch\.Tensor")
 
@@ -118,9 +120,9 @@ def test_bad_config():
 
 def test_op_refusals(runner, good):
     with pytest.raises(monogen.InputError, match=r"no runner 999999"):
-        torch.ops.monogen.ffn(999999, good["part"], good["res_in"], [], good["slots"])
+        torch.ops.monogen.ffn(999999, good["attn"], good["res_in"], [], good["slots"])
     with pytest.raises(monogen.InputError, match=rf"2 weight tensors; expected {len(runner.weight_names(S))}, in the order"):
-        torch.ops.monogen.ffn(runner.handle, good["part"], good["res_in"], [good["w13"], good["s13"]], good["slots"])
+        torch.ops.monogen.ffn(runner.handle, good["attn"], good["res_in"], [good["w13"], good["s13"]], good["slots"])
 
 
 def test_devices():
@@ -129,3 +131,58 @@ def test_devices():
     # the HIP path is wired, but this machine has no GPU: the device refuses at construction
     with pytest.raises(monogen.RuntimeError, match=r"HIP rank device|libamdhip64"):
         mm.FfnRunner("reduced", 2, 0, rows=[S], device="hip")
+
+
+def test_bad_input_names_what_was_given_and_what_is_allowed():
+    allowed = r"expected \"attn\" \(the attention rows, o_proj in the launch; the default\) or \"part\" \(the o_proj partial\)"
+    with pytest.raises(monogen.InputError, match=r"^input error at FfnRunner\.__init__, rank 0 of TP 2, input: "
+                                                 r"'o_proj' was given: " + allowed):
+        mm.FfnRunner("reduced", 2, 0, rows=[S], input="o_proj")
+    with pytest.raises(monogen.InputError, match=r"input: a NoneType was given: " + allowed):
+        mm.FfnRunner("reduced", 2, 0, rows=[S], input=None)
+    with pytest.raises(monogen.InputError, match=r"^input error at make_launch_inputs, input: 'Attn' was given: " + allowed):
+        mm.make_launch_inputs("reduced", S, 2, 7, input="Attn")
+    with pytest.raises(monogen.InputError, match=r"^input error at rank_reference, input: a int was given: " + allowed):
+        mm.rank_reference("reduced", S, 2, 0, {}, input=1)
+
+
+@pytest.fixture(scope="module")
+def part_runner():
+    r = mm.FfnRunner("reduced", 2, 0, rows=[S], input="part")
+    r.allocate()
+    yield r
+    r.close()
+
+
+def test_each_input_takes_its_own_tensors(runner, part_runner, good):
+    """The input declared picks the Plan: attn's x is [S, 512] and wo / wo_scale are weights;
+    part's x is [S, hidden] and there is no wo. Each is refused the other's x and weights."""
+    assert runner.input == "attn" and part_runner.input == "part"
+    assert {"wo", "wo_scale"} <= set(runner.weight_names(S))
+    assert not {"wo", "wo_scale", "attn", "part"} & set(part_runner.weight_names(S))
+    # the attn runner given the o_proj partial as x (bound to 'attn': S = 2 fits, the width does not)
+    refused(runner, {**good, "attn": good["part"]},
+            r"argument 'attn': shape \[2, 1536\]: expected torch\.bfloat16 \[2, 512\] on cpu")
+    refused(runner, {k: v for k, v in good.items() if k != "wo"},
+            r"argument 'wo': missing: expected torch\.uint8 \[1536, 512\]")
+    # the part runner given the attention rows as x, or o_proj's weight
+    refused(part_runner, {**good, "part": good["attn"]},
+            r"argument 'part': shape \[2, 512\]: expected torch\.bfloat16 \[2, 1536\] on cpu")
+    with pytest.raises(monogen.InputError, match=r"unknown tensor argument 'wo': the Plan's tensors are part, "):
+        part_runner.launch(good["part"], good["res_in"], torch.zeros_like(good["res_in"]), torch.zeros_like(good["res_in"]),
+                           {**{n: good[n] for n in part_runner.weight_names(S)}, "wo": good["wo"]})
+
+
+def test_inputs_and_reference_follow_the_declared_input(good):
+    part = mm.rank_inputs(mm.make_launch_inputs("reduced", S, 2, 7, input="part"), 0)
+    assert {"attn", "wo", "wo_scale"} <= set(good) and not {"attn", "wo", "wo_scale"} & set(part)
+    assert tuple(good["attn"].shape) == (S, 512) and tuple(good["wo"].shape) == (1536, 512)
+    assert tuple(good["wo_scale"].shape) == (1536,) and good["wo_scale"].dtype == torch.float32
+    assert tuple(part["part"].shape) == (S, 1536)
+    attn_inputs = mm.make_launch_inputs("reduced", S, 2, 7)
+    with pytest.raises(monogen.InputError, match=r"^input error at rank_reference, input: \"part\" was declared, but "
+                                                 r"'attn\.r0' is among the inputs: expected the inputs of "
+                                                 r"make_launch_inputs\(\.\.\., input=\"part\"\)"):
+        mm.rank_reference("reduced", S, 2, 0, attn_inputs, input="part")
+    with pytest.raises(monogen.InputError, match=r"\"attn\" was declared, but 'attn\.r0' is not among the inputs"):
+        mm.rank_reference("reduced", S, 2, 0, mm.make_launch_inputs("reduced", S, 2, 7, input="part"))

@@ -3,8 +3,10 @@ processes, one a rank (this one rank 0, a child rank 1), exchanging their handle
 pipe as a framework does with all_gather_object. On every rank out and res_out equal the C++
 reference (launchReferenceOutputs for that rank) bit for bit, launch after launch, through each
 way in: FfnRunner.launch, the torch op, the op under torch.jit.trace (torch 1.13 has no
-torch.compile), and the functional op traced. And a rank whose peer never launches gets a
-monogen.RuntimeError naming the peer, launch after launch (the error word is cleared)."""
+torch.compile), and the functional op traced; the launch's input is the default, the attention rows
+(o_proj in the launch). And a rank whose peer never launches gets a monogen.RuntimeError naming
+the peer, launch after launch (the error word is cleared). TP = 1 in this process runs both scale
+layouts and both inputs (the o_proj partial, input="part", too)."""
 import os
 import sys
 
@@ -17,14 +19,15 @@ TP = 2
 LAUNCHES = 3
 
 
-def run(how, seed):
-    argv = [sys.executable, os.path.join(os.path.dirname(__file__), "ffn_rank.py"), how, str(TP), str(LAUNCHES), str(seed)]
+def run(how, seed, input="attn"):
+    argv = [sys.executable, os.path.join(os.path.dirname(__file__), "ffn_rank.py"), how, str(TP), str(LAUNCHES), str(seed),
+            input]
     group = ParentGroup(TP, argv)
     try:
         if how == "absent":
             mine = ffn_rank.run_absent_peer(group, TP, seed)
         else:
-            mine = ffn_rank.run_rank(group, how, TP, LAUNCHES, seed)
+            mine = ffn_rank.run_rank(group, how, TP, LAUNCHES, seed, input)
         (theirs, code), = group.results()
     finally:
         group.kill()
@@ -41,6 +44,9 @@ def test_tp2_bit_exact_launch_after_launch(how, seed):
               + ", ".join(f"{v['seconds']:.2f} s" for v in r["verdicts"]) + "; " + "; ".join(r["progress"]))
         assert len(r["verdicts"]) == LAUNCHES
         assert r["progress"] and all("ready" in line for line in r["progress"])
+        # the default: the attention rows in, o_proj's weights among the weights, a default key
+        assert r["input"] == "attn" and {"wo", "wo_scale"} <= set(r["weight_names"]), r["weight_names"]
+        assert not any("input=" in line for line in r["progress"]), r["progress"]
         for v in r["verdicts"]:
             assert v["out_nonzero"], f"rank {r['rank']} launch {v['launch']}: out is all zeros"
             assert v["out"], f"{how}: rank {r['rank']} launch {v['launch']}: out differs from the reference"
@@ -58,31 +64,36 @@ def test_a_peer_that_never_launches_fails_the_launch_naming_it():
 
 
 
-@pytest.mark.parametrize("scales", ["e8m0_shuffle", "rowmajor"])
-def test_tp1_in_one_process_with_a_progress_callback(scales):
-    """TP=1, the scales held in either layout: the runner's declaration picks the variant that
-    reads it; fed the other layout's bytes (a wrong declaration), out is no longer the reference's."""
+@pytest.mark.parametrize("scales,input", [("e8m0_shuffle", "attn"), ("rowmajor", "attn"), ("e8m0_shuffle", "part")])
+def test_tp1_in_one_process_with_a_progress_callback(scales, input):
+    """TP=1, the scales held in either layout, the launch's input either one (the attention rows,
+    o_proj in the launch; or the o_proj partial): the runner's declarations pick the variant that
+    reads them, bit-exact launch after launch; fed the other layout's bytes (a wrong declaration),
+    out is no longer the reference's."""
     import torch
     import monogen.minimax_m3 as mm
     lines = []
-    r = mm.FfnRunner("reduced", 1, 0, rows=[1], progress=lines.append, scales=scales)
+    r = mm.FfnRunner("reduced", 1, 0, rows=[1], progress=lines.append, scales=scales, input=input)
     r.allocate()
     r.open_peers([r.export_handle()])
     r.peers_opened()
     assert r.warm_up() == lines and len(lines) == 1 and "S1-TP1" in lines[0] and "ready" in lines[0], lines
     assert ("scales=rowmajor" in lines[0]) == (scales == "rowmajor"), lines
+    assert ("input=part" in lines[0]) == (input == "part"), lines
+    assert r.input == input and ({"wo", "wo_scale"} <= set(r.weight_names(1))) == (input == "attn"), r.weight_names(1)
     other = "rowmajor" if scales == "e8m0_shuffle" else "e8m0_shuffle"
     for seed in (90, 91):
-        inputs = mm.make_launch_inputs("reduced", 1, 1, seed, scales=scales)
+        inputs = mm.make_launch_inputs("reduced", 1, 1, seed, scales=scales, input=input)
         m = mm.rank_inputs(inputs, 0)
-        out, res_out = torch.zeros_like(m["part"]), torch.zeros_like(m["res_in"])
-        r.launch(m["part"], m["res_in"], out, res_out, {n: m[n] for n in r.weight_names(1)})  # slots: every row valid
-        ref = mm.rank_reference("reduced", 1, 1, 0, inputs, scales=scales)
+        out, res_out = torch.zeros_like(m["res_in"]), torch.zeros_like(m["res_in"])
+        r.launch(m[input], m["res_in"], out, res_out, {n: m[n] for n in r.weight_names(1)})  # slots: every row valid
+        ref = mm.rank_reference("reduced", 1, 1, 0, inputs, scales=scales, input=input)
         assert torch.equal(ffn_rank.bits(out), ffn_rank.bits(ref["out"])) and bool(ffn_rank.bits(out).any())
         assert torch.equal(ffn_rank.bits(res_out), ffn_rank.bits(ref["res_out"]))
-    wrong = mm.rank_inputs(mm.make_launch_inputs("reduced", 1, 1, 92, scales=other), 0)
-    out = torch.zeros_like(wrong["part"])
-    r.launch(wrong["part"], wrong["res_in"], out, torch.zeros_like(wrong["res_in"]), {n: wrong[n] for n in r.weight_names(1)})
-    ref = mm.rank_reference("reduced", 1, 1, 0, mm.make_launch_inputs("reduced", 1, 1, 92, scales=scales), scales=scales)
+    wrong = mm.rank_inputs(mm.make_launch_inputs("reduced", 1, 1, 92, scales=other, input=input), 0)
+    out = torch.zeros_like(wrong["res_in"])
+    r.launch(wrong[input], wrong["res_in"], out, torch.zeros_like(wrong["res_in"]), {n: wrong[n] for n in r.weight_names(1)})
+    ref = mm.rank_reference("reduced", 1, 1, 0, mm.make_launch_inputs("reduced", 1, 1, 92, scales=scales, input=input),
+                            scales=scales, input=input)
     assert not torch.equal(ffn_rank.bits(out), ffn_rank.bits(ref["out"])), "the two layouts' bytes gave the same out"
     r.close()

@@ -1,6 +1,8 @@
 """The torch ops' registration: their schemas, the Meta kernels (shapes from the Plan, nothing
-launched: the runner below never opened its peers, so a real launch would be refused), and that
+launched: the runner below never opened its peers, so a real launch would be refused; for input
+"attn" x is [S, 512] and out [S, 1536], so out's shape is the Plan's, not x's), and that
 torch.jit.trace records them (the bits of traced launches: test_ffn_runner.py)."""
+import pytest
 import torch
 
 import monogen.minimax_m3 as mm
@@ -8,12 +10,15 @@ import monogen.ops
 
 
 def test_schemas():
-    assert "Tensor(a!) out, Tensor(b!) res_out" in str(torch.ops.monogen.ffn_launch.default._schema)
+    assert "int runner, Tensor x, Tensor res_in, Tensor(a!) out, Tensor(b!) res_out" in str(
+        torch.ops.monogen.ffn_launch.default._schema)
+    assert "int runner, Tensor x, Tensor res_in, Tensor[] weights" in str(torch.ops.monogen.ffn.default._schema)
     assert str(torch.ops.monogen.ffn.default._schema).endswith("-> (Tensor, Tensor)")
 
 
-def test_meta_shapes_without_a_launch():
-    r = mm.FfnRunner("reduced", 2, 1, rows=[1, 4], name="meta-test")
+@pytest.mark.parametrize("input,width", [("attn", 512), ("part", 1536)])
+def test_meta_shapes_without_a_launch(input, width):
+    r = mm.FfnRunner("reduced", 2, 1, rows=[1, 4], name="meta-test", input=input)
     r.allocate()
     try:
         for s in (1, 4):
@@ -21,11 +26,13 @@ def test_meta_shapes_without_a_launch():
             meta = {n: torch.empty(a["shape"], dtype=getattr(torch, a["dtype"][6:]), device="meta")
                     for n, a in args.items() if a["role"] != "scalar"}
             w = monogen.ops.weight_list("meta-test", meta, s)
-            out, res_out = torch.ops.monogen.ffn(mm.runner("meta-test").handle, meta["part"], meta["res_in"], w, None)
+            x = meta[input]
+            assert tuple(x.shape) == (s, width)  # attn: heads x head_dim / TP = 16 x 64 / 2
+            out, res_out = torch.ops.monogen.ffn(mm.runner("meta-test").handle, x, meta["res_in"], w, None)
             assert out.device.type == "meta" and res_out.device.type == "meta"
             assert tuple(out.shape) == (s, 1536) and out.dtype == torch.bfloat16
-            assert tuple(res_out.shape) == tuple(args["res_out"]["shape"]) and res_out.dtype == torch.bfloat16
-            torch.ops.monogen.ffn_launch(r.handle, meta["part"], meta["res_in"], meta["out"], meta["res_out"], w)
+            assert tuple(res_out.shape) == (s, 1536) == tuple(args["res_out"]["shape"]) and res_out.dtype == torch.bfloat16
+            torch.ops.monogen.ffn_launch(r.handle, x, meta["res_in"], meta["out"], meta["res_out"], w)
     finally:
         r.close()
 
@@ -37,8 +44,9 @@ def test_trace_records_the_op():
         args = {a["name"]: a for a in r.arguments(1)}
         meta = [torch.empty(args[n]["shape"], dtype=getattr(torch, args[n]["dtype"][6:]), device="meta")
                 for n in r.weight_names(1)]
-        part = torch.empty(1, 1536, dtype=torch.bfloat16, device="meta")
-        g = torch.jit.trace(lambda p, q: torch.ops.monogen.ffn(r.handle, p, q, meta, None), (part, part),
+        x = torch.empty(1, 512, dtype=torch.bfloat16, device="meta")  # the attention rows (the default input)
+        res_in = torch.empty(1, 1536, dtype=torch.bfloat16, device="meta")
+        g = torch.jit.trace(lambda p, q: torch.ops.monogen.ffn(r.handle, p, q, meta, None), (x, res_in),
                             check_trace=False).graph
         assert "monogen::ffn" in str(g)
     finally:
