@@ -4,10 +4,11 @@ launch with new inputs (make_launch_inputs, seed + k, the same on every rank), c
 res_out with the C++ reference for this rank bit for bit. `how` picks the call: "launch"
 (FfnRunner.launch), "op" (torch.ops.monogen.ffn_launch), "traced" (that op inside a function
 traced by torch.jit.trace once and then called), "functional" (torch.ops.monogen.ffn, traced).
-`input` is the launch's input, "attn" (the default: the attention rows, o_proj in the launch) or
-"part" (the o_proj partial); x is that tensor of the rank's inputs.
+`input` is the launch's input, "attn" (the attention rows, o_proj in the launch) or "part" (the
+o_proj partial), or None: nothing declared, the defaults of FfnRunner, make_launch_inputs and
+rank_reference (attn); x is the runner's input's tensor of the rank's inputs.
 
-Run as a script it is a child rank: python3 ffn_rank.py <how> <tp> <launches> <seed> <input> <rank>."""
+Run as a script it is a child rank: python3 ffn_rank.py <how> <tp> <launches> <seed> <input|default> <rank>."""
 import sys
 import time
 
@@ -36,11 +37,12 @@ def ready_runner(group, tp, **options):
     return runner, runner.warm_up()
 
 
-def run_rank(group, how, tp, launches, seed, input="attn"):
+def run_rank(group, how, tp, launches, seed, input=None):
     rank = group.rank
     t0 = time.time()
-    runner, progress = ready_runner(group, tp, input=input)
-    inputs = [mm.make_launch_inputs(CONFIG, ROWS, tp, seed + k, input=input) for k in range(launches)]
+    declared = {} if input is None else {"input": input}
+    runner, progress = ready_runner(group, tp, **declared)
+    inputs = [mm.make_launch_inputs(CONFIG, ROWS, tp, seed + k, **declared) for k in range(launches)]
     mine = [mm.rank_inputs(i, rank) for i in inputs]
     names = runner.weight_names(ROWS)
     if how in ("op", "traced", "functional"):
@@ -48,7 +50,7 @@ def run_rank(group, how, tp, launches, seed, input="attn"):
     traced = None
     got, seconds = [], []
     for k, m in enumerate(mine):
-        x = m[input]  # the attention rows, or the o_proj partial
+        x = m[runner.input]  # the attention rows, or the o_proj partial
         out, res_out = torch.zeros_like(m["res_in"]), torch.zeros_like(m["res_in"])
         weights = [m[n] for n in names]
         group.barrier()  # the ranks' launches start together (a framework's forward would)
@@ -81,7 +83,7 @@ def run_rank(group, how, tp, launches, seed, input="attn"):
         got.append((out.clone(), res_out.clone()))
     verdicts = []
     for k in range(launches):
-        ref = mm.rank_reference(CONFIG, ROWS, tp, rank, inputs[k], input=input)
+        ref = mm.rank_reference(CONFIG, ROWS, tp, rank, inputs[k], **declared)
         out, res_out = got[k]
         verdicts.append({"launch": k,
                          "out": torch.equal(bits(out), bits(ref["out"])),
@@ -118,7 +120,8 @@ if __name__ == "__main__":
     how, (tp, launches, seed), input, rank = sys.argv[1], map(int, sys.argv[2:5]), sys.argv[5], int(sys.argv[6])
     g = ChildGroup(rank, tp)
     try:
-        g.result(run_absent_peer(g, tp, seed) if how == "absent" else run_rank(g, how, tp, launches, seed, input))
+        g.result(run_absent_peer(g, tp, seed) if how == "absent"
+                 else run_rank(g, how, tp, launches, seed, None if input == "default" else input))
     except Exception as e:  # noqa: BLE001 (the parent reports it)
         g.result({"rank": rank, "error": f"{type(e).__name__}: {e}"})
         sys.exit(2)

@@ -19,9 +19,9 @@ TP = 2
 LAUNCHES = 3
 
 
-def run(how, seed, input="attn"):
+def run(how, seed, input=None):
     argv = [sys.executable, os.path.join(os.path.dirname(__file__), "ffn_rank.py"), how, str(TP), str(LAUNCHES), str(seed),
-            input]
+            input or "default"]
     group = ParentGroup(TP, argv)
     try:
         if how == "absent":
@@ -44,7 +44,7 @@ def test_tp2_bit_exact_launch_after_launch(how, seed):
               + ", ".join(f"{v['seconds']:.2f} s" for v in r["verdicts"]) + "; " + "; ".join(r["progress"]))
         assert len(r["verdicts"]) == LAUNCHES
         assert r["progress"] and all("ready" in line for line in r["progress"])
-        # the default: the attention rows in, o_proj's weights among the weights, a default key
+        # nothing declared: the attention rows in (the C++ default), o_proj's weights among the weights, a default key
         assert r["input"] == "attn" and {"wo", "wo_scale"} <= set(r["weight_names"]), r["weight_names"]
         assert not any("input=" in line for line in r["progress"]), r["progress"]
         for v in r["verdicts"]:
