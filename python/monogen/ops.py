@@ -17,9 +17,8 @@ torch 1.13 (Debian's python3-torch) has no torch.library.custom_op / register_fa
 torch.compile: the ops are defined with torch.library.Library("monogen", "DEF"), with kernels
 for CPU (the Sim device) and CUDA (a ROCm torch's GPU tensors: the HIP device; not run here) and
 a Meta kernel (shapes only: out and res_out as S's Plan declares them, [S, hidden], not x's
-shape; nothing read or written),
-also registered for AutogradMeta (1.13 has no autograd fallthrough for Meta; the ops have no
-gradient). They trace under torch.jit.trace (tests/test_torch_op.py); a traced graph holds the
+shape; nothing read or written), also registered for AutogradMeta (1.13 has no autograd
+fallthrough for Meta; the ops have no gradient). They trace under torch.jit.trace (tests/test_torch_op.py); a traced graph holds the
 runner's handle as a constant, so it is valid in the process that built it.
 """
 import torch
