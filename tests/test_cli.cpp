@@ -130,7 +130,7 @@ TEST_CASE("emit writes a gfx950 ET_DYN code object with the Plan's kernarg layou
   // The Plan's kernel arguments, by name, in the metadata.
   const Result plan = sh(kMonogen + " dump --rows 8 --tp 4 --what plan");
   REQUIRE(plan.code == 0);
-  for (const char* arg : {"part", "res_in", "res_out", "peers", "epoch"}) {
+  for (const char* arg : {"attn", "wo", "wo_scale", "res_in", "res_out", "peers", "epoch"}) {  // the default input
     INFO(arg);
     CHECK(plan.out.find(std::string(" ") + arg + " ") != std::string::npos);
     CHECK(notes.out.find(std::string(".name:           ") + arg) != std::string::npos);

@@ -38,15 +38,17 @@ struct Outcome {
   double seconds = 0;
 };
 
-/// Runs `job` on TP processes; `onReport` may kill a rank.
+/// Runs `job` on TP processes; `onReport` may kill a rank; `edit` may change the inputs first.
 Outcome runRanks(int tp, const SimRankJob& job,
-                 const std::function<void(runtime::RankProcesses&, int, const json&)>& onReport = {}) {
+                 const std::function<void(runtime::RankProcesses&, int, const json&)>& onReport = {},
+                 const std::function<void(SimRankData&)>& edit = {}) {
   const ModelConfig cfg = ModelConfig::reduced();
   Outcome o;
   o.done.resize(tp);
   o.errors.resize(tp);
   const auto t0 = std::chrono::steady_clock::now();
-  const SimRankData data = makeSimRankData(cfg, job, tp);  // once, before the fork: the ranks share it
+  SimRankData data = makeSimRankData(cfg, job, tp);  // once, before the fork: the ranks share it
+  if (edit) edit(data);
   runtime::RankProcesses procs(tp, [&](runtime::RankChannel& ch) { return runSimRank(cfg, job, data, ch); });
   o.status = procs.run(
       [&](int r, const std::string& line) {
@@ -91,6 +93,50 @@ TEST_CASE("rank runtime: TP processes, one a rank, replay the same packed argume
     WARN(fmt::format("TP {}: {} processes x 3 launches in {:.2f} s (slowest launch {:.3f} s)", tp, tp, o.seconds,
                      launchSec));
   }
+}
+
+TEST_CASE("rank runtime: both inputs, attn (o_proj in the launch, the default) and part, bit-exact per rank", "[rank]") {
+  for (FfnInput input : {FfnInput::Attn, FfnInput::Part}) {
+    SimRankJob job;
+    job.rows = {3};
+    job.launches = 1;
+    job.seed = 61;
+    job.knobs.input = input;
+    job.waitTicks = 2'000'000'000;
+    const Outcome o = runRanks(2, job);
+    for (int r = 0; r < 2; ++r) {
+      INFO("input " << ffnInputName(input) << " rank " << r << " " << o.errors[r]);
+      CHECK(o.status[r] == 0);
+      REQUIRE(o.done[r].size() == 1);
+      CHECK(o.done[r][0]["verdict"] == "bit-exact");
+    }
+  }
+  // with o_proj in the launch the harness compares the quant's scales and the partial push sent:
+  // a reference partial off by one bit in rank 1 is caught there, before the all-reduce
+  SimRankJob job;
+  job.rows = {3};
+  job.launches = 1;
+  job.seed = 61;
+  job.waitTicks = 2'000'000'000;
+  const Outcome bad = runRanks(2, job, {}, [](SimRankData& d) { d.want.at(3)[0].at("opart.r1").data[6] ^= 1; });
+  REQUIRE(bad.done[1].size() == 1);
+  CHECK(bad.done[0][0]["verdict"] == "bit-exact");
+  CHECK(bad.done[1][0]["verdict"].get<std::string>().rfind("MISMATCH: opart.r1[3]", 0) == 0);
+}
+
+TEST_CASE("rank runtime: an input=attn rank without o_proj's FP8 weight is an error naming it", "[rank]") {
+  SimRankJob job;
+  job.rows = {2};
+  job.launches = 1;
+  job.seed = 62;
+  job.waitTicks = 100'000'000;  // 1 s: rank 1 waits for rank 0's pairs, which never come
+  const Outcome o = runRanks(2, job, {}, [](SimRankData& d) { d.inputs.at(2)[0].erase("wo.r0"); });
+  INFO(o.errors[0]);
+  CHECK(o.status[0] == 2);
+  CHECK(o.errors[0].find("rank 0: no 'wo.r0' among the inputs: the input=attn variant reads o_proj's rowwise-FP8 "
+                         "copy") != std::string::npos);
+  REQUIRE(o.done[1].size() == 1);
+  CHECK(o.done[1][0]["verdict"].get<std::string>().rfind("INVALID", 0) == 0);
 }
 
 TEST_CASE("rank runtime: the same check fails when every launch runs on one tag (a replayed tag argument)",
@@ -236,11 +282,11 @@ TEST_CASE("rank runtime: bind refuses the runtime's own buffers and checks the c
   const ir::Plan& plan = a.rt.plan(2);
   const RankIo io = allocRankIo(a.dev, plan);
   runtime::RankArgs args = rankArgs(plan, io, 1000);
-  args[arg::kScratch] = runtime::LaunchArg::tensor(io.addr.at(arg::kPart), runtime::DType::U8, {16});
+  args[arg::kScratch] = runtime::LaunchArg::tensor(io.addr.at(arg::kAttn), runtime::DType::U8, {16});
   CHECK_THROWS_WITH(a.rt.bind(2, args), Catch::Contains("argument 'scratch'") && Catch::Contains("the runtime's own"));
   runtime::RankArgs bad = rankArgs(plan, io, 1000);
-  bad[arg::kPart].shape = {3, 3};
-  CHECK_THROWS_WITH(a.rt.bind(2, bad), Catch::Contains("rank 0, argument 'part'") && Catch::Contains("shape is [3, 3]"));
+  bad[arg::kAttn].shape = {3, 3};  // the default variant's input
+  CHECK_THROWS_WITH(a.rt.bind(2, bad), Catch::Contains("rank 0, argument 'attn'") && Catch::Contains("shape is [3, 3]"));
   CHECK_THROWS_WITH(a.rt.bind(4, rankArgs(plan, io, 1000)), Catch::Contains("S = 4 is not served here"));
   runtime::BoundLaunch& b = a.rt.bind(2, rankArgs(plan, io, 1000));
   CHECK(b.kernargs.size() == static_cast<size_t>(plan.kernargBytes()));

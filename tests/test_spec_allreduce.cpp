@@ -32,7 +32,7 @@ void checkRun(const ModelConfig& cfg, int S, int TP, uint64_t inputSeed, uint64_
                    schedSeed(sched).maxQuantum));
   const TensorMap in = makeInputs(cfg, S, TP, inputSeed);
   const LaunchParams params;
-  const SimRun run = runOnSim(cfg, makeKey(cfg, S, TP), in, schedSeed(sched), params);
+  const SimRun run = runOnSim(cfg, partKey(cfg, S, TP), in, schedSeed(sched), params);
   const auto mm = firstMismatch(run.outputs, referenceOutputs(cfg, S, TP, in));
   INFO((mm ? describe(*mm) : std::string("no mismatch")));
   CHECK_FALSE(mm.has_value());
@@ -89,7 +89,7 @@ TEST_CASE("allreduce layout: every S and TP builds, verifies, and its regions an
         for (const Pool& p : L.pools()) CHECK(p.offset + p.bytes <= L.ldsBytes);
         CHECK(L.red.bytes >= int64_t{L.redSlots} * (cfg.threads / 64) * 4);
 
-        const ir::Plan plan = buildPlan(cfg, makeKey(cfg, S, TP));
+        const ir::Plan plan = buildPlan(cfg, makeKey(cfg, S, TP, FfnKnobs{.input = input}));
         CHECK(plan.ldsBytes <= plan.target().ldsBytes);
         CHECK(plan.grid.blocks == cfg.blocks);
         CHECK(plan.grid.threads == cfg.threads);
@@ -170,7 +170,7 @@ TEST_CASE("allreduce sim: push + reduce equal the reference bit for bit (reduced
 TEST_CASE("allreduce sim: flags are never reset, a new tag makes a new launch", "[spec][sim]") {
   const ModelConfig cfg = ModelConfig::reduced();
   const int S = 3, TP = 4;
-  SimSession session(cfg, makeKey(cfg, S, TP));
+  SimSession session(cfg, partKey(cfg, S, TP));
   const TensorMap a = makeInputs(cfg, S, TP, 11), b = makeInputs(cfg, S, TP, 12);
   LaunchParams p1, p2;
   p1.tag = 101;
@@ -188,7 +188,7 @@ TEST_CASE("allreduce reference: a wrong order is caught by the comparison", "[sp
   const ModelConfig cfg = ModelConfig::reduced();
   const int S = 3, TP = 4;
   const TensorMap in = makeInputs(cfg, S, TP, 5);
-  const SimRun run = runOnSim(cfg, makeKey(cfg, S, TP), in, schedSeed(2));
+  const SimRun run = runOnSim(cfg, partKey(cfg, S, TP), in, schedSeed(2));
   const TensorMap want = referenceOutputs(cfg, S, TP, in);
   REQUIRE_FALSE(firstMismatch(run.outputs, want).has_value());
   const int H = cfg.hidden, tasks = H / 32;
@@ -257,14 +257,14 @@ TEST_CASE("allreduce sim: a push that never lands sets the error word within the
   const int S = 3, TP = 4;
   const TensorMap in = makeInputs(cfg, S, TP, 9);
   const TensorMap want = referenceOutputs(cfg, S, TP, in);
-  const SimRun ok = runOnSim(cfg, makeKey(cfg, S, TP), in, schedSeed(1));
+  const SimRun ok = runOnSim(cfg, partKey(cfg, S, TP), in, schedSeed(1));
   REQUIRE_FALSE(firstMismatch(ok.outputs, want).has_value());
 
   LaunchParams p;
   p.waitTicks = 20'000;
   p.lostFrom = 2;  // rank 2's pushes to rank 0 go to a buffer nobody reads
   p.lostTo = 0;
-  const SimRun run = runOnSim(cfg, makeKey(cfg, S, TP), in, schedSeed(5), p);
+  const SimRun run = runOnSim(cfg, partKey(cfg, S, TP), in, schedSeed(5), p);
   const int32_t* err0 = run.outputs.at("err.r0").as<int32_t>();
   INFO(fmt::format("err.r0 = {:#x}, count {}; launch took {} ticks ({} without the fault)", err0[0], err0[1],
                    run.stats.ticks, ok.stats.ticks));
@@ -306,7 +306,7 @@ TEST_CASE("allreduce sim: a rank on a stale tag is named in the others' error wo
   p.tag = 7;
   p.waitTicks = 10'000;
   p.rankTag[1] = 6;  // rank 1 still runs the previous launch's tag
-  const SimRun run = runOnSim(cfg, makeKey(cfg, S, TP), in, schedSeed(2), p);
+  const SimRun run = runOnSim(cfg, partKey(cfg, S, TP), in, schedSeed(2), p);
   const int32_t* err0 = run.outputs.at("err.r0").as<int32_t>();
   const int32_t* err1 = run.outputs.at("err.r1").as<int32_t>();
   INFO(fmt::format("err.r0 = {:#x} ({}), err.r1 = {:#x} ({})", err0[0], err0[1], err1[0], err1[1]));
@@ -325,7 +325,7 @@ TEST_CASE("allreduce sim: each stage reads its bytes once", "[spec][sim]") {
   for (int TP : {1, 4}) {
     const int S = 9;
     const TensorMap in = makeInputs(cfg, S, TP, 3);
-    const SimRun run = runOnSim(cfg, makeKey(cfg, S, TP), in, schedSeed(6));
+    const SimRun run = runOnSim(cfg, partKey(cfg, S, TP), in, schedSeed(6));
     const auto& by = run.stats.bytesLoadedByStage;
     INFO(fmt::format("TP={}: push {} bytes, reduce {} bytes", TP, by.count("push") ? by.at("push") : -1,
                      by.count("reduce") ? by.at("reduce") : -1));

@@ -242,7 +242,9 @@ TEST_CASE("mismatch: every output a launch reads back has its writer stage in th
   // dataflowOrder knows every name: stage by stage, rank 0 before rank 1 within one
   const std::vector<std::string> order = dataflowOrder(run.outputs);
   REQUIRE(order.size() == run.outputs.size());
-  CHECK(order.front() == "res_out.r0");
+  CHECK(order.front() == "xscale.r0");  // the default variant: o_proj's quant and GEMM (push) come first
+  CHECK(std::find(order.begin(), order.end(), "opart.r0") < std::find(order.begin(), order.end(), "xscale.r1"));
+  CHECK(std::find(order.begin(), order.end(), "opart.r1") < std::find(order.begin(), order.end(), "res_out.r0"));
   CHECK(std::find(order.begin(), order.end(), "ssq_tag.r0") < std::find(order.begin(), order.end(), "res_out.r1"));
   CHECK(std::find(order.begin(), order.end(), "res_out.r1") < std::find(order.begin(), order.end(), "rstd.r0"));
   CHECK(std::find(order.begin(), order.end(), "out.r1") < std::find(order.begin(), order.end(), "epoch.r0"));

@@ -207,8 +207,14 @@ TEST_CASE("launch inputs: EdgeCases values (the Sim tests' inputs)", "[spec][inp
   const TensorMap in = makeLaunchInputs(cfg, 5, 2, 7, o);
   // the all-reduce half is makeInputs's; sres / ssq are derived from it, as for Natural values;
   // the same seed gives the same weights
-  const TensorMap ar = makeInputs(cfg, 5, 2, 7);
+  const TensorMap ar = makeInputs(cfg, 5, 2, 7, FfnInput::Attn);  // o_proj's inputs and partials too (oproj)
   for (const auto& [name, t] : ar) CHECK(in.at(name).data == t.data);
+  CHECK(ar.count("attn.r1") == 1);
+  o.oproj = false;  // the input=part variant's: makeInputs's edge-case partials themselves
+  const TensorMap part = makeLaunchInputs(cfg, 5, 2, 7, o);
+  for (const auto& [name, t] : makeInputs(cfg, 5, 2, 7)) CHECK(part.at(name).data == t.data);
+  CHECK(part.count("attn.r1") == 0);
+  o.oproj = true;
   for (const char* n : {"sres", "ssq", "slots", "norm_w", "router_w", "bias", "w13.r1", "s2.r0"})
     CHECK(in.count(n) == 1);
   CHECK(makeLaunchInputs(cfg, 5, 2, 7, o).at("w13.r1").data == in.at("w13.r1").data);
@@ -338,9 +344,10 @@ TEST_CASE("launch inputs: nanLogits makes some experts' logits NaN in every row"
 }
 
 TEST_CASE("bytes model: a hand-computed case", "[spec][bytes]") {
-  // reduced: hidden 1536, 16 experts, I 768; S = 2, TP = 2 (I / TP = 384), 5 distinct experts.
+  // reduced: hidden 1536, 16 experts, I 768; S = 2, TP = 2 (I / TP = 384), 5 distinct experts; the
+  // o_proj partial as the input (test_spec_oproj has the attn rows' case)
   const ModelConfig& cfg = reduced();
-  const MinimumBytes m = minimumBytes(cfg, 2, 2, 5);
+  const MinimumBytes m = minimumBytes(cfg, 2, 2, 5, FfnInput::Part);
   auto item = [&](const std::string& n) {
     for (const BytesItem& i : m.items)
       if (i.tensor == n) return i.bytes;
@@ -367,7 +374,7 @@ TEST_CASE("bytes model: a hand-computed case", "[spec][bytes]") {
   HostTensor picks = HostTensor::zeros(DType::I32, {2, 4});
   const int32_t p[8] = {3, 5, 7, 9, 5, 3, -1, 11};
   std::copy(p, p + 8, picks.as<int32_t>());
-  const MinimumBytes one = minimumBytes(cfg, 2, 1, picks);
+  const MinimumBytes one = minimumBytes(cfg, 2, 1, picks, FfnInput::Part);
   CHECK(one.routedExperts == 5);
   CHECK(one.perExpert == 1536 * (768 + 48 + 384 + 24));
   int64_t peers = 0;

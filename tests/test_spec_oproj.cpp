@@ -190,18 +190,24 @@ TEST_CASE("o_proj in the launch (input=attn), Sim: the partial and out / res_out
 
 // ------------------------------------------------------------------ knob, refusals, codegen
 
-TEST_CASE("o_proj knob: input=attn is in the key, parses back, and a bad value is refused", "[oproj]") {
+TEST_CASE("o_proj knob: input=attn is the default, input=part is in the key, both parse back, a bad value is refused",
+          "[oproj]") {
   const ModelConfig cfg = ModelConfig::reduced();
   FfnKnobs k;
-  CHECK(k.canonical().empty());  // the default input is the o_proj partial
-  k.input = FfnInput::Attn;
-  CHECK(k.canonical() == "input=attn");
+  CHECK(k.input == FfnInput::Attn);  // the default input: the attention rows, o_proj in the launch
+  CHECK(k.canonical().empty());
+  CHECK(LaunchInputOptions{}.oproj);  // the default inputs are the default variant's
+  k.input = FfnInput::Part;
+  CHECK(k.canonical() == "input=part");
+  CHECK(FfnKnobs::parse("", "t").input == FfnInput::Attn);
   CHECK(FfnKnobs::parse("input=attn", "t").input == FfnInput::Attn);
   CHECK(FfnKnobs::parse("input=part", "t").input == FfnInput::Part);
   CHECK_THROWS_WITH(FfnKnobs::parse("input=rows", "t"), Catch::Contains("expected part") && Catch::Contains("attn"));
-  const ir::Key a = makeKey(cfg, 8, 2, k), p = makeKey(cfg, 8, 2);
+  const ir::Key a = makeKey(cfg, 8, 2), p = makeKey(cfg, 8, 2, k);
   CHECK(a.variantName() != p.variantName());
-  CHECK(a.knobs == "input=attn");
+  CHECK(a.knobs.empty());
+  CHECK(p.knobs == "input=part");
+  CHECK(p.specVersion == 3);  // v3: the default became attn, so a v2 cache entry of the same text is not it
   const ir::Plan plan = buildPlan(cfg, a);
   CHECK(plan.argIndex("attn") >= 0);
   CHECK(plan.argIndex("wo") >= 0);
@@ -224,7 +230,7 @@ TEST_CASE("o_proj refusals: a width TP does not divide or not a multiple of 128,
   cfg.headDim = 73;  // 511: no TP above 1 divides it
   CHECK_THROWS_WITH(buildPlan(cfg, makeKey(cfg, 4, 2, k)), Catch::Contains("heads x head_dim = 7 x 73 = 511 does not "
                                                                            "divide by TP = 2"));
-  CHECK_NOTHROW(buildPlan(cfg, makeKey(cfg, 4, 2)));  // the o_proj partial input does not read them
+  CHECK_NOTHROW(buildPlan(cfg, makeKey(cfg, 4, 2, FfnKnobs{.input = FfnInput::Part})));  // the partial input does not read them
   cfg.heads = 3;
   cfg.headDim = 48;  // 144 a rank at TP 1
   CHECK_THROWS_WITH(buildPlan(cfg, makeKey(cfg, 4, 1, k)), Catch::Contains("144 is not a multiple of 128"));
@@ -279,7 +285,7 @@ TEST_CASE("o_proj codegen: input=attn variants compile to gfx950 code objects wi
 TEST_CASE("o_proj bytes model: input=attn counts the attention rows, wo and wo_scale instead of the partial",
           "[oproj]") {
   const ModelConfig cfg = ModelConfig::flash();
-  const MinimumBytes part = minimumBytes(cfg, 8, 4, 8), attn = minimumBytes(cfg, 8, 4, 8, FfnInput::Attn);
+  const MinimumBytes part = minimumBytes(cfg, 8, 4, 8, FfnInput::Part), attn = minimumBytes(cfg, 8, 4, 8);
   auto bytesOf = [](const MinimumBytes& m, const std::string& t) {
     for (const BytesItem& i : m.items)
       if (i.tensor == t) return i.bytes;

@@ -92,7 +92,7 @@ TEST_CASE("robust sim: back-to-back launches on the same buffers alternate parit
           "[spec][robust][sim]") {
   const ModelConfig cfg = ModelConfig::reduced();
   const int S = 3, TP = 4;
-  SimSession session(cfg, makeKey(cfg, S, TP));
+  SimSession session(cfg, partKey(cfg, S, TP));
   const Layout& L = session.layout();
   runtime::SimMemory& mem = session.device().memory();
   // the tag of rank r's pair i of half h of a parity-halved peer area (pair 0 is [src 0][row 0][pair 0])
@@ -138,7 +138,7 @@ TEST_CASE("robust sim: a dropped mark skips a tag and names the epoch site and t
   const TensorMap in = makeInputs(cfg, S, TP, 3);
   for (int drop : {0, 7, cfg.blocks - 1}) {
     INFO(fmt::format("drop mark of CTA {}", drop));
-    const ir::Key key = makeKey(cfg, S, TP, FfnKnobs{.dropMark = drop});
+    const ir::Key key = partKey(cfg, S, TP, FfnKnobs{.dropMark = drop});
     SimSession session(cfg, key);
     LaunchParams p;
     p.waitTicks = 20'000;
@@ -165,7 +165,7 @@ TEST_CASE("robust sim: a dropped mark skips a tag and names the epoch site and t
     for (int r = 0; r < TP; ++r) CHECK(epochOf(again, r) == 14);
   }
   // without the knob the epoch moves on to the tag
-  SimSession ok(cfg, makeKey(cfg, S, TP));
+  SimSession ok(cfg, partKey(cfg, S, TP));
   LaunchParams p;
   p.tag = 11;
   const SimRun run = ok.launch(in, schedSeed(2), p);
@@ -176,7 +176,7 @@ TEST_CASE("robust sim: a dropped mark skips a tag and names the epoch site and t
 TEST_CASE("robust sim: a stalled rank is in every rank's error word within the bound", "[spec][robust][sim]") {
   const ModelConfig cfg = ModelConfig::reduced();
   const int S = 2, TP = 4, stalled = 2;
-  const ir::Key key = makeKey(cfg, S, TP, FfnKnobs{.trace = true});  // CTA 0's handshake end stamp: when a rank's error word was final
+  const ir::Key key = partKey(cfg, S, TP, FfnKnobs{.trace = true});  // CTA 0's handshake end stamp: when a rank's error word was final
   const TensorMap in = makeInputs(cfg, S, TP, 8);
   const int64_t W = 20'000;  // the wait bound
 
@@ -250,7 +250,7 @@ TEST_CASE("robust sim: a fault before the handshake reaches every rank, other la
   SECTION("not the step's last launch: no rank trades flags") {
     // rank 1 knows from its reduce; the others only through their own waits: rank 1's FFN
     // partial comes late (past their final's bound), never through a handshake
-    const SimRun run = runOnSim(cfg, makeKey(cfg, S, TP), in, schedSeed(3), p);
+    const SimRun run = runOnSim(cfg, partKey(cfg, S, TP), in, schedSeed(3), p);
     CHECK_FALSE(run.valid);
     CHECK(errorSite(errWord(run, 1)) == kSiteReduce);
     for (int r : {0, 2, 3}) {
@@ -264,7 +264,7 @@ TEST_CASE("robust sim: a fault before the handshake reaches every rank, other la
   }
   SECTION("the step's last launch: every rank names rank 1") {
     p.handshake = true;
-    const SimRun run = runOnSim(cfg, makeKey(cfg, S, TP), in, schedSeed(3), p);
+    const SimRun run = runOnSim(cfg, partKey(cfg, S, TP), in, schedSeed(3), p);
     CHECK_FALSE(run.valid);
     CHECK(errorSite(errWord(run, 1)) == kSiteReduce);
     CHECK(errorRank(errWord(run, 1)) == 3);
@@ -284,7 +284,7 @@ TEST_CASE("robust sim: a fault before the handshake reaches every rank, other la
 TEST_CASE("robust sim: the trace has every CTA of every rank, stages in order", "[spec][robust][sim][trace]") {
   const ModelConfig cfg = ModelConfig::reduced();
   const int S = 3, TP = 2;
-  const ir::Key key = makeKey(cfg, S, TP, FfnKnobs{.trace = true});
+  const ir::Key key = partKey(cfg, S, TP, FfnKnobs{.trace = true});
   SimSession session(cfg, key);
   const TensorMap in = makeInputs(cfg, S, TP, 5);
   LaunchParams p;
@@ -351,7 +351,7 @@ TEST_CASE("robust sim: the handshake under many interleavings, every TP", "[spec
     for (int S : {1, 7})
       for (uint64_t sched = 1; sched <= 2; ++sched) {
         INFO(fmt::format("S={} TP={} scheduler seed {}", S, TP, sched));
-        SimSession session(cfg, makeKey(cfg, S, TP));
+        SimSession session(cfg, partKey(cfg, S, TP));
         const TensorMap in = makeInputs(cfg, S, TP, 7 * S + TP + sched);
         LaunchParams p;
         p.tag = static_cast<int32_t>(1000 + sched);

@@ -1,7 +1,8 @@
 // Row independence: one row's bad activation never changes another row's output.
 //
-// For a launch of S rows, a NaN or Inf put into row t's inputs (its o_proj partial on some rank,
-// or its residual) makes row t's logits NaN (or its selection values -inf), and route then has
+// For a launch of S rows, a NaN or Inf put into row t's inputs (its attention row on some rank,
+// which o_proj's per-token quant and GEMM turn into a NaN partial row, or with input=part its
+// o_proj partial; or its residual) makes row t's logits NaN (or its selection values -inf), and route then has
 // fewer than top-k usable scores for that row. Every other row's `out` and `res_out`, on every
 // rank, must stay bit-identical to the clean launch's, and the corrupted launch must still equal
 // the reference bit for bit (route picks top-k distinct experts whatever the scores, an unusable
@@ -33,20 +34,28 @@ namespace {
 
 constexpr uint16_t kBf16Nan = 0x7fc0, kBf16Inf = 0x7f80, kBf16NegInf = 0xff80;
 
-/// Row t's corruption in launch `run`: kind (t + run) % 5 at column (7919 (t + 1) (run + 1)) % H.
+/// Row t's corruption in launch `run`: kind (t + run) % 5 at column (7919 (t + 1) (run + 1)) % H
+/// (of the row's attention row instead when o_proj is in the launch: `in` holds attn.rR; the
+/// partials are then rederived, so the reference follows the quant: an Inf makes the row's
+/// scale Inf and inv 0, a NaN element NaN codes, and either the row's whole partial NaN).
 void corruptRow(const ModelConfig& cfg, int TP, TensorMap& in, int t, int run) {
-  const int64_t H = cfg.hidden;
+  const bool oproj = in.count(rankName("attn", 0)) != 0;
+  const int64_t H = cfg.hidden, W = oproj ? in.at(rankName("attn", 0)).shape[1] : H;
   const int64_t col = (int64_t{7919} * (t + 1) * (run + 1)) % H;
   const int kind = (t + run) % 5;
   const int rank = (t + 3 * run) % TP;
-  auto put = [&](const std::string& name, uint16_t bits) { in.at(name).as<uint16_t>()[t * H + col] = bits; };
+  const char* x = oproj ? "attn" : "part";  // the launch's input
+  auto put = [&](const std::string& name, int64_t width, uint16_t bits) {
+    in.at(name).as<uint16_t>()[t * width + col % width] = bits;
+  };
   switch (kind) {
-    case 0: put(rankName("part", rank), kBf16Nan); break;
-    case 1: put(rankName("part", rank), kBf16Inf); break;
-    case 2: put(rankName("part", rank), kBf16NegInf); break;
-    case 3: put("res_in", kBf16Nan); break;
-    default: put("res_in", kBf16Inf); break;
+    case 0: put(rankName(x, rank), W, kBf16Nan); break;
+    case 1: put(rankName(x, rank), W, kBf16Inf); break;
+    case 2: put(rankName(x, rank), W, kBf16NegInf); break;
+    case 3: put("res_in", H, kBf16Nan); break;
+    default: put("res_in", H, kBf16Inf); break;
   }
+  if (oproj && kind < 3) rederiveOprojPartials(cfg, static_cast<int>(in.at("res_in").shape[0]), TP, in);
 }
 
 /// The first row of `rows` whose out / res_out bits differ between a and b, on any rank.
@@ -91,10 +100,13 @@ void checkRowIndependence(const ModelConfig& cfg, int S, int TP, const TensorMap
     }
 }
 
-void rowIndependenceMatrix(int TP, bool negInfBias) {
+/// S in 1 8 9 16 at TP; oproj false: the input=part variant (the corruption in the partials).
+void rowIndependenceMatrix(int TP, bool negInfBias, bool oproj = true) {
   const ModelConfig cfg = ModelConfig::reduced();
   for (int S : {1, 8, 9, 16}) {
-    TensorMap in = makeLaunchInputs(cfg, S, TP, 700 + 17 * S + TP, edgeCases());
+    LaunchInputOptions io = edgeCases();
+    io.oproj = oproj;
+    TensorMap in = makeLaunchInputs(cfg, S, TP, 700 + 17 * S + TP, io);
     if (negInfBias)  // every selection value -inf: no row has a usable score
       for (int64_t e = 0; e < cfg.experts; ++e) in.at("bias").as<float>()[e] = -std::numeric_limits<float>::infinity();
     checkRowIndependence(cfg, S, TP, in, 1 + (S + TP) % 8);
@@ -105,19 +117,21 @@ void rowIndependenceMatrix(int TP, bool negInfBias) {
 
 TEST_CASE("rows: a NaN or Inf in one row's inputs leaves every other row bit-identical, TP 1", "[spec][rows]") {
   rowIndependenceMatrix(1, false);
-  rowIndependenceMatrix(1, true);
+  rowIndependenceMatrix(1, true, false);  // the -inf biases are the routing's case: the cheaper input=part
 }
 
 TEST_CASE("rows: a NaN or Inf in one row's inputs leaves every other row bit-identical, TP 4", "[spec][rows]") {
   rowIndependenceMatrix(4, false);
-  rowIndependenceMatrix(4, true);
+  rowIndependenceMatrix(4, true, false);
 }
 
 TEST_CASE("rows: a NaN or Inf in one row's inputs leaves every other row bit-identical, TP 8", "[spec][rows]") {
   rowIndependenceMatrix(8, false);
 }
 
-TEST_CASE("rows: every selection value -inf, TP 8", "[spec][rows]") { rowIndependenceMatrix(8, true); }
+TEST_CASE("rows: every selection value -inf, TP 8, input=part (the partials corrupted)", "[spec][rows]") {
+  rowIndependenceMatrix(8, true, false);
+}
 
 TEST_CASE("rows: degenerate routing reads nothing the launch did not write (race detector, uninitialized reads)",
           "[spec][rows]") {

@@ -12,6 +12,15 @@
 #include "specs/minimax_m3/SimHarness.h"
 #include "specs/minimax_m3/Spec.h"
 
+/// The key of the input=part variant (the o_proj partial as the launch's input) with `knobs`'
+/// others: the all-reduce's tests, whose edge cases (makeInputs: bf16 ties, cancelling ranks)
+/// are in the partials themselves.
+inline monogen::ir::Key partKey(const monogen::specs::minimax_m3::ModelConfig& cfg, int S, int TP,
+                                monogen::specs::minimax_m3::FfnKnobs knobs = {}) {
+  knobs.input = monogen::specs::minimax_m3::FfnInput::Part;
+  return monogen::specs::minimax_m3::makeKey(cfg, S, TP, knobs);
+}
+
 /// Scheduler seed s; the quantum (ops a wave runs before the scheduler picks again) cycles
 /// through fine and coarse interleavings with the seed.
 /// MONOGEN_TEST_RACES=1 turns the Sim's race detector on in every spec test that takes its
@@ -47,7 +56,8 @@ inline const char* const kCheckedMoe[] = {"rstd", "xn",        "picks", "weights
 /// moeReferenceOutputs (fed the kernel's SRES and SSQ); no wait times out, every error word 0;
 /// with opts.races, the race detector found no race.
 /// With knobs.input == Attn (o_proj in the launch; `in` from makeLaunchInputs with oproj) also
-/// every rank's o_proj partial as push sent it (opart.rR) against the reference's (part.rR).
+/// every rank's quant scales and o_proj partial as push sent them (xscale.rR, opart.rR) against
+/// oprojReferenceOutputs.
 inline monogen::runtime::TensorMap checkWholeLaunch(const monogen::specs::minimax_m3::ModelConfig& cfg, int S, int TP,
                                                     const monogen::runtime::TensorMap& in,
                                                     const monogen::runtime::SimOptions& opts,
@@ -58,11 +68,11 @@ inline monogen::runtime::TensorMap checkWholeLaunch(const monogen::specs::minima
                    opts.maxQuantum, opts.poisonSeed ? opts.poisonSeed : opts.seed, knobs.canonical()));
   const monogen::ir::Key key = makeKey(cfg, S, TP, knobs);
   const SimRun run = runOnSim(cfg, key, in, opts);
-  if (knobs.input == FfnInput::Attn) {
-    monogen::runtime::TensorMap parts;
-    for (int r = 0; r < TP; ++r) parts[rankName("opart", r)] = in.at(rankName("part", r));
-    auto pm = firstMismatch(run.outputs, parts);
-    INFO((pm ? "o_proj partial: " + describe(*pm) : std::string("o_proj partial: no mismatch")));
+  if (knobs.input == FfnInput::Attn) {  // the quant's scales and the partial push sent
+    const monogen::runtime::TensorMap oproj = oprojReferenceOutputs(cfg, S, TP, in);
+    REQUIRE(oproj.size() == 2 * static_cast<size_t>(TP));
+    auto pm = firstMismatch(run.outputs, oproj);
+    INFO((pm ? "o_proj: " + describe(*pm) : std::string("o_proj: no mismatch")));
     CHECK_FALSE(pm.has_value());
   }
   auto mm = firstMismatch(run.outputs, referenceOutputs(cfg, S, TP, in));
@@ -90,7 +100,8 @@ inline monogen::runtime::TensorMap checkWholeLaunch(const monogen::specs::minima
   return run.outputs;
 }
 
-/// checkWholeLaunch of the default input (the o_proj partial) with the experts and scales knobs.
+/// checkWholeLaunch of the variant of the input `in` holds (attn.r0 there: o_proj in the launch,
+/// the default; else input=part) with the experts and scales knobs.
 inline monogen::runtime::TensorMap checkWholeLaunch(const monogen::specs::minimax_m3::ModelConfig& cfg, int S, int TP,
                                                     const monogen::runtime::TensorMap& in,
                                                     const monogen::runtime::SimOptions& opts,
@@ -99,6 +110,7 @@ inline monogen::runtime::TensorMap checkWholeLaunch(const monogen::specs::minima
   monogen::specs::minimax_m3::FfnKnobs knobs;
   knobs.experts = experts;
   knobs.scales = scales;
+  knobs.input = in.count("attn.r0") ? monogen::specs::minimax_m3::FfnInput::Attn : monogen::specs::minimax_m3::FfnInput::Part;
   return checkWholeLaunch(cfg, S, TP, in, opts, knobs);
 }
 

@@ -78,7 +78,7 @@ Run addBench(CLI::App& app) {
     uint64_t seed = 1;
     bool breakdown = false;
     bool noSim = false;
-    std::string input = "part";
+    std::string input = "attn";
   };
   auto o = std::make_shared<Options>();
   CLI::App* c = app.add_subcommand(
@@ -94,7 +94,7 @@ Run addBench(CLI::App& app) {
   c->add_option("--seed", o->seed, "input and scheduler seed")->check(nonNegativeInteger())->capture_default_str();
   c->add_flag("--breakdown", o->breakdown, "print each cell's minimum by tensor and its stages' bytes");
   c->add_flag("--no-sim", o->noSim, "the minimum alone (no Sim launch: quick at the full config)");
-  c->add_option("--input", o->input, "the launch's input: part (the o_proj partial) or attn (o_proj in the launch)")
+  c->add_option("--input", o->input, "the launch's input: attn (the attention rows, o_proj in the launch) or part (the o_proj partial)")
       ->check(CLI::IsMember({"part", "attn"}))
       ->capture_default_str();
   return [o] {

@@ -67,7 +67,7 @@ struct LaunchInputs {
 /// The inputs --inputs names: a directory --save wrote (loadLaunch) or one inputs .safetensors.
 /// Refuses a launch saved for other dims, and names the first tensor the launch needs that the
 /// file lacks (the Sim harness would run a missing weight as zeros).
-LaunchInputs readInputs(const std::string& path, const mm::ModelConfig& cfg, int S, int TP) {
+LaunchInputs readInputs(const std::string& path, const mm::ModelConfig& cfg, int S, int TP, mm::FfnInput input) {
   LaunchInputs in;
   if (std::filesystem::is_directory(path)) {
     if (!std::filesystem::exists(std::filesystem::path(path) / "inputs.safetensors"))
@@ -99,13 +99,22 @@ LaunchInputs readInputs(const std::string& path, const mm::ModelConfig& cfg, int
   for (const char* n : {"res_in", "slots", "norm_w", "router_w", "bias"}) needed.push_back(n);
   for (int r = 0; r < TP; ++r)
     for (const char* n : {"w13", "s13", "w2", "s2"}) needed.push_back(mm::rankName(n, r));
+  const bool attn = input == mm::FfnInput::Attn;  // o_proj in the launch: its inputs too
+  if (attn) {
+    for (int r = 0; r < TP; ++r)
+      for (const char* n : {"attn", "wo"}) needed.push_back(mm::rankName(n, r));
+    needed.push_back("wo_scale");
+  }
   for (const std::string& n : needed)
     if (!in.tensors.count(n))
       throw InputError("--inputs",
                        fmt::format("'{}' has no tensor '{}': the launch needs part.rR, res_in, slots, norm_w, "
-                                   "router_w, bias, w13.rR, s13.rR, w2.rR and s2.rR for R = 0..{} (as `monogen sim "
-                                   "--save` writes them)",
-                                   path, n, TP - 1));
+                                   "router_w, bias, w13.rR, s13.rR, w2.rR and s2.rR{} for R = 0..{} (as `monogen sim "
+                                   "--save` writes them){}",
+                                   path, n, attn ? ", attn.rR, wo.rR and wo_scale" : "", TP - 1,
+                                   attn ? "; a launch saved from an --input part variant has no attention rows: "
+                                          "replay it with --input part"
+                                        : ""));
   return in;
 }
 
@@ -184,16 +193,13 @@ Run addSim(CLI::App& app) {
       inputsText = io.describe();
       inputSeed = std::to_string(o->seed);
     } else {
-      in = readInputs(o->inputs, cfg, S, TP);
+      in = readInputs(o->inputs, cfg, S, TP, mm::knobsOf(key).input);
       const auto it = in.metadata.find("inputs");
       inputsText = fmt::format("{} (from {})", it == in.metadata.end() ? "unknown" : it->second, o->inputs);
       inputSeed = in.metadata.count("seed") ? in.metadata.at("seed") : "unknown";
     }
     const runtime::TensorMap& inputs = in.tensors;
-    runtime::TensorMap want = mm::referenceOutputs(cfg, S, TP, inputs);
-    for (auto& [name, t] : mm::moeReferenceOutputs(cfg, S, TP, inputs, want, mm::knobsOf(key).experts)) want[name] = std::move(t);
-    if (io.oproj)  // the o_proj partial each rank's push sent (OPART) is the reference's part.rR
-      for (int r = 0; r < TP; ++r) want[mm::rankName("opart", r)] = inputs.at(mm::rankName("part", r));
+    const runtime::TensorMap want = mm::launchReferenceOutputs(cfg, S, TP, inputs, mm::knobsOf(key).experts);
     const std::vector<int> picked = mm::distinctPicked(want.at(mm::rankName("picks", 0)));
     fmt::print("inputs: seed {}, {}; the reference's rows pick {} distinct routed expert{}: {}\n", inputSeed,
                inputsText, picked.size(), picked.size() == 1 ? "" : "s", fmt::join(picked, " "));

@@ -53,7 +53,7 @@ Run addTrace(CLI::App& app) {
     if (o->injectRank >= key.tp)
       throw InputError("--inject-rank", fmt::format("rank {}: expected -1 (none) or 0..{}", o->injectRank, key.tp - 1));
     runtime::checkOutputFile(o->out, "-o");  // before the launch
-    const runtime::TensorMap inputs = mm::makeInputs(cfg, key.rows, key.tp, o->seed);
+    const runtime::TensorMap inputs = mm::makeInputs(cfg, key.rows, key.tp, o->seed, mm::knobsOf(key).input);
     mm::LaunchParams p;
     p.handshake = o->handshake || o->injectRank >= 0;
     p.injectRank = o->injectRank;

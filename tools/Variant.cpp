@@ -36,8 +36,8 @@ void addVariantOptions(CLI::App* app, VariantOptions& o, bool rowsTp) {
       ->check(CLI::IsMember({"e8m0_shuffle", "rowmajor"}))
       ->capture_default_str();
   app->add_option("--input", o.input,
-                  "the launch's input: part (this rank's o_proj partial) or attn (the attention rows; o_proj's "
-                  "per-token FP8 quant and GEMM in the launch; the input knob)")
+                  "the launch's input: attn (the attention rows; o_proj's per-token FP8 quant and GEMM in the "
+                  "launch) or part (this rank's o_proj partial; the input knob)")
       ->check(CLI::IsMember({"part", "attn"}))
       ->capture_default_str();
   app->add_flag("--trace", o.trace, "per-CTA, per-stage timestamps (the trace knob)");

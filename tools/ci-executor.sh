@@ -10,7 +10,8 @@
 # (default 1: the ten took 75 s here, the former nine 68-132 s, inside the 6-minute budget); prints
 # one line a variant in matrix order (its wall time and verdict), a failing check's output, and
 # the total. Fails when any check exits nonzero. Each variant runs with the default input (the
-# o_proj partial); S=8 TP=2 also with --input attn (o_proj's quant and FP8 GEMM in the launch).
+# attention rows: o_proj's quant and FP8 GEMM in the launch); S=8 TP=2 also with --input part
+# (the o_proj partial a framework computed in front of the launch).
 # Options: --full (S in {1, 3, 8, 9, 16}: the 15-variant matrix, not run by CI).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,10 +38,10 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/monogen-executor.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 variants=()
 for S in "${rows[@]}"; do
-  for TP in "${tps[@]}"; do variants+=("$S $TP e8m0_shuffle part"); done
+  for TP in "${tps[@]}"; do variants+=("$S $TP e8m0_shuffle attn"); done
 done
-variants+=("8 2 rowmajor part")
-variants+=("8 2 e8m0_shuffle attn")
+variants+=("8 2 rowmajor attn")
+variants+=("8 2 e8m0_shuffle part")
 echo "== executor: ${#variants[@]} variants on $tool, $jobs at a time"
 
 # One check: its output to $tmp/<i>.log, then "<milliseconds> <exit code>" to $tmp/<i>.done.

@@ -55,9 +55,9 @@ struct MinimumBytes {
 /// The minimum for `distinctRouted` distinct picked routed experts (the shared expert is always
 /// read). Throws InputError on S, TP or an expert count out of range.
 MinimumBytes minimumBytes(const ModelConfig& cfg, int S, int TP, int distinctRouted,
-                          FfnInput input = FfnInput::Part);
+                          FfnInput input = FfnInput::Attn);
 /// The same, counting the distinct experts of picks (I32 [S, topk], -1 entries ignored).
 MinimumBytes minimumBytes(const ModelConfig& cfg, int S, int TP, const runtime::HostTensor& picks,
-                          FfnInput input = FfnInput::Part);
+                          FfnInput input = FfnInput::Attn);
 
 }  // namespace monogen::specs::minimax_m3

@@ -44,7 +44,7 @@ class AreaAlloc {
 
 std::vector<Area> Layout::areas() const {
   std::vector<Area> a{sres, ssq, xn, rstd, xrdy, logit, routeA, mid, upf, tabDump, marks, attn, ffn, faults};
-  if (oproj) a.insert(a.begin() + 11, opart);  // after MARKS, the last scratch area
+  if (oproj) a.insert(a.begin() + 11, {opart, xscale});  // after MARKS, the last scratch areas
   return a;
 }
 std::vector<Pool> Layout::pools() const {
@@ -136,6 +136,10 @@ Layout Layout::make(const ModelConfig& cfg, int rows, int tp, FfnInput input) {
   if (L.oproj)
     L.opart = scratch.bytes("OPART", int64_t{rows} * cfg.hidden * 2,
                             "bf16 [S][hidden]: this rank's o_proj partial as push sent it (for checks)");
+  if (L.oproj)
+    L.xscale = scratch.bytes("XSCALE", int64_t{rows} * 4,
+                             "f32 [S]: row t's per-token FP8 scale, amax x f32(1/448), as CTA 0's quant computed it "
+                             "(for checks)");
   L.scratchBytes = scratch.end();
 
   AreaAlloc sym("sym");

@@ -78,10 +78,11 @@ struct Layout {
 
   // --- o_proj in the launch (input=attn, StageOproj.cpp): the attention rows are attnWidth
   // (heads x head_dim / TP) wide; OPART, bf16 [S][hidden] in scratch, holds this rank's o_proj
-  // partial as push computed and sent it (for checks: push never reads it back) ---
+  // partial as push computed and sent it, XSCALE, f32 [S], each row's per-token FP8 scale as
+  // CTA 0's quant computed it (both for checks: nothing reads them back) ---
   bool oproj = false;
   int attnWidth = 0;
-  Area opart;
+  Area opart, xscale;
   // --- per-rank scratch ("scratch"): SRES f32 [S][hidden], SSQ pairs [S][reduce tasks] ---
   Area sres, ssq;
   int64_t scratchBytes = 0;

@@ -401,7 +401,7 @@ void addOprojInputs(const ModelConfig& cfg, int S, int TP, uint64_t seed, Tensor
     }
   }
   Rng g = stream(seed, 22);
-  for (int r = 0; r < TP; ++r) {
+  for (int r = 0; r < TP; ++r) {  // the attention rows and the weight; part.rR below
     std::vector<float> x(static_cast<size_t>(S) * K);
     for (int t = 0; t < S; ++t)
       for (int64_t k = 0; k < K; ++k) {
@@ -412,19 +412,28 @@ void addOprojInputs(const ModelConfig& cfg, int S, int TP, uint64_t seed, Tensor
         if (S >= 3 && t == 2) v = 0.0f;
         x[static_cast<size_t>(t) * K + k] = v;
       }
-    HostTensor attn = bf16Of(x, {S, K});
     const std::vector<uint8_t> w = shuffle16x16(wRank[r].data(), H, K);
-    const QuantRows q = quantizeRows(attn.as<uint16_t>(), S, K);
-    const std::vector<uint16_t> part = oprojPartial(q, w.data(), ws.as<float>(), S, K, H);
-    HostTensor p = HostTensor::zeros(DType::BF16, {S, H});
-    std::memcpy(p.data.data(), part.data(), p.data.size());
     HostTensor wt = HostTensor::zeros(DType::U8, {H, K});
     std::memcpy(wt.data.data(), w.data(), w.size());
-    m[rankName("attn", r)] = std::move(attn);
+    m[rankName("attn", r)] = bf16Of(x, {S, K});
     m[rankName("wo", r)] = std::move(wt);
-    m[rankName("part", r)] = std::move(p);
   }
   m["wo_scale"] = std::move(ws);
+  rederiveOprojPartials(cfg, S, TP, m);
+}
+
+void rederiveOprojPartials(const ModelConfig& cfg, int S, int TP, TensorMap& m) {
+  const Layout L = Layout::make(cfg, S, TP, FfnInput::Attn);
+  const int H = cfg.hidden;
+  const int64_t K = L.attnWidth;
+  const HostTensor& ws = m.at("wo_scale");
+  for (int r = 0; r < TP; ++r) {
+    const QuantRows q = quantizeRows(m.at(rankName("attn", r)).as<uint16_t>(), S, K);
+    const std::vector<uint16_t> part = oprojPartial(q, m.at(rankName("wo", r)).data.data(), ws.as<float>(), S, K, H);
+    HostTensor p = HostTensor::zeros(DType::BF16, {S, H});
+    std::memcpy(p.data.data(), part.data(), p.data.size());
+    m[rankName("part", r)] = std::move(p);
+  }
 }
 
 TensorMap makeLaunchInputs(const ModelConfig& cfg, int S, int TP, uint64_t seed, const LaunchInputOptions& opt) {
@@ -512,7 +521,7 @@ TensorMap makeLaunchInputs(const ModelConfig& cfg, int S, int TP, uint64_t seed,
   return m;
 }
 
-TensorMap makeInputs(const ModelConfig& cfg, int rows, int tp, uint64_t seed) {
+TensorMap makeInputs(const ModelConfig& cfg, int rows, int tp, uint64_t seed, FfnInput input) {
   Layout::make(cfg, rows, tp, FfnInput::Part);  // validates S and TP
   const int H = cfg.hidden;
   Rng g(seed * 0x100000001b3ull + 0x6d696e696d6178ull);
@@ -555,6 +564,7 @@ TensorMap makeInputs(const ModelConfig& cfg, int rows, int tp, uint64_t seed) {
   TensorMap m;
   for (int r = 0; r < tp; ++r) m[rankName("part", r)] = std::move(parts[r]);
   m["res_in"] = std::move(res);
+  if (input == FfnInput::Attn) addOprojInputs(cfg, rows, tp, seed, m);
   return m;
 }
 

@@ -109,9 +109,17 @@ struct LaunchInputOptions {
 runtime::TensorMap makeLaunchInputs(const ModelConfig& cfg, int S, int TP, uint64_t seed,
                                     const LaunchInputOptions& opt = {});
 
+/// part.rR := the o_proj partial (OprojReference.h: the quant, then the GEMM) of attn.rR, wo.rR
+/// and wo_scale in m, every rank: for a check that edits the attention rows of makeLaunchInputs's
+/// oproj inputs (then sres / ssq in m no longer follow; the checks feed the kernel's).
+void rederiveOprojPartials(const ModelConfig& cfg, int S, int TP, runtime::TensorMap& m);
+
 /// The all-reduce's inputs alone, EdgeCases values: part.rR and res_in, the same tensors as in
-/// makeLaunchInputs's EdgeCases map for the same arguments. Validates S and TP (Layout::make).
-runtime::TensorMap makeInputs(const ModelConfig& cfg, int rows, int tp, uint64_t seed);
+/// makeLaunchInputs's EdgeCases map for the same arguments (the input=part variant's: the edge
+/// cases are in the partials). With input Attn also o_proj's inputs (attn.rR, wo.rR, wo_scale),
+/// part.rR then their o_proj partial (no longer edge cases). Validates S and TP (Layout::make).
+runtime::TensorMap makeInputs(const ModelConfig& cfg, int rows, int tp, uint64_t seed,
+                              FfnInput input = FfnInput::Part);
 
 /// The expert set C the inputs were steered to (ascending), as makeLaunchInputs chose it for these
 /// arguments; empty for natural routing (EdgeCases values: sameExpert's biased experts). (Recomputed

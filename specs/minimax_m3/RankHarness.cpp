@@ -123,7 +123,10 @@ TensorMap readRankOutputs(const ModelConfig& cfg, runtime::RankRuntime& rt, cons
   }
   o[rankName("ssq", r)] = std::move(ssq);
   o[rankName("ssq_tag", r)] = std::move(ssqTag);
-  if (L.oproj) o[rankName("opart", r)] = copy(scratch + L.opart.offset, DType::BF16, shape);  // as push sent it
+  if (L.oproj) {  // o_proj in the launch: the quant's scales and the partial push sent
+    o[rankName("xscale", r)] = copy(scratch + L.xscale.offset, DType::F32, {L.rows});
+    o[rankName("opart", r)] = copy(scratch + L.opart.offset, DType::BF16, shape);
+  }
   o[rankName("err", r)] = copy(rt.buffer(rows, arg::kErr), DType::I32, {2});
   o[rankName("epoch", r)] = copy(rt.buffer(rows, arg::kEpoch), DType::I32, {1});
   readMoeOutputs(L, r, scratch, io.addr.at(arg::kOut), read, o);
@@ -181,10 +184,7 @@ SimRankData makeSimRankData(const ModelConfig& cfg, const SimRankJob& job, int t
       LaunchInputOptions io;
       io.matchVariant(job.knobs);  // held as the variant reads them: the scales' layout, attn or part
       d.inputs[s].push_back(makeLaunchInputs(cfg, s, tp, job.seed + static_cast<uint64_t>(k), io));
-      TensorMap want = launchReferenceOutputs(cfg, s, tp, d.inputs[s].back(), job.knobs.experts);
-      if (io.oproj)  // the o_proj partial each rank's push sent (OPART) is the reference's part.rR
-        for (int r = 0; r < tp; ++r) want[rankName("opart", r)] = d.inputs[s].back().at(rankName("part", r));
-      d.want[s].push_back(std::move(want));
+      d.want[s].push_back(launchReferenceOutputs(cfg, s, tp, d.inputs[s].back(), job.knobs.experts));
     }
   return d;
 }

@@ -47,8 +47,8 @@ void uploadRankInputs(runtime::RankDevice& dev, const ir::Plan& plan, const Rank
 runtime::RankArgs rankArgs(const ir::Plan& plan, const RankIo& io, int64_t waitTicks, bool handshake = false);
 
 /// One rank's results of the launch that ran on `tag` (its epoch before the launch was
-/// epochBefore(tag)): res_out, sres, ssq, ssq_tag, err, epoch, opart (input=attn: the o_proj
-/// partial push sent), the MoE's (xn, rstd, out, picks,
+/// epochBefore(tag)): res_out, sres, ssq, ssq_tag, err, epoch, xscale and opart (input=attn: the
+/// quant's scales, the o_proj partial push sent), the MoE's (xn, rstd, out, picks,
 /// weights, slot table, mid) as "<name>.r<rank>", and down.r<src> for every src: the partial
 /// rank src pushed, read from this rank's own symmetric buffer.
 runtime::TensorMap readRankOutputs(const ModelConfig& cfg, runtime::RankRuntime& rt, const RankIo& io, int rows, int32_t tag);

@@ -13,6 +13,7 @@
 #include "runtime/Launch.h"
 #include "specs/minimax_m3/KernelContext.h"
 #include "specs/minimax_m3/MoeReference.h"
+#include "specs/minimax_m3/OprojReference.h"
 #include "specs/minimax_m3/Reference.h"
 #include "specs/minimax_m3/Sites.h"
 #include "specs/minimax_m3/Spec.h"
@@ -266,7 +267,10 @@ SimRun SimSession::launch(const TensorMap& inputs, const runtime::SimOptions& op
     };
     run.outputs[rankName("res_out", r)] = copy(b.resOut, DType::BF16, shape);
     run.outputs[rankName("sres", r)] = copy(b.scratch + L.sres.offset, DType::F32, shape);
-    if (L.oproj) run.outputs[rankName("opart", r)] = copy(b.scratch + L.opart.offset, DType::BF16, shape);
+    if (L.oproj) {  // o_proj in the launch: the quant's scales and the partial push sent
+      run.outputs[rankName("xscale", r)] = copy(b.scratch + L.xscale.offset, DType::F32, {L.rows});
+      run.outputs[rankName("opart", r)] = copy(b.scratch + L.opart.offset, DType::BF16, shape);
+    }
     HostTensor ssq = HostTensor::zeros(DType::F32, {L.rows, tasks});
     HostTensor ssqTag = HostTensor::zeros(DType::I32, {L.rows, tasks});
     const std::vector<uint8_t> pairBytes = read(r, b.scratch + L.ssq.offset, L.ssq.bytes);
@@ -421,7 +425,23 @@ TensorMap launchReferenceOutputs(const ModelConfig& cfg, int rows, int tp, const
   RefNumericsScope scope(numerics);
   TensorMap want = referenceOutputs(cfg, rows, tp, inputs);
   for (auto& [name, t] : moeReferenceOutputs(cfg, rows, tp, inputs, want, experts)) want[name] = std::move(t);
+  for (auto& [name, t] : oprojReferenceOutputs(cfg, rows, tp, inputs)) want[name] = std::move(t);
   return want;
+}
+
+TensorMap oprojReferenceOutputs(const ModelConfig& cfg, int rows, int tp, const TensorMap& inputs) {
+  TensorMap out;
+  if (!inputs.count(rankName("attn", 0))) return out;  // the o_proj partial input: no o_proj
+  const Layout L = Layout::make(cfg, rows, tp, FfnInput::Attn);
+  for (int r = 0; r < tp; ++r) {
+    const HostTensor& x = need(inputs, rankName("attn", r), DType::BF16, {rows, L.attnWidth});
+    const QuantRows q = quantizeRows(x.as<uint16_t>(), rows, L.attnWidth);
+    HostTensor s = HostTensor::zeros(DType::F32, {rows});
+    std::memcpy(s.data.data(), q.xScale.data(), s.data.size());
+    out[rankName("xscale", r)] = std::move(s);
+    out[rankName("opart", r)] = need(inputs, rankName("part", r), DType::BF16, {rows, L.hidden});
+  }
+  return out;
 }
 
 namespace {

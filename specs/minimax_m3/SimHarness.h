@@ -155,8 +155,14 @@ SimRun runOnDevice(runtime::Device& device, const ModelConfig& cfg, const ir::Ke
 /// The reference's outputs in runOnSim's naming (res_out, sres, ssq and err of every rank).
 runtime::TensorMap referenceOutputs(const ModelConfig& cfg, int rows, int tp, const runtime::TensorMap& inputs);
 
-/// Every output's reference in runOnSim's naming, the whole launch: referenceOutputs (the
-/// all-reduce's) plus moeReferenceOutputs fed the reference all-reduce's SRES / SSQ, computed
+/// With o_proj in the launch (`inputs` from makeLaunchInputs with oproj: attn.rR there), every
+/// rank's xscale.rR (the quant's per-token scales, OprojReference.h quantizeRows of attn.rR) and
+/// opart.rR (the partial push sends: part.rR, which makeLaunchInputs derived through the o_proj
+/// reference); empty without attn.r0.
+runtime::TensorMap oprojReferenceOutputs(const ModelConfig& cfg, int rows, int tp, const runtime::TensorMap& inputs);
+
+/// Every output's reference in runOnSim's naming, the whole launch: oprojReferenceOutputs (with
+/// o_proj in the launch), referenceOutputs (the all-reduce's) plus moeReferenceOutputs fed the reference all-reduce's SRES / SSQ, computed
 /// under `numerics` (MoeReference.h: Ir for the Sim device, Gfx950Run for the executor).
 runtime::TensorMap launchReferenceOutputs(const ModelConfig& cfg, int rows, int tp, const runtime::TensorMap& inputs,
                                           MoeExperts experts = MoeExperts::All,
@@ -172,7 +178,7 @@ struct OutputWriter {
   const char* stage;
 };
 inline constexpr OutputWriter kOutputWriters[] = {
-    {"opart", "push"},  // input=attn: the o_proj partial push sent (OPART)
+    {"xscale", "push"},        {"opart", "push"},  // input=attn: the quant's scales (XSCALE), the o_proj partial (OPART)
     {"res_out", "reduce"},     {"sres", "reduce"},       {"ssq", "reduce"},      {"ssq_tag", "reduce"},
     {"rstd", "norm"},          {"xn", "norm"},           {"picks", "route"},     {"weights", "route"},
     {"slot_expert", "table"},  {"slot_count", "table"},  {"slot_row", "table"},  {"slot_pick", "table"},

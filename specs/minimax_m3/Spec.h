@@ -10,6 +10,8 @@ namespace monogen::specs::minimax_m3 {
 
 inline constexpr const char* kSpecId = "minimax_m3.ffn";
 // v2: the default variant reads s13 / s2 e8m0_shuffle'd (v1 read them row-major; the scales knob).
+// v3: the default variant takes the attention rows, o_proj in the launch (v2 took the o_proj
+// partial, now the key's "input=part"; the input knob).
 inline constexpr int kSpecVersion = 3;
 
 /// Builds the launch of key (S = key.rows, TP = key.tp) on cfg. key.config must be empty (it is

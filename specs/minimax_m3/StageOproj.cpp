@@ -7,7 +7,8 @@
 //  - oprojTokenScales, once a CTA that has push tasks: wave w takes rows w, w + 8; each lane reads
 //    16-byte runs (8 bf16) of the row, run j 64 + lane, and keeps max |x| (IR Max); the wave's
 //    butterfly (32 .. 1) of Max gives amax (exact: max is order-free); lane 0 writes
-//    scale = amax * f32(1/448) and inv = amax == 0 ? 0 : rcp(scale) to LDS. Barrier.
+//    scale = amax * f32(1/448) and inv = amax == 0 ? 0 : rcp(scale) to LDS (CTA 0 also writes
+//    scale to XSCALE, for checks). Barrier.
 //    Every push CTA does this for every row (redundantly: S x K x 2 bytes of reads, 32 KB at
 //    S = 8 TP = 4), so no CTA waits for another's quant.
 //  - stageOprojPush, a task (channels 32 task .. 32 task + 31): wave w takes channel tile
@@ -79,6 +80,7 @@ void oprojTokenScales(KernelContext& c) {
           Val inv = b.select(a == b.f32(0.0), b.f32(0.0), b.rcp(scale));
           b.store(redF32(c, kScaleAt, t), scale);
           b.store(redF32(c, kInvAt, t), inv);
+          b.if_(c.block == c.i32(0), [&] { b.store(c.elemAt(c.scratch, L.xscale, t, 4), scale); });  // for checks
         });
       });
     }
