@@ -146,7 +146,7 @@ Run addBench(CLI::App& app) {
       io.distinctExperts = cl.n;
       io.expertWeights = !o->noSim;  // the routing needs no expert weights
       mm::FfnKnobs knobs;
-      knobs.input = o->input == "attn" ? mm::FfnInput::Attn : mm::FfnInput::Part;
+      knobs.input = mm::ffnInputOf(o->input, "--input");
       const ir::Key key = mm::makeKey(cfg, cl.s, cl.tp, knobs);
       const mm::FfnInput input = knobs.input;
       io.oproj = input == mm::FfnInput::Attn;

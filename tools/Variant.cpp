@@ -56,7 +56,7 @@ ir::Key keyOf(const VariantOptions& o, const mm::ModelConfig& cfg, int rows, int
   mm::FfnKnobs knobs;
   knobs.experts = o.sum == "shared" ? mm::MoeExperts::Shared : o.sum == "routed" ? mm::MoeExperts::Routed : mm::MoeExperts::All;
   knobs.scales = o.scales == "rowmajor" ? mm::ScaleLayout::RowMajor : mm::ScaleLayout::E8m0Shuffle;
-  knobs.input = o.input == "attn" ? mm::FfnInput::Attn : mm::FfnInput::Part;
+  knobs.input = mm::ffnInputOf(o.input, "--input");
   knobs.trace = o.trace;
   knobs.dropMark = o.dropMark;
   return mm::makeKey(cfg, rows, tp, knobs);

@@ -20,6 +20,12 @@ const char* moeExpertsName(MoeExperts e) {
 
 const char* ffnInputName(FfnInput i) { return i == FfnInput::Attn ? "attn" : "part"; }
 
+FfnInput ffnInputOf(const std::string& name, const std::string& where) {
+  for (FfnInput i : {FfnInput::Attn, FfnInput::Part})
+    if (name == ffnInputName(i)) return i;
+  throw InputError(where, fmt::format("'{}' was given: {}", name, kFfnInputsAllowed));
+}
+
 std::string FfnKnobs::canonical() const {
   std::string s;
   auto add = [&](const std::string& t) { s += (s.empty() ? "" : " ") + t; };
@@ -52,12 +58,7 @@ FfnKnobs FfnKnobs::parse(const std::string& text, const std::string& where) {
     } else if (name == "scales") {
       k.scales = scaleLayoutOf(value, where + ", knob scales");
     } else if (name == "input") {
-      if (value == "part") k.input = FfnInput::Part;
-      else if (value == "attn") k.input = FfnInput::Attn;
-      else
-        throw InputError(where, fmt::format("knob input={}: expected part (the o_proj partial) or attn (the "
-                                            "attention rows, o_proj in the launch)",
-                                            value));
+      k.input = ffnInputOf(value, where + ", knob input");
     } else if (name == "trace") {
       if (value != "0" && value != "1") throw InputError(where, fmt::format("knob trace={}: expected 0 or 1", value));
       k.trace = value == "1";

@@ -126,6 +126,11 @@ std::vector<uint8_t> unshuffle16x16(const uint8_t* shuffled, int64_t rows, int64
 /// (StageOproj.cpp); Part, the old input, this rank's unreduced o_proj partial (bf16 [S, hidden]).
 enum class FfnInput { Part = 0, Attn = 1 };
 const char* ffnInputName(FfnInput i);  // "part", "attn"
+/// What an input may be named, for messages.
+inline constexpr const char* kFfnInputsAllowed =
+    "expected \"attn\" (the attention rows, o_proj in the launch; the default) or \"part\" (the o_proj partial)";
+/// The input `name` names ("attn" or "part"); InputError at `where` naming what was given and both.
+FfnInput ffnInputOf(const std::string& name, const std::string& where);
 
 // ---------------------------------------------------------------- scales
 /// The storage layout of the e8m0 scales s13 / s2 (the `scales` knob; see the header comment).
