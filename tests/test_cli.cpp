@@ -191,19 +191,6 @@ TEST_CASE("dump prints the plan, kernel IR, LLVM IR and ISA", "[cli]") {
   CHECK(r.out.find("s_memrealtime") != std::string::npos);
 }
 
-namespace {
-
-/// The whole launch's reference for saved inputs, computed here (not by the CLI): the
-/// all-reduce's and the MoE's outputs of every rank.
-monogen::runtime::TensorMap launchReference(const mm::ModelConfig& cfg, int S, int TP,
-                                            const monogen::runtime::TensorMap& in) {
-  monogen::runtime::TensorMap want = mm::referenceOutputs(cfg, S, TP, in);
-  for (auto& [name, t] : mm::moeReferenceOutputs(cfg, S, TP, in, want)) want[name] = std::move(t);
-  return want;
-}
-
-}  // namespace
-
 TEST_CASE("sim runs the whole launch bit-exact, steers to N distinct experts and saves it", "[cli]") {
   const mm::ModelConfig cfg = mm::ModelConfig::reduced();
   TempDir d;
@@ -240,9 +227,11 @@ TEST_CASE("sim runs the whole launch bit-exact, steers to N distinct experts and
   CHECK(s.inputs.at("s2.r1").layout == "e8m0_shuffle");
   CHECK(r.out.find("inputs with scales e8m0_shuffle") != std::string::npos);
 
-  // Every output of every rank, against the reference computed here, bit for bit.
-  const monogen::runtime::TensorMap want = launchReference(cfg, 3, 2, s.inputs);
-  for (const char* n : {"res_out", "out", "picks", "weights", "xn", "rstd", "slot_expert", "mid", "down"})
+  // Every output of every rank (o_proj's too: the default variant), against the reference
+  // computed here from the saved inputs, bit for bit.
+  const monogen::runtime::TensorMap want = mm::launchReferenceOutputs(cfg, 3, 2, s.inputs);
+  for (const char* n :
+       {"xscale", "opart", "res_out", "out", "picks", "weights", "xn", "rstd", "slot_expert", "mid", "down"})
     for (int rank = 0; rank < 2; ++rank) {
       const std::string name = std::string(n) + ".r" + std::to_string(rank);
       INFO(name);

@@ -146,6 +146,12 @@ void routeToken(const float* logits, const float* bias, int E, int K, float rout
 
 std::string rankName(const std::string& base, int rank) { return base + ".r" + std::to_string(rank); }
 
+std::string launchTensorName(const std::string& name, int rank) {
+  for (const char* own : {"part", "attn", "wo", "w13", "s13", "w2", "s2"})
+    if (name == own) return rankName(name, rank);
+  return name;
+}
+
 namespace {
 
 const HostTensor& need(const TensorMap& in, const std::string& name, DType dt, const std::vector<int64_t>& shape) {

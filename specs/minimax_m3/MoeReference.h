@@ -126,6 +126,11 @@ void routeToken(const float* logits, const float* bias, int E, int K, float rout
 
 /// Rank r's name of a per-rank tensor: "w13" -> "w13.r2".
 std::string rankName(const std::string& base, int rank);
+/// The name a launch's map (makeLaunchInputs) holds argument `name` of rank `rank` under:
+/// rankName(name, rank) for the tensors each rank holds its own of (part, attn, wo, w13, s13, w2,
+/// s2), `name` itself for the ones every rank shares (res_in, slots, norm_w, router_w, bias,
+/// wo_scale).
+std::string launchTensorName(const std::string& name, int rank);
 
 /// The reference of one launch for all TP ranks. `in` holds:
 ///   sres     F32 [S, hidden]   the reduce stage's f32 sum (identical on all ranks)

@@ -26,11 +26,6 @@ using runtime::TensorMap;
 
 namespace {
 
-std::string rankName(const char* base, int r) { return fmt::format("{}.r{}", base, r); }
-bool perRankInput(const std::string& n) {
-  return n == arg::kPart || n == arg::kAttn || n == arg::kWo || n == arg::kW13 || n == arg::kS13 || n == arg::kW2 ||
-         n == arg::kS2;
-}
 bool callerArg(const ir::KernelArg& a) {
   return a.isPointer && (a.role == ir::ArgRole::Input || a.role == ir::ArgRole::Output || a.role == ir::ArgRole::Weight);
 }
@@ -66,7 +61,7 @@ void uploadRankInputs(runtime::RankDevice& dev, const ir::Plan& plan, const Rank
       dev.zero(at, a.bytes());
       continue;
     }
-    const std::string key = perRankInput(a.name) ? rankName(a.name.c_str(), rank) : a.name;
+    const std::string key = launchTensorName(a.name, rank);
     auto it = inputs.find(key);
     if (it == inputs.end()) {
       if (a.name == arg::kPart || a.name == arg::kAttn || a.name == arg::kResIn)

@@ -34,13 +34,11 @@ const HostTensor& need(const TensorMap& m, const std::string& name, DType d, con
   return runtime::requireTensor(m, name, d, shape, "minimax_m3 sim inputs");
 }
 
-std::string rankName(const char* base, int r) { return fmt::format("{}.r{}", base, r); }
 
 /// The MoE's kernel arguments a rank's buffers hold (per rank: the expert weights; the rest are
 /// the same on every rank).
 const char* const kMoeArgs[] = {arg::kNormW, arg::kRouterW, arg::kBias, arg::kW13, arg::kS13,
                                 arg::kW2,    arg::kS2,      arg::kSlots, arg::kOut};
-bool perRankWeight(const std::string& n) { return n == arg::kW13 || n == arg::kS13 || n == arg::kW2 || n == arg::kS2; }
 
 DType dtypeOf(ir::Scalar s) {
   switch (s) {
@@ -197,7 +195,7 @@ SimRun SimSession::launch(const TensorMap& inputs, const runtime::SimOptions& op
     if (b.trace) zero(r, b.trace, plan_.arg(arg::kTrace).bytes());
     for (const char* n : kMoeArgs) {
       const ir::KernelArg& ka = plan_.arg(n);
-      const std::string key = perRankWeight(n) ? rankName(n, r) : std::string(n);
+      const std::string key = launchTensorName(n, r);
       if (std::string(n) == arg::kOut) continue;
       if (auto it = inputs.find(key); it != inputs.end()) {
         need(inputs, key, dtypeOf(ka.elem), ka.shape);

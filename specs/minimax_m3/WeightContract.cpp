@@ -6,6 +6,7 @@
 
 #include "ir/Error.h"
 #include "ir/Numerics.h"
+#include "specs/minimax_m3/MoeReference.h"
 
 namespace monogen::specs::minimax_m3 {
 
@@ -176,8 +177,7 @@ void checkContract(const ModelConfig& cfg, int tp, const TensorMap& w, ScaleLayo
 namespace {
 /// Where contract tensor n of rank `rank` is in a launch's map (nullptr: missing), and its name there.
 std::pair<const HostTensor*, std::string> inLaunch(const TensorMap& launch, const std::string& n, int rank) {
-  const bool perRank = n == "w13" || n == "s13" || n == "w2" || n == "s2" || n == "wo";
-  const std::string name = perRank ? n + ".r" + std::to_string(rank) : n;
+  const std::string name = launchTensorName(n, rank);
   auto it = launch.find(name);
   return {it == launch.end() ? nullptr : &it->second, name};
 }
