@@ -1,18 +1,6 @@
-// bench_generator: the cost of one cold build of a variant, phase by phase, for every
-// codegen::Pipeline side by side, and what each pipeline's kernel looks like (ISA instruction
-// count, registers, spills, LDS), so a faster build can be shown not to make the kernel worse.
-//
-//   ./build/bench/bench_generator                      # every variant class x every pipeline
-//   ./build/bench/bench_generator --benchmark_repetitions=11 --benchmark_filter='full_S8'
-//   ./build/bench/bench_generator --benchmark_out=b.json --benchmark_out_format=json
-//
-// A cold build is spec -> Plan (plan build), ir::verify, then codegen::compile: lowering,
-// the LLVM IR pipeline, AMDGPU codegen to an object, the in-process lld link and the metadata
-// read-back with its limit checks. No cache is involved. Each repetition is one cold build
-// (Iterations(1)); repetitions of all benchmarks are interleaved in a random order
-// (--benchmark_enable_random_interleaving, on by default here), so old and new pipelines see the
-// same machine load; the table prints medians. `cpu` is the building thread's CPU time (what
-// the build itself costs on a shared machine), `wall` the clock.
+// bench_generator: one cold build of a variant, phase by phase, for every codegen::Pipeline side
+// by side, with each kernel's ISA size, registers, spills and LDS; repetitions interleaved at
+// random, medians printed. Usage and what the columns mean: docs/verification.md, "Benchmarks".
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 

@@ -1,15 +1,6 @@
-// bench_races: what the Sim's race detector (SimOptions::races, runtime/sim/SimRaces.h) costs: the
-// Sim's ops/s with it off and on, side by side in one run, for a reduced launch (S=8 TP=4) and a
-// full-dims one. Off and on are registered alternately (reduced off, reduced on, full off, full
-// on, then again for each repetition), so a machine that slows down mid-run slows both. Each
-// benchmark is one launch (Iterations(1)): Sim ops/s is the `ops/s` counter (wave-ops over wall
-// time; `ops/cpu_s` over the process's CPU time, which a shared machine disturbs less), `peak_MB` the process's peak RSS after it (monotone: read it on the first full row that
-// has the detector on). The inputs are made once per config, outside the timing.
-//
-//   ./build/bench/bench_races                      # reduced and full (full: minutes, ~10 GB)
-//   ./build/bench/bench_races --benchmark_filter=reduced
-//   MONOGEN_BENCH_RACES_REPS=3 ./build/bench/bench_races   # more interleaved rounds (default 2 reduced, 1 full)
-//   MONOGEN_BENCH_RACES_FULL="1 4" ./build/bench/bench_races  # the full-dims variant's S and TP (default 8 4)
+// bench_races: the Sim's ops/s with the race detector off and on, interleaved in one run, for a
+// reduced launch and a full-dims one; one launch a benchmark, with CPU-time rates and peak RSS.
+// Usage and the measured table: docs/verification.md, "The race detector, tested".
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 #include <sys/resource.h>

@@ -1,32 +1,6 @@
-// The code-object cache (DESIGN.md, "Cache"): a memory layer (digest -> entry) in front of a
-// disk layer (one file per key in a private directory). Compiling is a callback, so the
-// runtime never depends on LLVM.
-//
-// Disk file "<digest>.co", all integers little-endian:
-//   magic    8 bytes  "MONOGEN\x01"
-//   version  u32      kCacheFormatVersion
-//   keyLen   u32      length of the key text
-//   key      keyLen   keyText(key, toolchainId) (runtime/KeyHash.h)
-//   payLen   u64      code object length
-//   sha      32 bytes SHA-256 of the code object
-//   payload  payLen   the code object
-// An entry is opened without following symlinks or blocking (O_NOFOLLOW|O_NONBLOCK) and read
-// only if it is a regular file this user owns. One that is not, or whose magic, version, key
-// text, length or checksum is wrong, is never loaded: a warning naming the file and the reason
-// goes to stderr, it is counted, the code object is compiled again and the file rewritten
-// (runtime/AtomicFile.h; a non-regular entry is left as it is, with a second warning).
-//
-// Across processes (eight ranks starting together ask for the same variants): a miss takes an
-// exclusive flock on "<digest>.lock" before compiling, then looks at the disk again, so of N
-// processes asking for one uncached key one compiles and the others wait and load its file.
-// The lock dies with its process (kill -9 included). A file is only ever written under its
-// lock, through a temp file renamed into place, so no reader sees a partial file; a temp file
-// a killed writer left ("." + "<digest>.co.tmp.<random>") is removed by the next Cache opened
-// on the directory, once its lock is free. "<digest>.hits" counts the entry's disk hits.
-//
-// Knobs (CacheOptions::fromEnv): MONOGEN_CACHE=off (memory only, no disk), MONOGEN_RECOMPILE=1
-// (ignore disk hits: compile and rewrite), MONOGEN_RUN_ONLY=1 (a miss is an error naming the
-// variant, never a compile: for graph capture and serving).
+// The code-object cache: a memory layer (digest -> entry) in front of a disk layer (one checked
+// file per key in a private directory, one compiler per key across processes). Compiling is a
+// callback, so the runtime never depends on LLVM. File format and locking: docs/runtime.md.
 #pragma once
 #include <cstdint>
 #include <filesystem>

@@ -1,16 +1,6 @@
-// Co-residency: a persistent launch spins on flags other CTAs publish, so every CTA of the grid
-// must be resident at once, one CTA per CU. checkCoResidency is a pure function over what the code
-// object asks for (its kernel descriptor) and what the device has (hipDeviceGetAttribute values);
-// HipDevice calls it before its first launch of a code object, and a per-rank runtime can call
-// it the same way. It refuses, naming every figure that does not fit, with what was expected.
-//
-// The kernel's resources come from the code object's kernel descriptor (the 64-byte
-// `<kernel>.kd` object the command processor reads at dispatch, AMDGPUUsage "Kernel Descriptor"),
-// read here with glibc's <elf.h> structures: the runtime library does not link LLVM (a server
-// that only loads cached code objects needs no LLVM), so LLVM's msgpack reader of the
-// NT_AMDGPU_METADATA note (codegen/Metadata.cpp) is not available here. The descriptor is what the
-// hardware allocates from (granulated VGPR and SGPR counts, LDS, scratch), and
-// tests/test_coresidency.cpp checks this reader against codegen's metadata on real variants.
+// Co-residency: every CTA of a persistent grid must be resident at once, one a CU. A pure check of
+// a code object's kernel descriptor (read without LLVM) against a device's attributes, refusing
+// with every figure that does not fit. docs/runtime.md.
 #pragma once
 #include <cstdint>
 #include <functional>

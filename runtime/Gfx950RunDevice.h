@@ -1,26 +1,6 @@
-// The gfx950-run device: real gfx950 code objects on AMD's CPU simulator of gfx950 (rocjitsu
-// behind the JSON launch format of ../shared/tools/gfx950-run.md). For tests: it checks the
-// machine code, not only the IR.
-//
-// Memory: the device keeps a host copy of every allocation at a device address it assigns, in
-// [0x2_0000_0000, 0x7000_0000_0000) (above the simulator's scratch pool at 0x1_0000_0000), each
-// buffer starting on its own 4 KiB page with one free page after its last page, so the tool's
-// guard page follows every buffer. upload / download touch the host copies only.
-//
-// A launch (launchPacked) writes a private directory (mkdtemp under $TMPDIR or /tmp): LAUNCH.json,
-// the code object, one kernarg file per rank, one init file per non-zero allocation; runs the
-// tool once with gpus = TP (rank r's dispatch on GPU r, all in one address space, so peer
-// pointers work); then reads result.json and the read-back buffers into the host copies. Every
-// allocation is read back except those only Weight arguments point at (the kernel never writes
-// them). The directory is removed afterwards unless $MONOGEN_GFX950_KEEP is set (non-empty, not
-// "0"); then its path is in lastRun().dir.
-//
-// Errors are RuntimeErrors: the tool missing (its path and how to set it), a hang (the live
-// waves, from result.json "hang"), bad input (exit 2) or a simulator error (exit 3) with the
-// tool's message from result.json and stderr.
-//
-// The tool: $MONOGEN_GFX950_RUN if set, else <source dir>/../shared/tools/gfx950-run, the source
-// dir being this checkout's (compiled in as MONOGEN_SOURCE_DIR).
+// The gfx950-run device: real gfx950 code objects on AMD's CPU simulator of gfx950 (for tests:
+// it checks the machine code, not only the IR). One tool run a launch, every rank in one address
+// space; host copies of every allocation. Memory map, files and errors: docs/runtime.md.
 #pragma once
 #include <cstdint>
 #include <map>

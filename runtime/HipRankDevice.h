@@ -1,22 +1,6 @@
-// The per-rank device seam (runtime/RankDevice.h) on one GPU through libamdhip64, for a serving
-// process that holds one rank. NOT RUN HERE on a GPU: this machine has none; every HIP call in it
-// is written against the HIP API's documented signatures, and the sequence of calls it makes is
-// checked against the fake HIP library (tests/fake_hip, tests/test_hip_rank.cpp), not a real runtime.
-//
-// - libamdhip64 is dlopen'd through runtime/HipApi.h, the entry-point table HipDevice uses too
-//   (MONOGEN_HIP_LIBRARY, or .so.7, .so.6, .so.5, the unversioned name). Every entry point is
-//   resolved at construction, so a library without one is a clear error before any work; so is a
-//   machine without a gfx950 GPU (HipApi::discover, the same message as HipDevice).
-// - The GPU is device `deviceOrdinal` (default: the rank, as one process a GPU with
-//   HIP_VISIBLE_DEVICES unset; pass 0 when the framework set HIP_VISIBLE_DEVICES per process).
-// - allocSymmetric: hipExtMallocWithFlags(hipDeviceMallocUncached) in whole 4 KiB pages;
-//   exportSymmetric: hipIpcGetMemHandle's 64 bytes, hex, in the envelope with the node's boot id;
-//   openPeer: hipIpcOpenMemHandle(hipIpcMemLazyEnablePeerAccess), refusing another node's or a
-//   malformed handle before calling HIP.
-// - launch: hipModuleLaunchKernel on the caller's hipStream_t with the packed kernarg segment
-//   (HIP_LAUNCH_PARAM_BUFFER_POINTER); nothing else: no allocation, copy or synchronization.
-// - load: the code object's own symbol (its kernel descriptor's), after runtime::checkCoResidency
-//   (runtime/CoResidency.h) refuses a GPU that cannot hold the whole grid at one CTA a CU.
+// The per-rank device seam on one GPU through libamdhip64 (runtime/HipApi.h): an uncached IPC
+// symmetric buffer, launches on the caller's stream with nothing else on that path. Not run on a
+// GPU here: its HIP call sequence is checked against tests/fake_hip. docs/runtime.md.
 #pragma once
 #include <memory>
 #include <string>

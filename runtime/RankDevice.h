@@ -1,15 +1,6 @@
-// The per-rank device seam: what one serving process, holding rank r of TP on one GPU, needs
-// from a device. Two implementations: runtime/HipRankDevice.h (a GPU through libamdhip64: IPC
-// handles, the caller's hipStream_t; not run here, there is no GPU) and
-// runtime/sim/SimRankDevice.h (the Sim device running this rank's CTAs only, its symmetric
-// buffer in POSIX shared memory). runtime/RankRuntime.h is built on it.
-//
-// Handle bytes: exportSymmetric gives bytes the framework sends to every other rank (over its
-// own process group, as all_gather_object does; monogen opens no sockets) and openPeer takes
-// them back. Both implementations write them as one JSON object (HandleEnvelope below) with
-// the device kind, the exporting rank, the node's boot id and host name, the size, and the
-// device's own fields; openPeer refuses bytes from another node, another device kind or a
-// malformed handle with an InputError naming the peer rank, what was wrong and what it expected.
+// The per-rank device seam: what one serving process holding rank r of TP needs from a device
+// (HipRankDevice, SimRankDevice). Handle bytes are one JSON envelope; openPeer refuses another
+// node's, another kind's or a malformed one with an InputError naming the peer. docs/runtime.md.
 #pragma once
 #include <cstdint>
 #include <string>

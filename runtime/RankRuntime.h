@@ -1,29 +1,6 @@
-// The per-rank runtime: what a serving process holding rank r of TP (one GPU, one process,
-// torch.distributed style) calls, in this order:
-//
-//   RankRuntime rt(gen, device, opts);          // opts: rank, TP, the S values it serves, key(S)
-//   rt.allocate();                              // Plans of every S; the runtime's own buffers
-//   bytes = rt.exportHandle();                  // this rank's symmetric buffer, as handle bytes
-//   all = framework.all_gather_object(bytes);   // the framework's exchange (monogen opens no sockets)
-//   rt.openPeers(all);                          // peers' buffers; the device tables of peer addresses
-//   framework.barrier(); rt.peersOpened();      // (the Sim unlinks its segment names)
-//   rt.warmUp();                                // code objects and modules of every S, with progress
-//   auto& b = rt.bind(S, args);                 // the caller's tensors: checked and packed once
-//   rt.launch(b, stream);                       // enqueue: nothing allocates, compiles, copies, syncs
-//
-// What the runtime owns, found from the Plan's argument roles (the same for every spec):
-// - every Scratch argument, one region per S (a variant's flags never share memory with another
-//   S's), zeroed once at allocate(); the one named opts.symmetricArg is the symmetric peer buffer,
-//   one allocation for all S (one handle), exported and opened by IPC;
-// - the Peers argument: one device table of TP addresses per S (peer p's buffer + that S's offset);
-// - every Control tensor (the device epoch, the error word, ...): one buffer each, shared by every
-//   S (so the launch tag, launchTagAfter(epoch), moves on across variants), zeroed once;
-// - the scalar opts.rankArg, set to the rank.
-// The caller binds the rest: Input, Output and Weight tensors and the other scalars.
-//
-// Graph replay: a BoundLaunch's packed bytes never change, and no launch argument does either
-// (the tag lives in device memory), so capturing rt.launch(b, stream) in a HIP graph and replaying
-// it is the same as calling it again.
+// The per-rank runtime a serving process holding rank r of TP calls, in order: allocate,
+// exportHandle, openPeers, peersOpened, warmUp, bind, launch. It owns the Scratch, Peers and
+// Control arguments; launch only enqueues, so a captured graph replays it. docs/runtime.md.
 #pragma once
 #include <cstdint>
 #include <functional>

@@ -1,28 +1,6 @@
-// Flag scopes in machine code: every publish, wait and ordered load, store, fence and atomic the
-// IR has, at each scope, compiled for gfx950 and read back as ISA; at each site the cache bits and
-// the writeback / invalidate / wait instructions LLVM's AMDGPUUsage requires, in order.
-//
-// The reference is AMDGPUUsage, "Memory Model GFX942" (gfx950 follows it), table "AMDHSA Memory
-// Model Code Sequences GFX940, GFX941, GFX942" (named "... GFX942" in later LLVM), global address
-// space, not tgsplit. The rows used:
-//   load atomic  monotonic workgroup | agent | system: global_load sc0=1 | sc1=1 | sc0=1 sc1=1
-//   store atomic monotonic workgroup | agent | system: global_store sc0=1 | sc1=1 | sc0=1 sc1=1
-//   atomicrmw    monotonic workgroup, agent: global_atomic (no sc1); system: global_atomic sc1=1
-//   load atomic  acquire   agent:  1. global_load sc1=1  2. s_waitcnt vmcnt(0)  3. buffer_inv sc1=1
-//                          system: 1. global_load sc0=1 sc1=1  2. s_waitcnt vmcnt(0)  3. buffer_inv sc0=1 sc1=1
-//                          workgroup: 1. global_load sc0=1 (the wait and buffer_inv sc0=1 only in tgsplit)
-//   store atomic release   agent:  1. buffer_wbl2 sc1=1  2. s_waitcnt vmcnt(0) (& lgkmcnt(0))  3. global_store sc1=1
-//                          system: 1. buffer_wbl2 sc0=1 sc1=1  2. s_waitcnt vmcnt(0)  3. global_store sc0=1 sc1=1
-//                          workgroup: 1. s_waitcnt (lgkmcnt(0); vmcnt(0) in tgsplit)  2. global_store sc0=1
-//   fence acquire agent | system: 1. s_waitcnt vmcnt(0) & lgkmcnt(0)  2. buffer_inv sc1=1 | sc0=1 sc1=1
-//   fence release agent | system: 1. buffer_wbl2 sc1=1 | sc0=1 sc1=1  2. s_waitcnt vmcnt(0) & lgkmcnt(0)
-//   fence acquire / release workgroup: s_waitcnt only (buffer_inv sc0=1 in tgsplit); no writeback.
-// A wait is a monotonic poll at its scope plus, for acquire, a fence acquire at its scope after the
-// loop (codegen/Lowering.cpp, Lowerer::wait); a publish is one 8-byte store atomic at its order and
-// scope. The AITER custom all-reduce (csrc/include/custom_all_reduce.cuh, start_sync / end_sync)
-// uses the same LLVM orderings: flags pushed to peers with __scoped_atomic_store_n(..., RELAXED or
-// RELEASE, __MEMORY_SCOPE_SYSTEM), polled locally with __scoped_atomic_load_n(..., RELAXED or
-// ACQUIRE, __MEMORY_SCOPE_DEVICE) (= LLVM syncscope("agent")).
+// Flag scopes in machine code: every publish, wait and ordered load, store, fence and atomic at
+// each scope, compiled for gfx950 and read back as ISA, must carry AMDGPUUsage's GFX942 cache bits
+// and writeback / invalidate / wait sequence, in order (the table: docs/memory-model.md).
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 

@@ -1,17 +1,6 @@
-// Every op's lowering against the executor. One kernel applies every IR op (ir/Op.h) of every
-// type it takes to operands from a buffer, case after case, and writes each result to its own
-// slot; it runs on the Sim device (the IR's executable definition) and, as a code object, on
-// gfx950-run (AMD's CPU simulator of gfx950). Every result must agree bit for bit, except where
-// runtime/Gfx950RunNumerics.h declares a difference: there the executor must equal that model.
-//
-// Operands are the edge cases of each type (+-0, +-Inf, NaN payloads quiet and signalling,
-// subnormals, FLT_MIN, FLT_MAX, bf16 and fp8 rounding ties, integer limits, shift counts at and
-// past the width, every fp4 code x every e8m0 scale, every fp8 and e8m0 byte) crossed with each
-// other, then seeded random values. The kernel's op census must contain every OpCode; each case
-// says what it lowers to (kCases' `lowers` column), the list the issue asks for.
-//
-// Division by an integer zero is left out: the IR leaves it undefined (the Sim stops with an
-// error; the lowering divides by 1).
+// Every op's lowering against the executor: one kernel applies every IR op to edge-case and random
+// operands on the Sim and on gfx950-run; results must agree bit for bit except where
+// runtime/Gfx950RunNumerics.h declares a difference (docs/verification.md).
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 

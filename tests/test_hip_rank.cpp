@@ -1,15 +1,6 @@
-// The HIP per-rank path without a GPU: runtime/HipRankDevice.h and runtime/RankRuntime.h on the
-// fake HIP library (tests/fake_hip/FakeHip.h: host memory, POSIX shared memory for IPC, launches
-// recorded instead of run), loaded by its path as HipApi loads libamdhip64. What is checked here is
-// the sequence of HIP calls the runtime makes, not a kernel's results (nothing runs): the
-// symmetric buffer is hipExtMallocWithFlags(hipDeviceMallocUncached) in whole 4 KiB pages,
-// exported with hipIpcGetMemHandle and opened by the peer with hipIpcOpenMemHandle (a write
-// through one mapping is read through the other); the co-residency check reads the device's
-// attributes before the module loads and refuses a device with too few CUs; the launch path is
-// one hipModuleLaunchKernel on the caller's stream and nothing else; replaying a BoundLaunch
-// passes identical kernarg bytes. And `monogen check --device hip` against the fake library gets
-// past device discovery, prints the devices and every launch's tag, and ends with a non-bit-exact
-// verdict (nothing ran), exit 1, or exit 2 with the co-residency refusal.
+// The HIP per-rank path without a GPU: HipRankDevice and RankRuntime on the fake HIP library, checking
+// the HIP calls they make (uncached IPC buffer, co-residency before load, one launch call on the
+// caller's stream, identical replayed kernargs), and `monogen check --device hip` against it.
 #include <catch2/catch.hpp>
 #include <dlfcn.h>
 #include <fmt/format.h>

@@ -148,26 +148,9 @@ Agreement compare(const ModelConfig& cfg, int S, const TensorMap& ref, const Moe
 
 // ---------------------------------------------------------------------------------- tolerance
 
-// Tolerance, three checks, all from bf16's unit roundoff u = 2^-8 (8 significant bits: half
-// its epsilon 2^-7) and the dims:
-// 1. Every output element lies within the float64 model's first-order bound (MoeFloat64.h):
-//    each bf16 rounding point of the reference (xn, MID, bf16(w v), each bf16 add of the
-//    combine, out) contributes at most u of the value it rounds, each f32 K-sum of n terms
-//    at most n 2^-24 of its absolute sum (n = hidden = 1536 for up and router, I / TP for
-//    down), propagated through the GEMVs with absolute weights, SwiGLU's slopes and the
-//    routing weights' sensitivity, times 2 for second-order terms. Rigorous but loose (the
-//    absolute sums over K = 1536 random-sign terms are ~sqrt(K) times the signed ones).
-// 2. Every output element lies within 8 sigma of the float64 model's statistical error
-//    estimate (MoeFloat64.h: the same roundings as independent uniform noise in [-u |v|,
-//    u |v|], propagated as variances). The error is a sum of many such terms, about normal;
-//    beyond 8 sigma has probability ~1e-15 an element (the S x TP sweep checks ~2e5). A
-//    rounding's error is at most half an ulp, between u |v| / 2 and u |v|, so sigma is an
-//    overestimate (by ~4/3).
-// 3. Over all elements: RMS error <= 3 u RMS output. About 12 independent roundings reach an
-//    output through random-sign sums -- xn through gate and up (2), MID (1), the shared term
-//    (1), per routed pick bf16(w v) and the bf16 add (2 x 4), out (1) -- each of RMS relative
-//    size ~0.43 u (half an ulp, uniform; the ulp relative to the value averages 0.75 u x 2),
-//    so sqrt(12) 0.43 u = 1.5 u is expected; 3 u leaves 2x.
+// Tolerance against the float64 model, all from bf16's unit roundoff u = 2^-8: every element within
+// the rigorous first-order bound and within 8 sigma of the statistical one, and RMS error <= 3 u
+// RMS output (the derivation: docs/verification.md, "The reference's own check").
 TEST_CASE("moe reference agrees with the float64 model (reduced config, S x TP)", "[moe][reference]") {
   const ModelConfig cfg = ModelConfig::reduced();
   const double u = 1.0 / 256.0;  // bf16 unit roundoff
@@ -177,7 +160,7 @@ TEST_CASE("moe reference agrees with the float64 model (reduced config, S x TP)"
       const TensorMap in = makeInputs(cfg, S, TP, reducedLogical(), 0x1000 + S);
       const TensorMap ref = moeReference(cfg, S, TP, in);
       const MoeFloat64Result d = moeFloat64(cfg, S, TP, in);
-      // the routing agrees (the seeds make no near-tie: margins are checked)
+      // the routing agrees (these input seeds make no near-tie: margins are checked)
       for (int t = 0; t < S; ++t) {
         CAPTURE(t, d.margin[t]);
         REQUIRE(d.margin[t] > 1e-4);
@@ -535,7 +518,7 @@ TEST_CASE("TP: what is identical across TP, and what is not", "[moe][tp]") {
 // ---------------------------------------------------------------------------------- numerics
 
 // a16w4Dot's declared K order is the one ir/Mfma.h's model gives the 4 chained
-// v_mfma_f32_16x16x32_bf16 of a step with the seeds' lane layout; routerPart's the one of
+// v_mfma_f32_16x16x32_bf16 of a step with vLLM's FlyDSL kernel's lane layout; routerPart's the one of
 // v_mfma_f32_16x16x4_f32 with stage_router's.
 TEST_CASE("a16w4Dot and routerPart follow the MFMA model's lane layout", "[moe][mfma]") {
   Rng rng(99);

@@ -1,4 +1,4 @@
-// o_proj in the launch (issue 12): the per-token FP8 quant against a float64 evaluation, the
+// o_proj in the launch: the per-token FP8 quant against a float64 evaluation, the
 // GEMM reference against a float64 sum, and (Sim) the launch's o_proj partial and outputs
 // against the reference chain (quant -> GEMM -> the rest of the launch).
 #include <catch2/catch.hpp>

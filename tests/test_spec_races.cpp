@@ -1,5 +1,5 @@
-// The MiniMax-M3 FFN launch under the Sim's happens-before race detector (issue 9,
-// runtime/sim/SimRaces.h): the launch is race-free over the bit-exact matrix on the reduced
+// The MiniMax-M3 FFN launch under the Sim's happens-before race detector
+// (runtime/sim/SimRaces.h): the launch is race-free over the bit-exact matrix on the reduced
 // config, and each test-only mutation of one sync site (specs/minimax_m3/Mutation.h) is reported,
 // naming that site (stage and op number) and the edge it took away. The mutation tests are what
 // shows the detector sees: each would pass a detector that never reports, so each requires a

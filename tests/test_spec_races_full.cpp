@@ -1,5 +1,5 @@
 // MiniMax-M3.1-Flash's own dims at S=8 TP=4 (the test_spec_full case) with the Sim's race detector
-// on (issue 9, runtime/sim/SimRaces.h): every output of every rank bit for bit against the
+// on (runtime/sim/SimRaces.h): every output of every rank bit for bit against the
 // references, and no race. Its own executable and CTest label (test_spec_races_full), opt-in:
 // it holds over 13 GB (8 GB as test_spec_full's cases: the inputs and the Sim's copy of 3.9 GB of
 // weights, which the detector does not shadow, being read-only; then the vector clocks of 8192

@@ -1,20 +1,6 @@
-// Row independence: one row's bad activation never changes another row's output.
-//
-// For a launch of S rows, a NaN or Inf put into row t's inputs (its attention row on some rank,
-// which o_proj's per-token quant and GEMM turn into a NaN partial row, or with input=part its
-// o_proj partial; or its residual) makes row t's logits NaN (or its selection values -inf), and route then has
-// fewer than top-k usable scores for that row. Every other row's `out` and `res_out`, on every
-// rank, must stay bit-identical to the clean launch's, and the corrupted launch must still equal
-// the reference bit for bit (route picks top-k distinct experts whatever the scores, an unusable
-// score weighs 0).
-//
-// Which rows are corrupted together: for each bit b of the row index, one launch corrupts the
-// rows with bit b set and checks the others, and one the rows with it clear. Any two rows t != u
-// differ in some bit, so some launch corrupts t and checks u: 2 ceil(log2 S) launches cover every
-// (t, u) pair instead of S launches, one a row. The value and its place rotate over the kinds
-// (NaN / +Inf / -Inf partial on a rank, NaN / Inf residual) and over the row's columns. LDS
-// starts poisoned (NaNs, Infs, garbage: the Sim's default, SimOptions::poisonSeed), as on hardware,
-// where it holds the previous kernel's data; each launch here gets its own poison seed.
+// Row independence: a NaN or Inf in one row's inputs never changes another row's out / res_out,
+// and the corrupted launch still equals the reference; 2 ceil(log2 S) launches, one a bit of the
+// row index, cover every pair of rows (docs/verification.md).
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 

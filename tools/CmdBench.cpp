@@ -1,13 +1,6 @@
-// monogen bench: the bytes a launch asks from global memory on the Sim device against the
-// minimum a rank must read (specs/minimax_m3/BytesModel.h), per (S, TP, distinct experts).
-//
-// A cell builds the whole launch's inputs with the routing steered to N distinct experts
-// (makeLaunchInputs), checks the picks (moeRouting, the reference's routing), runs the launch on
-// the Sim device for every rank (runOnSim) and reads SimStats: globalBytesLoaded and
-// bytesLoadedByStage, all ranks together, so a rank's share is total / TP. The table shows a
-// rank's bytes, the minimum, their ratio, and the stages that read the most. While the kernel
-// lacks some of the launch's stages the bench says which, and shows a second ratio against the
-// minimum of the stages the kernel has. No timing: the Sim device's counts are exact.
+// monogen bench: the bytes a launch asks from global memory on the Sim device, per (S, TP, distinct
+// experts), against the minimum a rank must read (specs/minimax_m3/BytesModel.h). No timing: the
+// Sim's counts are exact.
 #include <fmt/format.h>
 
 #include <algorithm>

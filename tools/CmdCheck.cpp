@@ -1,14 +1,6 @@
-// monogen check: one seeded launch of a variant on a chosen device -- the Sim device (the kernel
-// IR), gfx950-run (the code object on AMD's CPU simulator of gfx950) or hip (real GPUs, one
-// process a rank through the per-rank runtime: checkPerRank) -- and
-// a bit-for-bit comparison of every output of every rank with the native reference, the same
-// outputs and verdict as `monogen sim`. Exit 0 only when every output is bit-exact and every
-// rank's error word is 0.
-//
-// The reference is computed under the device's numerics profile (MoeReference.h, RefNumerics):
-// the IR's declared models for sim and hip, the executor's declared differences (exp2f, f32
-// division results below FLT_MIN flushed to +-0, the f32 MFMA as an fma chain) for gfx950-run.
-// Nothing else is tolerated.
+// monogen check: one seeded launch on the Sim, gfx950-run or hip (one process a rank), every output
+// of every rank compared bit for bit with the reference under the device's numerics profile.
+// Exit 0 only when every output is bit-exact and every rank's error word is 0.
 #include <fmt/format.h>
 
 #include <chrono>

@@ -1,17 +1,7 @@
 #!/usr/bin/env bash
-# CI's executor job (.ci/run runs it after the tests; runs alone too): the generated machine code
-# on AMD's gfx950 simulator, `monogen check --device gfx950-run --config reduced --no-cache` for
-# S in {1, 8, 16} x TP in {1, 2, 4} of the default variant (scales e8m0_shuffle, as the frameworks
-# hold them) plus S=8 TP=2 of --scales rowmajor (the other scale layout), input seed 1, each
-# variant compiled afresh and every output of every rank compared bit for bit with the reference
-# under the executor's numerics profile.
-# The simulator is $MONOGEN_GFX950_RUN, else ../shared/tools/gfx950-run next to the checkout;
-# without it the job says so in one line and passes. Runs MONOGEN_EXECUTOR_JOBS checks at a time
-# (default 1: the ten took 75 s here, the former nine 68-132 s, inside the 6-minute budget); prints
-# one line a variant in matrix order (its wall time and verdict), a failing check's output, and
-# the total. Fails when any check exits nonzero. Each variant runs with the default input (the
-# attention rows: o_proj's quant and FP8 GEMM in the launch); S=8 TP=2 also with --input part
-# (the o_proj partial a framework computed in front of the launch).
+# CI's executor job (.ci/run runs it after the tests; runs alone too): `monogen check --device
+# gfx950-run --config reduced --no-cache` over the default variant's S x TP matrix plus the other
+# scale layout and input, one line a variant. The matrix and its times: docs/verification.md.
 # Options: --full (S in {1, 3, 8, 9, 16}: the 15-variant matrix, not run by CI).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,16 +1,8 @@
 #!/usr/bin/env bash
-# CI's sanitizer and fuzzing job (.ci/run runs it after the normal tests; runs alone too).
-#  1. Builds into build-asan with clang++-22: ASan + UBSan on everything monogen compiles
-#     (MONOGEN_SANITIZE=ON) and the libFuzzer targets in tests/fuzz (MONOGEN_FUZZ=ON).
-#  2. Runs the ir, codegen, Sim and runtime tests (cache, safetensors, launch checks, ...), the
-#     fuzz corpora once, and a few reduced-config spec launches there (the Sim is ~20x slower
-#     under ASan, so not all of them: the chosen ones cost about a minute).
-#  3. Fuzzes each reader for MONOGEN_FUZZ_SECONDS (60) from its seed corpus, one a core.
-# Fails on a failing test, on any sanitizer report (also from a monogen process a test ran,
-# whatever its exit code: reports go to files, and any file fails the job), and on a fuzzer's
-# crash, leak, timeout (an input over 10 s) or allocation over 1 GiB (RSS over 2 GiB).
-# What the fuzzers find goes to a temp dir, never into the tree; a crash input is printed.
-# Options: --no-fuzz (steps 1-2 only), --fuzz-only (step 3, on an existing build-asan).
+# CI's sanitizer and fuzzing job (.ci/run runs it after the normal tests; runs alone too): ASan +
+# UBSan over the ir, codegen, Sim and runtime tests and a few reduced launches, then libFuzzer on
+# each reader. Fails on any report; what it runs and why: docs/verification.md.
+# Options: --no-fuzz (build and tests only), --fuzz-only (the fuzzers only, on an existing build-asan).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
@@ -51,11 +43,8 @@ if ((do_build)); then
 fi
 
 if ((do_tests)); then
-  # use_sigaltstack=0: LLVM's signal handling (Support/Signals) gives each thread that compiles
-  # its own malloc'd alternate signal stack, and ASan 22 unmaps whatever alternate stack a
-  # thread has when it exits, so it dies with 'failed to deallocate ... unable to unmmap'
-  # (a compiler-rt bug, fixed upstream after 22). Without it a stack overflow in a test is a
-  # plain SIGSEGV (the test still fails) instead of an ASan report.
+  # use_sigaltstack=0: ASan 22 dies unmapping the alternate signal stacks LLVM gives compiling
+  # threads (a compiler-rt bug, fixed after 22; docs/verification.md).
   mkdir -p "$tmp/reports"
   export ASAN_OPTIONS="use_sigaltstack=0:detect_leaks=1:log_path=$tmp/reports/asan"
   export UBSAN_OPTIONS="print_stacktrace=1:log_path=$tmp/reports/ubsan"
@@ -107,7 +96,7 @@ if ((do_fuzz)); then
   for f in "${fuzzers[@]}"; do
     ((${#name_of[@]} < slots)) || reap
     mkdir -p "$tmp/$f/corpus" "$tmp/$f/artifacts"
-    # New inputs go to the first corpus dir (the temp one); the seeds are only read.
+    # New inputs go to the first corpus dir (the temp one); the seed corpus is only read.
     build-asan/tests/fuzz/"$f" -max_total_time="$fuzz_seconds" -timeout=10 -malloc_limit_mb=1024 \
       -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$tmp/$f/artifacts/" \
       "$tmp/$f/corpus" "tests/fuzz/corpus/$f" >"$tmp/$f/log" 2>&1 &

@@ -1,32 +1,6 @@
-// One rank of the MiniMax-M3 FFN launch for a Python serving process (vLLM / SGLang style: one
-// process a GPU): the per-rank runtime (runtime/RankRuntime.h) on a per-rank device, taking the
-// framework's torch tensors. python/monogen/minimax_m3.py wraps it as monogen.minimax_m3.FfnRunner.
-//
-// Steps, in RankRuntime's order: allocate, export_handle (bytes for the framework's
-// all_gather_object), open_peers (every rank's bytes), peers_opened (after the framework's
-// barrier), warm_up, then launch as often as the model runs.
-//
-// launch(tensors, scalars, stream) binds by the Plan's argument list, not by a fixed set of
-// names: every Input, Output and Weight tensor argument of S's Plan must be in `tensors` (by
-// argument name), nothing else may be; every scalar the runtime does not own may be in
-// `scalars` (wait_ticks defaults to the runner's, the others to 0). S is the row count of the
-// Plan's first Input tensor, the launch's input (`attn` or `part`, as opts.input picked the
-// variant). Each tensor's device, dtype, shape, strides and data_ptr()
-// are checked against the Plan before anything runs (InputError naming the argument, expected,
-// given).
-//
-// Devices:
-// - "sim" (CPU tensors): a SimRankDevice. The Sim has its own memory, so the runner keeps one
-//   Sim copy of every caller tensor per S (RankHarness's allocRankIo) and, at every launch,
-//   copies every Input and Weight tensor in (weights too: the Sim cannot alias host memory),
-//   runs the launch to its end (the stream argument is accepted and ignored: the Sim has no
-//   streams), copies every Output tensor back, and reads the rank's error word: a failed
-//   launch (a peer that never came, a wait out of its bound) raises RuntimeError with the
-//   error word's meaning and the ranks whose pairs are missing, and the word is cleared.
-// - "hip" (GPU tensors of a ROCm torch, device type "cuda"): a HipRankDevice. The tensors are
-//   bound in place (no copies); a bound launch is kept per (S, data_ptrs, scalars), so a graph
-//   capture replays fixed addresses; launch enqueues on `stream` (a hipStream_t as an int, 0 the
-//   null stream) and returns. NOT RUN HERE: no GPU, no ROCm torch.
+// One rank of the MiniMax-M3 FFN launch for a Python serving process: the per-rank runtime on a
+// SimRankDevice (CPU tensors, copied in and out) or a HipRankDevice (GPU tensors, bound in place),
+// binding torch tensors by the Plan's argument list. docs/python.md.
 #pragma once
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>

@@ -1,13 +1,6 @@
-// Test inputs and the C++ reference for one rank, for Python tests and for a framework checking
-// its wiring: make_launch_inputs is specs/minimax_m3/MoeInputs.h's makeLaunchInputs (every rank's
-// inputs of one launch, seeded), rank_reference is SimHarness.h's launchReferenceOutputs (the
-// spec's native reference, the numerics the Sim device runs) cut to one rank by RankHarness.h's
-// rankReference: what runSimRank compares a rank's read-back with. Both take the launch's input
-// (bindings/Input.h): for "attn" the inputs hold attn.rR, wo.rR and wo_scale, and part.rR is their
-// o_proj partial as OprojReference.h computes it, so the reference downstream of it is the attn
-// variant's; for "part" part.rR is drawn directly (LaunchInputOptions::oproj = false). Tensors
-// cross as (torch dtype name, shape, bytes) triples; python/monogen/minimax_m3.py makes torch
-// tensors of them.
+// Test inputs and the C++ reference for one rank (make_launch_inputs, rank_reference), for Python
+// tests and for a framework checking its wiring; tensors cross as (dtype name, shape, bytes)
+// triples. docs/python.md.
 #include <pybind11/stl.h>
 
 #include <fmt/format.h>
