@@ -112,6 +112,8 @@ class SimLaunch {
     int32_t rank, cta, wave, lane, stage;
   };
 
+  // SimOptions::races: the detector, the memory the launch owns and the read-only weights.
+  void setUpRaces();
   int runWave(uint32_t wi, int quantum);
   // The interpreter: step dispatches one flat instruction of w to its op class's visit, which runs
   // it and leaves w.pc at the next one (or blocks w at it).
