@@ -18,7 +18,7 @@
 #include "runtime/Cache.h"
 #include "runtime/HipRankDevice.h"
 #include "runtime/RankRuntime.h"
-#include "runtime/sim/RankProcesses.h"
+#include "runtime/RankProcesses.h"
 #include "runtime/sim/SimRankDevice.h"
 #include "specs/minimax_m3/Generate.h"
 #include "specs/minimax_m3/KernelContext.h"

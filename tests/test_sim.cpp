@@ -337,6 +337,67 @@ TEST_CASE("sim: a wave's load counts the union of its lanes' bytes") {
   }
 }
 
+TEST_CASE("sim: every memory op counts its global bytes, by stage, and none on LDS") {
+  // 64 lanes, each on its own 8-byte word (Wait: its own pair, already carrying the tag; a pair
+  // on LDS is not a wait's)
+  struct Case {
+    const char* what;
+    std::function<void(ir::Builder&, Val p)> op;  // p: the lane's 8-byte word
+    int64_t loaded, stored;
+  };
+  const Case cases[] = {
+      {"load", [](ir::Builder& b, Val p) { b.load(Type::i32(), p); }, 256, 0},
+      {"store", [](ir::Builder& b, Val p) { b.store(p, b.i64(0)); }, 0, 512},
+      {"atomic_rmw", [](ir::Builder& b, Val p) { b.atomicRmw(ir::RmwOp::Add, p, b.i32(1)); }, 256, 256},
+      {"cmpxchg", [](ir::Builder& b, Val p) { b.cmpXchg(p, b.i32(0), b.i32(1)); }, 256, 256},
+      {"publish", [](ir::Builder& b, Val p) { b.publish(p, b.i32(1), b.i32(1)); }, 0, 512},
+      {"wait", [](ir::Builder& b, Val p) { b.wait(p, b.i32(0), b.i64(1000), p, b.i32(1), 1); }, 512, 0},
+  };
+  for (const Case& c : cases) {
+    for (const bool lds : {false, true}) {
+      if (lds && std::string(c.what) == "wait") continue;
+      INFO(c.what << (lds ? " on LDS" : " on global memory"));
+      Kit k(1, 64, 512);
+      auto& b = k.b;
+      Val g = k.gptr(0);
+      b.stage(1, [&] {
+        Val base = lds ? b.intToPtr(b.i32(0), ir::AddrSpace::Lds) : g;
+        Val off = b.lane() * 8;
+        c.op(b, lds ? b.ptrAdd(base, off) : b.ptrAdd(base, b.sext(off, Type::i64())));
+      });
+      const uint64_t a = k.zeroed(512, "words");
+      const runtime::SimStats st = k.run({{a}});
+      CHECK(st.globalBytesLoaded == (lds ? 0 : c.loaded));
+      CHECK(st.globalBytesStored == (lds ? 0 : c.stored));
+      const auto it = st.bytesLoadedByStage.find("second");
+      CHECK((it == st.bytesLoadedByStage.end() ? 0 : it->second) == (lds ? 0 : c.loaded));
+    }
+  }
+}
+
+TEST_CASE("sim: every memory op names itself, its stage and the lane of an out-of-bounds access") {
+  const std::function<void(ir::Builder&, Val p)> ops[] = {
+      [](ir::Builder& b, Val p) { b.load(Type::i32(), p); },
+      [](ir::Builder& b, Val p) { b.store(p, b.i32(0)); },
+      [](ir::Builder& b, Val p) { b.atomicRmw(ir::RmwOp::Add, p, b.i32(1)); },
+      [](ir::Builder& b, Val p) { b.cmpXchg(p, b.i32(0), b.i32(1)); },
+      [](ir::Builder& b, Val p) { b.publish(p, b.i32(1), b.i32(1)); },
+      [](ir::Builder& b, Val p) { b.wait(p, b.i32(1), b.i64(1000), p, b.i32(1), 1); },
+  };
+  const char* names[] = {"load", "store", "atomic_rmw", "cmpxchg", "publish", "wait"};
+  for (int i = 0; i < 6; ++i) {
+    INFO(names[i]);
+    Kit k(1, 64);
+    auto& b = k.b;
+    Val g = k.gptr(0);
+    b.stage(1, [&] { ops[i](b, b.ptrAdd(g, b.sext(b.lane() * 8, Type::i64()))); });  // lane 63 is past the end
+    const uint64_t a = k.zeroed(504, "words");
+    REQUIRE_THROWS_WITH(k.run({{a}}), Catch::Contains(std::string("op #")) && Catch::Contains(names[i]) &&
+                                          Catch::Contains("stage 'second'") && Catch::Contains("lane 63") &&
+                                          Catch::Contains("out-of-bounds") && Catch::Contains("words"));
+  }
+}
+
 TEST_CASE("sim: progress reports every progressEvery ops, steps rising, waves counted") {
   Kit k(2, 128);
   auto& b = k.b;

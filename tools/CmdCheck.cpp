@@ -13,7 +13,7 @@
 #include "specs/minimax_m3/Generate.h"
 #include "specs/minimax_m3/MoeInputs.h"
 #include "specs/minimax_m3/RankHarness.h"
-#include "runtime/sim/RankProcesses.h"
+#include "runtime/RankProcesses.h"
 #include <nlohmann/json.hpp>
 #include "specs/minimax_m3/SimHarness.h"
 #include "tools/Commands.h"

@@ -1,9 +1,6 @@
-// The Sim device's memory access: a lane's [addr, addr + n) resolved to host bytes (the CTA's
-// LDS, or the SimMemory allocation that holds it, the last one found tried first), with the
-// checks every access gets (bounds, the alignment of atomics) and their messages naming the
-// nearest allocation; and the coalescing that counts the bytes one wave's load asks of memory.
-// (Reading a pointer operand, SimLaunch::ptrAt, is inline in SimLaunch.h: the interpreter calls it
-// for every lane.)
+// The Sim device's memory access: a lane's [addr, addr + n) resolved to host bytes (LDS or the
+// SimMemory allocation holding it, the last one found tried first), checked for bounds and the
+// alignment of atomics with messages naming the nearest allocation; and the byte counters.
 #include "runtime/sim/SimLaunch.h"
 
 #include <fmt/format.h>
@@ -56,6 +53,20 @@ uint8_t* SimLaunch::access(const SimWave& w, const SimInst& in, int lane, ir::Ad
   }
   if (alloc) *alloc = a;
   return a->bytesAt(addr);
+}
+
+SimLaneAccess SimLaunch::laneAccess(const SimWave& w, const SimInst& in, int lane, uint32_t slot, const ir::Type& t,
+                                    int n, bool atomic) {
+  SimLaneAccess a{ptrAt(w, slot, t, lane), nullptr, nullptr};
+  a.p = access(w, in, lane, t.space, a.addr, n, atomic, &a.alloc);
+  return a;
+}
+
+void SimLaunch::countBytes(const SimInst& in, ir::AddrSpace space, int64_t loaded, int64_t stored) {
+  if (space == ir::AddrSpace::Lds) return;
+  stats_.globalBytesLoaded += loaded;
+  stats_.globalBytesStored += stored;
+  stageBytes_[in.stage >= 0 ? in.stage : static_cast<int>(plan_.stages.size())] += loaded;
 }
 
 }  // namespace monogen::runtime

@@ -1,14 +1,6 @@
-// SimLaunch: one simulated launch. Every CTA of every rank as 64-lane waves, a seeded cooperative
-// scheduler, a simulated realtime clock, and the interpreter of the flat SimProgram. One class in
-// three files: SimScheduler.cpp (waves, blocking and wake-ups, the clock, the run loop),
-// SimAccess.cpp (address resolution, access checks, coalescing) and SimInterpreter.cpp (the
-// per-op switch and its numerics).
-//
-// Memory ordering: the launch executes one op of one wave at a time and every access acts on
-// memory at once, so the execution is sequentially consistent. The order/scope attributes are
-// checked (atomics must be aligned) but have no other effect on the execution; weak-memory bugs (a
-// missing release/acquire, fence or barrier, a scope too narrow) are found by the race detector
-// (SimOptions::races, SimRaces.h), which the interpreter calls behind one `if (races_)` per access.
+// SimLaunch: one simulated launch, every CTA of every rank as 64-lane waves under a seeded
+// scheduler (SimScheduler.cpp), with memory access (SimAccess.cpp) and the interpreter
+// (SimInterpreter.cpp, SimExec<Class>.cpp). Semantics and memory ordering: docs/sim.md.
 #pragma once
 #include <cstdint>
 #include <cstring>
@@ -49,6 +41,54 @@ struct SimCta {
   int32_t arrived = 0;  // waves blocked at the barrier
 };
 
+/// One lane's access: its address, host bytes and allocation (null for LDS).
+struct SimLaneAccess {
+  uint64_t addr;
+  uint8_t* p;
+  SimMemory::Allocation* alloc;
+  bool shared() const { return alloc && alloc->shared; }  // another process's memory (SimShared.h)
+};
+
+/// The race detector's bookkeeping for one op's lane accesses, nothing when races are off. Its
+/// end ends the op's release (SimRaces::endRelease).
+class SimRaceScope {
+ public:
+  SimRaceScope(SimRaces* races, uint32_t wave, int32_t pc, const ir::Attrs& attrs)
+      : races_(races), wave_(wave), pc_(pc), attrs_(attrs) {}
+  ~SimRaceScope() {
+    if (races_) [[unlikely]] races_->endRelease(wave_);
+  }
+  SimRaceScope(const SimRaceScope&) = delete;
+  SimRaceScope& operator=(const SimRaceScope&) = delete;
+
+  /// A read (atomic: and its acquire) of [addr, addr + n).
+  void read(const SimMemory::Allocation* alloc, uint64_t addr, int n, bool atomic,
+            SimRaces::Use use = SimRaces::Use::Read) {
+    if (!races_) [[likely]] return;
+    races_->access(wave_, pc_, alloc, addr, n, false, atomic, attrs_.scope, use);
+    if (atomic) races_->loadSync(wave_, pc_, alloc, addr, n, attrs_.order, attrs_.scope);
+  }
+  /// A store (and its release record) of [addr, addr + n).
+  void write(const SimMemory::Allocation* alloc, uint64_t addr, int n, bool atomic) {
+    if (!races_) [[likely]] return;
+    races_->access(wave_, pc_, alloc, addr, n, true, atomic, attrs_.scope, SimRaces::Use::Write);
+    races_->storeSync(wave_, pc_, alloc, addr, n, attrs_.order, attrs_.scope, false);
+  }
+  /// A read-modify-write of [addr, addr + n); `wrote`: it stored (a CmpXchg that swapped).
+  void readModifyWrite(const SimMemory::Allocation* alloc, uint64_t addr, int n, bool wrote) {
+    if (!races_) [[likely]] return;
+    races_->loadSync(wave_, pc_, alloc, addr, n, attrs_.order, attrs_.scope);
+    races_->access(wave_, pc_, alloc, addr, n, wrote, true, attrs_.scope, SimRaces::Use::Read);
+    if (wrote) races_->storeSync(wave_, pc_, alloc, addr, n, attrs_.order, attrs_.scope, true);
+  }
+
+ private:
+  SimRaces* races_;
+  uint32_t wave_;
+  int32_t pc_;
+  const ir::Attrs& attrs_;
+};
+
 class SimLaunch {
  public:
   SimLaunch(SimMemory& mem, const ir::Plan& plan, const SimProgram& prog,
@@ -72,8 +112,33 @@ class SimLaunch {
     int32_t rank, cta, wave, lane, stage;
   };
 
+  // SimOptions::races: the detector, the memory the launch owns and the read-only weights.
+  void setUpRaces();
   int runWave(uint32_t wi, int quantum);
+  // The interpreter: step dispatches one flat instruction of w to its op class's visit, which runs
+  // it and leaves w.pc at the next one (or blocks w at it).
   Status step(SimWave& w);
+  Status visitControl(SimWave& w, const SimInst& in);    // SimExecControl.cpp: the SimCode pseudo-ops
+  Status visitVariable(SimWave& w, const SimInst& in);   // VarLoad, VarStore
+  [[noreturn]] void visitStructured(SimWave& w, const SimInst& in);  // If/For/While/StageScope, flattened away
+  Status visitValue(SimWave& w, const SimInst& in);      // SimExecArith.cpp: constants, ids, Arg
+  Status visitArith(SimWave& w, const SimInst& in);      // integer and float arithmetic
+  Status visitDivide(SimWave& w, const SimInst& in);     // Div, Rem, UDiv, URem
+  Status visitSelect(SimWave& w, const SimInst& in);     // Cmp, Select
+  Status visitVector(SimWave& w, const SimInst& in);     // Extract, Insert, Splat, PtrAdd
+  Status visitConvert(SimWave& w, const SimInst& in);    // SimExecConvert.cpp: casts, float formats
+  Status visitMath(SimWave& w, const SimInst& in);       // Exp2, Rcp, Rsq, Sqrt
+  Status visitMemory(SimWave& w, const SimInst& in);     // SimExecMemory.cpp: Load..Fence
+  Status visitSync(SimWave& w, const SimInst& in);       // SimExecSync.cpp: Barrier, Publish, Wait, Sleep, Realtime
+  Status visitWaveOp(SimWave& w, const SimInst& in);     // SimExecWave.cpp: Shuffle..Mfma
+  void execLoad(SimWave& w, const SimInst& in);
+  void execStore(SimWave& w, const SimInst& in);
+  void execAtomicRmw(SimWave& w, const SimInst& in);
+  void execCmpXchg(SimWave& w, const SimInst& in);
+  void execPublish(SimWave& w, const SimInst& in);
+  Status execWait(SimWave& w, const SimInst& in);
+  // A wait's lane l past its bound: sets the error word (the first error wins word 0, word 1 counts).
+  void waitTimeout(SimWave& w, const SimInst& in, int l);
   void exitWave(SimWave& w);
   void makeRunnable(uint32_t wi);
   void removeRunnable(uint32_t wi);
@@ -91,9 +156,22 @@ class SimLaunch {
   // of bounds (or unaligned when atomic). alloc is set for global/peer accesses.
   uint8_t* access(const SimWave& w, const SimInst& in, int lane, ir::AddrSpace space, uint64_t addr, int n,
                   bool atomic, SimMemory::Allocation** alloc);
+  /// One lane's access of n bytes at its pointer in register slot `slot` (of type t), checked as
+  /// access() checks it.
+  SimLaneAccess laneAccess(const SimWave& w, const SimInst& in, int lane, uint32_t slot, const ir::Type& t, int n,
+                           bool atomic);
+  /// After a lane wrote n bytes at a: wakes the waves waiting on a pair there.
+  void wrote(const SimLaneAccess& a, int n) {
+    if (a.alloc && a.alloc->watched) wakeWatchers(a.alloc, a.addr, n);
+  }
+  /// Counts an op's global (not LDS) bytes: loaded ones also to the op's stage.
+  void countBytes(const SimInst& in, ir::AddrSpace space, int64_t loaded, int64_t stored);
   uint64_t ptrAt(const SimWave& w, uint32_t slot, const ir::Type& t, int lane) const;  // inline, below
   // The bytes one wave's load asks of memory (the union of its lanes' ranges); sorts addrs.
   static int64_t coalescedBytes(uint64_t* addrs, int count, int n);
+  SimRaceScope raceScope(const SimWave& w, const ir::Op& op) {
+    return SimRaceScope(races_.get(), waveIndex(w), w.pc, op.attrs);
+  }
 
   uint32_t waveIndex(const SimWave& w) const { return static_cast<uint32_t>(&w - waves_.data()); }
   std::string where(const SimWave& w, const SimInst& in, int lane) const;
@@ -132,7 +210,7 @@ class SimLaunch {
 };
 
 /// Lane `lane`'s pointer operand in register slot `slot` (an LDS pointer is 4 bytes a lane, the
-/// others 8). Inline here, not in SimAccess.cpp: the interpreter reads it for every lane.
+/// others 8).
 inline uint64_t SimLaunch::ptrAt(const SimWave& w, uint32_t slot, const ir::Type& t, int lane) const {
   if (t.space == ir::AddrSpace::Lds) {
     uint32_t v;

@@ -71,62 +71,9 @@ class Flattener {
     for (const ir::Op& op : r.ops) {
       const int n = opCounter_++;
       switch (op.code) {
-        case ir::OpCode::If: {
-          if (op.operands.size() != 1 || op.regions.size() != 2)
-            throw SimError(where(op, n), "if takes one condition and two regions");
-          const int32_t b = emit(kSimIfBegin, op, n, depth, stage);
-          use(b, 0, op.operands[0], op, n);
-          region(op.regions[0], depth + 1, stage);
-          const int32_t e = emit(kSimElse, op, n, depth, stage);
-          prog_.insts[b].target = e;
-          region(op.regions[1], depth + 1, stage);
-          const int32_t end = emit(kSimEndIf, op, n, depth, stage);
-          prog_.insts[e].target = end;
-          maxDepth_ = std::max(maxDepth_, depth + 1);
-          break;
-        }
-        case ir::OpCode::For: {
-          if (op.operands.size() != 3 || op.regions.size() != 1 || op.regions[0].args.size() != 1)
-            throw SimError(where(op, n), "for takes (lo, hi, step) and a region with one argument");
-          const ir::Value iv = op.regions[0].args[0];
-          const int32_t init = emit(kSimForInit, op, n, depth, stage);
-          use(init, 0, op.operands[0], op, n);
-          def(init, iv, op, n);
-          const int32_t check = emit(kSimForCheck, op, n, depth, stage);
-          use(check, 0, iv, op, n);
-          use(check, 1, op.operands[1], op, n);
-          use(check, 2, op.operands[2], op, n);
-          region(op.regions[0], depth + 1, stage);
-          const int32_t step = emit(kSimForStep, op, n, depth, stage);
-          use(step, 0, iv, op, n);
-          use(step, 1, op.operands[2], op, n);
-          prog_.insts[step].target = check;
-          prog_.insts[step].rt = fn_.values[iv.id].type;
-          pcRes_.resize(prog_.insts.size(), 0);
-          pcRes_[step] = iv.id;  // writes iv again; the liveness sees a use here
-          const int32_t end = emit(kSimLoopEnd, op, n, depth, stage);
-          prog_.insts[check].target = end;
-          loops_.push_back({check, step});
-          maxDepth_ = std::max(maxDepth_, depth + 1);
-          break;
-        }
-        case ir::OpCode::While: {
-          if (op.regions.size() != 2 || !op.regions[0].yield)
-            throw SimError(where(op, n), "while takes a condition region that yields an i1, and a body");
-          emit(kSimLoopBegin, op, n, depth, stage);
-          const int32_t condStart = static_cast<int32_t>(prog_.insts.size());
-          region(op.regions[0], depth + 1, stage);
-          const int32_t check = emit(kSimWhileCheck, op, n, depth, stage);
-          use(check, 0, op.regions[0].yield, op, n);
-          region(op.regions[1], depth + 1, stage);
-          const int32_t jump = emit(kSimJump, op, n, depth, stage);
-          prog_.insts[jump].target = condStart;
-          const int32_t end = emit(kSimLoopEnd, op, n, depth, stage);
-          prog_.insts[check].target = end;
-          loops_.push_back({condStart, jump});
-          maxDepth_ = std::max(maxDepth_, depth + 1);
-          break;
-        }
+        case ir::OpCode::If: ifOp(op, n, depth, stage); break;
+        case ir::OpCode::For: forOp(op, n, depth, stage); break;
+        case ir::OpCode::While: whileOp(op, n, depth, stage); break;
         case ir::OpCode::StageScope: {
           if (op.regions.size() != 1) throw SimError(where(op, n), "stage takes one region");
           if (op.attrs.stage < 0 || op.attrs.stage >= static_cast<int>(plan_.stages.size()))
@@ -135,36 +82,93 @@ class Flattener {
           region(op.regions[0], depth, op.attrs.stage);
           break;
         }
-        default: {
-          if (op.operands.size() > 5) throw SimError(where(op, n), "more than 5 operands");
-          const int32_t pc = emit(static_cast<uint16_t>(op.code), op, n, depth, stage);
-          for (size_t k = 0; k < op.operands.size(); ++k) use(pc, static_cast<int>(k), op.operands[k], op, n);
-          def(pc, op.result, op, n);
-          if (op.code == ir::OpCode::VarLoad || op.code == ir::OpCode::VarStore) {
-            if (op.attrs.var < 0 || op.attrs.var >= static_cast<int>(fn_.vars.size()))
-              throw SimError(where(op, n), fmt::format("variable {} is not one of the kernel's {}", op.attrs.var,
-                                                       fn_.vars.size()));
-          }
-          if (op.code == ir::OpCode::Arg && op.attrs.imm > prog_.maxArgIndex) {
-            prog_.maxArgIndex = static_cast<int32_t>(op.attrs.imm);
-            prog_.maxArgOpNum = n;
-          }
-          if (op.code == ir::OpCode::Arg && op.attrs.imm < 0)
-            throw SimError(where(op, n), fmt::format("argument index {} is negative", op.attrs.imm));
-          break;
-        }
+        default: plainOp(op, n, depth, stage); break;
       }
     }
   }
 
-  void allocate() {
-    const size_t nv = fn_.values.size();
+  void ifOp(const ir::Op& op, int n, int depth, int stage) {
+    if (op.operands.size() != 1 || op.regions.size() != 2)
+      throw SimError(where(op, n), "if takes one condition and two regions");
+    const int32_t b = emit(kSimIfBegin, op, n, depth, stage);
+    use(b, 0, op.operands[0], op, n);
+    region(op.regions[0], depth + 1, stage);
+    const int32_t e = emit(kSimElse, op, n, depth, stage);
+    prog_.insts[b].target = e;
+    region(op.regions[1], depth + 1, stage);
+    const int32_t end = emit(kSimEndIf, op, n, depth, stage);
+    prog_.insts[e].target = end;
+    maxDepth_ = std::max(maxDepth_, depth + 1);
+  }
+
+  void forOp(const ir::Op& op, int n, int depth, int stage) {
+    if (op.operands.size() != 3 || op.regions.size() != 1 || op.regions[0].args.size() != 1)
+      throw SimError(where(op, n), "for takes (lo, hi, step) and a region with one argument");
+    const ir::Value iv = op.regions[0].args[0];
+    const int32_t init = emit(kSimForInit, op, n, depth, stage);
+    use(init, 0, op.operands[0], op, n);
+    def(init, iv, op, n);
+    const int32_t check = emit(kSimForCheck, op, n, depth, stage);
+    use(check, 0, iv, op, n);
+    use(check, 1, op.operands[1], op, n);
+    use(check, 2, op.operands[2], op, n);
+    region(op.regions[0], depth + 1, stage);
+    const int32_t step = emit(kSimForStep, op, n, depth, stage);
+    use(step, 0, iv, op, n);
+    use(step, 1, op.operands[2], op, n);
+    prog_.insts[step].target = check;
+    prog_.insts[step].rt = fn_.values[iv.id].type;
     pcRes_.resize(prog_.insts.size(), 0);
-    pcOpd_.resize(prog_.insts.size());
-    struct Interval {
-      int32_t start, end;
-      uint32_t value;
-    };
+    pcRes_[step] = iv.id;  // writes iv again; the liveness sees a use here
+    const int32_t end = emit(kSimLoopEnd, op, n, depth, stage);
+    prog_.insts[check].target = end;
+    loops_.push_back({check, step});
+    maxDepth_ = std::max(maxDepth_, depth + 1);
+  }
+
+  void whileOp(const ir::Op& op, int n, int depth, int stage) {
+    if (op.regions.size() != 2 || !op.regions[0].yield)
+      throw SimError(where(op, n), "while takes a condition region that yields an i1, and a body");
+    emit(kSimLoopBegin, op, n, depth, stage);
+    const int32_t condStart = static_cast<int32_t>(prog_.insts.size());
+    region(op.regions[0], depth + 1, stage);
+    const int32_t check = emit(kSimWhileCheck, op, n, depth, stage);
+    use(check, 0, op.regions[0].yield, op, n);
+    region(op.regions[1], depth + 1, stage);
+    const int32_t jump = emit(kSimJump, op, n, depth, stage);
+    prog_.insts[jump].target = condStart;
+    const int32_t end = emit(kSimLoopEnd, op, n, depth, stage);
+    prog_.insts[check].target = end;
+    loops_.push_back({condStart, jump});
+    maxDepth_ = std::max(maxDepth_, depth + 1);
+  }
+
+  void plainOp(const ir::Op& op, int n, int depth, int stage) {
+    if (op.operands.size() > 5) throw SimError(where(op, n), "more than 5 operands");
+    const int32_t pc = emit(static_cast<uint16_t>(op.code), op, n, depth, stage);
+    for (size_t k = 0; k < op.operands.size(); ++k) use(pc, static_cast<int>(k), op.operands[k], op, n);
+    def(pc, op.result, op, n);
+    if (op.code == ir::OpCode::VarLoad || op.code == ir::OpCode::VarStore) {
+      if (op.attrs.var < 0 || op.attrs.var >= static_cast<int>(fn_.vars.size()))
+        throw SimError(where(op, n), fmt::format("variable {} is not one of the kernel's {}", op.attrs.var,
+                                                 fn_.vars.size()));
+    }
+    if (op.code == ir::OpCode::Arg && op.attrs.imm > prog_.maxArgIndex) {
+      prog_.maxArgIndex = static_cast<int32_t>(op.attrs.imm);
+      prog_.maxArgOpNum = n;
+    }
+    if (op.code == ir::OpCode::Arg && op.attrs.imm < 0)
+      throw SimError(where(op, n), fmt::format("argument index {} is negative", op.attrs.imm));
+  }
+
+  struct Interval {
+    int32_t start, end;
+    uint32_t value;
+  };
+  /// Every defined value's live range (over a loop's whole body when it is live across the back
+  /// edge), sorted by start.
+  std::vector<Interval> liveRanges() const {
+    const size_t nv = fn_.values.size();
     std::vector<Interval> ivs;
     for (uint32_t v = 1; v < nv; ++v) {
       if (defPos_[v] < 0) {
@@ -192,6 +196,14 @@ class Flattener {
     std::sort(ivs.begin(), ivs.end(), [](const Interval& a, const Interval& b) {
       return a.start != b.start ? a.start < b.start : a.value < b.value;
     });
+    return ivs;
+  }
+
+  void allocate() {
+    const size_t nv = fn_.values.size();
+    pcRes_.resize(prog_.insts.size(), 0);
+    pcOpd_.resize(prog_.insts.size());
+    const std::vector<Interval> ivs = liveRanges();
     std::vector<uint32_t> slot(nv, kSimNoSlot);
     using Active = std::pair<int32_t, uint32_t>;  // (end, value)
     std::priority_queue<Active, std::vector<Active>, std::greater<Active>> active;

@@ -125,6 +125,19 @@ SimRaces::Word* SimRaces::shadow(const SimMemory::Allocation* alloc, uint32_t ct
   return lastShadow_->words.data() + (addr - alloc->base) / 4;
 }
 
+namespace {
+/// The bytes of [lo, lo + n) in 4-byte word wd, as a mask of the word's 4 bytes.
+uint8_t bytesIn(uint64_t lo, int n, uint64_t wd) {
+  const uint64_t b0 = std::max(lo, wd * 4), b1 = std::min(lo + static_cast<uint64_t>(n), wd * 4 + 4);
+  return static_cast<uint8_t>(((1u << (b1 - b0)) - 1) << (b0 - wd * 4));
+}
+}  // namespace
+
+bool SimRaces::conflicts(const Acc& e, uint32_t t, bool atomic, ir::MemScope scope) const {
+  if (e.wave == UINT32_MAX || hb(e, t)) return false;
+  return !(atomic && e.atomic && covers(static_cast<ir::MemScope>(e.scope), e.wave, t) && covers(scope, e.wave, t));
+}
+
 void SimRaces::access(uint32_t t, int32_t pc, const SimMemory::Allocation* alloc, uint64_t addr, int n, bool write,
                       bool atomic, ir::MemScope scope, Use use) {
   const uint32_t ci = info_[t].ctaIndex;
@@ -133,94 +146,91 @@ void SimRaces::access(uint32_t t, int32_t pc, const SimMemory::Allocation* alloc
     lastReadOnly_ = readOnly_.count(alloc) > 0;
     if (lastReadOnly_) lastAlloc_ = alloc, lastShadow_ = nullptr;
   }
-  if (alloc && lastReadOnly_) {
-    // A read-only allocation (a weight): no shadow. Two reads never race, and a write is reported
-    // here, so a launch with no report had no race on it either (SimRaces.h, "Read-only").
-    if (write) {
-      const uint64_t key = (uint64_t{1} << 62) | static_cast<uint64_t>(pc);
-      if (seenPairs_.insert(key).second) {
-        ++raceCount_;
-        if (static_cast<int>(reports_.size()) < kMaxReports)
-          reports_.push_back(fmt::format("race on '{}' (rank {}) + {}: {} by {} to a read-only weight argument "
-                                         "(its reads are not tracked, so no write may touch it)",
-                                         alloc->name, alloc->rank, addr - alloc->base, atomic ? "atomic write" : "write",
-                                         describe(t, pc)));
-      }
-    }
+  if (alloc && lastReadOnly_) {  // no shadow: two reads never race, and a write is reported
+    if (write) reportReadOnlyWrite(t, pc, alloc, addr, atomic);
     return;
   }
   const uint64_t lo = alloc ? addr - alloc->base : addr;
   const uint64_t first = lo / 4, last = (lo + static_cast<uint64_t>(n) - 1) / 4;
   int owned = -1;
   Word* base = shadow(alloc, ci, addr, &owned) - (lo / 4);
-  // The uninitialized-read check (SimRaces.h): bytes of [lo, lo + n) in word wd.
-  auto bytesOf = [&](uint64_t wd) -> uint8_t {
-    const uint64_t b0 = std::max(lo, wd * 4), b1 = std::min(lo + static_cast<uint64_t>(n), wd * 4 + 4);
-    return static_cast<uint8_t>(((1u << (b1 - b0)) - 1) << (b0 - wd * 4));
-  };
-  if (owned != -1 && use != Use::Write) {
-    int unwritten = 0;
-    uint64_t firstAddr = 0;
-    for (uint64_t wd = first; wd <= last; ++wd) {
-      uint8_t& init = base[wd].write.init;
-      if (use == Use::WaitPair) {
-        init |= kWaited;
-        continue;
-      }
-      const uint8_t miss = bytesOf(wd) & ~init & 0xf;
-      if (!miss || (atomic && (init & kWaited))) continue;
-      if (!unwritten) firstAddr = (alloc ? alloc->base : 0) + wd * 4 + static_cast<uint64_t>(__builtin_ctz(miss));
-      unwritten += std::popcount(miss);
-    }
-    if (unwritten) reportUninit(t, pc, alloc, owned, firstAddr, n, unwritten);
-  }
+  if (owned != -1 && use != Use::Write) checkUninit(t, pc, alloc, owned, base, lo, n, atomic, use);
   const Acc cur{t, waves_[t].vc[t], pc, static_cast<uint8_t>(atomic), static_cast<uint8_t>(scope)};
-  auto conflicts = [&](const Acc& e) {
-    if (e.wave == UINT32_MAX || hb(e, t)) return false;
-    if (atomic && e.atomic && covers(static_cast<ir::MemScope>(e.scope), e.wave, t) && covers(scope, e.wave, t))
-      return false;
-    return true;
-  };
   for (uint64_t wd = first; wd <= last; ++wd) {
     Word& s = base[wd];
-    const uint64_t wordAddr = (alloc ? alloc->base : 0) + wd * 4;
-    if (conflicts(s.write)) report(t, pc, write, atomic, scope, s.write, true, alloc, std::max(wordAddr, addr));
-    if (write) {
-      for (Acc& r : s.reads)
-        if (conflicts(r)) report(t, pc, write, atomic, scope, r, false, alloc, std::max(wordAddr, addr));
-      if (s.write.dropped) {  // the reads past kReads since the last write
-        auto it = overflow_.find(&s);
-        if (it != overflow_.end()) {
-          for (const Acc& r : it->second)
-            if (conflicts(r)) report(t, pc, write, atomic, scope, r, false, alloc, std::max(wordAddr, addr));
-          overflow_.erase(it);
-        }
-      }
-      const uint8_t init = s.write.init | bytesOf(wd);
-      s.write = cur;
-      s.write.init = init;
-      for (Acc& r : s.reads) r = Acc{};
+    const uint64_t at = std::max((alloc ? alloc->base : 0) + wd * 4, addr);
+    auto check = [&](const Acc& e, bool prevWrite) {
+      if (conflicts(e, t, atomic, scope)) report(t, pc, write, atomic, scope, e, prevWrite, alloc, at);
+    };
+    check(s.write, true);
+    if (!write) {
+      recordRead(s, cur, t);
       continue;
     }
-    // A read: drop the reads ordered before this one, then add (or refresh) this wave's.
-    int k = 0;
-    Acc keep[kReads];
-    for (const Acc& r : s.reads)
-      if (r.wave != UINT32_MAX && !hb(r, t)) keep[k++] = r;
-    if (k == kReads) {
-      // More unordered readers than the word holds: the oldest moves to the word's overflow list
-      // (out of line, only for such words), which drops the reads ordered before this one, so a
-      // later write is checked against every read since the last write.
-      std::vector<Acc>& o = overflow_[&s];
-      o.erase(std::remove_if(o.begin(), o.end(), [&](const Acc& r) { return hb(r, t); }), o.end());
-      o.push_back(keep[0]);
-      std::move(keep + 1, keep + kReads, keep);
-      --k;
-      s.write.dropped = 1;
+    for (const Acc& r : s.reads) check(r, false);
+    if (s.write.dropped) {  // the reads past kReads since the last write
+      auto it = overflow_.find(&s);
+      if (it != overflow_.end()) {
+        for (const Acc& r : it->second) check(r, false);
+        overflow_.erase(it);
+      }
     }
-    keep[k++] = cur;
-    for (int i = 0; i < kReads; ++i) s.reads[i] = i < k ? keep[i] : Acc{};
+    const uint8_t init = s.write.init | bytesIn(lo, n, wd);
+    s.write = cur;
+    s.write.init = init;
+    for (Acc& r : s.reads) r = Acc{};
   }
+}
+
+void SimRaces::recordRead(Word& s, const Acc& cur, uint32_t t) {
+  // Drop the reads ordered before this one, then add (or refresh) this wave's.
+  int k = 0;
+  Acc keep[kReads];
+  for (const Acc& r : s.reads)
+    if (r.wave != UINT32_MAX && !hb(r, t)) keep[k++] = r;
+  if (k == kReads) {
+    // More unordered readers than the word holds: the oldest moves to the word's overflow list,
+    // pruned of the reads ordered before this one, so a later write is checked against them all.
+    std::vector<Acc>& o = overflow_[&s];
+    o.erase(std::remove_if(o.begin(), o.end(), [&](const Acc& r) { return hb(r, t); }), o.end());
+    o.push_back(keep[0]);
+    std::move(keep + 1, keep + kReads, keep);
+    --k;
+    s.write.dropped = 1;
+  }
+  keep[k++] = cur;
+  for (int i = 0; i < kReads; ++i) s.reads[i] = i < k ? keep[i] : Acc{};
+}
+
+void SimRaces::checkUninit(uint32_t t, int32_t pc, const SimMemory::Allocation* alloc, int owned, Word* base,
+                           uint64_t lo, int n, bool atomic, Use use) {
+  const uint64_t first = lo / 4, last = (lo + static_cast<uint64_t>(n) - 1) / 4;
+  int unwritten = 0;
+  uint64_t firstAddr = 0;
+  for (uint64_t wd = first; wd <= last; ++wd) {
+    uint8_t& init = base[wd].write.init;
+    if (use == Use::WaitPair) {
+      init |= kWaited;
+      continue;
+    }
+    const uint8_t miss = bytesIn(lo, n, wd) & ~init & 0xf;
+    if (!miss || (atomic && (init & kWaited))) continue;
+    if (!unwritten) firstAddr = (alloc ? alloc->base : 0) + wd * 4 + static_cast<uint64_t>(__builtin_ctz(miss));
+    unwritten += std::popcount(miss);
+  }
+  if (unwritten) reportUninit(t, pc, alloc, owned, firstAddr, n, unwritten);
+}
+
+void SimRaces::reportReadOnlyWrite(uint32_t t, int32_t pc, const SimMemory::Allocation* alloc, uint64_t addr,
+                                   bool atomic) {
+  const uint64_t key = (uint64_t{1} << 62) | static_cast<uint64_t>(pc);
+  if (!seenPairs_.insert(key).second) return;
+  ++raceCount_;
+  if (static_cast<int>(reports_.size()) < kMaxReports)
+    reports_.push_back(fmt::format("race on '{}' (rank {}) + {}: {} by {} to a read-only weight argument "
+                                   "(its reads are not tracked, so no write may touch it)",
+                                   alloc->name, alloc->rank, addr - alloc->base, atomic ? "atomic write" : "write",
+                                   describe(t, pc)));
 }
 
 void SimRaces::storeSync(uint32_t t, int32_t pc, const SimMemory::Allocation* alloc, uint64_t addr, int n,
@@ -354,25 +364,31 @@ std::string SimRaces::describe(uint32_t wi, int32_t pc) const {
                      w.rank, w.cta, w.wave);
 }
 
+std::string SimRaces::opOf(int32_t pc) const {
+  const SimInst& in = prog_.insts[static_cast<size_t>(pc)];
+  return fmt::format("op #{} {}", in.opNum, ir::opName(in.op->code));
+}
+
+std::string SimRaces::uncovered(ir::MemScope s, uint32_t a, uint32_t b) const {
+  if (s == ir::MemScope::Workgroup && info_[a].rank == info_[b].rank)
+    return fmt::format("CTAs {} and {}", info_[a].cta, info_[b].cta);
+  return fmt::format("ranks {} and {}", info_[a].rank, info_[b].rank);
+}
+
 std::string SimRaces::why(uint32_t t, const Acc& prev) const {
-  auto opOf = [&](int32_t pc) {
-    const SimInst& in = prog_.insts[static_cast<size_t>(pc)];
-    return fmt::format("op #{} {}", in.opNum, ir::opName(in.op->code));
-  };
-  auto uncovered = [&](ir::MemScope s, uint32_t a, uint32_t b) {
-    if (s == ir::MemScope::Workgroup && info_[a].rank == info_[b].rank)
-      return fmt::format("CTAs {} and {}", info_[a].cta, info_[b].cta);
-    return fmt::format("ranks {} and {}", info_[a].rank, info_[b].rank);
-  };
   // Two waves of one CTA (LDS, or global memory): what orders them is the CTA barrier; the notes
-  // and release records below are about edges between CTAs and would name the wrong one.
+  // and release records are about edges between CTAs and would name the wrong one.
   if (info_[prev.wave].ctaIndex == info_[t].ctaIndex) return "no barrier or release/acquire between them";
-  // A note whose store carried the access; failing that (notes are bounded, kMaxNotes, and a CTA
-  // that waits on many pairs keeps only the last ones), a note of the same (release, acquire)
-  // sites, when another store of that release site on memory carries the access.
-  // A relaxed store does not tick its wave's clock, so an access its wave made in the same epoch
-  // looks carried by its clock whether it came before the store or after: such a match is
-  // ambiguous and tried last (strict first).
+  std::string r = whyFromNotes(t, prev);
+  if (r.empty()) r = whyFromJoins(t, prev);
+  if (r.empty()) r = whyFromReleases(t, prev);
+  return r.empty() ? "no release/acquire between them" : r;
+}
+
+std::string SimRaces::whyFromNotes(uint32_t t, const Acc& prev) const {
+  // A note whose store carried the access; failing that (notes are bounded, kMaxNotes), a note of
+  // the same release site when another store of that site on memory carries it. A relaxed store
+  // does not tick its wave's clock, so a match by its own wave is ambiguous: tried last.
   auto carries = [&](const ClockPtr& c, uint32_t storer, bool relaxed, bool strict) {
     const uint32_t v = (*c)[prev.wave];
     return strict && relaxed && storer == prev.wave ? v > prev.clock : v >= prev.clock;
@@ -389,27 +405,26 @@ std::string SimRaces::why(uint32_t t, const Acc& prev) const {
         }
     if (found) break;
   }
-  if (found) {
-    const Note& n = *found;
-    switch (n.reason) {
-      case kNotRelease:
-        return fmt::format("missing release: {} (read by {}) is relaxed, not a release", opOf(n.relPc),
-                           opOf(n.acqPc));
-      case kNotAcquire:
-        return fmt::format("missing acquire: {} reads the release of {} but is relaxed, not an acquire",
-                           opOf(n.acqPc), opOf(n.relPc));
-      case kRelScope:
-        return fmt::format("scope: the release at {} scope ({}) does not cover {}", ir::memScopeName(n.relScope),
-                           opOf(n.relPc), uncovered(n.relScope, n.relWave, t));
-      default:
-        return fmt::format("scope: the acquire at {} scope ({}) does not cover {}", ir::memScopeName(n.acqScope),
-                           opOf(n.acqPc), uncovered(n.acqScope, n.relWave, t));
-    }
+  if (!found) return {};
+  const Note& n = *found;
+  switch (n.reason) {
+    case kNotRelease:
+      return fmt::format("missing release: {} (read by {}) is relaxed, not a release", opOf(n.relPc), opOf(n.acqPc));
+    case kNotAcquire:
+      return fmt::format("missing acquire: {} reads the release of {} but is relaxed, not an acquire", opOf(n.acqPc),
+                         opOf(n.relPc));
+    case kRelScope:
+      return fmt::format("scope: the release at {} scope ({}) does not cover {}", ir::memScopeName(n.relScope),
+                         opOf(n.relPc), uncovered(n.relScope, n.relWave, t));
+    default:
+      return fmt::format("scope: the acquire at {} scope ({}) does not cover {}", ir::memScopeName(n.acqScope),
+                         opOf(n.acqPc), uncovered(n.acqScope, n.relWave, t));
   }
-  // A release this wave did acquire, from the writer's CTA, that did not carry the access: the
-  // writer's wave was not drained into the releasing wave (a barrier) before the release.
-  // A relaxed store after a release fence of its wave is a release of what that wave had done by
-  // the fence: one this wave acquired whose storer knew of the access at the store but not at the
+}
+
+std::string SimRaces::whyFromJoins(uint32_t t, const Acc& prev) const {
+  // A relaxed store after a release fence of its wave releases what that wave had done by the
+  // fence: one this wave acquired whose storer knew of the access at the store but not at the
   // fence is a missing release (the publish should have been a release).
   for (auto it = waves_[t].joins.rbegin(); it != waves_[t].joins.rend(); ++it) {
     const Note& n = *it;
@@ -420,6 +435,8 @@ std::string SimRaces::why(uint32_t t, const Acc& prev) const {
                        opOf(n.relPc), info_[n.relWave].rank, info_[n.relWave].cta, info_[n.relWave].wave,
                        opOf(n.acqPc), opOf(n.fencePc));
   }
+  // A release this wave did acquire, from the writer's CTA, that did not carry the access: the
+  // writer's wave was not drained into the releasing wave (a barrier) before the release.
   for (auto it = waves_[t].joins.rbegin(); it != waves_[t].joins.rend(); ++it) {
     const Note& n = *it;
     if (n.relWave == prev.wave || info_[n.relWave].ctaIndex != info_[prev.wave].ctaIndex) continue;
@@ -429,6 +446,10 @@ std::string SimRaces::why(uint32_t t, const Acc& prev) const {
                        opOf(n.relPc), info_[n.relWave].wave, opOf(n.acqPc), info_[prev.wave].wave,
                        info_[prev.wave].wave, ir::memScopeName(n.relScope));
   }
+  return {};
+}
+
+std::string SimRaces::whyFromReleases(uint32_t t, const Acc& prev) const {
   // Among the releases still on memory (the notes are bounded): one that carries the access at a
   // scope that does not cover this wave.
   for (const auto& [key, r] : sync_) {
@@ -436,9 +457,8 @@ std::string SimRaces::why(uint32_t t, const Acc& prev) const {
     return fmt::format("scope: the release by {} carries it, but at {} scope, which does not cover {}",
                        describe(r.wave, r.pc), ir::memScopeName(r.scope), uncovered(r.scope, r.wave, t));
   }
-  // One by another wave of the writer's CTA that this wave acquired, that knew of the access (a
-  // barrier) but did not carry it (the writer did not release it at that scope first).
-  // (A relaxed store released by an earlier fence, from any CTA: the missing release above.)
+  // One this wave acquired, by another wave of the writer's CTA (or a relaxed store released by an
+  // earlier fence, from any CTA), that knew of the access but did not carry it.
   for (const auto& [key, r] : sync_) {
     if (!r.isRelease) continue;
     if (r.fencePc < 0 && (r.wave == prev.wave || info_[r.wave].ctaIndex != info_[prev.wave].ctaIndex)) continue;
@@ -455,7 +475,7 @@ std::string SimRaces::why(uint32_t t, const Acc& prev) const {
                        opOf(r.pc), info_[r.wave].wave, info_[prev.wave].wave, info_[prev.wave].wave,
                        ir::memScopeName(r.scope));
   }
-  return "no release/acquire between them";
+  return {};
 }
 
 void SimRaces::report(uint32_t t, int32_t pc, bool write, bool atomic, ir::MemScope scope, const Acc& prev,

@@ -218,6 +218,14 @@ class SimRaces {
   };
 
   bool covers(ir::MemScope s, uint32_t a, uint32_t b) const;
+  /// An access e that the access now by t (atomic, at scope) races with.
+  bool conflicts(const Acc& e, uint32_t t, bool atomic, ir::MemScope scope) const;
+  /// A read's shadow update of word s (the reads it keeps, kReads and the overflow list).
+  void recordRead(Word& s, const Acc& cur, uint32_t t);
+  /// The uninitialized-read check of [lo, lo + n) (lo: the offset in the shadow base covers).
+  void checkUninit(uint32_t t, int32_t pc, const SimMemory::Allocation* alloc, int owned, Word* base, uint64_t lo,
+                   int n, bool atomic, Use use);
+  void reportReadOnlyWrite(uint32_t t, int32_t pc, const SimMemory::Allocation* alloc, uint64_t addr, bool atomic);
   bool hb(const Acc& e, uint32_t t) const { return e.wave == t || e.clock <= waves_[t].vc[e.wave]; }
   /// The clock a release at scope s by wi carries (its own accesses made visible at s first).
   const ClockPtr& releaseClock(uint32_t wi, ir::MemScope s);
@@ -233,7 +241,14 @@ class SimRaces {
   void report(uint32_t t, int32_t pc, bool write, bool atomic, ir::MemScope scope, const Acc& prev, bool prevWrite,
               const SimMemory::Allocation* alloc, uint64_t addr);
   std::string describe(uint32_t wi, int32_t pc) const;
+  /// The missing edge of a race between prev and the access now by t; the three parts try, in
+  /// turn, the near misses t noted, the releases t did acquire, and those still on memory.
   std::string why(uint32_t t, const Acc& prev) const;
+  std::string whyFromNotes(uint32_t t, const Acc& prev) const;
+  std::string whyFromJoins(uint32_t t, const Acc& prev) const;
+  std::string whyFromReleases(uint32_t t, const Acc& prev) const;
+  std::string opOf(int32_t pc) const;                                // "op #N name"
+  std::string uncovered(ir::MemScope s, uint32_t a, uint32_t b) const;  // "CTAs a and b" / "ranks a and b"
 
   const ir::Plan& plan_;
   const SimProgram& prog_;

@@ -76,28 +76,30 @@ SimLaunch::SimLaunch(SimMemory& mem, const ir::Plan& plan, const SimProgram& pro
       }
     }
   live_ = static_cast<int64_t>(nWave);
-  if (opts_.races) {
-    std::vector<SimRaces::WaveInfo> info;
-    info.reserve(nWave);
-    for (const SimWave& w : waves_) info.push_back({w.rank, w.cta, w.wave, w.ctaIndex});
-    races_ = std::make_unique<SimRaces>(plan, prog, std::move(info), plan.ldsBytes);
-    // The memory the launch owns, checked for uninitialized reads (SimRaces.h): every rank's
-    // Scratch and Output pointer arguments' allocations.
-    for (int r = 0; r < tp_; ++r)
-      for (size_t i = 0; i < plan.args.size() && i < args[r].size(); ++i) {
-        const ir::KernelArg& ka = plan.args[i];
-        if (!ka.isPointer || (ka.role != ir::ArgRole::Scratch && ka.role != ir::ArgRole::Output)) continue;
-        if (const SimMemory::Allocation* a = mem_.find(args[r][i], 1)) races_->own(a, static_cast<int>(i));
-      }
-    // Weights are read-only: their reads need no shadow (at full dims they are GBs), and a write
-    // to one is reported (SimRaces.h, "Read-only").
-    for (size_t i = 0; i < plan.args.size(); ++i)
-      if (plan.args[i].isPointer && plan.args[i].role == ir::ArgRole::Weight)
-        for (int r = 0; r < tp_; ++r)
-          if (i < args[r].size())
-            if (const SimMemory::Allocation* a = mem_.find(args[r][i], 1)) races_->readOnly(a);
-  }
+  if (opts_.races) setUpRaces();
   stageBytes_.assign(plan.stages.size() + 1, 0);
+}
+
+void SimLaunch::setUpRaces() {
+  std::vector<SimRaces::WaveInfo> info;
+  info.reserve(waves_.size());
+  for (const SimWave& w : waves_) info.push_back({w.rank, w.cta, w.wave, w.ctaIndex});
+  races_ = std::make_unique<SimRaces>(plan_, prog_, std::move(info), plan_.ldsBytes);
+  // The memory the launch owns, checked for uninitialized reads (SimRaces.h): every rank's
+  // Scratch and Output pointer arguments' allocations.
+  for (int r = 0; r < tp_; ++r)
+    for (size_t i = 0; i < plan_.args.size() && i < args_[r].size(); ++i) {
+      const ir::KernelArg& ka = plan_.args[i];
+      if (!ka.isPointer || (ka.role != ir::ArgRole::Scratch && ka.role != ir::ArgRole::Output)) continue;
+      if (const SimMemory::Allocation* a = mem_.find(args_[r][i], 1)) races_->own(a, static_cast<int>(i));
+    }
+  // Weights are read-only: their reads need no shadow (at full dims they are GBs), and a write
+  // to one is reported (SimRaces.h, "Read-only").
+  for (size_t i = 0; i < plan_.args.size(); ++i)
+    if (plan_.args[i].isPointer && plan_.args[i].role == ir::ArgRole::Weight)
+      for (int r = 0; r < tp_; ++r)
+        if (i < args_[r].size())
+          if (const SimMemory::Allocation* a = mem_.find(args_[r][i], 1)) races_->readOnly(a);
 }
 
 SimLaunch::~SimLaunch() {

@@ -18,7 +18,7 @@
 #include "runtime/Cache.h"
 #include "runtime/RankRuntime.h"
 #include "runtime/Tensor.h"
-#include "runtime/sim/RankProcesses.h"
+#include "runtime/RankProcesses.h"
 #include "runtime/sim/SimDevice.h"
 #include "specs/minimax_m3/Knobs.h"
 #include "specs/minimax_m3/ModelConfig.h"

@@ -1,4 +1,4 @@
-#include "runtime/sim/RankProcesses.h"
+#include "runtime/RankProcesses.h"
 
 #include <fmt/format.h>
 #include <poll.h>
@@ -19,6 +19,8 @@ namespace monogen::runtime {
 
 namespace {
 
+// Frames on a pipe: u8 type, u32 length, bytes. Child -> parent: AllGather (its bytes), Report (a
+// line). Parent -> child: the gather's result, every rank's bytes in rank order (none: broken).
 enum : uint8_t { kAllGather = 1, kReport = 2 };
 
 void writeAll(int fd, const void* p, size_t n, const char* what) {

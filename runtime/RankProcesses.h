@@ -1,14 +1,6 @@
-// Local processes, one a rank, for multi-process Sim runs (tests, `monogen check --device sim`):
-// the parent forks TP children and relays what a serving framework's CPU process group would
-// (all_gather_object of the handle bytes, a barrier) over pipes, and collects each child's report
-// lines. monogen's runtime itself opens no sockets and no pipes: this stands in for
-// torch.distributed in tests.
-//
-// Frames on a pipe: u8 type, u32 length, bytes. Child -> parent: AllGather (the child's bytes),
-// Report (a text line). Parent -> child: the all-gather's result, every rank's bytes in rank order.
-// A child that dies (killed, crashed) closes its pipes: the parent sees it at once; a gather
-// that can no longer complete is answered with an empty list, which the child's allGather turns
-// into a RuntimeError naming the missing ranks.
+// RankProcesses: local processes, one a rank (the Sim one rank per process, the HIP per-rank
+// path): the parent forks TP children and relays what a framework's CPU process group would
+// (all-gathers, barriers) over pipes, standing in for torch.distributed, and collects report lines.
 #pragma once
 #include <sys/types.h>
 
