@@ -123,12 +123,13 @@ SimLaunch::Status SimLaunch::visitValue(SimWave& w, const SimInst& in) {
     case OpCode::BlockId:
       for (int l = 0; l < 64; ++l) st<int32_t>(fr + in.res + 4 * l, w.cta);
       break;
-    default: {  // Arg
+    case OpCode::Arg: {
       const uint64_t v = args_[w.rank - opts_.firstRank][static_cast<size_t>(op.attrs.imm)] & lowMask(in.rt.elemBits());
       const int n = in.rt.bytes();
       for (int l = 0; l < 64; ++l) stN(fr + in.res + n * l, n, v);
       break;
     }
+    default: cannotRun(w, in);
   }
   ++w.pc;
   return kContinue;
@@ -170,13 +171,14 @@ SimLaunch::Status SimLaunch::visitArith(SimWave& w, const SimInst& in) {
     }
     case OpCode::UMin: intBin(in, exec, fr, [](uint64_t a, uint64_t b, int) { return a < b ? a : b; }); break;
     case OpCode::UMax: intBin(in, exec, fr, [](uint64_t a, uint64_t b, int) { return a > b ? a : b; }); break;
-    default:  // Fma
+    case OpCode::Fma:
       FOR_LANES(exec, l) {
         const float a = ld<float>(fr + in.opd[0] + 4 * l), b = ld<float>(fr + in.opd[1] + 4 * l),
                     c = ld<float>(fr + in.opd[2] + 4 * l);
         st<float>(fr + in.res + 4 * l, std::fma(a, b, c));
       }
       break;
+    default: cannotRun(w, in);
   }
   ++w.pc;
   return kContinue;
@@ -262,7 +264,7 @@ SimLaunch::Status SimLaunch::visitVector(SimWave& w, const SimInst& in) {
         copyN(fr + in.res + (static_cast<size_t>(l) * L + e) * eb, fr + in.opd[0] + eb * l, eb);
       break;
     }
-    default: {  // PtrAdd: an LDS pointer is 4 bytes a lane, a global one 8; the offset i32 (signed) or i64
+    case OpCode::PtrAdd: {  // an LDS pointer is 4 bytes a lane, a global one 8; the offset i32 (signed) or i64
       const bool off64 = in.t1.scalar == Scalar::I64;
       if (in.t0.space == ir::AddrSpace::Lds) {
         FOR_LANES(exec, l) {
@@ -279,6 +281,7 @@ SimLaunch::Status SimLaunch::visitVector(SimWave& w, const SimInst& in) {
       }
       break;
     }
+    default: cannotRun(w, in);
   }
   ++w.pc;
   return kContinue;

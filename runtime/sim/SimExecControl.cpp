@@ -69,8 +69,7 @@ SimLaunch::Status SimLaunch::visitControl(SimWave& w, const SimInst& in) {
     case kSimJump:
       w.pc = in.target;
       return kContinue;
-    default:
-      fail(w, in, -1, fmt::format("the Sim device cannot run opcode {}", in.code));
+    default: cannotRun(w, in);
   }
 }
 
@@ -87,7 +86,9 @@ SimLaunch::Status SimLaunch::visitVariable(SimWave& w, const SimInst& in) {
   return kContinue;
 }
 
-void SimLaunch::visitStructured(SimWave& w, const SimInst& in) {
+void SimLaunch::visitStructured(SimWave& w, const SimInst& in) { cannotRun(w, in); }
+
+void SimLaunch::cannotRun(const SimWave& w, const SimInst& in) const {
   fail(w, in, -1, fmt::format("the Sim device cannot run opcode {}", in.code));
 }
 

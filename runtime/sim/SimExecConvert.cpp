@@ -120,7 +120,10 @@ SimLaunch::Status SimLaunch::visitConvert(SimWave& w, const SimInst& in) {
         for (int e = 0; e < 8; ++e) st<uint16_t>(fr + in.res + 16 * l + 2 * e, ir::num::fp4x8ElemToBf16(word, e, s));
       }
       break;
-    default: floatFormat(in, exec, fr); break;
+    case OpCode::Fp4ToF32: case OpCode::E8m0ToF32: case OpCode::Fp8ToF32: case OpCode::F32ToFp8:
+      floatFormat(in, exec, fr);
+      break;
+    default: cannotRun(w, in);
   }
   ++w.pc;
   return kContinue;

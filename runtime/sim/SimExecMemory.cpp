@@ -43,9 +43,10 @@ SimLaunch::Status SimLaunch::visitMemory(SimWave& w, const SimInst& in) {
     case OpCode::Store: execStore(w, in); break;
     case OpCode::AtomicRmw: execAtomicRmw(w, in); break;
     case OpCode::CmpXchg: execCmpXchg(w, in); break;
-    default:  // Fence: sequentially consistent already (docs/sim.md); the race detector keeps its edges
+    case OpCode::Fence:  // sequentially consistent already (docs/sim.md); the race detector keeps its edges
       if (races_) [[unlikely]] races_->fence(waveIndex(w), w.pc, in.op->attrs.order, in.op->attrs.scope);
       break;
+    default: cannotRun(w, in);
   }
   ++w.pc;
   return kContinue;

@@ -45,11 +45,12 @@ SimLaunch::Status SimLaunch::visitSync(SimWave& w, const SimInst& in) {
       FOR_LANES(w.exec, l) st<int64_t>(w.frame + in.res + 8 * l, t);
       break;
     }
-    default:  // Sleep
+    case OpCode::Sleep:
       ++w.pc;
       block(w, SimWave::Sleep);
       deadlines_.push({now_ + std::max<int64_t>(1, in.op->attrs.imm), waveIndex(w), w.blockSeq});
       return kBlocked;
+    default: cannotRun(w, in);
   }
   ++w.pc;
   return kContinue;

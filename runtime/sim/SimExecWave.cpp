@@ -43,7 +43,7 @@ SimLaunch::Status SimLaunch::visitWaveOp(SimWave& w, const SimInst& in) {
       FOR_LANES(exec, l) copyN(fr + in.res + n * l, fr + in.opd[0] + n * first, n);
       break;
     }
-    default: {  // Mfma
+    case OpCode::Mfma: {
       const ir::MfmaKind kind = in.op->attrs.mfma;
       const ir::mfma::Shape s = ir::mfma::shapeOf(kind);
       if (s.m == 0) fail(w, in, -1, "unknown MFMA kind");
@@ -63,6 +63,7 @@ SimLaunch::Status SimLaunch::visitWaveOp(SimWave& w, const SimInst& in) {
       std::memcpy(fr + in.res, acc, sizeof acc);
       break;
     }
+    default: cannotRun(w, in);
   }
   ++w.pc;
   return kContinue;

@@ -121,6 +121,8 @@ class SimLaunch {
   Status visitControl(SimWave& w, const SimInst& in);    // SimExecControl.cpp: the SimCode pseudo-ops
   Status visitVariable(SimWave& w, const SimInst& in);   // VarLoad, VarStore
   [[noreturn]] void visitStructured(SimWave& w, const SimInst& in);  // If/For/While/StageScope, flattened away
+  // An op its visit has no case for (the dispatch sent it to the wrong class): a SimError.
+  [[noreturn]] void cannotRun(const SimWave& w, const SimInst& in) const;
   Status visitValue(SimWave& w, const SimInst& in);      // SimExecArith.cpp: constants, ids, Arg
   Status visitArith(SimWave& w, const SimInst& in);      // integer and float arithmetic
   Status visitDivide(SimWave& w, const SimInst& in);     // Div, Rem, UDiv, URem
