@@ -4,15 +4,16 @@
 #
 #   cmake -DROOT=<source dir> [-DOUT=<file.cpp>] -P GeneratorBuildId.cmake
 #
-# The digest is over "<relative path>\n<sha256 of the file>\n" for every *.h / *.cpp / *.txt under
-# those folders, sorted by path. With OUT it writes a C++ file
+# The digest is over "<relative path>\n<sha256 of the file>\n" for every *.h / *.cpp / *.def /
+# *.txt under those folders, sorted by path. With OUT it writes a C++ file
 # defining monogen::runtime::generatorBuildId(); without, it prints the digest.
 if(NOT ROOT)
   message(FATAL_ERROR "GeneratorBuildId.cmake: pass -DROOT=<monogen source dir>")
 endif()
 set(files)
 foreach(dir ir codegen specs)
-  file(GLOB_RECURSE found RELATIVE "${ROOT}" "${ROOT}/${dir}/*.h" "${ROOT}/${dir}/*.cpp" "${ROOT}/${dir}/*.txt")
+  file(GLOB_RECURSE found RELATIVE "${ROOT}" "${ROOT}/${dir}/*.h" "${ROOT}/${dir}/*.cpp" "${ROOT}/${dir}/*.def"
+       "${ROOT}/${dir}/*.txt")
   list(APPEND files ${found})
 endforeach()
 list(SORT files)

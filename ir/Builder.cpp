@@ -16,9 +16,38 @@ Value Builder::newValue(Type t) {
   return Value{static_cast<uint32_t>(fn_.values.size() - 1)};
 }
 
-Val Builder::emit(OpCode code, Type t, std::vector<Value> operands, Attrs attrs,
-                  std::vector<Region> regions) {
-  Op op{code, newValue(t), std::move(operands), attrs, std::move(regions)};
+void Builder::checkShape(OpCode code, size_t operands, size_t regions) const {
+  expect(operands == static_cast<size_t>(opOperands(code)), code,
+         fmt::format("expected {} operands, got {}", opOperands(code), operands));
+  expect(regions == static_cast<size_t>(opRegions(code)), code,
+         fmt::format("expected {} regions, got {}", opRegions(code), regions));
+}
+
+Type Builder::resultType(OpCode code, const std::vector<Value>& operands, Type given) const {
+  auto operand = [&](size_t i) { return fn_.typeOf(operands.at(i)); };
+  switch (opResult(code)) {
+    case ResultRule::None: fail(code, "has no result");
+    case ResultRule::Given: return given;
+    case ResultRule::I32: return Type::i32();
+    case ResultRule::I64: return Type::i64();
+    case ResultRule::F32: return Type::f32();
+    case ResultRule::BF16x8: return Type::vec(Type::bf16(), 8);
+    case ResultRule::Operand0: return operand(0);
+    case ResultRule::Operand1: return operand(1);
+    case ResultRule::Operand2: return operand(2);
+    case ResultRule::Elem0: return operand(0).elem();
+    case ResultRule::BoolLanes0: return Type::vec(Type::i1(), operand(0).lanes);
+    case ResultRule::F32Lanes0: return Type::vec(Type::f32(), operand(0).lanes);
+    case ResultRule::BF16Lanes0: return Type::vec(Type::bf16(), operand(0).lanes);
+    case ResultRule::PtrBits0: return operand(0).space == AddrSpace::Lds ? Type::i32() : Type::i64();
+  }
+  fail(code, "unknown result rule");
+}
+
+Val Builder::emit(OpCode code, std::vector<Value> operands, Attrs attrs, Type given) {
+  checkShape(code, operands.size(), 0);
+  const Type t = resultType(code, operands, given);
+  Op op{code, newValue(t), std::move(operands), attrs, {}};
   Value r = op.result;
   stack_.back()->ops.push_back(std::move(op));
   return wrap(r);
@@ -26,6 +55,8 @@ Val Builder::emit(OpCode code, Type t, std::vector<Value> operands, Attrs attrs,
 
 void Builder::emitVoid(OpCode code, std::vector<Value> operands, Attrs attrs,
                        std::vector<Region> regions) {
+  checkShape(code, operands.size(), regions.size());
+  expect(opResult(code) == ResultRule::None, code, "has a result");
   stack_.back()->ops.push_back(Op{code, Value{}, std::move(operands), attrs, std::move(regions)});
 }
 
@@ -51,30 +82,30 @@ Val Builder::constInt(Type t, int64_t v) {
   expect(t.isInt() && !t.isVector(), OpCode::ConstInt, "expected a scalar integer type, got " + t.str());
   Attrs a;
   a.imm = v;
-  return emit(OpCode::ConstInt, t, {}, a);
+  return emit(OpCode::ConstInt, {}, a, t);
 }
 
 Val Builder::f32(double v) {
   Attrs a;
   a.fimm = static_cast<float>(v);
-  return emit(OpCode::ConstFloat, Type::f32(), {}, a);
+  return emit(OpCode::ConstFloat, {}, a, Type::f32());
 }
 
 Val Builder::bf16(double v) {
   Attrs a;
   a.fimm = v;
-  return emit(OpCode::ConstFloat, Type::bf16(), {}, a);
+  return emit(OpCode::ConstFloat, {}, a, Type::bf16());
 }
 
-Val Builder::tid() { return emit(OpCode::ThreadId, Type::i32(), {}); }
-Val Builder::lane() { return emit(OpCode::LaneId, Type::i32(), {}); }
-Val Builder::wave() { return emit(OpCode::WaveId, Type::i32(), {}); }
-Val Builder::block() { return emit(OpCode::BlockId, Type::i32(), {}); }
+Val Builder::tid() { return emit(OpCode::ThreadId, {}); }
+Val Builder::lane() { return emit(OpCode::LaneId, {}); }
+Val Builder::wave() { return emit(OpCode::WaveId, {}); }
+Val Builder::block() { return emit(OpCode::BlockId, {}); }
 
 Val Builder::arg(int index, Type t, const std::string& name) {
   Attrs a;
   a.imm = index;
-  return named(emit(OpCode::Arg, t, {}, a), name);
+  return named(emit(OpCode::Arg, {}, a, t), name);
 }
 
 Val Builder::like(Val a, double v) {
@@ -101,11 +132,23 @@ Val Builder::binary(OpCode op, Val a, Val b) {
     case OpCode::And: case OpCode::Or: case OpCode::Xor:
       expect(ta.isInt(), op, "expected integers or i1, got " + ta.str());
       break;
-    default:
+    case OpCode::ConstInt: case OpCode::ConstFloat: case OpCode::ThreadId: case OpCode::LaneId:
+    case OpCode::WaveId: case OpCode::BlockId: case OpCode::Arg: case OpCode::Fma: case OpCode::Cmp:
+    case OpCode::Select: case OpCode::Bitcast: case OpCode::Trunc: case OpCode::ZExt: case OpCode::SExt:
+    case OpCode::SIToFP: case OpCode::UIToFP: case OpCode::FPToSI: case OpCode::BF16ToF32:
+    case OpCode::F32ToBF16: case OpCode::Fp4ToF32: case OpCode::Fp4x8ToBF16x8: case OpCode::E8m0ToF32:
+    case OpCode::Fp8ToF32: case OpCode::F32ToFp8: case OpCode::Exp2: case OpCode::Rcp: case OpCode::Rsq:
+    case OpCode::Sqrt: case OpCode::Extract: case OpCode::Insert: case OpCode::Splat: case OpCode::PtrAdd:
+    case OpCode::PtrToInt: case OpCode::IntToPtr: case OpCode::Load: case OpCode::Store:
+    case OpCode::AtomicRmw: case OpCode::CmpXchg: case OpCode::Fence: case OpCode::Barrier:
+    case OpCode::Shuffle: case OpCode::Ballot: case OpCode::Popcount: case OpCode::ReadFirstLane:
+    case OpCode::Mfma: case OpCode::Publish: case OpCode::Wait: case OpCode::Realtime: case OpCode::Sleep:
+    case OpCode::VarLoad: case OpCode::VarStore: case OpCode::If: case OpCode::For: case OpCode::While:
+    case OpCode::StageScope:
       fail(op, "not a binary op");
   }
   if (ta.isBool()) expect(op == OpCode::And || op == OpCode::Or || op == OpCode::Xor, op, "i1 arithmetic");
-  return emit(op, ta, {a.v, b.v});
+  return emit(op, {a.v, b.v});
 }
 
 Val Builder::cmp(CmpPred p, Val a, Val b) {
@@ -116,22 +159,20 @@ Val Builder::cmp(CmpPred p, Val a, Val b) {
          fmt::format("predicate {} does not apply to {}", cmpPredName(p), ta.str()));
   Attrs at;
   at.pred = p;
-  Type r = Type::i1();
-  r.lanes = ta.lanes;
-  return emit(OpCode::Cmp, r, {a.v, b.v}, at);
+  return emit(OpCode::Cmp, {a.v, b.v}, at);
 }
 
 Val Builder::select(Val c, Val a, Val b) {
   expect(c.type().scalar == Scalar::I1, OpCode::Select, "condition must be i1, got " + c.type().str());
   expect(a.type() == b.type(), OpCode::Select,
          fmt::format("arm types differ: {} and {}", a.type().str(), b.type().str()));
-  return emit(OpCode::Select, a.type(), {c.v, a.v, b.v});
+  return emit(OpCode::Select, {c.v, a.v, b.v});
 }
 
 Val Builder::fma(Val a, Val b, Val c) {
   expect(a.type() == Type::f32() && b.type() == Type::f32() && c.type() == Type::f32(), OpCode::Fma,
          "expected f32 operands");
-  return emit(OpCode::Fma, Type::f32(), {a.v, b.v, c.v});
+  return emit(OpCode::Fma, {a.v, b.v, c.v});
 }
 
 // --- conversions ---
@@ -139,66 +180,66 @@ Val Builder::fma(Val a, Val b, Val c) {
 Val Builder::bitcast(Val a, Type t) {
   expect(a.type().lanes * a.type().elemBits() == t.lanes * t.elemBits(), OpCode::Bitcast,
          fmt::format("widths differ: {} to {}", a.type().str(), t.str()));
-  return emit(OpCode::Bitcast, t, {a.v});
+  return emit(OpCode::Bitcast, {a.v}, {}, t);
 }
 
 Val Builder::trunc(Val a, Type t) {
   expect(a.type().isInt() && t.isInt() && t.elemBits() < a.type().elemBits(), OpCode::Trunc,
          fmt::format("{} to {}", a.type().str(), t.str()));
-  return emit(OpCode::Trunc, t, {a.v});
+  return emit(OpCode::Trunc, {a.v}, {}, t);
 }
 Val Builder::zext(Val a, Type t) {
   expect(a.type().isInt() && t.isInt() && t.elemBits() > a.type().elemBits(), OpCode::ZExt,
          fmt::format("{} to {}", a.type().str(), t.str()));
-  return emit(OpCode::ZExt, t, {a.v});
+  return emit(OpCode::ZExt, {a.v}, {}, t);
 }
 Val Builder::sext(Val a, Type t) {
   expect(a.type().isInt() && t.isInt() && t.elemBits() > a.type().elemBits(), OpCode::SExt,
          fmt::format("{} to {}", a.type().str(), t.str()));
-  return emit(OpCode::SExt, t, {a.v});
+  return emit(OpCode::SExt, {a.v}, {}, t);
 }
 Val Builder::siToFp(Val a) {
   expect(a.type() == Type::i32(), OpCode::SIToFP, "expected i32, got " + a.type().str());
-  return emit(OpCode::SIToFP, Type::f32(), {a.v});
+  return emit(OpCode::SIToFP, {a.v});
 }
 Val Builder::uiToFp(Val a) {
   expect(a.type() == Type::i32(), OpCode::UIToFP, "expected i32, got " + a.type().str());
-  return emit(OpCode::UIToFP, Type::f32(), {a.v});
+  return emit(OpCode::UIToFP, {a.v});
 }
 Val Builder::fpToSi(Val a, Type t) {
   expect(a.type() == Type::f32() && (t == Type::i32() || t == Type::i64()), OpCode::FPToSI,
          "expected f32 to i32/i64");
-  return emit(OpCode::FPToSI, t, {a.v});
+  return emit(OpCode::FPToSI, {a.v}, {}, t);
 }
 Val Builder::bf16ToF32(Val a) {
   expect(a.type().scalar == Scalar::BF16, OpCode::BF16ToF32, "expected bf16, got " + a.type().str());
-  return emit(OpCode::BF16ToF32, Type::vec(Type::f32(), a.type().lanes), {a.v});
+  return emit(OpCode::BF16ToF32, {a.v});
 }
 Val Builder::f32ToBf16(Val a) {
   expect(a.type().scalar == Scalar::F32, OpCode::F32ToBF16, "expected f32, got " + a.type().str());
-  return emit(OpCode::F32ToBF16, Type::vec(Type::bf16(), a.type().lanes), {a.v});
+  return emit(OpCode::F32ToBF16, {a.v});
 }
 Val Builder::fp4ToF32(Val code, Val scale) {
   expect(code.type() == Type::i32() && scale.type() == Type::f32(), OpCode::Fp4ToF32,
          "expected (i32 code, f32 scale)");
-  return emit(OpCode::Fp4ToF32, Type::f32(), {code.v, scale.v});
+  return emit(OpCode::Fp4ToF32, {code.v, scale.v});
 }
 Val Builder::fp4x8ToBf16x8(Val word, Val scale) {
   expect(word.type() == Type::i32() && scale.type() == Type::f32(), OpCode::Fp4x8ToBF16x8,
          "expected (i32 word of 8 codes, f32 scale)");
-  return emit(OpCode::Fp4x8ToBF16x8, Type::vec(Type::bf16(), 8), {word.v, scale.v});
+  return emit(OpCode::Fp4x8ToBF16x8, {word.v, scale.v});
 }
 Val Builder::e8m0ToF32(Val code) {
   expect(code.type() == Type::i32(), OpCode::E8m0ToF32, "expected i32, got " + code.type().str());
-  return emit(OpCode::E8m0ToF32, Type::f32(), {code.v});
+  return emit(OpCode::E8m0ToF32, {code.v});
 }
 Val Builder::fp8ToF32(Val code) {
   expect(code.type() == Type::i32(), OpCode::Fp8ToF32, "expected i32, got " + code.type().str());
-  return emit(OpCode::Fp8ToF32, Type::f32(), {code.v});
+  return emit(OpCode::Fp8ToF32, {code.v});
 }
 Val Builder::f32ToFp8(Val a) {
   expect(a.type() == Type::f32(), OpCode::F32ToFp8, "expected f32, got " + a.type().str());
-  return emit(OpCode::F32ToFp8, Type::i32(), {a.v});
+  return emit(OpCode::F32ToFp8, {a.v});
 }
 Val Builder::bf16BitsToF32(Val bits) {
   Val lo = trunc(bits, Type::i16());
@@ -207,7 +248,7 @@ Val Builder::bf16BitsToF32(Val bits) {
 
 Val Builder::unary(OpCode op, Val a) {
   expect(a.type() == Type::f32(), op, "expected f32, got " + a.type().str());
-  return emit(op, Type::f32(), {a.v});
+  return emit(op, {a.v}, {}, Type::f32());
 }
 
 // --- vectors ---
@@ -217,19 +258,19 @@ Val Builder::extract(Val v, int i) {
          fmt::format("element {} of {}", i, v.type().str()));
   Attrs a;
   a.imm = i;
-  return emit(OpCode::Extract, v.type().elem(), {v.v}, a);
+  return emit(OpCode::Extract, {v.v}, a);
 }
 Val Builder::insert(Val v, Val s, int i) {
   expect(v.type().isVector() && i >= 0 && i < v.type().lanes && s.type() == v.type().elem(),
          OpCode::Insert, fmt::format("{} into element {} of {}", s.type().str(), i, v.type().str()));
   Attrs a;
   a.imm = i;
-  return emit(OpCode::Insert, v.type(), {v.v, s.v}, a);
+  return emit(OpCode::Insert, {v.v, s.v}, a);
 }
 Val Builder::splat(Val s, int lanes) {
   expect(!s.type().isVector() && lanes >= 2 && lanes <= 16, OpCode::Splat,
          fmt::format("{} to {} lanes", s.type().str(), lanes));
-  return emit(OpCode::Splat, Type::vec(s.type(), lanes), {s.v});
+  return emit(OpCode::Splat, {s.v}, {}, Type::vec(s.type(), lanes));
 }
 
 // --- pointers and memory ---
@@ -238,20 +279,20 @@ Val Builder::ptrAdd(Val p, Val off) {
   expect(p.type().isPtr(), OpCode::PtrAdd, "expected a pointer, got " + p.type().str());
   expect(off.type() == Type::i32() || off.type() == Type::i64(), OpCode::PtrAdd,
          "byte offset must be i32 or i64, got " + off.type().str());
-  return emit(OpCode::PtrAdd, p.type(), {p.v, off.v});
+  return emit(OpCode::PtrAdd, {p.v, off.v});
 }
 Val Builder::ptrAdd(Val p, int64_t off) {
   return ptrAdd(p, p.type().space == AddrSpace::Lds ? i32(off) : i64(off));
 }
 Val Builder::ptrToInt(Val p) {
   expect(p.type().isPtr(), OpCode::PtrToInt, "expected a pointer");
-  return emit(OpCode::PtrToInt, p.type().space == AddrSpace::Lds ? Type::i32() : Type::i64(), {p.v});
+  return emit(OpCode::PtrToInt, {p.v});
 }
 Val Builder::intToPtr(Val i, AddrSpace s) {
   Type t = Type::ptr(s);
   expect(i.type().isInt() && i.type().elemBits() == t.elemBits(), OpCode::IntToPtr,
          fmt::format("{} to {}", i.type().str(), t.str()));
-  return emit(OpCode::IntToPtr, t, {i.v});
+  return emit(OpCode::IntToPtr, {i.v}, {}, t);
 }
 
 static bool validAccessBytes(int n) { return n == 1 || n == 2 || n == 4 || n == 8 || n == 12 || n == 16; }
@@ -265,7 +306,7 @@ Val Builder::load(Type t, Val p, MemOrder o, MemScope s) {
   Attrs a;
   a.order = o;
   a.scope = s;
-  return emit(OpCode::Load, t, {p.v}, a);
+  return emit(OpCode::Load, {p.v}, a, t);
 }
 
 void Builder::store(Val p, Val v, MemOrder o, MemScope s) {
@@ -289,7 +330,7 @@ Val Builder::atomicRmw(RmwOp r, Val p, Val v, MemOrder o, MemScope s) {
   a.rmw = r;
   a.order = o == MemOrder::Plain ? MemOrder::Relaxed : o;
   a.scope = s;
-  return emit(OpCode::AtomicRmw, v.type(), {p.v, v.v}, a);
+  return emit(OpCode::AtomicRmw, {p.v, v.v}, a);
 }
 
 Val Builder::cmpXchg(Val p, Val e, Val d, MemOrder o, MemScope s) {
@@ -298,7 +339,7 @@ Val Builder::cmpXchg(Val p, Val e, Val d, MemOrder o, MemScope s) {
   Attrs a;
   a.order = o;
   a.scope = s;
-  return emit(OpCode::CmpXchg, e.type(), {p.v, e.v, d.v}, a);
+  return emit(OpCode::CmpXchg, {p.v, e.v, d.v}, a);
 }
 
 void Builder::fence(MemOrder o, MemScope s) {
@@ -317,20 +358,20 @@ void Builder::barrier() { emitVoid(OpCode::Barrier, {}); }
 Val Builder::shuffle(Val v, Val src) {
   expect(src.type() == Type::i32(), OpCode::Shuffle, "source lane must be i32");
   expect(v.type().bytes() % 4 == 0 || v.type().bytes() <= 4, OpCode::Shuffle, "shuffles move dwords");
-  return emit(OpCode::Shuffle, v.type(), {v.v, src.v});
+  return emit(OpCode::Shuffle, {v.v, src.v});
 }
 Val Builder::ballot(Val c) {
   expect(c.type() == Type::i1(), OpCode::Ballot, "expected i1, got " + c.type().str());
-  return emit(OpCode::Ballot, Type::i64(), {c.v});
+  return emit(OpCode::Ballot, {c.v});
 }
 Val Builder::popcount(Val v) {
   expect(v.type() == Type::i32() || v.type() == Type::i64(), OpCode::Popcount, "expected i32/i64");
-  return emit(OpCode::Popcount, Type::i32(), {v.v});
+  return emit(OpCode::Popcount, {v.v});
 }
 Val Builder::readFirstLane(Val v) {
   expect(!v.type().isVector() && v.type().bytes() <= 8 && !v.type().isBool(), OpCode::ReadFirstLane,
          "expected a 1..8-byte scalar");
-  return emit(OpCode::ReadFirstLane, v.type(), {v.v});
+  return emit(OpCode::ReadFirstLane, {v.v});
 }
 Val Builder::mfma(MfmaKind k, Val a, Val b, Val acc) {
   const mfma::Shape s = mfma::shapeOf(k);
@@ -341,7 +382,7 @@ Val Builder::mfma(MfmaKind k, Val a, Val b, Val acc) {
                      accT.str(), a.type().str(), b.type().str(), acc.type().str()));
   Attrs at;
   at.mfma = k;
-  return emit(OpCode::Mfma, accT, {a.v, b.v, acc.v}, at);
+  return emit(OpCode::Mfma, {a.v, b.v, acc.v}, at);
 }
 
 Val Builder::butterfly(Val v, std::initializer_list<int> masks, OpCode combine) {
@@ -376,12 +417,12 @@ Val Builder::wait(Val pair, Val tag, Val bound, Val errWord, Val errCode, int si
   a.order = o;
   a.scope = s;
   a.site = site;
-  return emit(OpCode::Wait, Type::i32(), {pair.v, tag.v, bound.v, errWord.v, errCode.v}, a);
+  return emit(OpCode::Wait, {pair.v, tag.v, bound.v, errWord.v, errCode.v}, a);
 }
 
 // --- time ---
 
-Val Builder::realtime() { return emit(OpCode::Realtime, Type::i64(), {}); }
+Val Builder::realtime() { return emit(OpCode::Realtime, {}); }
 void Builder::sleep(int amount) {
   expect(amount >= 0 && amount <= 127, OpCode::Sleep, "s_sleep takes 0..127");
   Attrs a;
@@ -403,7 +444,7 @@ Var Builder::var(Val init, const std::string& name) {
 Val Builder::get(Var v) {
   Attrs a;
   a.var = static_cast<int32_t>(v.id);
-  return emit(OpCode::VarLoad, fn_.vars.at(v.id).type, {}, a);
+  return emit(OpCode::VarLoad, {}, a, fn_.vars.at(v.id).type);
 }
 void Builder::set(Var v, Val value) {
   expect(fn_.vars.at(v.id).type == value.type(), OpCode::VarStore,

@@ -145,10 +145,14 @@ class Builder {
 
  private:
   Value newValue(Type t);
-  Val emit(OpCode code, Type t, std::vector<Value> operands, Attrs attrs = {},
-           std::vector<Region> regions = {});
+  /// Appends an op with a result, typed by its record's rule (`given` for ResultRule::Given);
+  /// throws IrError when the operand count is not the record's.
+  Val emit(OpCode code, std::vector<Value> operands, Attrs attrs = {}, Type given = {});
+  /// Appends an op without a result, checking its operand and region counts against the record.
   void emitVoid(OpCode code, std::vector<Value> operands, Attrs attrs = {},
                 std::vector<Region> regions = {});
+  void checkShape(OpCode code, size_t operands, size_t regions) const;
+  Type resultType(OpCode code, const std::vector<Value>& operands, Type given) const;
   Region buildRegion(const std::function<void()>& body);
   [[noreturn]] void fail(OpCode op, const std::string& what) const;
   void expect(bool ok, OpCode op, const std::string& what) const;

@@ -1,21 +1,6 @@
-// The declared model of gfx950 MFMA shapes: lane layouts and internal numerics.
-//
-// The Sim device and the native reference both compute MFMAs through this one model, so they
-// agree bit for bit. The lane layouts are the hardware's (LLVM AMDGPUUsage / CDNA3 ISA; the
-// 16x16x32 bf16 one confirmed on AMD's gfx950 simulator). The numerics are a model, not the
-// hardware: the hardware sums products in an internal tree of unspecified extra precision;
-// this model adds the rounded f32 products to the accumulator one K at a time, ascending.
-// A real MI350X result may therefore differ from the model in the last bits of a K-sum.
-//
-// The FP8 shape, F32_16x16x32_FP8 (gfx950's v_mfma_f32_16x16x32_fp8_fp8, LLVM's
-// llvm.amdgcn.mfma.f32.16x16x32.fp8.fp8): A and B are OCP e4m3fn (gfx950 reads the fp8 MFMA
-// operands as OCP; gfx942 read them as fnuz, bias 8), 8 bytes a lane in an i64, byte e the
-// lane's element e, in the bf16 16x16x32 shape's layout: lane l holds A[l % 16][8 (l / 16) + e]
-// and B[8 (l / 16) + e][l % 16]; the accumulator as every 16x16 shape. Its model is the bf16
-// one's: each byte widened exactly (num::fp8E4m3ToF32: 0x7f / 0xff NaN), products rounded to f32
-// (exact here: a product of two e4m3 values has at most 8 significant bits and lies within
-// 2^-18 .. 448^2), added to the accumulator one K at a time, ascending. Checked on gfx950-run by
-// tests/test_executor_ops.cpp ("mfma.16x16x32.fp8").
+// The declared model of gfx950 MFMA shapes: lane layouts (the hardware's) and numerics (a model
+// the Sim and the native reference share, so they agree bit for bit; real hardware may differ in
+// the last bits of a K-sum). docs/how-to-add-an-op.md, "The MFMA model", says how and why.
 #pragma once
 #include <array>
 #include <cstdint>

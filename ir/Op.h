@@ -1,9 +1,6 @@
-// The kernel IR: per-lane SSA values over structured regions (what one CTA executes).
-//
-// Every op computes, for each active lane of a wave, from its operands' values in that lane
-// (wave ops read other lanes explicitly). Control flow is structured: If, For, While and Stage
-// own regions. Loop-carried and branch-merged state goes through mutable variables (VarLoad /
-// VarStore), which lower to allocas + mem2reg and are per-lane registers on the Sim device.
+// The kernel IR: per-lane SSA values over structured regions (what one CTA executes). If, For,
+// While and StageScope own regions; loop-carried and merged state lives in per-lane mutable
+// variables (VarLoad / VarStore). The op set is ir/Ops.def.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -25,101 +22,71 @@ struct Var {
   uint32_t id = 0;
 };
 
-/// The op set. Operands are listed in order; "T" is the result type.
+/// The op set, from ir/Ops.def (operands in order; "T" is the result type). Float arithmetic and
+/// conversions yield some NaN for a NaN (payload unspecified), Min/Max of +0 and -0 either zero;
+/// ops that move bits keep them. Memory orders and scopes: docs/memory-model.md.
 enum class OpCode : uint16_t {
-  // --- values ---
-  ConstInt,     ///< attrs.imm as an integer/i1 of type T.
-  ConstFloat,   ///< attrs.fimm as f32 or bf16 (exactly representable).
-  ThreadId,     ///< The lane's thread index in the CTA, i32.
-  LaneId,       ///< The lane's index in its wave (0..63), i32.
-  WaveId,       ///< The wave's index in the CTA, i32.
-  BlockId,      ///< The CTA's index in the grid, i32.
-  Arg,          ///< Kernel argument attrs.imm (a pointer to global memory, or an i32/i64 scalar).
-  // --- arithmetic: elementwise on scalars and vectors; ints wrap, floats are IEEE RNE ---
-  // What the IR leaves open, as LLVM does: a NaN result of float arithmetic or of a float
-  // conversion is some NaN (its sign, payload and quietness are unspecified: x86 and gfx950
-  // propagate different payloads), and Min/Max of +0 and -0 may return either zero. Ops that
-  // move bits (Bitcast, Select, Extract, Insert, Splat, Shuffle, loads and stores) keep them.
-  Add, Sub, Mul,
-  Div,          ///< Float: IEEE correctly rounded. Int: signed, truncating.
-  Rem,          ///< Int: signed remainder.
-  UDiv, URem,   ///< Unsigned integer division and remainder.
-  And, Or, Xor, Shl, LShr, AShr,
-  Min, Max,     ///< Int: signed. Float: IEEE minNum/maxNum (a NaN operand, quiet or signalling, yields the other).
-  UMin, UMax,   ///< Unsigned integer min/max.
-  Fma,          ///< a * b + c in f32 with a single rounding.
-  Cmp,          ///< (a, b) -> i1 by attrs.pred.
-  Select,       ///< (cond i1, a, b) -> cond ? a : b.
-  // --- conversions ---
-  Bitcast,      ///< Reinterpret bits; same total width.
-  Trunc, ZExt, SExt,          ///< Integer width changes.
-  SIToFP, UIToFP, FPToSI,     ///< Int <-> f32 (FPToSI truncates toward zero).
-  BF16ToF32,    ///< Exact widening of bf16 to f32.
-  F32ToBF16,    ///< f32 -> bf16, round to nearest even (NaN stays a NaN).
-  Fp4ToF32,     ///< (code i32 low 4 bits, scale f32) -> e2m1(code) * scale.
-  Fp4x8ToBF16x8,  ///< (word i32: 8 e2m1 codes, low nibble first; scale f32) -> bf16x8, e = bf16(e2m1(code e) * scale).
-  E8m0ToF32,    ///< i32 low 8 bits as an e8m0 scale: 2^(e-127); 255 is NaN.
-  Fp8ToF32,     ///< i32 low 8 bits as OCP e4m3fn -> f32 (exact).
-  F32ToFp8,     ///< f32 -> OCP e4m3fn byte in an i32: RNE, saturating to +-448, NaN -> 0x7f.
-  // --- math (f32) ---
-  Exp2, Rcp, Rsq, Sqrt,
-  // --- vectors ---
-  Extract,      ///< (vec) -> element attrs.imm.
-  Insert,       ///< (vec, scalar) -> vec with element attrs.imm replaced.
-  Splat,        ///< (scalar) -> T, every element the scalar.
-  // --- pointers ---
-  PtrAdd,       ///< (ptr, byte offset i32 or i64, signed) -> ptr in the same space.
-  PtrToInt,     ///< ptr -> i64 (global/peer) or i32 (lds).
-  IntToPtr,     ///< i64 -> global/peer pointer (a device address); i32 -> LDS pointer, a byte
-                ///< offset into the CTA's LDS (Plan::ldsBytes, lowered as one LDS array).
-  // --- memory ---
-  Load,         ///< (ptr) -> T, 1..16 bytes, with attrs.order (Plain/Relaxed/Acquire) and scope.
-  Store,        ///< (ptr, value), with attrs.order (Plain/Relaxed/Release) and scope.
-  AtomicRmw,    ///< (ptr, value) -> old value; attrs.rmw, order, scope. 32/64-bit.
-  CmpXchg,      ///< (ptr, expected, desired) -> old value; order, scope.
-  Fence,        ///< attrs.order (Acquire/Release/AcqRel) at attrs.scope.
-  Barrier,      ///< The CTA's workgroup barrier; orders LDS and global accesses at workgroup scope.
-  // --- wave ops ---
-  Shuffle,      ///< (value, src lane i32) -> value of lane src & 63 (0 if that lane is inactive).
-  Ballot,       ///< (i1) -> i64 with bit l set when lane l is active and true.
-  Popcount,     ///< (i32 or i64) -> i32 number of set bits.
-  ReadFirstLane,///< (value) -> the value of the wave's first active lane, in every lane.
-  Mfma,         ///< (a, b, acc) -> acc', the attrs.mfma shape with its documented lane layout.
-  // --- sync: first-class (value, tag) pairs ---
-  // Scopes, as the memory model says (LLVM AMDGPUUsage, "Memory Model GFX942", which gfx950
-  // follows; table "AMDHSA Memory Model Code Sequences GFX942"):
-  //  - A flag another GPU reads (a push into a peer's symmetric buffer, the handshake) is
-  //    published at System scope: its store carries sc0 sc1 and, for Release, a buffer_wbl2 sc0 sc1
-  //    and s_waitcnt vmcnt(0) come first, so what the flag releases is written back past this
-  //    GPU's L2 before the flag can be seen. A pair whose value is the whole message (the
-  //    all-reduce pushes) is Relaxed: the single 8-byte store is the data.
-  //  - A flag only this GPU's CTAs read is published at Agent scope (sc1; buffer_wbl2 sc1 + wait).
-  //  - A wait polls at its scope (agent: sc1, system: sc0 sc1) and, for Acquire, ends with
-  //    s_waitcnt vmcnt(0) and buffer_inv sc1 (agent) / sc0 sc1 (system), so the loads after it do
-  //    not hit stale L2 / L1 lines. A wait on a flag a peer GPU wrote takes System scope: the
-  //    HSA/LLVM model synchronizes a release and an acquire only when each one's scope includes the
-  //    other thread, and a peer GPU is outside this agent. (AITER's and vLLM's custom all-reduce
-  //    poll their peers' flags with __MEMORY_SCOPE_DEVICE, agent, acquires: that relies on the
-  //    XGMI probes invalidating local lines the peer writes; ours costs buffer_inv sc0 sc1 instead
-  //    of sc1 per wait.) Workgroup scope writes back and invalidates nothing (not tgsplit).
-  // codegen/Lowering.cpp lowers these (with an explicit wait after buffer_wbl2, which LLVM 22.1
-  // drops, llvm/llvm-project#178316); tests/test_codegen_scopes.cpp checks the ISA of each.
-  Publish,      ///< (pair ptr, value i32, tag i32): one 8-byte store of {value, tag}; order Release or Relaxed.
-  Wait,         ///< (pair ptr, tag i32, bound i64 ticks, error word ptr, error code i32) -> value i32.
-                ///< Polls until the pair carries tag, then reads with attrs.order (Acquire/Relaxed).
-                ///< Past the bound it sets the error word (first error wins) and counts it; attrs.site.
-  // --- time ---
-  Realtime,     ///< The 100 MHz realtime clock, i64.
-  Sleep,        ///< Sleep about attrs.imm * 64 clock cycles (s_sleep).
-  // --- mutable variables ---
-  VarLoad,      ///< -> the lane's value of var attrs.var.
-  VarStore,     ///< (value): the active lanes' var attrs.var := value.
-  // --- structured control flow ---
-  If,           ///< (cond i1) regions[0] then, regions[1] else.
-  For,          ///< (lo, hi, step i32) regions[0] body; its arg is the induction variable.
-  While,        ///< regions[0] computes the condition (its `yield`), regions[1] the body.
-  StageScope,   ///< regions[0] runs as stage attrs.stage of the Plan (names errors and trace spans).
+#define OP(Name, printed, Class, operands, regions, Result, flags, doc) Name,
+#include "ir/Ops.def"
 };
+
+/// The number of opcodes: OpCode values are 0 .. kNumOpCodes - 1.
+inline constexpr int kNumOpCodes = 0
+#define OP(Name, printed, Class, operands, regions, Result, flags, doc) +1
+#include "ir/Ops.def"
+    ;
+
+/// An op's family; the Sim and the lowering may dispatch by it.
+enum class OpClass : uint8_t { Value, Arithmetic, Conversion, Math, Vector, Pointer, Memory, Sync, Wave, Time,
+                               Variable, Control };
+
+/// How an op's result type follows from its operands ("Given": the builder's caller names it).
+enum class ResultRule : uint8_t {
+  None,        ///< No result.
+  Given,       ///< T as the builder's caller gives it (a load's type, a cast's target...).
+  I32, I64, F32,
+  BF16x8,      ///< <8 x bf16>.
+  Operand0, Operand1, Operand2,  ///< The type of that operand.
+  Elem0,       ///< Operand 0's element type.
+  BoolLanes0,  ///< i1 with operand 0's lanes.
+  F32Lanes0,   ///< f32 with operand 0's lanes.
+  BF16Lanes0,  ///< bf16 with operand 0's lanes.
+  PtrBits0,    ///< The integer as wide as pointer operand 0: i32 for LDS, else i64.
+};
+
+/// Op properties (the flags column of ir/Ops.def).
+enum OpFlags : uint8_t {
+  kNoFlags = 0,
+  kBlocking = 1,       ///< May block the wave (Barrier, Wait, Sleep).
+  kTouchesMemory = 2,  ///< Reads or writes memory through a pointer operand.
+};
+
+/// One record of ir/Ops.def.
+struct OpInfo {
+  const char* name;   ///< The printed name ("add", "wait", ...).
+  OpClass cls;
+  int operands;       ///< The operand count.
+  int regions;        ///< The regions an op owns.
+  ResultRule result;
+  uint8_t flags;      ///< OpFlags.
+  const char* doc;
+};
+
+inline constexpr OpInfo kOpInfo[kNumOpCodes] = {
+#define OP(Name, printed, Class, operands, regions, Result, flags, doc) \
+  {printed, OpClass::Class, operands, regions, ResultRule::Result, static_cast<uint8_t>(flags), doc},
+#include "ir/Ops.def"
+};
+
+constexpr const OpInfo& opInfo(OpCode c) { return kOpInfo[static_cast<int>(c)]; }
+constexpr OpClass opClass(OpCode c) { return opInfo(c).cls; }
+constexpr int opOperands(OpCode c) { return opInfo(c).operands; }
+constexpr int opRegions(OpCode c) { return opInfo(c).regions; }
+constexpr ResultRule opResult(OpCode c) { return opInfo(c).result; }
+/// True for ops that may block a wave (Barrier, Wait, Sleep).
+constexpr bool isBlocking(OpCode c) { return opInfo(c).flags & kBlocking; }
+/// True for ops that access memory through a pointer (loads, stores, atomics, Publish, Wait).
+constexpr bool touchesMemory(OpCode c) { return opInfo(c).flags & kTouchesMemory; }
 
 /// Comparison predicates: signed/unsigned ints, ordered/unordered floats.
 enum class CmpPred : uint8_t { Eq, Ne, Slt, Sle, Sgt, Sge, Ult, Ule, Ugt, Uge, Oeq, One, Olt, Ole, Ogt, Oge, Uno, Ord };
@@ -193,14 +160,11 @@ struct Function {
 };
 
 /// The op's printed name ("add", "wait", ...).
-const char* opName(OpCode c);
+constexpr const char* opName(OpCode c) { return static_cast<int>(c) < kNumOpCodes ? opInfo(c).name : "?"; }
 const char* cmpPredName(CmpPred p);
 const char* rmwOpName(RmwOp r);
 const char* memOrderName(MemOrder o);
 const char* memScopeName(MemScope s);
 const char* mfmaKindName(MfmaKind k);
-/// True for ops that may block a wave (Barrier, Wait, Sleep) or touch memory.
-bool isBlocking(OpCode c);
-bool touchesMemory(OpCode c);
 
 }  // namespace monogen::ir

@@ -264,6 +264,10 @@ class KernelChecker {
       if (ok) allUniform &= uniform_[v.id];
     }
     if (!ok) return;
+    if (!checkShape(op)) {
+      def(op.result, false);
+      return;
+    }
     checkTypes(op);
     switch (op.code) {
       case OpCode::ConstInt: case OpCode::ConstFloat: case OpCode::BlockId: case OpCode::Arg:
@@ -324,10 +328,31 @@ class KernelChecker {
         stage_ = saved;
         return;
       }
-      default:
+      case OpCode::Add: case OpCode::Sub: case OpCode::Mul: case OpCode::Div: case OpCode::Rem:
+      case OpCode::UDiv: case OpCode::URem: case OpCode::And: case OpCode::Or: case OpCode::Xor:
+      case OpCode::Shl: case OpCode::LShr: case OpCode::AShr: case OpCode::Min: case OpCode::Max:
+      case OpCode::UMin: case OpCode::UMax: case OpCode::Fma: case OpCode::Cmp: case OpCode::Select:
+      case OpCode::Bitcast: case OpCode::Trunc: case OpCode::ZExt: case OpCode::SExt: case OpCode::SIToFP:
+      case OpCode::UIToFP: case OpCode::FPToSI: case OpCode::BF16ToF32: case OpCode::F32ToBF16:
+      case OpCode::Fp4ToF32: case OpCode::Fp4x8ToBF16x8: case OpCode::E8m0ToF32: case OpCode::Fp8ToF32:
+      case OpCode::F32ToFp8: case OpCode::Exp2: case OpCode::Rcp: case OpCode::Rsq: case OpCode::Sqrt:
+      case OpCode::Extract: case OpCode::Insert: case OpCode::Splat: case OpCode::PtrAdd:
+      case OpCode::PtrToInt: case OpCode::IntToPtr: case OpCode::Store: case OpCode::Fence:
+      case OpCode::Popcount: case OpCode::Publish: case OpCode::Sleep:
         def(op.result, allUniform);
         return;
     }
+  }
+
+  /// The operand and region counts of op's record, and a result exactly when the record has one.
+  bool checkShape(const Op& op) {
+    const size_t operands = opOperands(op.code), regions = opRegions(op.code);
+    const bool hasResult = opResult(op.code) != ResultRule::None;
+    if (op.operands.size() == operands && op.regions.size() == regions && bool(op.result) == hasResult) return true;
+    problem(op, fmt::format("expected {} operands, {} regions and {}; got {}, {} and {}", operands, regions,
+                            hasResult ? "a result" : "no result", op.operands.size(), op.regions.size(),
+                            op.result ? "a result" : "none"));
+    return false;
   }
 
   void checkTypes(const Op& op) {
@@ -340,37 +365,37 @@ class KernelChecker {
       case OpCode::UDiv: case OpCode::URem: case OpCode::And: case OpCode::Or: case OpCode::Xor:
       case OpCode::Shl: case OpCode::LShr: case OpCode::AShr: case OpCode::Min: case OpCode::Max:
       case OpCode::UMin: case OpCode::UMax:
-        need(o.size() == 2 && ty(o[0]) == ty(o[1]) && ty(op.result) == ty(o[0]),
-             "expected two operands and a result of one type");
+        need(ty(o[0]) == ty(o[1]) && ty(op.result) == ty(o[0]),
+             "expected operands and a result of one type");
         break;
       case OpCode::Cmp:
-        need(o.size() == 2 && ty(o[0]) == ty(o[1]) && ty(op.result).scalar == Scalar::I1, "expected (T, T) -> i1");
+        need(ty(o[0]) == ty(o[1]) && ty(op.result).scalar == Scalar::I1, "expected (T, T) -> i1");
         break;
       case OpCode::Select:
-        need(o.size() == 3 && ty(o[0]).scalar == Scalar::I1 && ty(o[1]) == ty(o[2]), "expected (i1, T, T)");
+        need(ty(o[0]).scalar == Scalar::I1 && ty(o[1]) == ty(o[2]), "expected (i1, T, T)");
         break;
       case OpCode::Load:
-        need(o.size() == 1 && ty(o[0]).isPtr(), "expected a pointer operand");
+        need(ty(o[0]).isPtr(), "expected a pointer operand");
         break;
       case OpCode::Store:
-        need(o.size() == 2 && ty(o[0]).isPtr(), "expected (pointer, value)");
+        need(ty(o[0]).isPtr(), "expected (pointer, value)");
         break;
       case OpCode::Publish:
-        need(o.size() == 3 && ty(o[0]).isPtr() && ty(o[0]).space != AddrSpace::Lds && ty(o[1]) == Type::i32() &&
+        need(ty(o[0]).isPtr() && ty(o[0]).space != AddrSpace::Lds && ty(o[1]) == Type::i32() &&
                  ty(o[2]) == Type::i32(),
              "expected (global pair pointer, i32 value, i32 tag)");
         break;
       case OpCode::Wait:
-        need(o.size() == 5 && ty(o[0]).isPtr() && ty(o[0]).space != AddrSpace::Lds && ty(o[1]) == Type::i32() &&
+        need(ty(o[0]).isPtr() && ty(o[0]).space != AddrSpace::Lds && ty(o[1]) == Type::i32() &&
                  ty(o[2]) == Type::i64() && ty(o[3]).isPtr() && ty(o[4]) == Type::i32() && op.attrs.site > 0,
              "expected (global pair pointer, i32 tag, i64 bound, error word pointer, i32 code) and a site");
         break;
       case OpCode::If:
-        need(o.size() == 1 && ty(o[0]) == Type::i1() && op.regions.size() == 2, "expected an i1 and two regions");
+        need(ty(o[0]) == Type::i1(), "expected an i1 condition");
         break;
       case OpCode::For:
-        need(o.size() == 3 && ty(o[0]) == Type::i32() && ty(o[1]) == Type::i32() && ty(o[2]) == Type::i32() &&
-                 op.regions.size() == 1 && op.regions[0].args.size() == 1,
+        need(ty(o[0]) == Type::i32() && ty(o[1]) == Type::i32() && ty(o[2]) == Type::i32() &&
+                 op.regions[0].args.size() == 1,
              "expected i32 bounds and step and a body with an induction variable");
         break;
       case OpCode::VarLoad: case OpCode::VarStore:
@@ -380,7 +405,7 @@ class KernelChecker {
         break;
       case OpCode::Mfma: {
         const Type ab = mfma::operandType(op.attrs.mfma), acc = mfma::accType();
-        need(mfma::shapeOf(op.attrs.mfma).m != 0 && o.size() == 3 && ty(o[0]) == ab && ty(o[1]) == ab &&
+        need(mfma::shapeOf(op.attrs.mfma).m != 0 && ty(o[0]) == ab && ty(o[1]) == ab &&
                  ty(o[2]) == acc && ty(op.result) == acc,
              fmt::format("expected {} (a {}, b {}, acc {}) -> {}", mfmaKindName(op.attrs.mfma), ab.str(), ab.str(),
                          acc.str(), acc.str()));
@@ -390,7 +415,16 @@ class KernelChecker {
         need(op.attrs.imm >= 0 && op.attrs.imm < static_cast<int64_t>(p_.args.size()),
              fmt::format("argument #{} does not exist", op.attrs.imm));
         break;
-      default:
+      case OpCode::ConstInt: case OpCode::ConstFloat: case OpCode::ThreadId: case OpCode::LaneId:
+      case OpCode::WaveId: case OpCode::BlockId: case OpCode::Fma: case OpCode::Bitcast: case OpCode::Trunc:
+      case OpCode::ZExt: case OpCode::SExt: case OpCode::SIToFP: case OpCode::UIToFP: case OpCode::FPToSI:
+      case OpCode::BF16ToF32: case OpCode::F32ToBF16: case OpCode::Fp4ToF32: case OpCode::Fp4x8ToBF16x8:
+      case OpCode::E8m0ToF32: case OpCode::Fp8ToF32: case OpCode::F32ToFp8: case OpCode::Exp2:
+      case OpCode::Rcp: case OpCode::Rsq: case OpCode::Sqrt: case OpCode::Extract: case OpCode::Insert:
+      case OpCode::Splat: case OpCode::PtrAdd: case OpCode::PtrToInt: case OpCode::IntToPtr:
+      case OpCode::AtomicRmw: case OpCode::CmpXchg: case OpCode::Fence: case OpCode::Barrier:
+      case OpCode::Shuffle: case OpCode::Ballot: case OpCode::Popcount: case OpCode::ReadFirstLane:
+      case OpCode::Realtime: case OpCode::Sleep: case OpCode::While: case OpCode::StageScope:
         break;
     }
   }

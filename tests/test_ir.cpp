@@ -1,5 +1,10 @@
 // The IR layer: builder type checks, the printer's stable text, and every verifier rule.
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <iterator>
+#include <set>
+#include <string>
 
 #include "ir/Builder.h"
 #include "ir/Error.h"
@@ -67,6 +72,60 @@ TEST_CASE("builder rejects ill-typed ops with the op's name", "[ir]") {
   CHECK_THROWS_WITH(b.mfma(MfmaKind::F32_16x16x32_BF16, x, x, x), Catch::Contains("op mfma"));
   CHECK_THROWS_WITH(b.select(i, i, i), Catch::Contains("condition must be i1"));
   CHECK_NOTHROW(b.select(i < 2, i, i));
+}
+
+TEST_CASE("ir/Ops.def: one named record per opcode, and the builder holds ops to it", "[ir]") {
+  STATIC_REQUIRE(kNumOpCodes == static_cast<int>(OpCode::StageScope) + 1);
+  STATIC_REQUIRE(std::size(kOpInfo) == static_cast<size_t>(kNumOpCodes));
+  std::set<std::string> names;
+  for (int c = 0; c < kNumOpCodes; ++c) {
+    const OpCode op = static_cast<OpCode>(c);
+    INFO("opcode " << c << " " << opName(op));
+    CHECK(opName(op)[0] != '\0');
+    CHECK(names.insert(opName(op)).second);
+    CHECK(opInfo(op).doc[0] != '\0');
+    CHECK(opOperands(op) >= 0);
+    CHECK((opRegions(op) > 0) == (opClass(op) == OpClass::Control));
+  }
+  CHECK(std::string(opName(OpCode::StageScope)) == "stage");
+  CHECK(std::string(opName(OpCode::Fp4x8ToBF16x8)) == "fp4x8_to_bf16x8");
+  CHECK((isBlocking(OpCode::Wait) && touchesMemory(OpCode::Wait) && !isBlocking(OpCode::Load)));
+  CHECK((touchesMemory(OpCode::Publish) && !touchesMemory(OpCode::Fence) && isBlocking(OpCode::Barrier)));
+
+  // unary() names its op: every op whose record does not take one operand is refused by its count.
+  Function f;
+  f.name = "k";
+  Builder b(f);
+  const Val x = b.f32(1.0);
+  int refused = 0;
+  for (int c = 0; c < kNumOpCodes; ++c) {
+    const OpCode op = static_cast<OpCode>(c);
+    if (opOperands(op) == 1) continue;
+    INFO("opcode " << opName(op));
+    CHECK_THROWS_WITH(b.unary(op, x), Catch::Contains(fmt::format("op {}:", opName(op))) &&
+                                          Catch::Contains(fmt::format("expected {} operands, got 1", opOperands(op))));
+    ++refused;
+  }
+  CHECK(refused > 30);
+  // An op the record says has no result is refused as a value; a math op still builds.
+  CHECK_THROWS_WITH(b.unary(OpCode::VarStore, x), Catch::Contains("op var_store") && Catch::Contains("has no result"));
+  CHECK(b.unary(OpCode::Sqrt, x).type() == Type::f32());
+  CHECK(b.bf16ToF32(b.splat(b.bf16(1.0), 4)).type() == Type::vec(Type::f32(), 4));
+  CHECK(b.cmp(CmpPred::Olt, b.splat(x, 2), b.splat(x, 2)).type() == Type::vec(Type::i1(), 2));
+}
+
+TEST_CASE("verifier: an op's operand count is its record's", "[ir]") {
+  Plan p = twoStagePlan();
+  {
+    Builder b(p.kernel);
+    Val s = b.arg(0, Type::ptr(AddrSpace::Global), "scratch");
+    b.store(s, b.tid() + 1);
+  }
+  CHECK(verifyAll(p).empty());
+  for (Op& op : p.kernel.body.ops)
+    if (op.code == OpCode::Add) op.operands.pop_back();
+  CHECK(anyContains(verifyAll(p), "op #"));
+  CHECK(anyContains(verifyAll(p), "add: expected 2 operands, 0 regions and a result; got 1, 0 and a result"));
 }
 
 TEST_CASE("printer output is stable and shows structure", "[ir]") {
