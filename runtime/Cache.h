@@ -14,7 +14,7 @@
 // only if it is a regular file this user owns. One that is not, or whose magic, version, key
 // text, length or checksum is wrong, is never loaded: a warning naming the file and the reason
 // goes to stderr, it is counted, the code object is compiled again and the file rewritten
-// (runtime/AtomicFile.h; a non-regular entry is left as it is, with a second warning).
+// (support/AtomicFile.h; a non-regular entry is left as it is, with a second warning).
 //
 // Across processes (eight ranks starting together ask for the same variants): a miss takes an
 // exclusive flock on "<digest>.lock" before compiling, then looks at the disk again, so of N
