@@ -1,7 +1,6 @@
-// The public entry points: lower -> IR pipeline (fast or O3) -> AMDGPU codegen -> lld -> metadata read-back -> limits.
-// Each compile owns its LLVMContext and TargetMachine, so compiles may run on several threads
-// (only the lld step is serialized). LLVM errors reported through diagnostics become
-// CodegenErrors naming the variant.
+// The public entry points: lower -> IR pipeline -> AMDGPU codegen -> lld -> metadata -> limits.
+// Each compile owns its LLVMContext and TargetMachine (only lld is serialized); LLVM's error
+// diagnostics become CodegenErrors naming the variant.
 #include <fmt/format.h>
 
 #include <time.h>
@@ -16,6 +15,7 @@
 #include <llvm/Target/TargetMachine.h>
 
 #include "codegen/Internal.h"
+#include "codegen/TargetInfo.h"
 #include "ir/Error.h"
 
 namespace monogen::codegen {
@@ -27,9 +27,11 @@ struct Session {
   llvm::LLVMContext ctx;
   std::string errors;
   std::string where;
+  const TargetInfo& target;
   std::unique_ptr<llvm::TargetMachine> tm;
 
-  explicit Session(const ir::Plan& plan) : where(plan.key.variantName()) {
+  explicit Session(const ir::Plan& plan)
+      : where(plan.key.variantName()), target(targetInfoFor(plan.target(), where)) {
     ctx.setDiagnosticHandlerCallBack(
         [](const llvm::DiagnosticInfo* di, void* self) {
           if (di->getSeverity() != llvm::DS_Error) return;
@@ -40,7 +42,7 @@ struct Session {
           di->print(dp);
         },
         this);
-    tm = detail::makeTargetMachine(where);
+    tm = detail::makeTargetMachine(target, where);
   }
   void check(const char* phase) const {
     if (!errors.empty()) throw CodegenError(where, fmt::format("LLVM {} failed: {}", phase, errors));
@@ -82,7 +84,7 @@ const char* pipelineName(Pipeline p) {
 
 std::string llvmIr(const ir::Plan& plan, bool optimized, const CompileOptions& opts) {
   Session s(plan);
-  auto m = detail::lower(plan, s.ctx, *s.tm);
+  auto m = detail::lower(plan, s.target, s.ctx, *s.tm);
   if (optimized) detail::optimize(*m, *s.tm, opts.pipeline);
   s.check(optimized ? "optimization" : "lowering");
   return detail::printModule(*m);
@@ -91,7 +93,7 @@ std::string llvmIr(const ir::Plan& plan, bool optimized, const CompileOptions& o
 std::string isaText(const ir::Plan& plan, const CompileOptions& opts) {
   detail::checkPlan(plan);
   Session s(plan);
-  auto m = detail::lower(plan, s.ctx, *s.tm);
+  auto m = detail::lower(plan, s.target, s.ctx, *s.tm);
   detail::optimize(*m, *s.tm, opts.pipeline);
   std::string isa = detail::emitAssembly(*m, *s.tm, s.where);
   s.check("codegen");
@@ -103,7 +105,7 @@ CodeObject compile(const ir::Plan& plan, const CompileOptions& opts) {
   CodeObject co;
   PhaseClock clock{co.times};  // the TargetMachine's creation counts to the lowering
   Session s(plan);
-  auto m = detail::lower(plan, s.ctx, *s.tm);
+  auto m = detail::lower(plan, s.target, s.ctx, *s.tm);
   clock.lap(&PhaseTimes::lower);
   detail::optimize(*m, *s.tm, opts.pipeline);
   s.check("optimization");

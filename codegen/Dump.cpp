@@ -4,7 +4,7 @@
 
 #include "codegen/Compiler.h"
 #include "ir/Printer.h"
-#include "runtime/AtomicFile.h"
+#include "support/AtomicFile.h"
 
 namespace monogen::codegen {
 
@@ -15,13 +15,13 @@ std::optional<std::filesystem::path> dumpDirFromEnv() {
 }
 
 void dumpVariant(const ir::Plan& plan, const std::filesystem::path& dir) {
-  runtime::makeDirectories(dir, 0755, "MONOGEN_DUMP_DIR " + dir.string());
+  support::makeDirectories(dir, 0755, "MONOGEN_DUMP_DIR " + dir.string());
   const std::string stem = plan.key.variantName();
   const std::string planText = ir::printPlan(plan);
-  runtime::writeFileAtomically(dir / (stem + ".plan.txt"), {planText}, 0644);
-  runtime::writeFileAtomically(dir / (stem + ".ir.txt"), {planText, "\n", ir::printKernel(plan)}, 0644);
-  runtime::writeFileAtomically(dir / (stem + ".ll"), {llvmIr(plan, true)}, 0644);
-  runtime::writeFileAtomically(dir / (stem + ".s"), {isaText(plan)}, 0644);
+  support::writeFileAtomically(dir / (stem + ".plan.txt"), {planText}, 0644);
+  support::writeFileAtomically(dir / (stem + ".ir.txt"), {planText, "\n", ir::printKernel(plan)}, 0644);
+  support::writeFileAtomically(dir / (stem + ".ll"), {llvmIr(plan, true)}, 0644);
+  support::writeFileAtomically(dir / (stem + ".s"), {isaText(plan)}, 0644);
 }
 
 }  // namespace monogen::codegen

@@ -12,19 +12,19 @@ class Module;
 class TargetMachine;
 }  // namespace llvm
 
+namespace monogen::codegen {
+class TargetInfo;
+}  // namespace monogen::codegen
+
 namespace monogen::codegen::detail {
 
-/// Target triple and processor every monogen code object is built for.
-inline constexpr const char* kTriple = "amdgcn-amd-amdhsa";
-inline constexpr const char* kCpu = "gfx950";
-inline constexpr const char* kFeatures = "+sramecc,-xnack";
+/// Lowering.cpp: the Plan's kernel IR as one kernel in a fresh module (data layout and triple
+/// taken from `tm`). Throws CodegenError naming the variant (and op) on what it cannot lower.
+std::unique_ptr<llvm::Module> lower(const ir::Plan& plan, const TargetInfo& target, llvm::LLVMContext& ctx,
+                                    llvm::TargetMachine& tm);
 
-/// Lowering.cpp: the Plan's kernel IR as one amdgpu_kernel in a fresh module (data layout and
-/// triple taken from `tm`). Throws CodegenError naming the variant (and op) on what it cannot lower.
-std::unique_ptr<llvm::Module> lower(const ir::Plan& plan, llvm::LLVMContext& ctx, llvm::TargetMachine& tm);
-
-/// Pipeline.cpp: the gfx950 TargetMachine (the AMDGPU target is initialized once per process).
-std::unique_ptr<llvm::TargetMachine> makeTargetMachine(const std::string& where);
+/// Pipeline.cpp: the target's TargetMachine (the AMDGPU target is initialized once per process).
+std::unique_ptr<llvm::TargetMachine> makeTargetMachine(const TargetInfo& target, const std::string& where);
 /// Pipeline.cpp: the optimization pipeline `p` over the module.
 void optimize(llvm::Module& m, llvm::TargetMachine& tm, Pipeline p);
 /// Pipeline.cpp: AMDGPU codegen into memory: a relocatable object, or assembly text.
@@ -44,7 +44,7 @@ std::string sanitize(const std::string& name);
 namespace monogen::codegen::detail {
 /// Limits.cpp: VGPR + AGPR a wave uses, as counted against the unified register budget.
 int unifiedRegisters(const CodeObjectInfo& info);
-/// Limits.cpp: throws CodegenError naming the variant when the Plan is not for gfx950:sramecc+:xnack-,
-/// its CTA size is not a whole number of waves up to the maximum, or its LDS is over the target's.
+/// Limits.cpp: throws CodegenError naming the variant when the Plan is not for the target codegen
+/// builds (gfx950:sramecc+:xnack-), its CTA size is not a whole number of waves up to the maximum, or its LDS is over the target's.
 void checkPlan(const ir::Plan& plan);
 }  // namespace monogen::codegen::detail

@@ -1,16 +1,11 @@
-// The limits a monogen code object must meet, checked against its read-back metadata.
-//
-// Registers: gfx90a+ (gfx950 included) have one unified file of 512 VGPRs + AGPRs a lane per
-// SIMD. The metadata's .vgpr_count is already that unified figure: the arch VGPRs rounded up
-// to 4, then the AGPRs (checked against llc: NumVgprs 6, NumAgprs 4 -> .vgpr_count 12). So the
-// figure compared with Target::regBudgetPerWave(threads) (256 for a 512-thread CTA: 8 waves,
-// 2 per SIMD) is max(.vgpr_count, roundUp(arch, 4) + .agpr_count) with arch taken as
-// .vgpr_count - .agpr_count, which equals .vgpr_count whenever it already includes the AGPRs.
+// The limits a monogen code object must meet, checked against its read-back metadata; the
+// register figure is the unified VGPR + AGPR count (docs/codegen.md, "Register limits").
 #include <fmt/format.h>
 
 #include <algorithm>
 
 #include "codegen/Internal.h"
+#include "codegen/amdgpu/Gfx950Target.h"
 #include "ir/Error.h"
 
 namespace monogen::codegen {
@@ -21,7 +16,7 @@ int detail::unifiedRegisters(const CodeObjectInfo& info) {
 }
 
 void detail::checkPlan(const ir::Plan& plan) {
-  const std::string built = std::string(kCpu) + ":sramecc+:xnack-";
+  const std::string built = amdgpu::gfx950().targetId();
   if (plan.target().targetId() != built)
     throw CodegenError(plan.key.variantName(),
                        fmt::format("the Plan targets {}; this code generator builds {}", plan.target().targetId(), built));

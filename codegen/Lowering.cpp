@@ -1,22 +1,6 @@
-// Kernel IR -> LLVM IR for amdgcn-amd-amdhsa (gfx950).
-//
-// One amdgpu_kernel per Plan, parameters in Plan::args order (pointers as `ptr addrspace(1)`,
-// scalars by their element type), so the kernarg layout is the Plan's. The CTA's LDS is one
-// [ldsBytes x i8] addrspace(3) array; LDS pointers are byte offsets into it. Variables are
-// entry-block allocas in addrspace(5) that SROA/mem2reg turn into SSA values. Structured
-// control flow becomes ordinary branches and loops. No fast-math flags are ever set: f32 and
-// bf16 arithmetic stays IEEE, so the optimizer cannot change a result the Sim device computes.
-//
-// Where LLVM leaves a case undefined the lowering defines it as the Sim device does: shift
-// amounts are taken modulo the width, x / -1 wraps and x % -1 is 0 (a zero divisor divides by
-// 1 instead of being poison), FPToSI saturates (NaN -> 0). The fp4/e8m0/fp8 conversions are
-// integer/float arithmetic equal to ir/Numerics.h bit for bit (tests/test_codegen_numerics.cpp),
-// but for Fp4x8ToBF16x8 with an E8m0ToF32 scale, which is gfx950's v_cvt_scalef32_pk_bf16_fp4
-// (equal to the model for those scales on gfx950-run, tests/test_gfx950run.cpp), and F32ToFp8,
-// which is v_cvt_pk_fp8_f32 after a clamp (equal to the model on gfx950-run, test_executor_ops).
-// Not bit-equal to the Sim: Exp2 (v_exp_f32), Rcp and Rsq (v_rcp_f32 / v_rsq_f32, about 1 ulp),
-// and MFMA internals (see ir/Mfma.h). Memory accesses are assumed naturally aligned (the
-// largest power of two dividing the size, at most 16 bytes).
+// Kernel IR -> LLVM IR, target-independent: one kernel per Plan, parameters in Plan::args order.
+// What is the machine's is asked of a TargetInfo (codegen/TargetInfo.h); what LLVM leaves
+// undefined is defined as the Sim device does (docs/codegen.md).
 #include <fmt/format.h>
 
 #include <cctype>
@@ -27,9 +11,7 @@
 #include <llvm/IR/DerivedTypes.h>
 #include <llvm/IR/Function.h>
 #include <llvm/IR/GlobalVariable.h>
-#include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/IRBuilder.h>
-#include <llvm/IR/IntrinsicsAMDGPU.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
@@ -37,6 +19,7 @@
 #include <llvm/Target/TargetMachine.h>
 
 #include "codegen/Internal.h"
+#include "codegen/TargetInfo.h"
 #include "ir/Error.h"
 
 namespace monogen::codegen {
@@ -57,12 +40,11 @@ using ir::MemScope;
 using ir::OpCode;
 using ir::Scalar;
 
-constexpr unsigned kGlobalAS = 1, kLdsAS = 3, kPrivateAS = 5;
-
 class Lowerer {
  public:
-  Lowerer(const ir::Plan& plan, llvm::LLVMContext& ctx, llvm::Module& m)
-      : plan_(plan), fn_(plan.kernel), ctx_(ctx), m_(m), b_(ctx), where_(plan.key.variantName()) {}
+  Lowerer(const ir::Plan& plan, const TargetInfo& target, llvm::LLVMContext& ctx, llvm::Module& m)
+      : plan_(plan), fn_(plan.kernel), tg_(target), as_(target.addressSpaces()), ctx_(ctx), m_(m), b_(ctx),
+        where_(plan.key.variantName()) {}
 
   void run() {
     buildSignature();
@@ -71,7 +53,7 @@ class Lowerer {
     vals_.assign(fn_.values.size(), nullptr);
     for (size_t i = 0; i < fn_.vars.size(); ++i) {
       const ir::VarInfo& vi = fn_.vars[i];
-      vars_.push_back(b_.CreateAlloca(ty(vi.type, "var " + vi.name), kPrivateAS, nullptr,
+      vars_.push_back(b_.CreateAlloca(ty(vi.type, "var " + vi.name), as_.priv, nullptr,
                                       vi.name.empty() ? fmt::format("var{}", i) : "var." + detail::sanitize(vi.name)));
     }
     region(fn_.body);
@@ -98,8 +80,8 @@ class Lowerer {
       case Scalar::Ptr:
         switch (sp) {
           case AddrSpace::Global:
-          case AddrSpace::Peer: return llvm::PointerType::get(ctx_, kGlobalAS);
-          case AddrSpace::Lds: return llvm::PointerType::get(ctx_, kLdsAS);
+          case AddrSpace::Peer: return llvm::PointerType::get(ctx_, as_.global);
+          case AddrSpace::Lds: return llvm::PointerType::get(ctx_, as_.lds);
           case AddrSpace::None: break;
         }
         fail(what + ": a pointer without an address space");
@@ -133,56 +115,8 @@ class Lowerer {
     return bits->getType() == target ? bits : b_.CreateBitCast(bits, target);
   }
 
-  // --- memory-model helpers ---
-  llvm::AtomicOrdering ordering(MemOrder o, bool rmw = false) const {
-    switch (o) {
-      case MemOrder::Plain: return rmw ? llvm::AtomicOrdering::Monotonic : llvm::AtomicOrdering::NotAtomic;
-      case MemOrder::Relaxed: return llvm::AtomicOrdering::Monotonic;
-      case MemOrder::Acquire: return llvm::AtomicOrdering::Acquire;
-      case MemOrder::Release: return llvm::AtomicOrdering::Release;
-      case MemOrder::AcqRel: return llvm::AtomicOrdering::AcquireRelease;
-      case MemOrder::SeqCst: return llvm::AtomicOrdering::SequentiallyConsistent;
-    }
-    return llvm::AtomicOrdering::SequentiallyConsistent;
-  }
-  /// AMDGPUUsage sync scopes (the all-address-space ones): "workgroup", "agent", and the
-  /// system scope (LLVM's default, no name).
-  llvm::SyncScope::ID scope(MemScope s) const {
-    switch (s) {
-      case MemScope::Workgroup: return ctx_.getOrInsertSyncScopeID("workgroup");
-      case MemScope::Agent: return ctx_.getOrInsertSyncScopeID("agent");
-      case MemScope::System: return llvm::SyncScope::System;
-    }
-    return llvm::SyncScope::System;
-  }
-  // Releases at agent and system scope. AMDGPUUsage's GFX942 code sequences (gfx950 follows
-  // them) for a store atomic / atomicrmw release and a fence release at agent (system) scope are
-  //   1. buffer_wbl2 sc1 (sc0 sc1)   2. s_waitcnt vmcnt(0) & lgkmcnt(0)   3. the store sc1 (sc0 sc1)
-  // and the wait is what makes the L2 writeback complete before the flag can be seen: buffer_wbl2
-  // counts in vmcnt. LLVM 22.1's SIInsertWaitcnts does not count it, so when no other vector
-  // memory op is outstanding it removes the legalizer's wait (llvm/llvm-project#178316, "Fix
-  // missing waitcnt after buffer_wbl2", merged for LLVM 23) and a publish came out as
-  // `buffer_wbl2 sc1; global_store_dwordx2 ... sc1` (tests/test_codegen_scopes.cpp shows it).
-  // So a release at agent or system scope is lowered as LLVM's fence release at that scope (the
-  // buffer_wbl2 with the scope's bits), an explicit `s_waitcnt vmcnt(0)` (an asm with a memory
-  // clobber, so nothing moves across it), then the access with the release part dropped (a
-  // monotonic store has the same sc bits as the release store). Workgroup releases write
-  // nothing back and are left to LLVM. Remove this when the toolchain has the fix.
-  static bool writesBack(MemOrder o, MemScope s) {
-    return s != MemScope::Workgroup && (o == MemOrder::Release || o == MemOrder::AcqRel || o == MemOrder::SeqCst);
-  }
-  void waitVmcnt0() {
-    auto* fty = llvm::FunctionType::get(b_.getVoidTy(), false);
-    b_.CreateCall(fty, llvm::InlineAsm::get(fty, "s_waitcnt vmcnt(0)", "~{memory}", /*hasSideEffects=*/true));
-  }
-  /// Emits the release half of `o` at `s` if it writes back, and returns the order left for the
-  /// access itself (Release -> Monotonic, AcqRel -> Acquire; SeqCst stays).
-  MemOrder releaseFirst(MemOrder o, MemScope s) {
-    if (!writesBack(o, s)) return o;
-    b_.CreateFence(llvm::AtomicOrdering::Release, scope(s));
-    waitVmcnt0();
-    return o == MemOrder::Release ? MemOrder::Relaxed : o == MemOrder::AcqRel ? MemOrder::Acquire : o;
-  }
+  // --- memory model ---
+  llvm::SyncScope::ID scope(MemScope sc) const { return tg_.syncScope(ctx_, sc); }
 
   static llvm::Align naturalAlign(int bytes) {
     int a = 1;
@@ -195,7 +129,7 @@ class Lowerer {
     std::vector<llvm::Type*> params;
     for (const ir::KernelArg& a : plan_.args) {
       if (a.isPointer) {
-        params.push_back(llvm::PointerType::get(ctx_, kGlobalAS));
+        params.push_back(llvm::PointerType::get(ctx_, as_.global));
       } else {
         switch (a.elem) {
           case Scalar::I1: case Scalar::I8: params.push_back(b_.getInt8Ty()); break;
@@ -206,13 +140,7 @@ class Lowerer {
     }
     auto* fty = llvm::FunctionType::get(b_.getVoidTy(), params, false);
     f_ = llvm::Function::Create(fty, llvm::GlobalValue::ExternalLinkage, kernelSymbol(plan_), m_);
-    f_->setCallingConv(llvm::CallingConv::AMDGPU_KERNEL);
-    const int t = plan_.grid.threads;
-    f_->addFnAttr("amdgpu-flat-work-group-size", fmt::format("{},{}", t, t));
-    f_->addFnAttr("uniform-work-group-size", "true");
-    // Subnormal f32 values are kept (IEEE): e8m0 0 is 2^-127, a subnormal.
-    f_->addFnAttr("denormal-fp-math-f32", "ieee,ieee");
-    f_->addFnAttr(llvm::Attribute::NoUnwind);
+    tg_.configureKernel(*f_, plan_.grid.threads);
     for (size_t i = 0; i < plan_.args.size(); ++i) {
       const ir::KernelArg& a = plan_.args[i];
       llvm::Argument* p = f_->getArg(static_cast<unsigned>(i));
@@ -231,7 +159,7 @@ class Lowerer {
     if (plan_.ldsBytes <= 0) fail(op, "the kernel uses LDS but the Plan allocates none (ldsBytes = 0)");
     auto* at = llvm::ArrayType::get(b_.getInt8Ty(), static_cast<uint64_t>(plan_.ldsBytes));
     lds_ = new llvm::GlobalVariable(m_, at, false, llvm::GlobalValue::InternalLinkage, llvm::PoisonValue::get(at),
-                                    "monogen.lds", nullptr, llvm::GlobalValue::NotThreadLocal, kLdsAS);
+                                    "monogen.lds", nullptr, llvm::GlobalValue::NotThreadLocal, as_.lds);
     lds_->setAlignment(llvm::Align(16));
     return lds_;
   }
@@ -258,39 +186,21 @@ class Lowerer {
   llvm::Value* i32c(int64_t x) { return b_.getInt32(static_cast<uint32_t>(x)); }
   llvm::Value* f32FromBits(llvm::Value* bits) { return b_.CreateBitCast(bits, b_.getFloatTy()); }
 
+  /// One case per OpCode, no default: a new opcode does not compile (-Werror=switch) until lowered.
   void lowerOp(const ir::Op& op) {
     const auto& ops = op.operands;
     auto in = [&](size_t i) { return v(ops.at(i)); };
     const ir::Type rt = op.result ? t(op.result) : ir::Type{};
+    llvm::Type* f32 = b_.getFloatTy();
     switch (op.code) {
       // --- values ---
-      case OpCode::ConstInt: {
-        // The immediate's low bits (an i1 is 0 or 1; 0xffffffff and -1 are the same i32).
-        const unsigned bits = static_cast<unsigned>(rt.elemBits());
-        uint64_t u = static_cast<uint64_t>(op.attrs.imm);
-        if (bits < 64) u &= (uint64_t{1} << bits) - 1;
-        return def(op, llvm::ConstantInt::get(ty(rt), llvm::APInt(bits, u)));
-      }
-      case OpCode::ConstFloat: {
-        llvm::APFloat f(op.attrs.fimm);
-        bool lost = false;
-        f.convert(rt.scalar == Scalar::BF16 ? llvm::APFloat::BFloat() : llvm::APFloat::IEEEsingle(),
-                  llvm::APFloat::rmNearestTiesToEven, &lost);
-        return def(op, llvm::ConstantFP::get(ctx_, f));
-      }
-      case OpCode::ThreadId: return def(op, intrinsic(llvm::Intrinsic::amdgcn_workitem_id_x, {}, {}));
-      case OpCode::LaneId: {
-        llvm::Value* lo = intrinsic(llvm::Intrinsic::amdgcn_mbcnt_lo, {}, {i32c(-1), i32c(0)});
-        return def(op, intrinsic(llvm::Intrinsic::amdgcn_mbcnt_hi, {}, {i32c(-1), lo}));
-      }
-      case OpCode::WaveId: {
-        llvm::Value* tid = intrinsic(llvm::Intrinsic::amdgcn_workitem_id_x, {}, {});
-        llvm::Value* w = b_.CreateLShr(tid, i32c(6));
-        return def(op, intrinsic(llvm::Intrinsic::amdgcn_readfirstlane, {b_.getInt32Ty()}, {w}));
-      }
-      case OpCode::BlockId: return def(op, intrinsic(llvm::Intrinsic::amdgcn_workgroup_id_x, {}, {}));
+      case OpCode::ConstInt: return def(op, constInt(op.attrs.imm, rt));
+      case OpCode::ConstFloat: return def(op, constFloat(op.attrs.fimm, rt));
+      case OpCode::ThreadId: return def(op, tg_.threadId(b_));
+      case OpCode::LaneId: return def(op, tg_.laneId(b_));
+      case OpCode::WaveId: return def(op, tg_.waveId(b_));
+      case OpCode::BlockId: return def(op, tg_.blockId(b_));
       case OpCode::Arg: return def(op, lowerArg(op, rt));
-
       // --- arithmetic ---
       case OpCode::Add: case OpCode::Sub: case OpCode::Mul: case OpCode::Div: case OpCode::Rem:
       case OpCode::UDiv: case OpCode::URem: case OpCode::And: case OpCode::Or: case OpCode::Xor:
@@ -300,150 +210,101 @@ class Lowerer {
       case OpCode::Fma: return def(op, intrinsic(llvm::Intrinsic::fma, {ty(rt)}, {in(0), in(1), in(2)}));
       case OpCode::Cmp: return def(op, compare(op, in(0), in(1)));
       case OpCode::Select: return def(op, b_.CreateSelect(in(0), in(1), in(2)));
-
       // --- conversions ---
-      case OpCode::Bitcast: {
-        const ir::Type& st = t(ops[0]);
-        if (st == rt) return def(op, in(0));
-        return def(op, fromBits(toBits(in(0), st), rt));
-      }
+      case OpCode::Bitcast: return def(op, t(ops[0]) == rt ? in(0) : fromBits(toBits(in(0), t(ops[0])), rt));
       case OpCode::Trunc: return def(op, b_.CreateTrunc(in(0), ty(rt)));
       case OpCode::ZExt: return def(op, b_.CreateZExt(in(0), ty(rt)));
       case OpCode::SExt: return def(op, b_.CreateSExt(in(0), ty(rt)));
       case OpCode::SIToFP: return def(op, b_.CreateSIToFP(in(0), ty(rt)));
       case OpCode::UIToFP: return def(op, b_.CreateUIToFP(in(0), ty(rt)));
-      // Saturating (NaN -> 0) so out-of-range inputs are defined; v_cvt_i32_f32 does the same.
+      // Saturating (NaN -> 0) so out-of-range inputs are defined.
       case OpCode::FPToSI: return def(op, intrinsic(llvm::Intrinsic::fptosi_sat, {ty(rt), in(0)->getType()}, {in(0)}));
       case OpCode::BF16ToF32: return def(op, b_.CreateFPExt(in(0), ty(rt)));
       case OpCode::F32ToBF16: return def(op, b_.CreateFPTrunc(in(0), ty(rt)));  // RNE
       case OpCode::Fp4ToF32: return def(op, fp4ToF32(in(0), in(1)));
-      case OpCode::Fp4x8ToBF16x8:
-        if (isE8m0Scale(ops[1])) return def(op, fp4x8ToBf16x8Native(in(0), in(1)));
-        return def(op, fp4x8ToBf16x8(in(0), in(1)));
-      case OpCode::E8m0ToF32:
-        e8m0Results_.at(op.result.id) = true;
-        return def(op, e8m0ToF32(in(0)));
+      case OpCode::Fp4x8ToBF16x8: return def(op, fp4x8ToBf16x8(ops[1], in(0), in(1)));
+      case OpCode::E8m0ToF32: e8m0Results_.at(op.result.id) = true; return def(op, e8m0ToF32(in(0)));
       case OpCode::Fp8ToF32: return def(op, fp8ToF32(in(0)));
-      case OpCode::F32ToFp8: return def(op, f32ToFp8(in(0)));
-
+      case OpCode::F32ToFp8: return def(op, native(op, tg_.f32ToFp8(b_, in(0))));
       // --- math ---
-      case OpCode::Exp2: return def(op, intrinsic(llvm::Intrinsic::exp2, {b_.getFloatTy()}, {in(0)}));
-      case OpCode::Rcp: return def(op, intrinsic(llvm::Intrinsic::amdgcn_rcp, {b_.getFloatTy()}, {in(0)}));
-      case OpCode::Rsq: return def(op, intrinsic(llvm::Intrinsic::amdgcn_rsq, {b_.getFloatTy()}, {in(0)}));
-      case OpCode::Sqrt: return def(op, intrinsic(llvm::Intrinsic::sqrt, {b_.getFloatTy()}, {in(0)}));
-
+      case OpCode::Exp2: return def(op, intrinsic(llvm::Intrinsic::exp2, {f32}, {in(0)}));
+      case OpCode::Rcp: return def(op, tg_.rcp(b_, in(0)));
+      case OpCode::Rsq: return def(op, tg_.rsq(b_, in(0)));
+      case OpCode::Sqrt: return def(op, intrinsic(llvm::Intrinsic::sqrt, {f32}, {in(0)}));
       // --- vectors ---
       case OpCode::Extract: return def(op, b_.CreateExtractElement(in(0), static_cast<uint64_t>(op.attrs.imm)));
       case OpCode::Insert: return def(op, b_.CreateInsertElement(in(0), in(1), static_cast<uint64_t>(op.attrs.imm)));
       case OpCode::Splat: return def(op, b_.CreateVectorSplat(rt.lanes, in(0)));
-
       // --- pointers ---
       case OpCode::PtrAdd: return def(op, b_.CreateGEP(b_.getInt8Ty(), in(0), in(1)));
-      case OpCode::PtrToInt: {
-        const ir::Type& pt = t(ops[0]);
-        if (pt.space == AddrSpace::Lds) {
-          // LDS pointers are byte offsets into the one LDS array: subtract its address.
-          llvm::Value* base = b_.CreatePtrToInt(lds(op), b_.getInt32Ty());
-          return def(op, b_.CreateSub(b_.CreatePtrToInt(in(0), b_.getInt32Ty()), base));
-        }
-        return def(op, b_.CreatePtrToInt(in(0), b_.getInt64Ty()));
-      }
-      case OpCode::IntToPtr:
-        if (rt.space == AddrSpace::Lds) return def(op, b_.CreateGEP(b_.getInt8Ty(), lds(op), in(0)));
-        return def(op, b_.CreateIntToPtr(in(0), ty(rt)));
-
+      case OpCode::PtrToInt: return def(op, ptrToInt(op, in(0), t(ops[0])));
+      case OpCode::IntToPtr: return def(op, intToPtr(op, in(0), rt));
       // --- memory ---
       case OpCode::Load: return def(op, load(op, rt, in(0)));
       case OpCode::Store: return store(op, in(0), in(1), t(ops[1]));
       case OpCode::AtomicRmw: return def(op, atomicRmw(op, rt, in(0), in(1)));
-      case OpCode::CmpXchg: {
-        const int bytes = rt.bytes();
-        const MemOrder o = releaseFirst(op.attrs.order, op.attrs.scope);
-        auto* cx = b_.CreateAtomicCmpXchg(in(0), in(1), in(2), llvm::MaybeAlign(bytes), ordering(o, true),
-                                          failureOrdering(o), scope(op.attrs.scope));
-        return def(op, b_.CreateExtractValue(cx, 0));
-      }
-      case OpCode::Fence:
-        if (op.attrs.order == MemOrder::Plain || op.attrs.order == MemOrder::Relaxed)
-          fail(op, "a fence needs acquire, release, acq_rel or seq_cst order");
-        b_.CreateFence(ordering(op.attrs.order), scope(op.attrs.scope));
-        if (writesBack(op.attrs.order, op.attrs.scope)) waitVmcnt0();  // see releaseFirst
-        return;
-      case OpCode::Barrier:
-        b_.CreateFence(llvm::AtomicOrdering::Release, scope(MemScope::Workgroup));
-        intrinsic(llvm::Intrinsic::amdgcn_s_barrier, {}, {});
-        b_.CreateFence(llvm::AtomicOrdering::Acquire, scope(MemScope::Workgroup));
-        return;
-
+      case OpCode::CmpXchg: return def(op, cmpXchg(op, rt, in(0), in(1), in(2)));
+      case OpCode::Fence: return fence(op);
+      case OpCode::Barrier: return tg_.barrier(b_);
       // --- wave ops ---
       case OpCode::Shuffle: return def(op, shuffle(op, in(0), t(ops[0]), in(1)));
-      case OpCode::Ballot: return def(op, intrinsic(llvm::Intrinsic::amdgcn_ballot, {b_.getInt64Ty()}, {in(0)}));
-      case OpCode::Popcount: {
-        llvm::Value* c = intrinsic(llvm::Intrinsic::ctpop, {in(0)->getType()}, {in(0)});
-        return def(op, b_.CreateZExtOrTrunc(c, b_.getInt32Ty()));
-      }
+      case OpCode::Ballot: return def(op, tg_.ballot(b_, in(0)));
+      case OpCode::Popcount: return def(op, popcount(in(0)));
       case OpCode::ReadFirstLane: return def(op, readFirstLane(in(0), t(ops[0])));
-      case OpCode::Mfma: {
-        llvm::Intrinsic::ID id;
-        switch (op.attrs.mfma) {
-          case ir::MfmaKind::F32_16x16x32_BF16: id = llvm::Intrinsic::amdgcn_mfma_f32_16x16x32_bf16; break;
-          case ir::MfmaKind::F32_16x16x4_F32: id = llvm::Intrinsic::amdgcn_mfma_f32_16x16x4f32; break;
-          // gfx950 reads the fp8 operands as OCP e4m3fn (gfx942: fnuz); i64 each, byte e element e.
-          case ir::MfmaKind::F32_16x16x32_FP8: id = llvm::Intrinsic::amdgcn_mfma_f32_16x16x32_fp8_fp8; break;
-          default: fail(op, "unknown MFMA kind");
-        }
-        // cbsz 0, abid 0, blgp 0: no broadcast, no B-lane permutation.
-        return def(op, intrinsic(id, {}, {in(0), in(1), in(2), i32c(0), i32c(0), i32c(0)}));
-      }
-
-      // --- sync ---
-      // Publish and Wait, the flags' memory model (ir/Op.h says which scope each flag takes):
-      // a publish is one 8-byte store atomic at its order and scope; AMDGPUUsage GFX942 rows
-      // "store atomic monotonic" (global_store sc0=1 / sc1=1 / sc0=1 sc1=1 at workgroup / agent /
-      // system) and "store atomic release" (agent: buffer_wbl2 sc1=1, s_waitcnt vmcnt(0), store
-      // sc1=1; system: buffer_wbl2 sc0=1 sc1=1, s_waitcnt vmcnt(0), store sc0=1 sc1=1; the wait
-      // explicit, see releaseFirst). A wait (Lowerer::wait) polls with a monotonic load at its scope
-      // (global_load sc0 / sc1 / sc0 sc1) and, for acquire, ends with a fence acquire at its scope:
-      // "fence acquire" agent: s_waitcnt vmcnt(0) & lgkmcnt(0), buffer_inv sc1=1; system: the same
-      // with buffer_inv sc0=1 sc1=1. tests/test_codegen_scopes.cpp reads each sequence in the ISA.
-      case OpCode::Publish: {
-        llvm::Value* lo = b_.CreateZExt(in(1), b_.getInt64Ty());
-        llvm::Value* hi = b_.CreateShl(b_.CreateZExt(in(2), b_.getInt64Ty()), 32);
-        if (op.attrs.order != MemOrder::Release && op.attrs.order != MemOrder::Relaxed)
-          fail(op, "publish order must be release or relaxed");
-        const MemOrder o = releaseFirst(op.attrs.order, op.attrs.scope);
-        auto* st = b_.CreateAlignedStore(b_.CreateOr(lo, hi), in(0), llvm::Align(8));
-        st->setAtomic(ordering(o), scope(op.attrs.scope));
-        return;
-      }
+      case OpCode::Mfma: return def(op, native(op, tg_.mfma(b_, op.attrs.mfma, in(0), in(1), in(2))));
+      // --- sync: ir/Op.h says which scope each flag takes ---
+      case OpCode::Publish: return publish(op, in(0), in(1), in(2));
       case OpCode::Wait: return def(op, wait(op));
-
       // --- time ---
-      case OpCode::Realtime: return def(op, intrinsic(llvm::Intrinsic::amdgcn_s_memrealtime, {}, {}));
-      case OpCode::Sleep: intrinsic(llvm::Intrinsic::amdgcn_s_sleep, {}, {i32c(op.attrs.imm)}); return;
-
+      case OpCode::Realtime: return def(op, tg_.realtime(b_));
+      case OpCode::Sleep: return tg_.sleep(b_, op.attrs.imm);
       // --- variables ---
-      case OpCode::VarLoad: {
-        llvm::AllocaInst* a = var(op);
-        return def(op, b_.CreateLoad(a->getAllocatedType(), a));
-      }
+      case OpCode::VarLoad: return def(op, b_.CreateLoad(var(op)->getAllocatedType(), var(op)));
       case OpCode::VarStore: b_.CreateStore(in(0), var(op)); return;
-
       // --- control flow ---
       case OpCode::If: return lowerIf(op, in(0));
       case OpCode::For: return lowerFor(op, in(0), in(1), in(2));
       case OpCode::While: return lowerWhile(op);
-      case OpCode::StageScope: {
-        // Tracing is the spec's: its stages store realtime stamps themselves (KernelContext::stage).
-        if (op.regions.empty()) fail(op, "a stage has no region");
-        llvm::Value* outer = stageKernarg_;
-        stageKernarg_ = opaqueKernargPtr(op);
-        region(op.regions[0]);
-        stageKernarg_ = outer;
-        return;
-      }
+      case OpCode::StageScope: return lowerStage(op);
     }
     fail(op, "no lowering for this opcode");
+  }
+
+  /// A target's native path, or the op's error when the target has none.
+  llvm::Value* native(const ir::Op& op, llvm::Value* r) {
+    if (!r) fail(op, "the target has no lowering for this op");
+    return r;
+  }
+
+  /// The immediate's low bits (an i1 is 0 or 1; 0xffffffff and -1 are the same i32).
+  llvm::Value* constInt(int64_t imm, const ir::Type& rt) {
+    const unsigned bits = static_cast<unsigned>(rt.elemBits());
+    uint64_t u = static_cast<uint64_t>(imm);
+    if (bits < 64) u &= (uint64_t{1} << bits) - 1;
+    return llvm::ConstantInt::get(ty(rt), llvm::APInt(bits, u));
+  }
+  llvm::Value* constFloat(double fimm, const ir::Type& rt) {
+    llvm::APFloat f(fimm);
+    bool lost = false;
+    f.convert(rt.scalar == Scalar::BF16 ? llvm::APFloat::BFloat() : llvm::APFloat::IEEEsingle(),
+              llvm::APFloat::rmNearestTiesToEven, &lost);
+    return llvm::ConstantFP::get(ctx_, f);
+  }
+
+  /// LDS pointers are byte offsets into the one LDS array: its address is subtracted / added.
+  llvm::Value* ptrToInt(const ir::Op& op, llvm::Value* p, const ir::Type& pt) {
+    if (pt.space != AddrSpace::Lds) return b_.CreatePtrToInt(p, b_.getInt64Ty());
+    llvm::Value* base = b_.CreatePtrToInt(lds(op), b_.getInt32Ty());
+    return b_.CreateSub(b_.CreatePtrToInt(p, b_.getInt32Ty()), base);
+  }
+  llvm::Value* intToPtr(const ir::Op& op, llvm::Value* x, const ir::Type& rt) {
+    if (rt.space == AddrSpace::Lds) return b_.CreateGEP(b_.getInt8Ty(), lds(op), x);
+    return b_.CreateIntToPtr(x, ty(rt));
+  }
+
+  llvm::Value* popcount(llvm::Value* x) {
+    llvm::Value* c = intrinsic(llvm::Intrinsic::ctpop, {x->getType()}, {x});
+    return b_.CreateZExtOrTrunc(c, b_.getInt32Ty());
   }
 
   llvm::AllocaInst* var(const ir::Op& op) {
@@ -451,20 +312,17 @@ class Lowerer {
     return vars_[op.attrs.var];
   }
 
-  /// The kernarg segment pointer behind an empty asm, one per stage. A stage reads its arguments
-  /// through it, so LLVM cannot hoist those s_loads (or CSE them with another stage's) to the kernel
-  /// entry: an argument's SGPRs are live in the stages that use it only, not the whole kernel.
-  /// The asm is a comment naming the stage ("; stage up arguments s[4:5]"), so the ISA text shows
-  /// where each stage's code begins.
-  llvm::Value* opaqueKernargPtr(const ir::Op& stageOp) {
-    const int si = stageOp.attrs.stage;
+  /// A stage reads its arguments through its own kernarg pointer (TargetInfo::stageKernargPtr).
+  /// Tracing is the spec's: its stages store realtime stamps themselves (KernelContext::stage).
+  void lowerStage(const ir::Op& op) {
+    if (op.regions.empty()) fail(op, "a stage has no region");
+    const int si = op.attrs.stage;
     const std::string name =
         si >= 0 && static_cast<size_t>(si) < plan_.stages.size() ? detail::sanitize(plan_.stages[si].name) : "?";
-    llvm::Type* cp = llvm::PointerType::get(ctx_, 4);
-    llvm::Value* kp = intrinsic(llvm::Intrinsic::amdgcn_kernarg_segment_ptr, {}, {});
-    auto* asmTy = llvm::FunctionType::get(cp, {cp}, false);
-    auto* barrier = llvm::InlineAsm::get(asmTy, "; stage " + name + " arguments $0", "=s,0", /*hasSideEffects=*/true);
-    return b_.CreateCall(asmTy, barrier, {kp}, "stage.args");
+    llvm::Value* outer = stageKernarg_;
+    stageKernarg_ = tg_.stageKernargPtr(b_, name);
+    region(op.regions[0]);
+    stageKernarg_ = outer;
   }
 
   /// Argument i read from the stage's kernarg pointer: an invariant, uniform load (an s_load).
@@ -569,38 +427,21 @@ class Lowerer {
   }
 
   // --- numerics: integer/float arithmetic equal to ir/Numerics.h bit for bit ---
-  // Two gfx950 conversion instructions are used: fp4x8 -> bf16x8 with an e8m0 scale, and
-  // f32 -> fp8 behind a clamp (below); the other scaled fp4/fp8 conversions' saturation and NaN
-  // rules are not documented well enough to be sure they match the declared model, so they stay
-  // arithmetic.
 
   /// True when the IR value is an E8m0ToF32 result (the lowering visits defs before uses).
   bool isE8m0Scale(ir::Value x) const { return x.id < e8m0Results_.size() && e8m0Results_[x.id]; }
 
-  /// fp4x8 -> bf16x8 for any f32 scale: each code as fp4ToF32, then RNE to bf16.
-  llvm::Value* fp4x8ToBf16x8(llvm::Value* word, llvm::Value* scale) {
+  /// fp4x8 -> bf16x8: the target's native path for an E8m0ToF32 scale, else each code as
+  /// fp4ToF32, then RNE to bf16.
+  llvm::Value* fp4x8ToBf16x8(ir::Value scaleValue, llvm::Value* word, llvm::Value* scale) {
+    if (isE8m0Scale(scaleValue))
+      if (llvm::Value* r = tg_.fp4x8ToBf16x8E8m0(b_, word, scale)) return r;
     llvm::Value* r = llvm::PoisonValue::get(llvm::FixedVectorType::get(b_.getBFloatTy(), 8));
     for (int e = 0; e < 8; ++e) {
       llvm::Value* code = b_.CreateLShr(word, static_cast<uint64_t>(4 * e));
       r = b_.CreateInsertElement(r, b_.CreateFPTrunc(fp4ToF32(code, scale), b_.getBFloatTy()), static_cast<uint64_t>(e));
     }
     return r;
-  }
-  /// fp4x8 -> bf16x8 when the scale is an E8m0ToF32 result: four v_cvt_scalef32_pk_bf16_fp4,
-  /// byte b of the word (codes 2b, 2b + 1) to elements 2b, 2b + 1. The instruction uses only
-  /// the scale's exponent field E (LLVM's ROCDL docs: "the exponent part of scale"); on
-  /// gfx950-run it gives bf16(e2m1 x 2^(E - 127)), sign and mantissa ignored, E = 0 as 2^-127
-  /// (so +0 and subnormal scales too), E = 255 NaN 0x7fc0 for every code, overflow to inf and
-  /// subnormal results kept. That equals the model for powers of two, 2^-127 and NaN, which
-  /// is what E8m0ToF32 yields: checked for every code x every e8m0 byte (tests/test_gfx950run.cpp).
-  /// Any other scale (1.5 becomes 1 here) takes the arithmetic path.
-  llvm::Value* fp4x8ToBf16x8Native(llvm::Value* word, llvm::Value* scale) {
-    llvm::Value* pairs[4];
-    for (int byte = 0; byte < 4; ++byte)
-      pairs[byte] = intrinsic(llvm::Intrinsic::amdgcn_cvt_scalef32_pk_bf16_fp4, {}, {word, scale, i32c(byte)});
-    llvm::Value* lo = b_.CreateShuffleVector(pairs[0], pairs[1], llvm::ArrayRef<int>{0, 1, 2, 3});
-    llvm::Value* hi = b_.CreateShuffleVector(pairs[2], pairs[3], llvm::ArrayRef<int>{0, 1, 2, 3});
-    return b_.CreateShuffleVector(lo, hi, llvm::ArrayRef<int>{0, 1, 2, 3, 4, 5, 6, 7});
   }
 
   /// e2m1: magnitude m = code & 7 is 0, 0.5 (m = 1) or 2^(e-1) * (1 + man/2) with e = m >> 1,
@@ -637,23 +478,6 @@ class Lowerer {
     bits = b_.CreateSelect(b_.CreateICmpEQ(b_.CreateAnd(c, 0x7f), i32c(0x7f)), i32c(0x7fc00000), bits);
     return f32FromBits(bits);
   }
-  /// f32 -> e4m3fn (the IR's F32ToFp8: RNE, saturating to +-448, NaN -> 0x7f) on gfx950's
-  /// v_cvt_pk_fp8_f32, which converts to OCP e4m3fn on gfx950 (gfx942: fnuz) in the round mode
-  /// (RNE). Its operand is clamped to [-448, 448] first (maxnum, minnum) and a NaN operand selected
-  /// to 0x7f after: measured on gfx950-run, the bare instruction already saturates +-Inf and
-  /// |x| > 448 to +-448 but keeps a NaN's sign (0xff for -NaN); the clamp makes the result
-  /// independent of the instruction's overflow rule (not documented in what we found for
-  /// hardware without the clamp bit). Equal to num::f32ToFp8E4m3 on every rounding tie, +-448,
-  /// subnormal, NaN and Inf of tests/test_executor_ops.cpp ("f32tofp8").
-  llvm::Value* f32ToFp8(llvm::Value* x) {
-    llvm::Type* f = b_.getFloatTy();
-    llvm::Value* c = intrinsic(llvm::Intrinsic::maxnum, {f}, {x, llvm::ConstantFP::get(f, -448.0)});
-    c = intrinsic(llvm::Intrinsic::minnum, {f}, {c, llvm::ConstantFP::get(f, 448.0)});
-    llvm::Value* pk = intrinsic(llvm::Intrinsic::amdgcn_cvt_pk_fp8_f32, {}, {c, c, i32c(0), b_.getFalse()});
-    llvm::Value* r = b_.CreateAnd(pk, 0xff);
-    return b_.CreateSelect(b_.CreateFCmpUNO(x, x), i32c(0x7f), r);
-  }
-
   // --- memory ---
   llvm::Value* load(const ir::Op& op, const ir::Type& rt, llvm::Value* p) {
     const int bytes = rt.bytes();
@@ -665,7 +489,7 @@ class Lowerer {
     if (bytes > 8) fail(op, fmt::format("an atomic load of {} bytes (at most 8)", bytes));
     llvm::Type* it = b_.getIntNTy(bytes * 8);
     auto* ld = b_.CreateAlignedLoad(it, p, llvm::Align(bytes));
-    ld->setAtomic(ordering(op.attrs.order), scope(op.attrs.scope));
+    ld->setAtomic(llvmOrdering(op.attrs.order), scope(op.attrs.scope));
     llvm::Value* r = ld;
     if (rt.isBool()) return b_.CreateTrunc(b_.CreateBitCast(r, mt), ty(rt));
     return fromBits(r, rt);
@@ -679,49 +503,60 @@ class Lowerer {
     }
     if (bytes > 8) fail(op, fmt::format("an atomic store of {} bytes (at most 8)", bytes));
     llvm::Value* bits = vt.isBool() ? b_.CreateBitCast(val, b_.getIntNTy(bytes * 8)) : toBits(val, vt);
-    const MemOrder o = releaseFirst(op.attrs.order, op.attrs.scope);
+    const MemOrder o = tg_.releaseBefore(b_, op.attrs.order, op.attrs.scope);
     auto* st = b_.CreateAlignedStore(bits, p, llvm::Align(bytes));
-    st->setAtomic(ordering(o), scope(op.attrs.scope));
+    st->setAtomic(llvmOrdering(o), scope(op.attrs.scope));
+  }
+  static llvm::AtomicRMWInst::BinOp intRmw(ir::RmwOp r) {
+    using B = llvm::AtomicRMWInst::BinOp;
+    switch (r) {
+      case ir::RmwOp::Add: return B::Add;
+      case ir::RmwOp::Or: return B::Or;
+      case ir::RmwOp::And: return B::And;
+      case ir::RmwOp::Xor: return B::Xor;
+      case ir::RmwOp::Max: return B::Max;
+      case ir::RmwOp::Min: return B::Min;
+      case ir::RmwOp::UMax: return B::UMax;
+      case ir::RmwOp::UMin: return B::UMin;
+      case ir::RmwOp::Xchg: return B::Xchg;
+    }
+    return B::BAD_BINOP;
   }
   llvm::Value* atomicRmw(const ir::Op& op, const ir::Type& rt, llvm::Value* p, llvm::Value* val) {
-    using B = llvm::AtomicRMWInst::BinOp;
-    B bop;
-    if (rt.isFloat()) {
-      if (op.attrs.rmw != ir::RmwOp::Add) fail(op, "float atomics are add only");
-      bop = B::FAdd;
-    } else {
-      switch (op.attrs.rmw) {
-        case ir::RmwOp::Add: bop = B::Add; break;
-        case ir::RmwOp::Or: bop = B::Or; break;
-        case ir::RmwOp::And: bop = B::And; break;
-        case ir::RmwOp::Xor: bop = B::Xor; break;
-        case ir::RmwOp::Max: bop = B::Max; break;
-        case ir::RmwOp::Min: bop = B::Min; break;
-        case ir::RmwOp::UMax: bop = B::UMax; break;
-        case ir::RmwOp::UMin: bop = B::UMin; break;
-        case ir::RmwOp::Xchg: bop = B::Xchg; break;
-        default: fail(op, "unknown rmw op");
-      }
-    }
-    const MemOrder o = releaseFirst(op.attrs.order, op.attrs.scope);
-    return b_.CreateAtomicRMW(bop, p, val, llvm::MaybeAlign(rt.bytes()), ordering(o, true), scope(op.attrs.scope));
+    if (rt.isFloat() && op.attrs.rmw != ir::RmwOp::Add) fail(op, "float atomics are add only");
+    const llvm::AtomicRMWInst::BinOp bop = rt.isFloat() ? llvm::AtomicRMWInst::FAdd : intRmw(op.attrs.rmw);
+    if (bop == llvm::AtomicRMWInst::BAD_BINOP) fail(op, "unknown rmw op");
+    const MemOrder o = tg_.releaseBefore(b_, op.attrs.order, op.attrs.scope);
+    return b_.CreateAtomicRMW(bop, p, val, llvm::MaybeAlign(rt.bytes()), llvmOrdering(o, true), scope(op.attrs.scope));
+  }
+  llvm::Value* cmpXchg(const ir::Op& op, const ir::Type& rt, llvm::Value* p, llvm::Value* expect, llvm::Value* val) {
+    const MemOrder o = tg_.releaseBefore(b_, op.attrs.order, op.attrs.scope);
+    auto* cx = b_.CreateAtomicCmpXchg(p, expect, val, llvm::MaybeAlign(rt.bytes()), llvmOrdering(o, true),
+                                      failureOrdering(o), scope(op.attrs.scope));
+    return b_.CreateExtractValue(cx, 0);
+  }
+  void fence(const ir::Op& op) {
+    if (op.attrs.order == MemOrder::Plain || op.attrs.order == MemOrder::Relaxed)
+      fail(op, "a fence needs acquire, release, acq_rel or seq_cst order");
+    tg_.fence(b_, op.attrs.order, op.attrs.scope);
   }
   static llvm::AtomicOrdering failureOrdering(MemOrder o) {
     switch (o) {
       case MemOrder::Acquire: case MemOrder::AcqRel: return llvm::AtomicOrdering::Acquire;
       case MemOrder::SeqCst: return llvm::AtomicOrdering::SequentiallyConsistent;
-      default: return llvm::AtomicOrdering::Monotonic;
+      case MemOrder::Plain: case MemOrder::Relaxed: case MemOrder::Release: return llvm::AtomicOrdering::Monotonic;
     }
+    return llvm::AtomicOrdering::Monotonic;
   }
 
   // --- wave ops ---
-  /// ds_bpermute moves one dword from lane (addr / 4) % 64; wider values go dword by dword,
-  /// narrower ones are zero-extended to a dword and truncated back.
+  /// The target moves one dword a lane; wider values go dword by dword, narrower ones are
+  /// zero-extended to a dword and truncated back.
   llvm::Value* shuffle(const ir::Op& op, llvm::Value* val, const ir::Type& vt, llvm::Value* src) {
     const int bits = totalBits(vt);
-    llvm::Value* addr = b_.CreateShl(b_.CreateAnd(src, 63), 2);
+    llvm::Value* sel = tg_.shuffleSelector(b_, src);
     llvm::Value* raw = toBits(val, vt);
-    auto perm = [&](llvm::Value* dw) { return intrinsic(llvm::Intrinsic::amdgcn_ds_bpermute, {}, {addr, dw}); };
+    auto perm = [&](llvm::Value* dw) { return tg_.shuffleDword(b_, sel, dw); };
     if (bits <= 32) {
       llvm::Value* r = perm(b_.CreateZExt(raw, b_.getInt32Ty()));
       return fromBits(b_.CreateTrunc(r, b_.getIntNTy(bits)), vt);
@@ -738,11 +573,21 @@ class Lowerer {
     const int bits = totalBits(vt);
     llvm::Value* raw = toBits(val, vt);
     llvm::Type* wide = bits <= 32 ? b_.getInt32Ty() : b_.getInt64Ty();
-    llvm::Value* r = intrinsic(llvm::Intrinsic::amdgcn_readfirstlane, {wide}, {b_.CreateZExt(raw, wide)});
+    llvm::Value* r = tg_.readFirstLane(b_, b_.CreateZExt(raw, wide));
     return fromBits(b_.CreateTrunc(r, b_.getIntNTy(bits)), vt);
   }
 
   // --- sync ---
+  /// One 8-byte store atomic of (value, tag) at the op's order and scope.
+  void publish(const ir::Op& op, llvm::Value* pair, llvm::Value* value, llvm::Value* tag) {
+    llvm::Value* lo = b_.CreateZExt(value, b_.getInt64Ty());
+    llvm::Value* hi = b_.CreateShl(b_.CreateZExt(tag, b_.getInt64Ty()), 32);
+    if (op.attrs.order != MemOrder::Release && op.attrs.order != MemOrder::Relaxed)
+      fail(op, "publish order must be release or relaxed");
+    const MemOrder o = tg_.releaseBefore(b_, op.attrs.order, op.attrs.scope);
+    auto* st = b_.CreateAlignedStore(b_.CreateOr(lo, hi), pair, llvm::Align(8));
+    st->setAtomic(llvmOrdering(o), scope(op.attrs.scope));
+  }
   /// Polls the pair until its tag matches; past `bound` realtime ticks it records the error
   /// (first error wins: cmpxchg word 0 from 0 to the code; word 1 counts) and gives up.
   llvm::Value* wait(const ir::Op& op) {
@@ -756,7 +601,7 @@ class Lowerer {
     const llvm::SyncScope::ID errScope = scope(op.attrs.scope == MemScope::System ? MemScope::System : MemScope::Agent);
     auto* i64 = b_.getInt64Ty();
 
-    llvm::Value* t0 = intrinsic(llvm::Intrinsic::amdgcn_s_memrealtime, {}, {});
+    llvm::Value* t0 = tg_.realtime(b_);
     llvm::BasicBlock* poll = llvm::BasicBlock::Create(ctx_, "wait.poll", f_);
     llvm::BasicBlock* check = llvm::BasicBlock::Create(ctx_, "wait.check", f_);
     llvm::BasicBlock* timeout = llvm::BasicBlock::Create(ctx_, "wait.timeout", f_);
@@ -771,7 +616,7 @@ class Lowerer {
     b_.CreateCondBr(b_.CreateICmpEQ(got, tag), done, check);
 
     b_.SetInsertPoint(check);
-    llvm::Value* now = intrinsic(llvm::Intrinsic::amdgcn_s_memrealtime, {}, {});
+    llvm::Value* now = tg_.realtime(b_);
     b_.CreateCondBr(b_.CreateICmpSGE(b_.CreateSub(now, t0), bound), timeout, sleep);
 
     b_.SetInsertPoint(timeout);
@@ -782,14 +627,14 @@ class Lowerer {
     b_.CreateBr(done);
 
     b_.SetInsertPoint(sleep);
-    intrinsic(llvm::Intrinsic::amdgcn_s_sleep, {}, {i32c(1)});
+    tg_.sleep(b_, 1);
     b_.CreateBr(poll);
 
     b_.SetInsertPoint(done);
     auto* word = b_.CreatePHI(i64, 2);
     word->addIncoming(w, poll);
     word->addIncoming(w, timeout);
-    if (op.attrs.order == MemOrder::Acquire) b_.CreateFence(llvm::AtomicOrdering::Acquire, ss);
+    if (op.attrs.order == MemOrder::Acquire) tg_.fence(b_, MemOrder::Acquire, op.attrs.scope);
     else if (op.attrs.order != MemOrder::Relaxed) fail(op, "wait order must be acquire or relaxed");
     return b_.CreateTrunc(word, b_.getInt32Ty());
   }
@@ -845,6 +690,8 @@ class Lowerer {
 
   const ir::Plan& plan_;
   const ir::Function& fn_;
+  const TargetInfo& tg_;
+  const AddressSpaces as_;
   llvm::LLVMContext& ctx_;
   llvm::Module& m_;
   mutable llvm::IRBuilder<> b_;
@@ -860,13 +707,13 @@ class Lowerer {
 
 }  // namespace
 
-std::unique_ptr<llvm::Module> detail::lower(const ir::Plan& plan, llvm::LLVMContext& ctx, llvm::TargetMachine& tm) {
+std::unique_ptr<llvm::Module> detail::lower(const ir::Plan& plan, const TargetInfo& target, llvm::LLVMContext& ctx,
+                                            llvm::TargetMachine& tm) {
   auto m = std::make_unique<llvm::Module>(kernelSymbol(plan), ctx);
   m->setTargetTriple(tm.getTargetTriple());
   m->setDataLayout(tm.createDataLayout());
-  // Code object v5, which ROCm 6 and 7 load.
-  m->addModuleFlag(llvm::Module::Error, "amdhsa_code_object_version", 500);
-  Lowerer(plan, ctx, *m).run();
+  target.configureModule(*m);
+  Lowerer(plan, target, ctx, *m).run();
   std::string msg;
   llvm::raw_string_ostream os(msg);
   if (llvm::verifyModule(*m, &os))

@@ -1,17 +1,6 @@
-// The LLVM side of a compile: the gfx950 TargetMachine, the IR pipeline (a short function
-// pipeline fit to the lowered IR, or LLVM's O3), and AMDGPU codegen into memory (a relocatable
-// object, or the ISA as assembly text).
-//
-// Why the short pipeline is enough: the lowering emits one kernel with no calls, variables as
-// entry-block allocas, structured control flow and loops the spec already shaped (unrolled
-// where it wants them unrolled). What the ISA needs from the IR optimizer is SSA (SROA), CSE of
-// the address arithmetic, InstCombine / SimplifyCFG clean-up, loops rotated with their
-// invariants hoisted, and constant propagation (SCCP: the loop bounds and knobs are constants
-// per variant). O3's inliner, unroller, vectorizers, GVN and loop passes cost about 3/4 of the
-// optimizer's time and buy nothing in the ISA here; the AMDGPU codegen pipeline still runs its
-// own IR passes (load/store vectorizer, straight-line strength reduction, LSR, ...) after it.
-// bench/bench_generator compares both, phase by phase, with each kernel's ISA size and
-// registers.
+// The LLVM side of a compile: the target's TargetMachine, the IR pipeline (a short function
+// pipeline fit to the lowered IR, or LLVM's O3; docs/codegen.md says why the short one is enough),
+// and AMDGPU codegen into memory (a relocatable object, or the ISA as assembly text).
 #include <mutex>
 
 #include <llvm/ADT/SmallVector.h>
@@ -36,6 +25,7 @@
 #include <llvm/Transforms/Scalar/SimplifyCFG.h>
 
 #include "codegen/Internal.h"
+#include "codegen/TargetInfo.h"
 #include "ir/Error.h"
 
 namespace monogen::codegen::detail {
@@ -53,16 +43,16 @@ void initAmdgpu() {
 }
 }  // namespace
 
-std::unique_ptr<llvm::TargetMachine> makeTargetMachine(const std::string& where) {
+std::unique_ptr<llvm::TargetMachine> makeTargetMachine(const TargetInfo& tg, const std::string& where) {
   initAmdgpu();
-  const llvm::Triple triple(kTriple);
+  const llvm::Triple triple(tg.triple());
   std::string err;
   const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, err);
   if (!target) throw CodegenError(where, "no AMDGPU target in this LLVM: " + err);
   llvm::TargetOptions opts;
   std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
-      triple, kCpu, kFeatures, opts, llvm::Reloc::PIC_, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
-  if (!tm) throw CodegenError(where, std::string("cannot create a TargetMachine for ") + kTriple + " " + kCpu);
+      triple, tg.cpu(), tg.features(), opts, llvm::Reloc::PIC_, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+  if (!tm) throw CodegenError(where, std::string("cannot create a TargetMachine for ") + tg.triple() + " " + tg.cpu());
   return tm;
 }
 

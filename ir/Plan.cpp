@@ -13,6 +13,24 @@ int Target::regBudgetPerWave(int threads) const {
   return 512 / wavesPerSimd;
 }
 
+Target gfx950() {
+  return Target{.arch = "gfx950",
+                .features = "sramecc+:xnack-",
+                .waveSize = 64,
+                .computeUnits = 256,
+                .ldsBytes = 160 * 1024,
+                .maxThreads = 512,
+                .clockHz = 100'000'000};
+}
+
+Target targetNamed(const std::string& name, const std::string& option) {
+  const Target t = gfx950();
+  if (name == t.arch || name == t.targetId()) return t;
+  throw InputError(option, fmt::format("unknown arch '{}': monogen generates gfx950 (MI350X/MI355X) code "
+                                       "objects, target id {}",
+                                       name, t.targetId()));
+}
+
 const char* argRoleName(ArgRole r) {
   static const char* n[] = {"input", "output", "weight", "scratch", "peers", "control"};
   return n[static_cast<int>(r)];

@@ -12,20 +12,26 @@
 
 namespace monogen::ir {
 
-/// The machine a Plan is built for.
+/// The machine a Plan is built for: plain data, filled in by a named description (gfx950()).
 struct Target {
-  std::string arch = "gfx950";
-  std::string features = "sramecc+:xnack-";
-  int waveSize = 64;
-  int computeUnits = 256;
-  int ldsBytes = 160 * 1024;
-  int maxThreads = 512;
-  int64_t clockHz = 100'000'000;  // s_memrealtime
+  std::string arch;      // e.g. "gfx950"
+  std::string features;  // e.g. "sramecc+:xnack-"
+  int waveSize;
+  int computeUnits;
+  int ldsBytes;
+  int maxThreads;
+  int64_t clockHz;  // s_memrealtime
   /// VGPR + AGPR a wave may use when a CTA of `threads` threads must fit on one CU.
   int regBudgetPerWave(int threads) const;
   /// "gfx950:sramecc+:xnack-"
   std::string targetId() const { return arch + ":" + features; }
 };
+
+/// MI350X / MI355X: wave64, 256 CUs, 160 KiB LDS, 512-thread CTAs, a 100 MHz realtime clock.
+Target gfx950();
+/// The target `name` names ("gfx950", or its target id "gfx950:sramecc+:xnack-"); throws
+/// InputError at `option` naming the targets there are.
+Target targetNamed(const std::string& name, const std::string& option);
 
 /// A variant's identity: the spec, the specialization, the spec's knobs and the machine. Its
 /// canonical text (with the generator's build id and the toolchain, runtime/KeyHash.h) is what
@@ -36,7 +42,7 @@ struct Key {
   int rows = 1;  // S
   int tp = 1;    // TP
   std::string knobs;   // the spec's non-default knobs as canonical "name=value" tokens ("" when none)
-  Target target;       // the machine: the one source of truth (Plan::target() reads it)
+  Target target = gfx950();  // the machine: the one source of truth (Plan::target() reads it)
   std::string config;  // the spec's model/grid config as canonical text (dims change the kernel)
   /// "minimax_m3.ffn v1 S=8 TP=4 knobs=[experts=shared] target=gfx950:sramecc+:xnack- wave64 cus=256
   /// lds=163840 threads=512 clock=100000000 config=..."

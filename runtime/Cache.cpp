@@ -18,7 +18,7 @@
 #include <thread>
 
 #include "ir/Error.h"
-#include "runtime/AtomicFile.h"
+#include "support/AtomicFile.h"
 
 namespace monogen::runtime {
 
@@ -188,7 +188,7 @@ Cache::Cache(fs::path dir, std::string toolchainId, CacheOptions options)
   if (dir_.empty()) throw RuntimeError("cache directory", "the path is empty");
   dir_ = fs::absolute(dir_).lexically_normal();
   if (dir_.has_filename() == false && dir_ != dir_.root_path()) dir_ = dir_.parent_path();
-  makeDirectories(dir_, 0700, "cache directory " + dir_.string());
+  support::makeDirectories(dir_, 0700, "cache directory " + dir_.string());
   checkPrivateDir(dir_);
   removeStaleTemps(dir_);
 }
@@ -373,7 +373,7 @@ std::shared_ptr<const CacheEntry> Cache::loadOrCompile(const ir::Key& key, const
   const fs::path file = dir_ / (digest + ".co");
   try {
     const std::string enc = encodeFile(text, entry->bytes);
-    writeFileAtomically(file, {enc}, 0600);
+    support::writeFileAtomically(file, {enc}, 0600);
     std::lock_guard<std::mutex> g(mu_);
     ++stats_.diskWrites;
   } catch (const Error& e) {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "ir/Error.h"
-#include "runtime/AtomicFile.h"
+#include "support/AtomicFile.h"
 #include "runtime/JsonBrief.h"
 
 namespace monogen::runtime {
@@ -81,7 +81,7 @@ void writeSafetensors(const std::filesystem::path& path, const TensorMap& tensor
   std::string data;
   data.reserve(offset);
   for (const auto& [name, t] : tensors) data.append(reinterpret_cast<const char*>(t.data.data()), t.data.size());
-  writeFileAtomically(path, {len, h, data}, 0644);
+  support::writeFileAtomically(path, {len, h, data}, 0644);
 }
 
 namespace {

@@ -460,7 +460,7 @@ TEST_CASE("emit -o and trace -o: symlinks planted at guessable temp names are no
   const fs::path target = d.path / "precious";
   spit(target, "precious\n");
   // `exec` keeps the shell's pid, so $$ is the pid monogen runs as: the old temp names were
-  // ".NAME.tmp.PID" (the tools) and "NAME.tmp.PID.N" (runtime/AtomicFile).
+  // ".NAME.tmp.PID" (the tools) and "NAME.tmp.PID.N" (support/AtomicFile).
   const auto plantAndRun = [&](const std::string& name, const std::string& args) {
     std::string plant;
     for (const std::string& t : {"." + name + ".tmp.$$", name + ".tmp.$$"}) {

@@ -523,6 +523,16 @@ TEST_CASE("a Plan for another target or CTA size is refused before lowering", "[
   CHECK(co.info.maxFlatWorkgroupSize == 256);
 }
 
+TEST_CASE("codegen picks its target by the Plan's arch and has none for another", "[codegen]") {
+  Plan p = basePlan("test.codegen.arch", 0);
+  Builder b(p.kernel);
+  b.store(b.arg(3, Type::ptr(AddrSpace::Global), "err"), b.tid());
+  CHECK(codegen::llvmIr(p, false).find("amdgpu_kernel") != std::string::npos);
+  p.key.target.arch = "gfx942";
+  CHECK(codegenError([&] { codegen::llvmIr(p, false); }, p).find("no code generator for arch 'gfx942'") !=
+        std::string::npos);
+}
+
 TEST_CASE("compile time of a larger kernel (run explicitly)", "[.bench]") {
   // Nine stages, each a K loop of 16 unrolled bf16 MFMAs fed from global memory and LDS, a
   // wave butterfly, a barrier, a publish and a wait: roughly the shape of the FFN launch.

@@ -1,5 +1,5 @@
 // The code-object cache: memory and disk layers, corrupt files, directory permissions; and
-// the one file writer every output goes through (runtime/AtomicFile.h).
+// the one file writer every output goes through (support/AtomicFile.h).
 #include <signal.h>
 #include <fcntl.h>
 #include <sys/file.h>
@@ -23,11 +23,12 @@
 #include <thread>
 
 #include "ir/Error.h"
-#include "runtime/AtomicFile.h"
+#include "support/AtomicFile.h"
 #include "runtime/Cache.h"
 
 using namespace monogen;
 using namespace monogen::runtime;
+using namespace monogen::support;
 namespace fs = std::filesystem;
 
 namespace {

@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "ir/Error.h"
-#include "runtime/AtomicFile.h"
+#include "support/AtomicFile.h"
 #include "tools/Commands.h"
 #include "tools/Variant.h"
 
@@ -30,7 +30,7 @@ std::string_view bytesOf(const std::vector<uint8_t>& b) {
 int emitOne(const EmitOptions& o) {
   const auto cfg = configOf(o.v);
   const ir::Key key = keyOf(o.v, cfg, o.v.rows, o.v.tp);
-  runtime::checkOutputFile(o.out, "-o");  // before the compile
+  support::checkOutputFile(o.out, "-o");  // before the compile
   auto gen = generatorOf(o.v, cfg);
   BuiltVariant b = buildVariant(gen, key);
   writeOutputFile(o.out, bytesOf(b.bytes()));
@@ -48,10 +48,10 @@ int emitAll(const EmitOptions& o) {
     for (int s = 1; s <= cfg.maxRows; ++s) variants.push_back({s, tp});
   const auto fileOf = [&](const ir::Key& key) { return (fs::path(o.out) / (key.variantName() + ".co")).string(); };
   // Before the compiles: the directory, and every file in it a symlink or a non-file could block.
-  runtime::checkOutputDir(o.out, "-o");
+  support::checkOutputDir(o.out, "-o");
   if (fs::is_directory(o.out))
-    for (const auto& [s, tp] : variants) runtime::checkOutputFile(fileOf(keyOf(o.v, cfg, s, tp)), "-o");
-  runtime::makeDirectories(o.out, 0755, "-o " + o.out);
+    for (const auto& [s, tp] : variants) support::checkOutputFile(fileOf(keyOf(o.v, cfg, s, tp)), "-o");
+  support::makeDirectories(o.out, 0755, "-o " + o.out);
   auto gen = generatorOf(o.v, cfg);
   const int jobs = o.jobs > 0 ? o.jobs : std::max(1u, std::thread::hardware_concurrency());
   std::atomic<size_t> next{0}, done{0};

@@ -7,7 +7,7 @@
 #include <limits>
 
 #include "ir/Error.h"
-#include "runtime/AtomicFile.h"
+#include "support/AtomicFile.h"
 #include "runtime/Trace.h"
 #include "specs/minimax_m3/SimHarness.h"
 #include "tools/Commands.h"
@@ -52,7 +52,7 @@ Run addTrace(CLI::App& app) {
     key = mm::withKnobs(key, knobs);
     if (o->injectRank >= key.tp)
       throw InputError("--inject-rank", fmt::format("rank {}: expected -1 (none) or 0..{}", o->injectRank, key.tp - 1));
-    runtime::checkOutputFile(o->out, "-o");  // before the launch
+    support::checkOutputFile(o->out, "-o");  // before the launch
     const runtime::TensorMap inputs = mm::makeInputs(cfg, key.rows, key.tp, o->seed, mm::knobsOf(key).input);
     mm::LaunchParams p;
     p.handshake = o->handshake || o->injectRank >= 0;

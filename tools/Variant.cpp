@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "ir/Error.h"
-#include "runtime/AtomicFile.h"
+#include "support/AtomicFile.h"
 #include "specs/minimax_m3/Generate.h"
 #include "specs/minimax_m3/Spec.h"
 
@@ -49,17 +49,16 @@ void addVariantOptions(CLI::App* app, VariantOptions& o, bool rowsTp) {
 mm::ModelConfig configOf(const VariantOptions& o) { return mm::ModelConfig::byName(o.config); }
 
 ir::Key keyOf(const VariantOptions& o, const mm::ModelConfig& cfg, int rows, int tp) {
-  if (o.arch != "gfx950" && o.arch != "gfx950:sramecc+:xnack-")
-    throw InputError("--arch", fmt::format("unknown arch '{}': monogen generates gfx950 (MI350X/MI355X) code "
-                                           "objects, target id gfx950:sramecc+:xnack-",
-                                           o.arch));
+  const ir::Target target = ir::targetNamed(o.arch, "--arch");
   mm::FfnKnobs knobs;
   knobs.experts = o.sum == "shared" ? mm::MoeExperts::Shared : o.sum == "routed" ? mm::MoeExperts::Routed : mm::MoeExperts::All;
   knobs.scales = o.scales == "rowmajor" ? mm::ScaleLayout::RowMajor : mm::ScaleLayout::E8m0Shuffle;
   knobs.input = mm::ffnInputOf(o.input, "--input");
   knobs.trace = o.trace;
   knobs.dropMark = o.dropMark;
-  return mm::makeKey(cfg, rows, tp, knobs);
+  ir::Key key = mm::makeKey(cfg, rows, tp, knobs);
+  key.target = target;
+  return key;
 }
 
 runtime::Generator generatorOf(const VariantOptions& o, const mm::ModelConfig& cfg) {
@@ -102,7 +101,7 @@ void flushStdout() {
 }
 
 void writeOutputFile(const std::string& path, std::string_view bytes) {
-  runtime::writeFileAtomically(path, {bytes}, 0644);
+  support::writeFileAtomically(path, {bytes}, 0644);
 }
 
 }  // namespace monogen::tools

@@ -66,8 +66,8 @@ void checkInjection(int injectRank, const CLI::Option& ticks);
 /// fails (`monogen info > /dev/full`), so a command stops rather than work for no reader.
 void flushStdout();
 
-/// Writes a tool's output file (runtime::writeFileAtomically, mode 0644): never a half-written
-/// file, never through a symlink. Check the path with runtime::checkOutputFile before the work.
+/// Writes a tool's output file (support::writeFileAtomically, mode 0644): never a half-written
+/// file, never through a symlink. Check the path with support::checkOutputFile before the work.
 void writeOutputFile(const std::string& path, std::string_view bytes);
 
 }  // namespace monogen::tools

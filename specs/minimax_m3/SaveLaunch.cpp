@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "ir/Error.h"
-#include "runtime/AtomicFile.h"
+#include "support/AtomicFile.h"
 #include "runtime/Safetensors.h"
 
 namespace monogen::specs::minimax_m3 {
@@ -38,7 +38,7 @@ void declareSavedScales(runtime::TensorMap& tensors, const std::map<std::string,
 void saveLaunch(const std::filesystem::path& dir, const ModelConfig& cfg, int S, int TP,
                 const runtime::TensorMap& inputs, const runtime::TensorMap& outputs,
                 const runtime::TensorMap& reference, const std::map<std::string, std::string>& metadata) {
-  runtime::makeDirectories(dir, 0755, "launch directory " + dir.string());
+  support::makeDirectories(dir, 0755, "launch directory " + dir.string());
   std::map<std::string, std::string> meta = metadata;
   meta["config"] = cfg.canonical();
   meta["rows"] = std::to_string(S);
@@ -54,9 +54,9 @@ constexpr const char* kFiles[] = {"inputs.safetensors", "outputs.safetensors", "
 }  // namespace
 
 void checkSaveDir(const std::filesystem::path& dir, const std::string& option) {
-  runtime::checkOutputDir(dir, option);
+  support::checkOutputDir(dir, option);
   if (std::filesystem::is_directory(dir))
-    for (const char* f : kFiles) runtime::checkOutputFile(dir / f, option);
+    for (const char* f : kFiles) support::checkOutputFile(dir / f, option);
 }
 
 runtime::SafetensorsFile loadLaunchInputs(const std::filesystem::path& dir) {

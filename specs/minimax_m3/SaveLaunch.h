@@ -41,7 +41,7 @@ std::string savedScaleLayout(const runtime::TensorMap& inputs);
 /// loadLaunch and loadLaunchInputs do; without it they stay undeclared (a launch refuses them).
 void declareSavedScales(runtime::TensorMap& tensors, const std::map<std::string, std::string>& metadata);
 
-/// Refuses, before the launch runs, a `dir` saveLaunch could not write (runtime/AtomicFile.h):
+/// Refuses, before the launch runs, a `dir` saveLaunch could not write (support/AtomicFile.h):
 /// an existing non-directory (e.g. a regular file), a directory (or the nearest existing parent
 /// of one to create) this process cannot create files in, or a DIR/*.safetensors of the three
 /// above that is a symlink or not a regular file. Throws InputError at `option` naming the path.

@@ -122,6 +122,7 @@ ir::Key makeKey(const ModelConfig& cfg, int rows, int tp, const FfnKnobs& knobs)
   k.specVersion = kSpecVersion;
   k.rows = rows;
   k.tp = tp;
+  k.target = ir::gfx950();
   k.knobs = knobs.canonical();
   k.config = cfg.canonical();
   return k;

@@ -1,4 +1,4 @@
-#include "runtime/AtomicFile.h"
+#include "support/AtomicFile.h"
 
 #include <fcntl.h>
 #include <sys/random.h>
@@ -12,9 +12,9 @@
 #include <cstring>
 #include <string>
 
-#include "ir/Error.h"
+#include "support/Error.h"
 
-namespace monogen::runtime {
+namespace monogen::support {
 
 namespace fs = std::filesystem;
 
@@ -233,4 +233,4 @@ void makeDirectories(const fs::path& dir, mode_t mode, const std::string& where)
                                                           ", not a directory");
 }
 
-}  // namespace monogen::runtime
+}  // namespace monogen::support
