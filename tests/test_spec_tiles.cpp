@@ -9,7 +9,7 @@
 
 #include "ir/Error.h"
 #include "ir/Mfma.h"
-#include "specs/minimax_m3/KernelContext.h"
+#include "specs/minimax_m3/kernel/KernelContext.h"
 #include "test_sim_util.h"
 
 using namespace monogen;

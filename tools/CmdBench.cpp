@@ -1,5 +1,5 @@
 // monogen bench: the bytes a launch asks from global memory on the Sim device against the
-// minimum a rank must read (specs/minimax_m3/BytesModel.h), per (S, TP, distinct experts).
+// minimum a rank must read (specs/minimax_m3/testing/BytesModel.h), per (S, TP, distinct experts).
 //
 // A cell builds the whole launch's inputs with the routing steered to N distinct experts
 // (makeLaunchInputs), checks the picks (moeRouting, the reference's routing), runs the launch on
@@ -18,10 +18,10 @@
 
 #include "ir/Error.h"
 #include "runtime/sim/SimDevice.h"
-#include "specs/minimax_m3/BytesModel.h"
-#include "specs/minimax_m3/MoeInputs.h"
-#include "specs/minimax_m3/SimHarness.h"
-#include "specs/minimax_m3/Spec.h"
+#include "specs/minimax_m3/testing/BytesModel.h"
+#include "specs/minimax_m3/testing/MoeInputs.h"
+#include "specs/minimax_m3/testing/SimHarness.h"
+#include "specs/minimax_m3/kernel/Spec.h"
 #include "tools/Commands.h"
 #include "tools/Variant.h"
 

@@ -1,5 +1,5 @@
 // Test inputs and the C++ reference for one rank, for Python tests and for a framework checking
-// its wiring: make_launch_inputs is specs/minimax_m3/MoeInputs.h's makeLaunchInputs (every rank's
+// its wiring: make_launch_inputs is specs/minimax_m3/testing/MoeInputs.h's makeLaunchInputs (every rank's
 // inputs of one launch, seeded), rank_reference is SimHarness.h's launchReferenceOutputs (the
 // spec's native reference, the numerics the Sim device runs) cut to one rank by RankHarness.h's
 // rankReference: what runSimRank compares a rank's read-back with. Both take the launch's input
@@ -19,11 +19,11 @@
 #include "bindings/Input.h"
 #include "bindings/TorchTensor.h"
 #include "ir/Error.h"
-#include "specs/minimax_m3/KernelContext.h"
-#include "specs/minimax_m3/MoeInputs.h"
-#include "specs/minimax_m3/RankHarness.h"
-#include "specs/minimax_m3/SimHarness.h"
-#include "specs/minimax_m3/WeightContract.h"
+#include "specs/minimax_m3/kernel/KernelContext.h"
+#include "specs/minimax_m3/testing/MoeInputs.h"
+#include "specs/minimax_m3/testing/RankHarness.h"
+#include "specs/minimax_m3/testing/SimHarness.h"
+#include "specs/minimax_m3/kernel/WeightContract.h"
 
 namespace monogen::python {
 
