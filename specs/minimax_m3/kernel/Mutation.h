@@ -26,6 +26,7 @@
 #include <string>
 
 #include "ir/Plan.h"
+#include "specs/common/SyncHooks.h"
 
 namespace monogen::specs::minimax_m3 {
 
@@ -50,18 +51,18 @@ struct Mutation {
 };
 
 /// Applies one Mutation while a Plan is built: KernelContext's sync helpers ask it at each call.
-class Mutator {
+class Mutator : public SyncHooks {
  public:
   Mutator() = default;
   explicit Mutator(Mutation m) : m_(std::move(m)) {}
   /// The stage being built (KernelContext::stage).
   void enterStage(const std::string& name) { stage_ = name; }
   /// A publish about to be emitted with (o, s): changed in place when it is the site.
-  void publish(ir::MemOrder& o, ir::MemScope& s);
+  void publish(ir::MemOrder& o, ir::MemScope& s) override;
   /// A wait about to be emitted with (o, s).
-  void wait(ir::MemOrder& o, ir::MemScope& s);
+  void wait(ir::MemOrder& o, ir::MemScope& s) override;
   /// A ctaSync(drain) about to be emitted: false when the site removes it.
-  bool keepCtaSync(bool drain);
+  bool keepCtaSync(bool drain) override;
   /// After the build: throws InputError (at `where`) when the site was never reached.
   void finish(const std::string& where) const;
 
