@@ -14,9 +14,9 @@
 #include "codegen/Toolchain.h"
 #include "runtime/Cache.h"
 #include "runtime/Generator.h"
-#include "specs/minimax_m3/Generate.h"
-#include "specs/minimax_m3/ModelConfig.h"
-#include "specs/minimax_m3/Spec.h"
+#include "specs/minimax_m3/kernel/Generate.h"
+#include "specs/minimax_m3/kernel/ModelConfig.h"
+#include "specs/minimax_m3/kernel/Spec.h"
 
 namespace {
 

@@ -17,8 +17,8 @@
 
 #include "codegen/Compiler.h"
 #include "ir/Verifier.h"
-#include "specs/minimax_m3/ModelConfig.h"
-#include "specs/minimax_m3/Spec.h"
+#include "specs/minimax_m3/kernel/ModelConfig.h"
+#include "specs/minimax_m3/kernel/Spec.h"
 
 namespace {
 

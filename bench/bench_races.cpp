@@ -11,10 +11,10 @@
 #include <sstream>
 
 #include "runtime/sim/SimDevice.h"
-#include "specs/minimax_m3/ModelConfig.h"
-#include "specs/minimax_m3/MoeInputs.h"
-#include "specs/minimax_m3/SimHarness.h"
-#include "specs/minimax_m3/Spec.h"
+#include "specs/minimax_m3/kernel/ModelConfig.h"
+#include "specs/minimax_m3/testing/MoeInputs.h"
+#include "specs/minimax_m3/testing/SimHarness.h"
+#include "specs/minimax_m3/kernel/Spec.h"
 
 namespace {
 

@@ -3,7 +3,7 @@
 // both callbacks (the runtime does not depend on LLVM); code objects are JIT-compiled the first
 // time a variant is needed and cached in memory and on disk (runtime/Cache.h).
 //
-//   Generator gen(planFn, compileFn, cache);        // specs/minimax_m3/Generate.h wires one up
+//   Generator gen(planFn, compileFn, cache);        // specs/minimax_m3/kernel/Generate.h wires one up
 //   gen.launch(device, key, rankArgs);               // checks every argument, then runs
 #pragma once
 #include <atomic>

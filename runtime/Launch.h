@@ -39,7 +39,7 @@ struct LaunchArg {
 using RankArgs = std::map<std::string, LaunchArg>;
 
 /// The storage layout each named tensor argument of a variant must declare (LaunchArg::layout),
-/// by argument name; a spec says which (the MiniMax-M3 scales': specs/minimax_m3/Spec.h
+/// by argument name; a spec says which (the MiniMax-M3 scales': specs/minimax_m3/kernel/Spec.h
 /// argLayouts). Shapes cannot always tell two layouts of the same bytes apart, so the caller
 /// declares the one it holds. Arguments not named are not checked.
 using ArgLayouts = std::map<std::string, std::string>;

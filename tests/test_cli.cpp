@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "runtime/Safetensors.h"
-#include "specs/minimax_m3/MoeInputs.h"
-#include "specs/minimax_m3/SaveLaunch.h"
-#include "specs/minimax_m3/SimHarness.h"
+#include "specs/minimax_m3/testing/MoeInputs.h"
+#include "specs/minimax_m3/testing/SaveLaunch.h"
+#include "specs/minimax_m3/testing/SimHarness.h"
 #include "test_shell.h"
 
 namespace fs = std::filesystem;

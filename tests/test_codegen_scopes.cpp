@@ -356,7 +356,7 @@ TEST_CASE("fences: a release writes L2 back then waits, an acquire waits then in
 
 // The launch itself: the reduced S=2 TP=2 FFN kernel, cut into its stages at the "; stage <name>
 // arguments" comment each stage's code starts with (codegen/Lowering.cpp, opaqueKernargPtr). Each
-// stage's flag sites carry the bits of the scope the spec gives them (specs/minimax_m3/Stage*.cpp):
+// stage's flag sites carry the bits of the scope the spec gives them (specs/minimax_m3/kernel/stages/Stage*.cpp):
 // the all-reduce pushes (push, down) are relaxed system-scope 8-byte stores to the peers; the waits
 // on them (reduce, final) poll and invalidate at system scope; the flags between this GPU's CTAs
 // (reduce -> norm -> router -> route -> table -> up -> down, the marks) are agent-scope releases

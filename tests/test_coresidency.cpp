@@ -11,8 +11,8 @@
 #include "codegen/Compiler.h"
 #include "ir/Error.h"
 #include "runtime/CoResidency.h"
-#include "specs/minimax_m3/Generate.h"
-#include "specs/minimax_m3/Spec.h"
+#include "specs/minimax_m3/kernel/Generate.h"
+#include "specs/minimax_m3/kernel/Spec.h"
 
 using namespace monogen;
 namespace mm = monogen::specs::minimax_m3;

@@ -5,8 +5,8 @@
 
 #include "ir/Error.h"
 #include "runtime/sim/SimDeviceAdapter.h"
-#include "specs/minimax_m3/Generate.h"
-#include "specs/minimax_m3/Spec.h"
+#include "specs/minimax_m3/kernel/Generate.h"
+#include "specs/minimax_m3/kernel/Spec.h"
 
 using namespace monogen;
 namespace mm = monogen::specs::minimax_m3;

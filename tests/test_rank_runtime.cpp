@@ -20,10 +20,10 @@
 #include "runtime/RankRuntime.h"
 #include "runtime/RankProcesses.h"
 #include "runtime/sim/SimRankDevice.h"
-#include "specs/minimax_m3/Generate.h"
-#include "specs/minimax_m3/KernelContext.h"
-#include "specs/minimax_m3/RankHarness.h"
-#include "specs/minimax_m3/Spec.h"
+#include "specs/minimax_m3/kernel/Generate.h"
+#include "specs/minimax_m3/kernel/KernelContext.h"
+#include "specs/minimax_m3/testing/RankHarness.h"
+#include "specs/minimax_m3/kernel/Spec.h"
 
 using namespace monogen;
 using namespace monogen::specs::minimax_m3;

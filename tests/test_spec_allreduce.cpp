@@ -11,11 +11,11 @@
 #include "ir/Numerics.h"
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
-#include "specs/minimax_m3/Layout.h"
-#include "specs/minimax_m3/Reference.h"
-#include "specs/minimax_m3/SimHarness.h"
-#include "specs/minimax_m3/Sites.h"
-#include "specs/minimax_m3/Spec.h"
+#include "specs/minimax_m3/kernel/Layout.h"
+#include "specs/minimax_m3/reference/Reference.h"
+#include "specs/minimax_m3/testing/SimHarness.h"
+#include "specs/minimax_m3/kernel/Sites.h"
+#include "specs/minimax_m3/kernel/Spec.h"
 #include "test_spec_util.h"
 
 using namespace monogen;

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "ir/Error.h"
-#include "specs/minimax_m3/ModelConfig.h"
+#include "specs/minimax_m3/kernel/ModelConfig.h"
 
 using namespace monogen;
 using namespace monogen::specs::minimax_m3;

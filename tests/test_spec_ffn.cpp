@@ -11,10 +11,10 @@
 #include "codegen/Compiler.h"
 #include "ir/Error.h"
 #include "ir/Verifier.h"
-#include "specs/minimax_m3/Layout.h"
-#include "specs/minimax_m3/MoeReference.h"
-#include "specs/minimax_m3/SimHarness.h"
-#include "specs/minimax_m3/Spec.h"
+#include "specs/minimax_m3/kernel/Layout.h"
+#include "specs/minimax_m3/reference/MoeReference.h"
+#include "specs/minimax_m3/testing/SimHarness.h"
+#include "specs/minimax_m3/kernel/Spec.h"
 #include "test_spec_util.h"
 
 using namespace monogen;

@@ -8,7 +8,7 @@
 // checked); the last case runs the o_proj partial as the input (input=part) at S=1 TP=4.
 #include <catch2/catch.hpp>
 
-#include "specs/minimax_m3/MoeInputs.h"
+#include "specs/minimax_m3/testing/MoeInputs.h"
 #include "test_spec_util.h"
 
 using namespace monogen;

@@ -1,4 +1,4 @@
-// The whole launch's seeded inputs (specs/minimax_m3/MoeInputs), the minimum-bytes model
+// The whole launch's seeded inputs (specs/minimax_m3/testing/MoeInputs), the minimum-bytes model
 // (BytesModel) and the launch's safetensors (SaveLaunch), checked through the MoE reference.
 #include <catch2/catch.hpp>
 #include <unistd.h>
@@ -13,14 +13,14 @@
 
 #include "ir/Error.h"
 #include "runtime/Tensor.h"
-#include "specs/minimax_m3/BytesModel.h"
-#include "specs/minimax_m3/ModelConfig.h"
-#include "specs/minimax_m3/MoeInputs.h"
-#include "specs/minimax_m3/MoeReference.h"
-#include "specs/minimax_m3/SaveLaunch.h"
-#include "specs/minimax_m3/SimHarness.h"
-#include "specs/minimax_m3/Spec.h"
-#include "specs/minimax_m3/WeightContract.h"
+#include "specs/minimax_m3/testing/BytesModel.h"
+#include "specs/minimax_m3/kernel/ModelConfig.h"
+#include "specs/minimax_m3/testing/MoeInputs.h"
+#include "specs/minimax_m3/reference/MoeReference.h"
+#include "specs/minimax_m3/testing/SaveLaunch.h"
+#include "specs/minimax_m3/testing/SimHarness.h"
+#include "specs/minimax_m3/kernel/Spec.h"
+#include "specs/minimax_m3/kernel/WeightContract.h"
 
 using namespace monogen;
 using namespace monogen::specs::minimax_m3;

@@ -1,10 +1,10 @@
-// The MiniMax-M3 spec's knobs (specs/minimax_m3/Knobs.h): canonical text in the key, parsed back,
+// The MiniMax-M3 spec's knobs (specs/minimax_m3/kernel/Knobs.h): canonical text in the key, parsed back,
 // bad text refused; a knob, the target and the config each give another key text.
 #include <catch2/catch.hpp>
 
 #include "ir/Error.h"
 #include "runtime/KeyHash.h"
-#include "specs/minimax_m3/Spec.h"
+#include "specs/minimax_m3/kernel/Spec.h"
 
 using namespace monogen;
 using namespace monogen::specs::minimax_m3;

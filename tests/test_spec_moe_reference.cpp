@@ -1,4 +1,4 @@
-// The MoE reference (specs/minimax_m3/MoeReference) against the float64 model, the routing's
+// The MoE reference (specs/minimax_m3/reference/MoeReference) against the float64 model, the routing's
 // corner cases, the TP invariants, the AITER (16,16) shuffle and the weight contract check.
 #include <catch2/catch.hpp>
 
@@ -17,11 +17,11 @@
 #include "ir/Mfma.h"
 #include "ir/Numerics.h"
 #include "runtime/Tensor.h"
-#include "specs/minimax_m3/ModelConfig.h"
-#include "specs/minimax_m3/MoeFloat64.h"
-#include "specs/minimax_m3/MoeReference.h"
-#include "specs/minimax_m3/MoeTiling.h"
-#include "specs/minimax_m3/WeightContract.h"
+#include "specs/minimax_m3/kernel/ModelConfig.h"
+#include "specs/minimax_m3/reference/MoeFloat64.h"
+#include "specs/minimax_m3/reference/MoeReference.h"
+#include "specs/minimax_m3/kernel/MoeTiling.h"
+#include "specs/minimax_m3/kernel/WeightContract.h"
 
 using namespace monogen;
 using namespace monogen::specs::minimax_m3;

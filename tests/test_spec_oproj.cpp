@@ -11,9 +11,9 @@
 #include "codegen/Compiler.h"
 #include "ir/Numerics.h"
 #include "ir/Verifier.h"
-#include "specs/minimax_m3/BytesModel.h"
-#include "specs/minimax_m3/OprojReference.h"
-#include "specs/minimax_m3/WeightContract.h"
+#include "specs/minimax_m3/testing/BytesModel.h"
+#include "specs/minimax_m3/reference/OprojReference.h"
+#include "specs/minimax_m3/kernel/WeightContract.h"
 #include "test_spec_util.h"
 
 using namespace monogen;

@@ -1,6 +1,6 @@
 // The MiniMax-M3 FFN launch under the Sim's happens-before race detector
 // (runtime/sim/SimRaces.h): the launch is race-free over the bit-exact matrix on the reduced
-// config, and each test-only mutation of one sync site (specs/minimax_m3/Mutation.h) is reported,
+// config, and each test-only mutation of one sync site (specs/minimax_m3/kernel/Mutation.h) is reported,
 // naming that site (stage and op number) and the edge it took away. The mutation tests are what
 // shows the detector sees: each would pass a detector that never reports, so each requires a
 // report. The full-dims case (S=8 TP=4 with the detector on) has its own label,
@@ -13,9 +13,9 @@
 
 #include "ir/Error.h"
 #include "ir/Op.h"
-#include "specs/minimax_m3/Generate.h"
-#include "specs/minimax_m3/MoeInputs.h"
-#include "specs/minimax_m3/Mutation.h"
+#include "specs/minimax_m3/kernel/Generate.h"
+#include "specs/minimax_m3/testing/MoeInputs.h"
+#include "specs/minimax_m3/kernel/Mutation.h"
 #include "test_spec_util.h"
 
 using namespace monogen;

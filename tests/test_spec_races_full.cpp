@@ -10,7 +10,7 @@
 
 #include <chrono>
 
-#include "specs/minimax_m3/MoeInputs.h"
+#include "specs/minimax_m3/testing/MoeInputs.h"
 #include "test_spec_util.h"
 
 using namespace monogen;

@@ -6,11 +6,11 @@
 #include <fmt/format.h>
 
 #include "runtime/Gfx950RunDevice.h"
-#include "specs/minimax_m3/KernelContext.h"
-#include "specs/minimax_m3/MoeInputs.h"
-#include "specs/minimax_m3/MoeReference.h"
-#include "specs/minimax_m3/SimHarness.h"
-#include "specs/minimax_m3/Spec.h"
+#include "specs/minimax_m3/kernel/KernelContext.h"
+#include "specs/minimax_m3/testing/MoeInputs.h"
+#include "specs/minimax_m3/reference/MoeReference.h"
+#include "specs/minimax_m3/testing/SimHarness.h"
+#include "specs/minimax_m3/kernel/Spec.h"
 #include "test_spec_util.h"
 
 using namespace monogen;

@@ -15,12 +15,12 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/Verifier.h"
-#include "specs/minimax_m3/KernelContext.h"
+#include "specs/minimax_m3/kernel/KernelContext.h"
 #include "runtime/Trace.h"
-#include "specs/minimax_m3/Layout.h"
-#include "specs/minimax_m3/SimHarness.h"
-#include "specs/minimax_m3/Sites.h"
-#include "specs/minimax_m3/Spec.h"
+#include "specs/minimax_m3/kernel/Layout.h"
+#include "specs/minimax_m3/testing/SimHarness.h"
+#include "specs/minimax_m3/kernel/Sites.h"
+#include "specs/minimax_m3/kernel/Spec.h"
 #include "test_shell.h"
 #include "test_spec_util.h"
 

@@ -7,8 +7,8 @@
 #include <cstring>
 #include <limits>
 
-#include "specs/minimax_m3/MoeReference.h"
-#include "specs/minimax_m3/SimHarness.h"
+#include "specs/minimax_m3/reference/MoeReference.h"
+#include "specs/minimax_m3/testing/SimHarness.h"
 #include "test_spec_util.h"
 
 using namespace monogen;

@@ -9,10 +9,10 @@
 #include <chrono>
 
 #include "ir/Error.h"
-#include "specs/minimax_m3/MoeInputs.h"
-#include "specs/minimax_m3/SimHarness.h"
-#include "specs/minimax_m3/Spec.h"
-#include "specs/minimax_m3/WeightContract.h"
+#include "specs/minimax_m3/testing/MoeInputs.h"
+#include "specs/minimax_m3/testing/SimHarness.h"
+#include "specs/minimax_m3/kernel/Spec.h"
+#include "specs/minimax_m3/kernel/WeightContract.h"
 #include "test_spec_util.h"
 
 using namespace monogen;

@@ -9,13 +9,14 @@
 
 #include "ir/Error.h"
 #include "ir/Mfma.h"
-#include "specs/minimax_m3/KernelContext.h"
+#include "specs/common/MfmaTile.h"
+#include "specs/minimax_m3/kernel/KernelContext.h"
 #include "test_sim_util.h"
 
 using namespace monogen;
 using ir::Type;
 using ir::Val;
-using specs::minimax_m3::MfmaTile;
+using specs::MfmaTile;
 using simtest::bitsOf;
 using simtest::f32FromBits;
 using simtest::Kit;

@@ -9,8 +9,8 @@
 #include <string>
 
 #include "runtime/sim/SimDevice.h"
-#include "specs/minimax_m3/SimHarness.h"
-#include "specs/minimax_m3/Spec.h"
+#include "specs/minimax_m3/testing/SimHarness.h"
+#include "specs/minimax_m3/kernel/Spec.h"
 
 /// The key of the input=part variant (the o_proj partial as the launch's input) with `knobs`'
 /// others: the all-reduce's tests, whose edge cases (makeInputs: bf16 ties, cancelling ranks)

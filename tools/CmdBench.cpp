@@ -1,5 +1,5 @@
 // monogen bench: the bytes a launch asks from global memory on the Sim device, per (S, TP, distinct
-// experts), against the minimum a rank must read (specs/minimax_m3/BytesModel.h). No timing: the
+// experts), against the minimum a rank must read (specs/minimax_m3/testing/BytesModel.h). No timing: the
 // Sim's counts are exact.
 #include <fmt/format.h>
 
@@ -11,10 +11,10 @@
 
 #include "ir/Error.h"
 #include "runtime/sim/SimDevice.h"
-#include "specs/minimax_m3/BytesModel.h"
-#include "specs/minimax_m3/MoeInputs.h"
-#include "specs/minimax_m3/SimHarness.h"
-#include "specs/minimax_m3/Spec.h"
+#include "specs/minimax_m3/testing/BytesModel.h"
+#include "specs/minimax_m3/testing/MoeInputs.h"
+#include "specs/minimax_m3/testing/SimHarness.h"
+#include "specs/minimax_m3/kernel/Spec.h"
 #include "tools/Commands.h"
 #include "tools/Variant.h"
 

@@ -10,12 +10,12 @@
 #include "ir/Error.h"
 #include "runtime/Gfx950RunDevice.h"
 #include "runtime/sim/SimDeviceAdapter.h"
-#include "specs/minimax_m3/Generate.h"
-#include "specs/minimax_m3/MoeInputs.h"
-#include "specs/minimax_m3/RankHarness.h"
+#include "specs/minimax_m3/kernel/Generate.h"
+#include "specs/minimax_m3/testing/MoeInputs.h"
+#include "specs/minimax_m3/testing/RankHarness.h"
 #include "runtime/RankProcesses.h"
 #include <nlohmann/json.hpp>
-#include "specs/minimax_m3/SimHarness.h"
+#include "specs/minimax_m3/testing/SimHarness.h"
 #include "tools/Commands.h"
 #include "tools/Variant.h"
 #include "tools/Verdict.h"
@@ -27,7 +27,7 @@ namespace mm = specs::minimax_m3;
 namespace {
 
 /// monogen check --device sim --per-rank and --device hip: TP processes (fork), one a rank, each
-/// through the per-rank runtime on its own device (specs/minimax_m3/RankHarness.h: runSimRank, a
+/// through the per-rank runtime on its own device (specs/minimax_m3/testing/RankHarness.h: runSimRank, a
 /// SimRankDevice; runHipRank, a HipRankDevice on GPU `rank`), handle bytes exchanged over the
 /// RankChannel. Prints each rank's device (the GPU's name and CU count on hip), warm-up, every
 /// launch's tag and verdict, and the verdict over every rank and launch: bit-exact (exit 0),

@@ -3,7 +3,7 @@
 
 #include "codegen/Compiler.h"
 #include "ir/Printer.h"
-#include "specs/minimax_m3/Generate.h"
+#include "specs/minimax_m3/kernel/Generate.h"
 #include "tools/Commands.h"
 #include "tools/Variant.h"
 

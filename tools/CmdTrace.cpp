@@ -9,7 +9,7 @@
 #include "ir/Error.h"
 #include "support/AtomicFile.h"
 #include "runtime/Trace.h"
-#include "specs/minimax_m3/SimHarness.h"
+#include "specs/minimax_m3/testing/SimHarness.h"
 #include "tools/Commands.h"
 #include "tools/Variant.h"
 

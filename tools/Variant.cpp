@@ -9,8 +9,8 @@
 
 #include "ir/Error.h"
 #include "support/AtomicFile.h"
-#include "specs/minimax_m3/Generate.h"
-#include "specs/minimax_m3/Spec.h"
+#include "specs/minimax_m3/kernel/Generate.h"
+#include "specs/minimax_m3/kernel/Spec.h"
 
 namespace monogen::tools {
 

@@ -11,7 +11,7 @@
 #include "ir/Plan.h"
 #include "runtime/Cache.h"
 #include "runtime/Generator.h"
-#include "specs/minimax_m3/ModelConfig.h"
+#include "specs/minimax_m3/kernel/ModelConfig.h"
 
 namespace monogen::tools {
 

@@ -3,7 +3,7 @@
 #include <optional>
 #include <string>
 
-#include "specs/minimax_m3/SimHarness.h"
+#include "specs/minimax_m3/testing/SimHarness.h"
 
 namespace monogen::tools {
 

@@ -8,8 +8,8 @@
 #include "bindings/Config.h"
 #include "codegen/Toolchain.h"
 #include "runtime/Cache.h"
-#include "specs/minimax_m3/Generate.h"
-#include "specs/minimax_m3/Spec.h"
+#include "specs/minimax_m3/kernel/Generate.h"
+#include "specs/minimax_m3/kernel/Spec.h"
 
 namespace monogen::python {
 

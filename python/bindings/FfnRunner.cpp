@@ -11,10 +11,10 @@
 #include "ir/Error.h"
 #include "runtime/HipRankDevice.h"
 #include "runtime/sim/SimRankDevice.h"
-#include "specs/minimax_m3/Generate.h"
-#include "specs/minimax_m3/KernelContext.h"
-#include "specs/minimax_m3/Spec.h"
-#include "specs/minimax_m3/WeightContract.h"
+#include "specs/minimax_m3/kernel/Generate.h"
+#include "specs/minimax_m3/kernel/KernelContext.h"
+#include "specs/minimax_m3/kernel/Spec.h"
+#include "specs/minimax_m3/kernel/WeightContract.h"
 
 namespace monogen::python {
 

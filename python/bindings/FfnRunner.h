@@ -13,9 +13,9 @@
 #include "runtime/Generator.h"
 #include "runtime/RankDevice.h"
 #include "runtime/RankRuntime.h"
-#include "specs/minimax_m3/ModelConfig.h"
-#include "specs/minimax_m3/RankHarness.h"
-#include "specs/minimax_m3/WeightContract.h"
+#include "specs/minimax_m3/kernel/ModelConfig.h"
+#include "specs/minimax_m3/testing/RankHarness.h"
+#include "specs/minimax_m3/kernel/WeightContract.h"
 
 namespace monogen::python {
 

@@ -1,4 +1,4 @@
-// The launch's input a Python caller declares (the `input` knob, specs/minimax_m3/Knobs.h):
+// The launch's input a Python caller declares (the `input` knob, specs/minimax_m3/kernel/Knobs.h):
 // "attn" (the attention rows, o_proj's per-token FP8 quant and GEMM inside the launch; the
 // default, as in C++) or "part" (the unreduced o_proj partial the framework computed). The
 // runner's variant, make_launch_inputs's tensors and rank_reference's check all follow it.
@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "specs/minimax_m3/WeightContract.h"
+#include "specs/minimax_m3/kernel/WeightContract.h"
 
 namespace monogen::python {
 

@@ -12,11 +12,11 @@
 #include "bindings/Input.h"
 #include "bindings/TorchTensor.h"
 #include "ir/Error.h"
-#include "specs/minimax_m3/KernelContext.h"
-#include "specs/minimax_m3/MoeInputs.h"
-#include "specs/minimax_m3/RankHarness.h"
-#include "specs/minimax_m3/SimHarness.h"
-#include "specs/minimax_m3/WeightContract.h"
+#include "specs/minimax_m3/kernel/KernelContext.h"
+#include "specs/minimax_m3/testing/MoeInputs.h"
+#include "specs/minimax_m3/testing/RankHarness.h"
+#include "specs/minimax_m3/testing/SimHarness.h"
+#include "specs/minimax_m3/kernel/WeightContract.h"
 
 namespace monogen::python {
 

@@ -12,7 +12,7 @@ At model load, in every rank's process (one process a GPU, torch.distributed sty
 
 In forward: ``runner.launch(x, res_in, out, res_out, weights)`` with the framework's tensors
 (weights by the Plan's argument names: ``runner.weight_names(S)``, shapes and dtypes in
-``runner.arguments(S)``; specs/minimax_m3/WeightContract.h). ``x`` is the launch's input, as the
+``runner.arguments(S)``; specs/minimax_m3/kernel/WeightContract.h). ``x`` is the launch's input, as the
 runner was built with ``input=``: "attn" (the default) the attention rows, bf16 [S, heads x
 head_dim / TP], o_proj's per-token FP8 quant and GEMM running inside the launch (its rowwise-FP8
 weight ``wo`` and ``wo_scale`` are ordinary weights); "part" the unreduced o_proj partial the

@@ -92,7 +92,7 @@
 // full dims S=8 TP=4 is tests/test_spec_races_full.cpp, opt-in, race-free and bit-exact there too
 // (13.6 GB peak, 185 s of CPU: the clocks and release snapshots grow with the waves squared, 8192
 // waves there, on top of the 8 GB of weights); each test-only mutation of
-// one sync site (specs/minimax_m3/Mutation.h) is reported naming that site and the missing edge.
+// one sync site (specs/minimax_m3/kernel/Mutation.h) is reported naming that site and the missing edge.
 // The uninitialized-read check adds nothing measurable to the detector's cost, and the poison nothing
 // off (process CPU seconds, medians of 3 interleaved runs: S8 TP4 off 3.66 -> 3.64, on 6.64 -> 6.08).
 // Not yet: the error word a timed-out wait writes is not checked; reads of Input, Weight and

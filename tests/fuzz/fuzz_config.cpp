@@ -12,7 +12,7 @@
 #include <string>
 
 #include "ir/Error.h"
-#include "specs/minimax_m3/ModelConfig.h"
+#include "specs/minimax_m3/kernel/ModelConfig.h"
 
 using namespace monogen;
 using monogen::specs::minimax_m3::ModelConfig;

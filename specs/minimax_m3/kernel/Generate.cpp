@@ -1,0 +1,40 @@
+#include "specs/minimax_m3/kernel/Generate.h"
+
+#include "codegen/Compiler.h"
+#include "codegen/Dump.h"
+#include "codegen/Toolchain.h"
+#include "ir/Error.h"
+#include "ir/Verifier.h"
+#include "specs/minimax_m3/kernel/Knobs.h"
+#include "specs/minimax_m3/kernel/Spec.h"
+
+namespace monogen::specs::minimax_m3 {
+
+ir::Plan verifiedPlan(const ModelConfig& cfg, const ir::Key& key) {
+  ir::Plan p = buildPlan(cfg, key);
+  ir::verify(p);
+  return p;
+}
+
+runtime::Generator makeGenerator(const ModelConfig& cfg, std::shared_ptr<runtime::Cache> cache) {
+  auto plan = [cfg](const ir::Key& key) {
+    // A mutated variant (Mutation.h) is for the Sim's race tests only: never compiled for a
+    // device, never in the code-object cache (its key differs from the real one's anyway).
+    if (knobsOf(key).mutation)
+      throw InputError(key.variantName(), "a mutated variant (knob mutate) runs on the Sim device only; the "
+                                          "generator never compiles or caches one");
+    return verifiedPlan(cfg, key);
+  };
+  auto compile = [](const ir::Plan& p) {
+    codegen::CodeObject co = codegen::compile(p);  // reads back and checks the metadata
+    if (const auto dir = codegen::dumpDirFromEnv()) codegen::dumpVariant(p, *dir);
+    return co.bytes;
+  };
+  return runtime::Generator(plan, compile, std::move(cache), argLayouts);  // s13 / s2 declare the key's layout
+}
+
+std::shared_ptr<runtime::Cache> defaultCache() {
+  return std::make_shared<runtime::Cache>(runtime::Cache::defaultDir(), codegen::toolchainId());
+}
+
+}  // namespace monogen::specs::minimax_m3

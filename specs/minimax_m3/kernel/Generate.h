@@ -1,0 +1,22 @@
+// The MiniMax-M3 FFN launch behind the generate-and-launch API: Plans from this spec (built and
+// verified), code objects from codegen (compiled in-process, checked against the Plan and the
+// target's limits), cached under the given cache.
+#pragma once
+#include <memory>
+
+#include "runtime/Generator.h"
+#include "specs/minimax_m3/kernel/ModelConfig.h"
+
+namespace monogen::specs::minimax_m3 {
+
+/// buildPlan + ir::verify: the Plan every way in (API, CLI, tests) uses.
+ir::Plan verifiedPlan(const ModelConfig& cfg, const ir::Key& key);
+
+/// A Generator for `cfg`. `cache` may be null (memory only); Cache(Cache::defaultDir(),
+/// codegen::toolchainId()) is the usual one.
+runtime::Generator makeGenerator(const ModelConfig& cfg, std::shared_ptr<runtime::Cache> cache);
+
+/// The default on-disk cache: $MONOGEN_CACHE_DIR or ~/.cache/monogen, keyed with this LLVM.
+std::shared_ptr<runtime::Cache> defaultCache();
+
+}  // namespace monogen::specs::minimax_m3

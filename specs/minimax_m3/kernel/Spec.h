@@ -1,0 +1,30 @@
+// The MiniMax-M3 FFN launch as a Plan: arguments, regions, flags, pools, stages and the kernel
+// body, for one Key (S, TP) on a ModelConfig.
+#pragma once
+#include "ir/Plan.h"
+#include "runtime/Launch.h"
+#include "specs/minimax_m3/kernel/Knobs.h"
+#include "specs/minimax_m3/kernel/ModelConfig.h"
+
+namespace monogen::specs::minimax_m3 {
+
+inline constexpr const char* kSpecId = "minimax_m3.ffn";
+// v2: the default variant reads s13 / s2 e8m0_shuffle'd (v1 read them row-major; the scales knob).
+// v3: the default variant takes the attention rows, o_proj in the launch (v2 took the o_proj
+// partial, now the key's "input=part"; the input knob).
+inline constexpr int kSpecVersion = 3;
+
+/// Builds the launch of key (S = key.rows, TP = key.tp) on cfg. key.config must be empty (it is
+/// set to cfg.canonical()) or equal cfg.canonical(). Throws InputError naming the variant on a
+/// wrong spec id or version, config text, S, TP or drop-mark CTA.
+ir::Plan buildPlan(const ModelConfig& cfg, const ir::Key& key);
+
+/// The layouts a launch of `plan` must declare on its tensor arguments (runtime::ArgLayouts):
+/// s13 and s2 in the key's scales layout (WeightContract.h). makeGenerator hands it to the
+/// Generator, so Generator::launch and RankRuntime::bind refuse undeclared or other ones.
+runtime::ArgLayouts argLayouts(const ir::Plan& plan);
+
+/// A key for (S, TP) on cfg with these knobs (by default every knob at its default).
+ir::Key makeKey(const ModelConfig& cfg, int rows, int tp, const FfnKnobs& knobs = {});
+
+}  // namespace monogen::specs::minimax_m3

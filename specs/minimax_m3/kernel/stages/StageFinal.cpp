@@ -1,0 +1,40 @@
+#include "ir/Op.h"
+#include "specs/minimax_m3/kernel/Sites.h"
+#include "specs/minimax_m3/kernel/stages/Stages.h"
+
+namespace monogen::specs::minimax_m3 {
+
+using ir::MemOrder;
+using ir::MemScope;
+using ir::Type;
+using ir::Val;
+
+// Pairs 16 task .. (columns 32 task ..), every row (the seeds' final): thread tid < 16 S takes
+// row t = tid / 16, pair 16 task + tid % 16, waits for the TP ranks' combined partials in FFN in
+// rank order (acquire, system scope; site final), sums each column's ranks in rank order in f32
+// (acc = p_0, then acc + p_r) and rounds once to bf16 -> out.
+void stageFinal(KernelContext& c, Val task) {
+  ir::Builder& b = c.b;
+  const Layout& L = c.L;
+  b.if_(c.tid < c.i32(L.rows * kTaskPairs), [&] {
+    Val t = c.tid / c.i32(kTaskPairs);
+    Val pair = task * c.i32(kTaskPairs) + c.tid % c.i32(kTaskPairs);
+    std::vector<Val> word;
+    for (int src = 0; src < L.tp; ++src) {
+      Val at = (c.i32(src * L.rows) + t) * c.i32(L.hidden / 2) + pair;
+      Val code = c.i32(errorCode(kSiteFinal, src, 0)) | t << c.i32(16);
+      word.push_back(c.wait(c.pairAt(c.sym, L.ffn, at), c.tag, c.waitTicks, c.err, code, kSiteFinal,
+                            MemOrder::Acquire, MemScope::System));
+    }
+    Val o[2];
+    for (int h = 0; h < 2; ++h) {
+      Val shift = c.i32(16 * h);
+      Val acc = b.bf16BitsToF32(b.lshr(word[0], shift));
+      for (int src = 1; src < L.tp; ++src) acc = acc + b.bf16BitsToF32(b.lshr(word[src], shift));
+      o[h] = b.f32ToBf16(acc);
+    }
+    b.store(c.elemAt(c.out, t * c.i32(L.hidden / 2) + pair, 4), b.insert(b.splat(o[0], 2), o[1], 1));
+  });
+}
+
+}  // namespace monogen::specs::minimax_m3

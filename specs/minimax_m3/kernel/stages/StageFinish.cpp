@@ -1,0 +1,185 @@
+// The finish stages of the MiniMax-M3 FFN launch (seeds 002: finish, epoch_end, injected_fault,
+// trade_faults): every CTA marks the launch done, CTA 0 moves the epoch on once every mark is
+// in, and the step's last launch trades every rank's failure flag over the peers.
+#include <fmt/format.h>
+
+#include "ir/Op.h"
+#include "specs/minimax_m3/kernel/Sites.h"
+#include "specs/minimax_m3/kernel/stages/Stages.h"
+
+namespace monogen::specs::minimax_m3 {
+
+using ir::AddrSpace;
+using ir::MemOrder;
+using ir::MemScope;
+using ir::Type;
+using ir::Val;
+
+namespace {
+
+ir::KernelArg controlArg(const char* name, ir::Scalar elem, std::vector<int64_t> shape, bool pointer,
+                         std::string doc) {
+  ir::KernelArg a;
+  a.name = name;
+  a.isPointer = pointer;
+  a.elem = elem;
+  a.shape = std::move(shape);
+  a.role = ir::ArgRole::Control;
+  a.align = pointer ? 8 : 4;
+  a.doc = std::move(doc);
+  return a;
+}
+
+// mark (every CTA, after its work): once every thread's stores have drained (release at agent
+// scope, then the CTA barrier), thread 0 publishes MARKS[block] := (tag, tag), released at agent
+// scope. The drop-mark knob (FfnKnobs::dropMark) leaves CTA dropMark's mark out: a fault the epoch
+// must catch.
+void stageMark(KernelContext& c, int dropMark) {
+  ir::Builder& b = c.b;
+  c.ctaSync(/*drain=*/true);
+  Val who = c.tid == c.i32(0);
+  if (dropMark >= 0) who = who & (c.block != c.i32(dropMark));
+  b.if_(who, [&] {
+    c.publish(c.pairAt(c.scratch, c.L.marks, c.block), c.tag, c.tag, MemOrder::Release, MemScope::Agent);
+  });
+}
+
+// injected_fault (CTA 0 thread 0, the step's last launch): when inject[0] == rank + 1, spin on
+// the realtime clock (sleeping between reads) until inject[1] ticks have passed, then fail with
+// the inject site naming this rank.
+void injectedFault(KernelContext& c, Val inject) {
+  ir::Builder& b = c.b;
+  Val target = b.load(Type::i32(), inject, MemOrder::Relaxed, MemScope::Agent);
+  b.if_(target == c.rank + c.i32(1), [&] {
+    Val ticks = b.sext(b.load(Type::i32(), b.ptrAdd(inject, int64_t{4}), MemOrder::Relaxed, MemScope::Agent),
+                       Type::i64());
+    Val t0 = b.realtime();
+    b.while_([&] { return b.realtime() - t0 < ticks; }, [&] { b.sleep(8); });
+    c.fail(c.i32(errorCode(kSiteInject, 0, 0)) | c.rank << c.i32(8));
+  });
+}
+
+// epoch (CTA 0): on the step's last launch the injected fault first. Then every CTA's mark:
+// thread i (and i + threads ..) waits for MARKS[i] to carry the tag (acquire, agent scope,
+// bounded; past the bound the wait sets the error word: site epoch, this rank, token i) and
+// flags a missing one in LDS red[0]. Thread 0 then moves the epoch on (release, agent scope):
+// epoch[0] := tag when every mark is in, else launchTagAfter(tag), skipping a tag, so a CTA
+// that is only late (it has not marked, so it may not yet have read the epoch) runs on a tag no
+// later launch uses, never on the next launch's. The epoch never stays: a launch on the same
+// tag would take this launch's pairs as its own. On the step's last launch thread 0 then
+// publishes this rank's error word (its failure flag: 0 is none) to FAULTS[rank] of every
+// rank (release, system scope).
+void stageEpoch(KernelContext& c, Val epoch, Val handshake, Val inject) {
+  ir::Builder& b = c.b;
+  const Layout& L = c.L;
+  Val last = handshake != c.i32(0);
+  b.if_(last & (c.tid == c.i32(0)), [&] { injectedFault(c, inject); });
+  Val missing = b.intToPtr(c.i32(L.red.offset), AddrSpace::Lds);  // red word 0: a mark is missing
+  b.if_(c.tid == c.i32(0), [&] { b.store(missing, c.i32(0)); });
+  c.ctaSync(/*drain=*/false);
+  b.for_(c.tid, c.i32(L.blocks), c.i32(L.threads), [&](Val i) {
+    Val code = c.i32(errorCode(kSiteEpoch, 0, 0)) | c.rank << c.i32(8) | i << c.i32(16);
+    Val mark = c.wait(c.pairAt(c.scratch, L.marks, i), c.tag, c.waitTicks, c.err, code, kSiteEpoch,
+                      MemOrder::Acquire, MemScope::Agent);
+    b.if_(mark != c.tag, [&] { b.store(missing, c.i32(1)); });
+  });
+  c.ctaSync(/*drain=*/false);
+  b.if_(c.tid == c.i32(0), [&] {
+    Val skip = (c.tag & c.i32(kLaunchTagMask)) + c.i32(1);
+    b.store(epoch, b.select(b.load(Type::i32(), missing) == c.i32(0), c.tag, skip), MemOrder::Release,
+            MemScope::Agent);
+    b.if_(last, [&] {
+      Val word = b.load(Type::i32(), c.err, MemOrder::Relaxed, MemScope::Agent);
+      for (int p = 0; p < L.tp; ++p)
+        c.publish(c.pairAt(c.peerSym[p], L.faults, c.rank), word, c.tag, MemOrder::Release, MemScope::System);
+    });
+  });
+}
+
+// handshake (CTA 0, the step's last launch): thread p < TP waits for rank p's failure flag in
+// this rank's FAULTS[p] (acquire, system scope, bounded; past the bound: site handshake naming
+// rank p). A flag that came with the tag and is not 0, from another rank, is folded into this
+// rank's error word: site handshake, rank p, token the site of p's error word. So a fault
+// anywhere in the step is in every rank's error word when this launch ends.
+void stageHandshake(KernelContext& c, Val handshake) {
+  ir::Builder& b = c.b;
+  const Layout& L = c.L;
+  b.if_((handshake != c.i32(0)) & (c.tid < c.i32(L.tp)), [&] {
+    Val src = c.tid;
+    Val code = c.i32(errorCode(kSiteHandshake, 0, 0)) | src << c.i32(8);
+    Val pair = c.pairAt(c.sym, L.faults, src);
+    Val word = c.wait(pair, c.tag, c.waitTicks, c.err, code, kSiteHandshake, MemOrder::Acquire, MemScope::System);
+    Val came = b.load(Type::i32(), b.ptrAdd(pair, int64_t{4}), MemOrder::Relaxed, MemScope::System) == c.tag;
+    b.if_(came & (word != c.i32(0)) & (src != c.rank),
+          [&] { c.fail(code | (word & c.i32(0xff)) << c.i32(16)); });
+  });
+}
+
+}  // namespace
+
+std::vector<ir::KernelArg> finishArgs(const Layout& L, const ir::Key& key) {
+  std::vector<ir::KernelArg> a = {
+      controlArg(arg::kEpoch, ir::Scalar::I32, {1}, true,
+                 "i32 [1]: the epoch: the last launch's tag (a launch's tag is launchTagAfter(epoch)); zero it once"),
+      controlArg(arg::kHandshake, ir::Scalar::I32, {}, false,
+                 "i32: nonzero on the step's last launch: trade every rank's failure flag over the peers"),
+      controlArg(arg::kInject, ir::Scalar::I32, {2}, true,
+                 "i32 [2]: fault injection: rank inject[0] - 1 (0: none) stalls inject[1] ticks at the "
+                 "handshake, then fails"),
+  };
+  if (knobsOf(key).trace)
+    a.push_back(controlArg(arg::kTrace, ir::Scalar::I64, {L.blocks, 0, 2}, true,
+                           "u64 [blocks][stages][2]: the realtime clock at each stage's start and end, "
+                           "CTA by CTA (trace knob)"));
+  return a;
+}
+
+void addFinishStages(KernelContext& c, ir::Plan& plan) {
+  const Layout& L = c.L;
+  const int64_t tp = L.tp;
+  ir::Stage mark;
+  mark.name = "mark";
+  mark.tasks = L.blocks;
+  mark.everyCta = true;
+  mark.publishes = {{L.marks.name, L.blocks}};
+  mark.doc = "every CTA, after its work: MARKS[block] := the tag once its stores drained (the drop-mark knob "
+             "leaves one out)";
+  ir::Stage epoch;
+  epoch.name = "epoch";
+  epoch.tasks = 1;
+  epoch.waits = {{L.marks.name, L.blocks}};
+  epoch.publishes = {{L.faults.name, tp * tp}};
+  epoch.doc = "CTA 0: every mark in -> epoch := tag, a missing one -> the error word (site epoch); on the step's "
+              "last launch the injected fault first, then this rank's error word to every rank's FAULTS";
+  ir::Stage hs;
+  hs.name = "handshake";
+  hs.tasks = 1;
+  hs.waits = {{L.faults.name, tp * tp}};
+  hs.doc = "CTA 0, the step's last launch: every rank's failure flag, folded into this rank's error word "
+           "(site handshake, the failed rank)";
+  const int first = static_cast<int>(plan.stages.size());
+  plan.stages.push_back(mark);
+  plan.stages.push_back(epoch);
+  plan.stages.push_back(hs);
+  plan.facts.push_back({"finish", "mark (every CTA), epoch (CTA 0), handshake (CTA 0, the step's last launch)"});
+  plan.facts.push_back({"error sites", "epoch 9 (token: the CTA), inject 10, handshake 11 (rank: the failed rank, "
+                                       "token: its site)"});
+
+  ir::Builder& b = c.b;
+  auto argOf = [&](const char* name, Type t) { return b.arg(plan.argIndex(name), t, name); };
+  const Placement cta0{"epoch", 1, 0};
+  c.stage(first, [&] { stageMark(c, knobsOf(plan.key).dropMark); });
+  c.stage(first + 1, [&] {
+    c.forEachTask(cta0, [&](Val) {
+      c.loadPeers();
+      stageEpoch(c, argOf(arg::kEpoch, Type::ptr(AddrSpace::Global)), argOf(arg::kHandshake, Type::i32()),
+                 argOf(arg::kInject, Type::ptr(AddrSpace::Global)));
+    });
+  });
+  c.stage(first + 2, [&] {
+    c.forEachTask(cta0, [&](Val) { stageHandshake(c, argOf(arg::kHandshake, Type::i32())); });
+  });
+  c.finishTrace(plan);
+}
+
+}  // namespace monogen::specs::minimax_m3

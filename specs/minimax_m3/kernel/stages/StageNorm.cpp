@@ -1,0 +1,56 @@
+#include "ir/Op.h"
+#include "specs/minimax_m3/kernel/Sites.h"
+#include "specs/minimax_m3/kernel/stages/Stages.h"
+
+namespace monogen::specs::minimax_m3 {
+
+using ir::MemOrder;
+using ir::MemScope;
+using ir::Type;
+using ir::Val;
+
+// Row t = task (the seeds' stage_norm, Gemma RMSNorm). Thread tid < T (the reduce tasks) waits
+// for SSQ[t][tid] (acquire, agent scope; site norm) and the CTA sums the T parts with the seeds'
+// block_sum (each wave's butterfly 32 .. 1, then 0 + wave_0 + ... in order): var = sum /
+// f32(hidden), rstd = 1 / sqrt(var + f32(eps)) (IEEE sqrt and division). Thread 0 publishes rstd
+// to RSTD[t] (release, agent scope; seed 000: the router's scale). Then each thread takes bf16 pairs tid, tid + threads, .. of the row: xn = bf16((x *
+// rstd) * (1 + w)), x the f32 sum in SRES, w the bf16 norm weight, stored to XN. After the CTA's
+// stores drain, thread 0 publishes XRDY[t] (release, agent scope).
+void stageNorm(KernelContext& c, Val t) {
+  ir::Builder& b = c.b;
+  const Layout& L = c.L;
+  const int parts = static_cast<int>(L.reduce.tasks);
+  ir::Var part = b.var(b.f32(0.0), "ssq_part");
+  b.if_(c.tid < c.i32(parts), [&] {
+    Val code = c.i32(errorCode(kSiteNorm, 0, 0)) | c.rank << c.i32(8) | t << c.i32(16);
+    Val w = c.wait(c.pairAt(c.scratch, L.ssq, t * c.i32(parts) + c.tid), c.tag, c.waitTicks, c.err, code,
+                   kSiteNorm, MemOrder::Acquire, MemScope::Agent);
+    b.set(part, b.bitcast(w, Type::f32()));
+  });
+  Val var = c.blockSum(b.get(part)) / b.f32(static_cast<float>(L.hidden));
+  Val rstd = b.named(b.f32(1.0) / b.sqrt(var + b.f32(static_cast<double>(static_cast<float>(c.cfg.rmsEps)))),
+                     "rstd");
+  b.if_(c.tid == c.i32(0), [&] {  // seed 000: the router's scale, before XN
+    c.publish(c.pairAt(c.scratch, L.rstd, t), b.bitcast(rstd, Type::i32()), c.tag, MemOrder::Release,
+              MemScope::Agent);
+  });
+
+  b.for_(c.tid, c.i32(L.hidden / 2), c.i32(L.threads), [&](Val pair) {
+    Val row = t * c.i32(L.hidden / 2) + pair;
+    Val x = b.load(Type::vec(Type::f32(), 2), c.elemAt(c.scratch, L.sres, row, 8));
+    Val w = b.load(Type::i32(), c.elemAt(c.normW, pair, 4));
+    Val o[2];
+    for (int h = 0; h < 2; ++h) {
+      Val wf = b.bf16BitsToF32(b.lshr(w, c.i32(16 * h)));
+      o[h] = b.f32ToBf16((b.extract(x, h) * rstd) * (b.f32(1.0) + wf));
+    }
+    b.store(c.elemAt(c.scratch, L.xn, row, 4), b.insert(b.splat(o[0], 2), o[1], 1));
+  });
+
+  c.ctaSync(/*drain=*/true);
+  b.if_(c.tid == c.i32(0), [&] {
+    c.publish(c.pairAt(c.scratch, L.xrdy, t), c.i32(1), c.tag, MemOrder::Release, MemScope::Agent);
+  });
+}
+
+}  // namespace monogen::specs::minimax_m3

@@ -1,0 +1,33 @@
+#include "ir/Op.h"
+#include "specs/minimax_m3/kernel/stages/Stages.h"
+
+namespace monogen::specs::minimax_m3 {
+
+using ir::MemOrder;
+using ir::MemScope;
+using ir::Type;
+using ir::Val;
+
+void pushPair(KernelContext& c, Val t, Val pair, Val word) {
+  const Layout& L = c.L;
+  Val at = (c.rank * c.i32(L.rows) + t) * c.i32(L.hidden / 2) + pair;  // L.attnPair(rank, t, pair)
+  for (int p = 0; p < L.tp; ++p)
+    c.publish(c.pairAt(c.peerSym[p], L.attn, at), word, c.tag, MemOrder::Relaxed, MemScope::System);
+}
+
+// Pairs 16 task .. (columns 32 task ..) of this rank's o_proj partial, for every row: thread
+// tid < 16 S reads row tid / 16's bf16 pair 16 task + tid % 16 (two columns as one i32 word) and
+// publishes it, with the launch's tag, to pair [my rank][row][pair] of every rank's ATTN in rank
+// order (relaxed at system scope: each pair carries its own tag, so no ordering is needed).
+void stagePush(KernelContext& c, Val task) {
+  ir::Builder& b = c.b;
+  const Layout& L = c.L;
+  b.if_(c.tid < c.i32(L.rows * kTaskPairs), [&] {
+    Val t = b.named(c.tid / c.i32(kTaskPairs), "t");
+    Val pair = b.named(task * c.i32(kTaskPairs) + c.tid % c.i32(kTaskPairs), "pair");
+    Val word = b.load(Type::i32(), c.elemAt(c.part, t * c.i32(L.hidden / 2) + pair, 4));
+    pushPair(c, t, pair, word);
+  });
+}
+
+}  // namespace monogen::specs::minimax_m3

@@ -1,0 +1,64 @@
+#include "ir/Op.h"
+#include "specs/minimax_m3/kernel/Sites.h"
+#include "specs/minimax_m3/kernel/stages/Stages.h"
+
+namespace monogen::specs::minimax_m3 {
+
+using ir::MemOrder;
+using ir::MemScope;
+using ir::Type;
+using ir::Val;
+
+// Pairs 16 task .. (columns 32 task ..), every row: thread tid < 16 S takes row t = tid / 16,
+// pair 16 task + tid % 16. It waits for the TP source ranks' pairs in ATTN in rank order
+// (acquire, system scope; site reduce), sums each column's ranks in rank order in f32 and rounds
+// the sum to bf16 (the all-reduce's bf16), then adds the residual in f32: v. It stores v as
+// bf16 to res_out and as f32 to SRES, and the two columns' squares (v0 v0, then + v1 v1) summed
+// over the row's 16 threads by a butterfly (masks 8, 4, 2, 1). After the CTA's stores drain,
+// thread 16 t publishes the row's sum of squares to SSQ[t][task] (release, agent scope).
+void stageReduce(KernelContext& c, Val task) {
+  ir::Builder& b = c.b;
+  const Layout& L = c.L;
+  const int active = L.rows * kTaskPairs;
+  ir::Var sq = b.var(b.f32(0.0), "sq");
+
+  b.if_(c.tid < c.i32(active), [&] {
+    Val t = b.named(c.tid / c.i32(kTaskPairs), "t");
+    Val pair = b.named(task * c.i32(kTaskPairs) + c.tid % c.i32(kTaskPairs), "pair");
+    std::vector<Val> word;  // word[src]: source rank src's bf16 pair
+    for (int src = 0; src < L.tp; ++src) {
+      Val at = (c.i32(src * L.rows) + t) * c.i32(L.hidden / 2) + pair;  // L.attnPair(src, t, pair)
+      Val code = c.i32(errorCode(kSiteReduce, src, 0)) | t << c.i32(16);  // the rank that owes the pair
+      word.push_back(c.wait(c.pairAt(c.sym, L.attn, at), c.tag, c.waitTicks, c.err, code, kSiteReduce,
+                            MemOrder::Acquire, MemScope::System));
+    }
+    Val row = t * c.i32(L.hidden / 2) + pair;  // the pair's index in a bf16 [S][hidden] tensor
+    Val res = b.load(Type::i32(), c.elemAt(c.resIn, row, 4));
+
+    Val v[2];
+    for (int h = 0; h < 2; ++h) {  // column 2 pair + h: bits 16 h .. of each word
+      Val shift = c.i32(16 * h);
+      Val acc = b.bf16BitsToF32(b.lshr(word[0], shift));
+      for (int src = 1; src < L.tp; ++src) acc = acc + b.bf16BitsToF32(b.lshr(word[src], shift));
+      v[h] = b.roundBf16(acc) + b.bf16BitsToF32(b.lshr(res, shift));
+    }
+    Val out = b.insert(b.splat(b.f32ToBf16(v[0]), 2), b.f32ToBf16(v[1]), 1);
+    b.store(c.elemAt(c.resOut, row, 4), out);
+    Val sres = b.insert(b.splat(v[0], 2), v[1], 1);
+    b.store(c.elemAt(c.scratch, L.sres, row, 8), sres);  // f32 columns 2 pair, 2 pair + 1 of row t
+
+    Val s = b.f32(0.0) + v[0] * v[0];
+    s = s + v[1] * v[1];
+    b.set(sq, b.butterfly(s, {8, 4, 2, 1}));
+  });
+
+  c.ctaSync(/*drain=*/true);
+  b.if_((c.tid < c.i32(active)) & (c.tid % c.i32(kTaskPairs) == c.i32(0)), [&] {
+    Val t = c.tid / c.i32(kTaskPairs);
+    Val at = t * c.i32(L.reduce.tasks) + task;  // L.ssqPair(t, task)
+    c.publish(c.pairAt(c.scratch, L.ssq, at), b.bitcast(b.get(sq), Type::i32()), c.tag, MemOrder::Release,
+              MemScope::Agent);
+  });
+}
+
+}  // namespace monogen::specs::minimax_m3

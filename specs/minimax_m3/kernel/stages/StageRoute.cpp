@@ -1,0 +1,115 @@
+#include <limits>
+
+#include "ir/Op.h"
+#include "specs/minimax_m3/kernel/Sites.h"
+#include "specs/minimax_m3/kernel/stages/Stages.h"
+
+namespace monogen::specs::minimax_m3 {
+
+using ir::MemOrder;
+using ir::MemScope;
+using ir::Type;
+using ir::Val;
+
+// Row t = task, the seeds' stage_route. Thread e < E waits for LOGIT[t][e][p] of every router
+// part (acquire, agent scope; site route) and sums them in 4 quarters in order: logit = 0 + q_0 +
+// .. + q_3, q = 0 + p_{q P/4} + ... Then sc = sigmoid(logit) = 1 / (1 + exp2((-logit) *
+// f32(log2 e))) (IR Exp2 and Div), val = sc + bias[e] (selection only); a NaN val is -inf (never
+// preferred), a NaN sc is 0 (weight 0). val and sc go to red. Wave 0 (two experts a lane, as the
+// seeds) then takes the top-k in k rounds: best = max over the untaken experts' val (a butterfly),
+// the winner the lowest untaken expert whose val == best. A taken expert is never a candidate
+// again, so the k picks are distinct whatever the scores: when fewer than k vals are usable (a
+// row's logits NaN, every bias -inf), the rest go to the lowest untaken experts. w_k = sc[winner],
+// or 0 when best is -inf (an unusable score weighs nothing); total = 0 + w_0 + w_1 + ... (pick
+// order). scale = f32(routed scale) / max(total, 1e-20), weight_k = w_k * scale. (The seeds let
+// a taken expert win again when every untaken val is -inf: a repeated pick, whose second slot
+// column the table drops and whose CONTRIB row the combine then reads unwritten.)
+// Lane k publishes ROUTE[t][k] = the pick (-1 when row t is padded: slots[t] < 0) and
+// ROUTE[t][topk + k] = the weight's bits (release, agent scope).
+void stageRoute(KernelContext& c, Val t) {
+  ir::Builder& b = c.b;
+  const Layout& L = c.L;
+  const MoeTiling& T = L.tiling;
+  const int E = L.experts, K = L.topk;
+  const float kLog2e = 1.44269504088896340736f;
+  const float kInf = std::numeric_limits<float>::infinity();
+  auto redAt = [&](Val i) { return b.ptrAdd(c.red, i * c.i32(4)); };
+
+  // the parts: thread i < E parts waits for pair i of the row (flat, one wait a thread) -> red
+  const int P = T.routerParts;
+  b.for_(c.tid, c.i32(E * P), c.i32(L.threads), [&](Val i) {
+    Val code = c.i32(errorCode(kSiteRoute, 0, 0)) | c.rank << c.i32(8) | t << c.i32(16);
+    Val w = c.wait(c.pairAt(c.scratch, L.logit, t * c.i32(E * P) + i), c.tag, c.waitTicks, c.err, code, kSiteRoute,
+                   MemOrder::Acquire, MemScope::Agent);
+    b.store(redAt(c.i32(2 * E + 2 * K) + i), b.bitcast(w, Type::f32()));
+  });
+  c.ctaSync(/*drain=*/false);
+  b.if_(c.tid < c.i32(E), [&] {
+    Val base = c.i32(2 * E + 2 * K) + c.tid * c.i32(P);
+    Val logit = b.f32(0.0);
+    for (int q = 0; q < T.routeQuarters; ++q) {
+      Val sum = b.f32(0.0);
+      for (int p = 0; p < T.routePartsPerQuarter; ++p)
+        sum = sum + b.load(Type::f32(), redAt(base + c.i32(q * T.routePartsPerQuarter + p)));
+      logit = logit + sum;
+    }
+    Val sc = b.f32(1.0) / (b.f32(1.0) + b.exp2((-logit) * b.f32(static_cast<double>(kLog2e))));
+    Val val = sc + b.load(Type::f32(), c.elemAt(c.bias, c.tid, 4));
+    val = b.select(b.isNan(val), b.f32(-static_cast<double>(kInf)), val);
+    sc = b.select(b.isNan(sc), b.f32(0.0), sc);
+    b.store(redAt(c.tid), val);
+    b.store(redAt(c.i32(E) + c.tid), sc);
+  });
+  c.ctaSync(/*drain=*/false);
+
+  // wave 0 picks: lane l holds experts l and l + 64 (an absent expert is -inf, weight 0, and
+  // loses every tie: its index is above every present one)
+  b.if_(c.wave == c.i32(0), [&] {
+    const double negInf = -static_cast<double>(kInf);
+    Val val[2], sc[2], idx[2], present[2];
+    ir::Var taken[2];
+    for (int i = 0; i < 2; ++i) {
+      idx[i] = c.lane + c.i32(64 * i);
+      present[i] = idx[i] < c.i32(E);
+      Val at = b.select(present[i], idx[i], c.i32(0));
+      val[i] = b.select(present[i], b.load(Type::f32(), redAt(at)), b.f32(negInf));
+      sc[i] = b.select(present[i], b.load(Type::f32(), redAt(c.i32(E) + at)), b.f32(0.0));
+      taken[i] = b.var(b.i1(false), "taken");
+    }
+    ir::Var total = b.var(b.f32(0.0), "total");
+    ir::Var myId = b.var(c.i32(0), "my_id");
+    ir::Var myW = b.var(b.f32(0.0), "my_w");
+    for (int k = 0; k < K; ++k) {  // pick k: the best untaken, the lowest untaken expert on a tie
+      Val v0 = b.select(b.get(taken[0]), b.f32(negInf), val[0]);
+      Val v1 = b.select(b.get(taken[1]), b.f32(negInf), val[1]);
+      Val best = b.butterfly(b.select(v1 > v0, v1, v0), {32, 16, 8, 4, 2, 1}, ir::OpCode::Max);
+      auto candidate = [&](int i, Val v) { return present[i] & !b.get(taken[i]) & (v == best); };
+      Val none = c.i32(1 << 20);
+      Val cand = b.min(b.select(candidate(0, v0), idx[0], none), b.select(candidate(1, v1), idx[1], none));
+      Val win = b.butterfly(cand, {32, 16, 8, 4, 2, 1}, ir::OpCode::Min);
+      Val mine0 = win == idx[0], mine1 = win == idx[1];
+      Val w = b.butterfly(b.select(mine0, sc[0], b.select(mine1, sc[1], b.f32(0.0))), {32, 16, 8, 4, 2, 1},
+                          ir::OpCode::Max);
+      w = b.select(best > b.f32(negInf), w, b.f32(0.0));  // an unusable score weighs 0
+      b.set(taken[0], b.get(taken[0]) | mine0);
+      b.set(taken[1], b.get(taken[1]) | mine1);
+      b.set(total, b.get(total) + w);
+      Val here = c.lane == c.i32(k);
+      b.set(myId, b.select(here, win, b.get(myId)));
+      b.set(myW, b.select(here, w, b.get(myW)));
+    }
+    Val scale = b.f32(static_cast<double>(static_cast<float>(c.cfg.routedScale))) /
+                b.max(b.get(total), b.f32(static_cast<double>(1e-20f)));
+    b.if_(c.lane < c.i32(K), [&] {
+      Val valid = b.load(Type::i64(), c.elemAt(c.slots, t, 8)) >= b.i64(0);
+      Val at = t * c.i32(2 * K) + c.lane;
+      c.publish(c.pairAt(c.scratch, L.routeA, at), b.select(valid, b.get(myId), c.i32(-1)), c.tag,
+                MemOrder::Release, MemScope::Agent);
+      c.publish(c.pairAt(c.scratch, L.routeA, at + c.i32(K)), b.bitcast(b.get(myW) * scale, Type::i32()), c.tag,
+                MemOrder::Release, MemScope::Agent);
+    });
+  });
+  c.ctaSync(/*drain=*/false);  // red is free for the next task
+}
+
+}  // namespace monogen::specs::minimax_m3

@@ -1,0 +1,74 @@
+#include "ir/Op.h"
+#include "specs/minimax_m3/kernel/Sites.h"
+#include "specs/minimax_m3/kernel/stages/Stages.h"
+
+namespace monogen::specs::minimax_m3 {
+
+using ir::MemOrder;
+using ir::MemScope;
+using ir::MfmaKind;
+using ir::Type;
+using ir::Val;
+
+// Tile = task / parts (experts 16 tile ..), part = task % parts (columns part * routerK ..), the
+// seeds' stage_router. The CTA first waits for RSTD of every row (site router; seed 000: it does
+// not wait for XN) and computes its own columns of XN from SRES as the norm does, bf16((x rstd)(1
+// + w)), so its B operands are XN's bits. Wave w takes
+// columns part * routerK + w * routerWaveK .. (routerWaveK of them): for chunk ch, a step of 4
+// chained v_mfma_f32_16x16x4_f32 over its 16 columns (MfmaTile: lane group g holds columns 4 g ..
+// 4 g + 3, MFMA m's K is column .. + 16 ch + 4 g + m): A row r the FP32 router weight of expert
+// 16 tile + r, B column t f32(XN) of row t (0 past the S rows). The accumulator starts at 0; its
+// (row, column) is (expert, row). Each wave writes its 16 x 16 tile to red; thread (e, t) <
+// 256 sums the waves in order (0 + w_0 + ... + w_{WAVES-1}) and, for t < S, publishes the part
+// to LOGIT[t][16 tile + e][part] (release, agent scope).
+void stageRouter(KernelContext& c, Val task) {
+  ir::Builder& b = c.b;
+  const Layout& L = c.L;
+  const MoeTiling& T = L.tiling;
+  // seed 000, route on the norm's scale: thread t < S waits for RSTD[t] (site router) and puts it
+  // in LDS (contrib, free until down); the router normalizes its own SRES columns with it
+  b.if_(c.tid < c.i32(L.rows), [&] {
+    Val code = c.i32(errorCode(kSiteRouter, 0, 0)) | c.rank << c.i32(8) | c.tid << c.i32(16);
+    Val bits = c.wait(c.pairAt(c.scratch, L.rstd, c.tid), c.tag, c.waitTicks, c.err, code, kSiteRouter,
+                      MemOrder::Acquire, MemScope::Agent);
+    b.store(c.elemAt(c.contrib, c.tid, 4), bits);
+  });
+  c.ctaSync(/*drain=*/false);
+  Val tile = task / c.i32(T.routerParts), part = task % c.i32(T.routerParts);
+  // A chunk: 4 chained f32 16x16x4 MFMAs over 16 columns, 4 a lane group (a float4 a lane)
+  MfmaTile t = c.mfmaTile(MfmaKind::F32_16x16x4_F32, 4);
+  Val expert = tile * c.i32(16) + t.aRow();
+  Val rowOk = t.bCol() < c.i32(L.rows);
+  Val xrow = b.min(t.bCol(), c.i32(L.rows - 1));
+  Val base = part * c.i32(T.routerK) + c.wave * c.i32(T.routerWaveK);
+  Val rstd = b.load(Type::f32(), c.elemAt(c.contrib, xrow, 4));
+  Val acc = b.splat(b.f32(0.0), 4);
+  for (int ch = 0; ch < T.routerChunks; ++ch) {
+    Val k0 = base + c.i32(t.stepK() * ch) + t.laneK0();  // the lane's 4 columns k0 .. k0 + 3
+    Val w4 = b.load(Type::vec(Type::f32(), 4), c.elemAt(c.routerW, expert * c.i32(L.hidden) + k0, 4));
+    // XN's columns k0 .. k0 + 3 of row xrow as the norm writes them: bf16((x rstd)(1 + w))
+    Val x4 = b.load(Type::vec(Type::f32(), 4), c.elemAt(c.scratch, L.sres, xrow * c.i32(L.hidden) + k0, 4));
+    Val n4 = b.load(Type::vec(Type::bf16(), 4), c.elemAt(c.normW, k0, 2));
+    acc = t.step(acc, [&](int m) { return b.extract(w4, m); }, [&](int m) {
+      Val xn = b.f32ToBf16((b.extract(x4, m) * rstd) * (b.f32(1.0) + b.bf16ToF32(b.extract(n4, m))));
+      return b.select(rowOk, b.bf16ToF32(xn), b.f32(0.0));
+    });
+  }
+  t.storeAcc(acc, c.red, [&](int i) {  // red[wave][expert][row], the wave's 16 x 16 tile row-major
+    return c.wave * c.i32(256) + t.accRow(i) * c.i32(16) + t.accCol();
+  });
+  c.ctaSync(/*drain=*/false);
+  b.if_(c.tid < c.i32(256), [&] {
+    Val e = c.tid / c.i32(16), t = c.tid % c.i32(16);
+    Val tot = b.f32(0.0);
+    for (int w = 0; w < L.waves; ++w) tot = tot + b.load(Type::f32(), b.ptrAdd(c.red, (c.i32(w * 256) + c.tid) * c.i32(4)));
+    b.if_(t < c.i32(L.rows), [&] {
+      Val at = (t * c.i32(L.experts) + tile * c.i32(16) + e) * c.i32(T.routerParts) + part;  // L.logitPair
+      c.publish(c.pairAt(c.scratch, L.logit, at), b.bitcast(tot, Type::i32()), c.tag, MemOrder::Release,
+                MemScope::Agent);
+    });
+  });
+  c.ctaSync(/*drain=*/false);  // red is free for the next task
+}
+
+}  // namespace monogen::specs::minimax_m3

@@ -1,0 +1,122 @@
+#include "ir/Op.h"
+#include "specs/minimax_m3/kernel/Sites.h"
+#include "specs/minimax_m3/kernel/stages/Stages.h"
+
+namespace monogen::specs::minimax_m3 {
+
+using ir::MemOrder;
+using ir::MemScope;
+using ir::RmwOp;
+using ir::Type;
+using ir::Val;
+
+// Every CTA once (the seeds' load_table + shared_slot). Thread i < S topk waits for ROUTE pick
+// i and its weight (acquire, agent scope; site table) and keeps them in the table; the valid-row
+// mask (bit t: slots[t] >= 0) comes from wave 0's ballot. Each valid pick ORs bit t into its
+// expert's mask (an LDS atomic). Expert e's slot is 1 + the picked experts below it (each wave's
+// ballot of mask != 0, the lanes below, plus the waves below). Slot 0 is the shared expert over
+// the valid rows. A slot's columns are its rows ascending (column = the mask's bits below the
+// row), each with its pick (t topk + k; the shared expert's topk S + t); unused columns hold -1.
+// CTA 0 copies the table to TABDUMP for the harness.
+void stageTable(KernelContext& c) {
+  ir::Builder& b = c.b;
+  const Layout& L = c.L;
+  const MoeTiling& T = L.tiling;
+  const auto& W = L.tw;
+  const int S = L.rows, K = L.topk, E = L.experts, n = S * K;
+
+  b.if_(c.tid < c.i32(n), [&] {
+    Val t = c.tid / c.i32(K), k = c.tid % c.i32(K);
+    Val code = c.i32(errorCode(kSiteTable, 0, 0)) | c.rank << c.i32(8) | t << c.i32(16);
+    Val at = t * c.i32(2 * K) + k;
+    Val e = c.wait(c.pairAt(c.scratch, L.routeA, at), c.tag, c.waitTicks, c.err, code, kSiteTable);
+    Val w = c.wait(c.pairAt(c.scratch, L.routeA, at + c.i32(K)), c.tag, c.waitTicks, c.err, code, kSiteTable);
+    c.tabSt(W.pickE, c.tid, e);
+    c.tabSt(W.pickW, c.tid, w);
+  });
+  b.if_(c.tid < c.i32(E), [&] { c.tabSt(W.mask, c.tid, c.i32(0)); });
+  b.for_(c.tid, c.i32(T.maxSlots * 16), c.i32(L.threads), [&](Val i) {
+    c.tabSt(W.slotRow, i, c.i32(-1));
+    c.tabSt(W.slotPick, i, c.i32(-1));
+  });
+  {
+    Val slot = b.load(Type::i64(), c.elemAt(c.slots, b.min(c.tid, c.i32(S - 1)), 8));
+    Val vm = b.trunc(b.ballot((c.tid < c.i32(S)) & (slot >= b.i64(0))), Type::i32());
+    b.if_(c.tid == c.i32(0), [&] { c.tabSt(W.misc, c.i32(1), vm); });
+  }
+  c.ctaSync(false);
+
+  b.if_(c.tid < c.i32(n), [&] {
+    Val e = c.tabLd(W.pickE, c.tid);
+    b.if_(e >= c.i32(0), [&] {
+      b.atomicRmw(RmwOp::Or, c.tabAt(W.mask, e), c.i32(1) << (c.tid / c.i32(K)), MemOrder::Relaxed,
+                  MemScope::Workgroup);
+    });
+  });
+  c.ctaSync(false);
+
+  // slots of the picked experts, ascending
+  Val m = b.select(c.tid < c.i32(E), c.tabLd(W.mask, b.min(c.tid, c.i32(E - 1))), c.i32(0));
+  Val ball = b.ballot(m != c.i32(0));
+  Val below = b.popcount(ball & ((b.i64(1) << b.zext(c.lane, Type::i64())) - b.i64(1)));
+  b.if_(c.lane == c.i32(0), [&] {
+    b.if_(c.wave < c.i32(L.waves), [&] { c.tabSt(W.misc, c.i32(2) + c.wave, b.popcount(ball)); });
+  });
+  c.ctaSync(false);
+  Val vmask = c.tabLd(W.misc, c.i32(1));
+  Val wavesBelow = c.i32(0), all = c.i32(0);
+  for (int w = 0; w < (E + 63) / 64; ++w) {
+    Val cnt = c.tabLd(W.misc, c.i32(2 + w));
+    wavesBelow = wavesBelow + b.select(c.i32(w) < c.wave, cnt, c.i32(0));
+    all = all + cnt;
+  }
+  b.if_(c.tid < c.i32(E), [&] {
+    Val slot = c.i32(1) + wavesBelow + below;
+    c.tabSt(W.eslot, c.tid, slot);
+    b.if_(m != c.i32(0), [&] {
+      c.tabSt(W.slotE, slot, c.tid);
+      c.tabSt(W.slotMask, slot, m);
+    });
+  });
+  b.if_(c.tid == c.i32(0), [&] {
+    c.tabSt(W.misc, c.i32(0), c.i32(1) + all);
+    c.tabSt(W.slotE, c.i32(0), c.i32(E));  // the shared expert
+    c.tabSt(W.slotMask, c.i32(0), vmask);
+  });
+  c.ctaSync(false);
+
+  // the columns: each slot's rows ascending
+  b.if_(c.tid < c.i32(n), [&] {
+    Val t = c.tid / c.i32(K);
+    Val e = c.tabLd(W.pickE, c.tid);
+    b.if_(e >= c.i32(0), [&] {
+      Val sl = c.tabLd(W.eslot, e);
+      Val col = b.popcount(c.tabLd(W.slotMask, sl) & ((c.i32(1) << t) - c.i32(1)));
+      c.tabSt(W.slotRow, sl * c.i32(16) + col, t);
+      c.tabSt(W.slotPick, sl * c.i32(16) + col, c.tid);
+    });
+  });
+  b.if_((c.tid < c.i32(S)) & (((vmask >> b.min(c.tid, c.i32(31))) & c.i32(1)) != c.i32(0)), [&] {
+    Val col = b.popcount(vmask & ((c.i32(1) << c.tid) - c.i32(1)));
+    c.tabSt(W.slotRow, col, c.tid);
+    c.tabSt(W.slotPick, col, c.i32(K * S) + c.tid);
+  });
+  c.ctaSync(false);
+
+  b.if_(c.block == c.i32(0), [&] {
+    Val nSlots = c.tabLd(W.misc, c.i32(0));
+    auto dump = [&](int64_t word, Val v) { b.store(c.elemAt(c.scratch, L.tabDump, c.i32(word) + c.tid * c.i32(0), 4), v); };
+    auto dumpAt = [&](int64_t word, Val i, Val v) { b.store(c.elemAt(c.scratch, L.tabDump, c.i32(word) + i, 4), v); };
+    b.if_(c.tid == c.i32(0), [&] { dump(0, nSlots); });
+    b.if_(c.tid < nSlots, [&] {
+      dumpAt(1, c.tid, c.tabLd(W.slotE, c.tid));
+      dumpAt(1 + T.maxSlots, c.tid, b.popcount(c.tabLd(W.slotMask, c.tid)));
+    });
+    b.for_(c.tid, nSlots * c.i32(16), c.i32(L.threads), [&](Val i) {
+      dumpAt(1 + 2 * T.maxSlots, i, c.tabLd(W.slotRow, i));
+      dumpAt(1 + 2 * T.maxSlots + 16 * T.maxSlots, i, c.tabLd(W.slotPick, i));
+    });
+  });
+}
+
+}  // namespace monogen::specs::minimax_m3

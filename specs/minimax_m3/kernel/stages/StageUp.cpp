@@ -1,0 +1,188 @@
+#include <fmt/format.h>
+
+#include "ir/Error.h"
+#include "ir/Op.h"
+#include "specs/minimax_m3/kernel/Sites.h"
+#include "specs/minimax_m3/kernel/stages/Stages.h"
+#include "specs/minimax_m3/kernel/WeightContract.h"
+
+namespace monogen::specs::minimax_m3 {
+
+using ir::MemOrder;
+using ir::MemScope;
+using ir::MfmaKind;
+using ir::Type;
+using ir::Val;
+
+// One A16W4 step of `t` (4 chained v_mfma_f32_16x16x32_bf16, the seeds' step_mfma): the lane's
+// run of the step (32 K, laneK0() ..) is one 16-byte fp4x2 load of the shuffled tile (`w4`: dword
+// d = the run's K 8 d .., low nibble first) and one e8m0 scale byte; MFMA d's A is bf16(fp4 x
+// 2^(s-127)) of its dword, its B `x[d]` (8 bf16 at the run's K 8 d ..).
+Val a16w4Step(const MfmaTile& t, Val acc, Val w4, Val scaleByte, const std::vector<Val>& x) {
+  ir::Builder& b = *acc.b;
+  Val scale = b.e8m0ToF32(scaleByte);
+  return t.step(acc, [&](int d) { return b.fp4x8ToBf16x8(b.extract(w4, d), scale); },
+                [&](int d) { return x[static_cast<size_t>(d)]; });
+}
+
+// The A16W4 steps' tile: kStep / 32 = 4 chained bf16 MFMAs a step, a lane group's run of K the
+// e8m0 block (kGroup = 32).
+MfmaTile a16w4Tile(KernelContext& c) {
+  const MoeTiling& T = c.L.tiling;
+  const MfmaKind kind = MfmaKind::F32_16x16x32_BF16;
+  const int chain = T.kStep / ir::mfma::shapeOf(kind).k;
+  if (MfmaTile::of(kind, chain).laneRunK() != T.kGroup)
+    throw IrError("a16w4Tile", fmt::format("a lane's run of a {}-K step is not the e8m0 block ({} K)", T.kStep, T.kGroup));
+  return c.mfmaTile(kind, chain);
+}
+
+// XN to LDS (seed 000, when L.xnInLds: S <= 8): the CTA ORs the slot masks of its up tasks
+// (block, block + blocks, .. below the table's slots x upTiles), i.e. the rows its units' B
+// columns read, and copies only those rows of XN to the bstage pool, 16 bytes a thread a pass,
+// after awaitX; then the CTA's barrier. Up reads its B operands there. (A slot of no rows, the
+// shared one when every row is padded, reads nothing: stageUp skips its GEMV.)
+void stageXnToLds(KernelContext& c) {
+  ir::Builder& b = c.b;
+  const Layout& L = c.L;
+  const MoeTiling& T = L.tiling;
+  Val tasks = c.tabLd(L.tw.misc, c.i32(0)) * c.i32(T.upTiles);
+  ir::Var need = b.var(c.i32(0), "xn_rows");
+  b.for_(c.block, tasks, c.i32(L.blocks),
+         [&](Val t) { b.set(need, b.get(need) | c.tabLd(L.tw.slotMask, t / c.i32(T.upTiles))); });
+  Val rows = b.get(need);
+  b.for_(c.tid, c.i32(int64_t{L.rows} * L.hidden / 8), c.i32(L.threads), [&](Val i) {
+    b.if_(((rows >> (i / c.i32(L.hidden / 8))) & c.i32(1)) != c.i32(0), [&] {
+      Val v = b.load(Type::vec(Type::bf16(), 8), c.elemAt(c.scratch, L.xn, i * c.i32(8), 2));
+      b.store(c.elemAt(c.bstage, i * c.i32(8), 2), v);
+    });
+  });
+  c.ctaSync(/*drain=*/false);
+}
+
+// The next unit's weights (seed 000): a wave's fp4x2 tile rows (i32x4) and e8m0 scale (i32) of
+// each of its K steps, gate then up (index 2 step + h), held in variables across the unit before.
+UpWeights makeUpWeights(KernelContext& c) {
+  ir::Builder& b = c.b;
+  UpWeights w;
+  for (int i = 0; i < 2 * c.L.tiling.upWaveSteps; ++i) {
+    w.w4.push_back(b.var(b.splat(c.i32(0), 4), "next_w4"));
+    w.scale.push_back(b.var(c.i32(127), "next_scale"));
+  }
+  return w;
+}
+
+// Loads task's weights (nothing for a task past the table's units: it computes nothing).
+void loadUpWeights(KernelContext& c, Val task, UpWeights& w) {
+  ir::Builder& b = c.b;
+  const Layout& L = c.L;
+  const MoeTiling& T = L.tiling;
+  const int H = L.hidden, IP = T.interPerRank;
+  Val valid = task < c.tabLd(L.tw.misc, c.i32(0)) * c.i32(T.upTiles);
+  b.if_(valid, [&] {
+    Val u = task / c.i32(T.upTiles), j = task % c.i32(T.upTiles);
+    Val e = c.tabLd(L.tw.slotE, u);
+    MfmaTile t = a16w4Tile(c);
+    for (int i = 0; i < T.upWaveSteps; ++i) {
+      Val st = c.wave * c.i32(T.upWaveSteps) + c.i32(i);
+      b.if_(st < c.i32(T.upSteps), [&] {
+        Val k0 = st * c.i32(T.kStep) + t.laneK0();  // the lane's run of A
+        for (int h = 0; h < 2; ++h) {
+          Val wrow = c.i32(h * IP) + j * c.i32(16) + t.aRow();  // gate rows, then up rows
+          Val off = c.shuffledOffset(wrow, k0 / c.i32(2), H / 2);
+          Val w4At = c.expertByte(c.w13, e, int64_t{2} * IP * (H / 2), off);
+          b.set(w.w4[2 * i + h], b.load(Type::vec(Type::i32(), 4), w4At));
+          Val sAt = c.scaleByte(c.s13, e, wrow, k0 / c.i32(32), int64_t{2} * IP, H / 32);
+          b.set(w.scale[2 * i + h], b.zext(b.load(Type::i8(), sAt), Type::i32()));  // scaleIndex
+        }
+      });
+    }
+  });
+}
+
+// Slot u = task / upTiles, tile pair j = task % upTiles (the seeds' stage_up); a task past the
+// table's slots only keeps the CTA's barriers, and a slot of no rows only those and its UPF. First it issues the loads of the CTA's next unit's
+// weights (task + blocks) into `next`; its own came in `cur` (loaded during the unit before, the
+// first unit's after the table). The slot's expert e, its cnt columns (rows); B
+// column c (a16w4Tile's) reads row slotRow[u][min(c, cnt - 1)] of XN (in LDS when L.xnInLds). Wave w runs K steps [w
+// upWaveSteps, ..) of the gate rows 16 j .. and the up rows I/TP + 16 j .. of e's w13 from 0
+// (a16w4Step; a16w4Dot's order); the waves' accumulators go to red and thread (r, c) < 256 sums
+// them in order (0 + w_0 + ...), gate and up alike; for c < cnt it stores bf16(SwiGLU-OAI(gate,
+// up)) to MID[u][c][16 j + r]. After the CTA's stores drain, thread 0 publishes UPF[u][j].
+void stageUp(KernelContext& c, Val task, UpWeights& cur, UpWeights& next) {
+  ir::Builder& b = c.b;
+  const Layout& L = c.L;
+  const MoeTiling& T = L.tiling;
+  const auto& W = L.tw;
+  const int H = L.hidden, IP = T.interPerRank;
+  Val nSlots = c.tabLd(W.misc, c.i32(0));
+  Val valid = task < nSlots * c.i32(T.upTiles);
+  // A task past the table's units still reads its slot's mask (cnt, used only where valid): u is
+  // clamped to the last slot the table wrote, nSlots - 1, not to maxSlots - 1, whose slotMask
+  // word no op of the launch writes when fewer slots are used (the Sim's uninitialized-read check
+  // found that read of LDS the launch never wrote; the value was dead, the read was not).
+  Val u = b.min(task / c.i32(T.upTiles), nSlots - c.i32(1)), j = task % c.i32(T.upTiles);
+  Val cnt = b.popcount(c.tabLd(W.slotMask, u));
+  MfmaTile t = a16w4Tile(c);
+
+  loadUpWeights(c, task + c.i32(L.blocks), next);  // in flight while this unit computes (seed 000)
+  // A slot of no rows (the shared one when every row is padded) computes nothing and stores no MID
+  // column, but still publishes its UPF. (Its GEMV read XN row 0, which the CTA had not copied to
+  // bstage, and summed red's partials of it: the uninitialized-read check found both with every
+  // row padded. Nothing of it was stored; the reads were real.)
+  Val work = valid & (cnt > c.i32(0));
+  b.if_(work, [&] {
+    Val xcol = b.max(b.min(t.bCol(), cnt - c.i32(1)), c.i32(0));
+    Val row = b.max(c.tabLd(W.slotRow, u * c.i32(16) + xcol), c.i32(0));
+    ir::Var accG = b.var(b.splat(b.f32(0.0), 4), "acc_gate");
+    ir::Var accU = b.var(b.splat(b.f32(0.0), 4), "acc_up");
+    for (int i = 0; i < T.upWaveSteps; ++i) {
+      Val st = c.wave * c.i32(T.upWaveSteps) + c.i32(i);
+      b.if_(st < c.i32(T.upSteps), [&] {
+        Val k0 = st * c.i32(T.kStep) + t.laneK0();  // the lane's run of B: XN row `row`, K k0 ..
+        std::vector<Val> x = t.load(Type::vec(Type::bf16(), 8), [&](int k) {
+          Val at = row * c.i32(H) + k0 + c.i32(k);
+          return L.xnInLds ? c.elemAt(c.bstage, at, 2) : c.elemAt(c.scratch, L.xn, at, 2);
+        });
+        for (int h = 0; h < 2; ++h) {
+          ir::Var acc = h == 0 ? accG : accU;
+          b.set(acc, a16w4Step(t, b.get(acc), b.get(cur.w4[2 * i + h]), b.get(cur.scale[2 * i + h]), x));
+        }
+      });
+    }
+    for (int h = 0; h < 2; ++h) {  // red[h][wave][row][col], the wave's 16 x 16 tile row-major
+      t.storeAcc(b.get(h == 0 ? accG : accU), c.red, [&](int i) {
+        return c.i32(h * L.waves * 256) + c.wave * c.i32(256) + t.accRow(i) * c.i32(16) + t.accCol();
+      });
+    }
+  });
+  c.ctaSync(false);
+  b.if_(work & (c.tid < c.i32(256)), [&] {
+    Val r = c.tid / c.i32(16), cc = c.tid % c.i32(16);
+    Val gate = b.f32(0.0), up = b.f32(0.0);
+    for (int w = 0; w < L.waves; ++w) {
+      gate = gate + b.load(Type::f32(), b.ptrAdd(c.red, (c.i32(w * 256) + c.tid) * c.i32(4)));
+      up = up + b.load(Type::f32(), b.ptrAdd(c.red, (c.i32((L.waves + w) * 256) + c.tid) * c.i32(4)));
+    }
+    b.if_(cc < cnt, [&] {
+      const float limit = static_cast<float>(c.cfg.swigluLimit), alpha = static_cast<float>(c.cfg.swigluAlpha);
+      const float kLog2e = 1.44269504088896340736f;
+      Val gl = b.min(gate, b.f32(limit));
+      Val ul = b.max(b.min(up, b.f32(limit)), b.f32(-static_cast<double>(limit)));
+      Val z = b.f32(static_cast<double>(alpha)) * gl;
+      Val sig = b.f32(1.0) / (b.f32(1.0) + b.exp2((-z) * b.f32(static_cast<double>(kLog2e))));
+      Val v = (gl * sig) * (ul + b.f32(1.0));
+      Val at = (u * c.i32(16) + cc) * c.i32(IP) + j * c.i32(16) + r;
+      b.store(c.elemAt(c.scratch, L.mid, at, 2), b.f32ToBf16(v));
+    });
+  });
+  c.ctaSync(/*drain=*/true);
+  b.if_(valid & (c.tid == c.i32(0)), [&] {
+    c.publish(c.pairAt(c.scratch, L.upf, task), c.i32(1), c.tag, MemOrder::Release, MemScope::Agent);
+  });
+  for (size_t i = 0; i < cur.w4.size(); ++i) {
+    b.set(cur.w4[i], b.get(next.w4[i]));
+    b.set(cur.scale[i], b.get(next.scale[i]));
+  }
+}
+
+}  // namespace monogen::specs::minimax_m3

@@ -1,0 +1,65 @@
+// The stages of the MiniMax-M3 FFN kernel, one function a stage (one file each). A stage
+// function emits one task's body; Spec.cpp runs it in the stage's task loop.
+#pragma once
+#include <vector>
+
+#include "ir/Builder.h"
+#include "specs/minimax_m3/kernel/KernelContext.h"
+
+namespace monogen::specs::minimax_m3 {
+
+/// push: pairs 16 task .. of this rank's o_proj partial to every rank's ATTN.
+void stagePush(KernelContext& c, ir::Val task);
+/// One thread's push of bf16 pair `pair` (an i32 word) of row t to pair [my rank][t][pair] of every
+/// rank's ATTN, rank order, relaxed at system scope (the pair carries its tag).
+void pushPair(KernelContext& c, ir::Val t, ir::Val pair, ir::Val word);
+/// push with o_proj in the launch (input=attn, StageOproj.cpp), once a CTA that has push tasks,
+/// before them: every row's per-token quant scale and its inverse (LDS).
+void oprojTokenScales(KernelContext& c);
+/// push task `task` with o_proj in the launch: the rowwise-FP8 GEMM of columns 32 task .. for every
+/// row, its bf16 partial to OPART and, as pairs, to every rank's ATTN.
+void stageOprojPush(KernelContext& c, ir::Val task);
+/// reduce: the ranks' pairs 16 task .. in rank order + residual -> res_out, SRES, SSQ.
+void stageReduce(KernelContext& c, ir::Val task);
+/// norm: row `task`'s SSQ parts -> rstd, XN (bf16), XRDY.
+void stageNorm(KernelContext& c, ir::Val task);
+/// router: tile task / parts, K part task % parts -> LOGIT parts of every row.
+void stageRouter(KernelContext& c, ir::Val task);
+/// route: row `task`'s LOGIT parts -> picks and weights (ROUTE).
+void stageRoute(KernelContext& c, ir::Val task);
+/// table (every CTA, once): ROUTE -> the slot table in LDS (CTA 0 also dumps it to TABDUMP).
+void stageTable(KernelContext& c);
+/// A wave's w13 / s13 operands of one up unit (StageUp.cpp): made once a stage, loaded a unit
+/// ahead.
+struct UpWeights {
+  std::vector<ir::Var> w4, scale;  // [2 step + h]: i32x4 fp4x2 rows, i32 e8m0 byte
+};
+UpWeights makeUpWeights(KernelContext& c);
+/// Issues task's weight loads into w (nothing for a task past the table's units).
+void loadUpWeights(KernelContext& c, ir::Val task, UpWeights& w);
+/// A16W4's MFMA tile (4 chained bf16 16x16x32 MFMAs a K step, a lane group's 32 K the e8m0 block)
+/// and one step of it (StageUp.cpp): acc + A x B over the step, A the fp4x2 dwords `w4` scaled by
+/// e8m0 `scaleByte`, B the lane's bf16 operands x[d]. Up and down run their GEMVs on them.
+MfmaTile a16w4Tile(KernelContext& c);
+ir::Val a16w4Step(const MfmaTile& t, ir::Val acc, ir::Val w4, ir::Val scaleByte, const std::vector<ir::Val>& x);
+/// up's prologue when L.xnInLds (S <= 8): the CTA copies the XN rows its up tasks read to LDS.
+void stageXnToLds(KernelContext& c);
+/// up: slot task / upTiles, tile pair task % upTiles (a task past the slots does nothing but
+/// the CTA's barriers) -> MID, UPF.
+void stageUp(KernelContext& c, ir::Val task, UpWeights& cur, UpWeights& next);
+/// down: hidden rows 16 task .. of every slot, the combine -> every rank's FFN.
+void stageDown(KernelContext& c, ir::Val task);
+/// down's wait: UPF of every slot's tile pairs (once a CTA, before its down tasks).
+void awaitUp(KernelContext& c);
+/// final: pairs 16 task .. of the ranks' FFN partials in rank order -> out.
+void stageFinal(KernelContext& c, ir::Val task);
+
+/// The finish stages' control arguments (StageFinish.cpp): epoch, handshake, inject, and the
+/// trace buffer when key.trace (its stage count is set by addFinishStages).
+std::vector<ir::KernelArg> finishArgs(const Layout& L, const ir::Key& key);
+/// mark (every CTA), epoch (CTA 0), handshake (CTA 0, the step's last launch): appends the three
+/// stages to the Plan and emits them. The last step of buildPlan: it also sets the trace's stage
+/// count, so every stage must be in the Plan before it.
+void addFinishStages(KernelContext& c, ir::Plan& plan);
+
+}  // namespace monogen::specs::minimax_m3

@@ -1,0 +1,117 @@
+// The MiniMax-M3 FFN launch through the per-rank runtime (runtime/RankRuntime.h), one process a
+// rank: the spec's RankRuntimeOptions, the caller's buffers of a rank (what a framework holds as
+// tensors: activations, outputs, weights), reading one rank's results back, and the reference
+// for one rank. runSimRank is the body of one rank's process on the Sim (SimRankDevice), used by
+// tests/test_rank_runtime.cpp and `monogen check --device sim --per-rank`; runHipRank its
+// counterpart on GPU `rank` (HipRankDevice), used by `monogen check --device hip`
+// (tools/CmdCheck.cpp). Both run the same body (runRank) on their device.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/Plan.h"
+#include "runtime/Cache.h"
+#include "runtime/RankRuntime.h"
+#include "runtime/Tensor.h"
+#include "runtime/RankProcesses.h"
+#include "runtime/sim/SimDevice.h"
+#include "specs/minimax_m3/kernel/Knobs.h"
+#include "specs/minimax_m3/kernel/ModelConfig.h"
+
+namespace monogen::specs::minimax_m3 {
+
+/// key(S) = makeKey(cfg, S, tp, knobs); the symmetric buffer is `sym`, the rank scalar `rank`.
+runtime::RankRuntimeOptions rankRuntimeOptions(const ModelConfig& cfg, int rank, int tp, std::vector<int> rows,
+                                               const FfnKnobs& knobs = {});
+
+/// The caller's buffers of one rank for one S: every Input, Output and Weight argument.
+struct RankIo {
+  int rows = 0;
+  std::map<std::string, uint64_t> addr;  // by argument name
+};
+RankIo allocRankIo(runtime::RankDevice& dev, const ir::Plan& plan);
+/// Uploads rank `rank`'s share of a makeLaunchInputs map (part.r<rank>, or attn.r<rank> with
+/// wo.r<rank> and wo_scale for input=attn; res_in, slots, the weights: w13.r<rank> ... and the
+/// shared ones); MoE inputs it lacks are zeroed (a missing part / attn / res_in / wo / wo_scale is
+/// an InputError); outputs zeroed.
+/// s13 / s2 must declare the variant's scale layout (checkDeclaredScales: InputError otherwise).
+void uploadRankInputs(runtime::RankDevice& dev, const ir::Plan& plan, const RankIo& io, int rank,
+                      const runtime::TensorMap& inputs);
+/// What the caller binds: io's tensors (s13 / s2 declaring the variant's layout, argLayouts, as
+/// uploadRankInputs checked the uploaded ones), wait_ticks and handshake.
+runtime::RankArgs rankArgs(const ir::Plan& plan, const RankIo& io, int64_t waitTicks, bool handshake = false);
+
+/// One rank's results of the launch that ran on `tag` (its epoch before the launch was
+/// epochBefore(tag)): res_out, sres, ssq, ssq_tag, err, epoch, xscale and opart (input=attn: the
+/// quant's scales, the o_proj partial push sent), the MoE's (xn, rstd, out, picks,
+/// weights, slot table, mid) as "<name>.r<rank>", and down.r<src> for every src: the partial
+/// rank src pushed, read from this rank's own symmetric buffer.
+runtime::TensorMap readRankOutputs(const ModelConfig& cfg, runtime::RankRuntime& rt, const RankIo& io, int rows, int32_t tag);
+/// launchReferenceOutputs's entries a rank can check: "<name>.r<rank>" and down.r<src> for every src.
+runtime::TensorMap rankReference(const runtime::TensorMap& all, int rank, int tp);
+/// "" when rank's error word is 0, else "rank R: error word 0x.. (site .., rank .., token ..), N
+/// failures: <meaning, naming the rank at fault>".
+std::string rankError(const runtime::TensorMap& outputs, int rank);
+
+/// Which ranks' pushes of the launch of `tag` are not all in this rank's symmetric buffer (the
+/// ATTN and FFN pairs rank src owes it): "this launch's pairs never came from rank 2 (ATTN 0 of
+/// 1536, FFN 0 of 1536 pairs came)"; "" when every pair is there. The error word holds only the
+/// first wait that ran out, which may be a local one; this names the rank that went missing.
+std::string missingPeers(const ModelConfig& cfg, runtime::RankRuntime& rt, int rows, int32_t tag);
+
+/// One rank's part of a multi-process run (the Sim's or the GPUs': `sim` is the Sim's only).
+struct SimRankJob {
+  std::vector<int> rows{2};    // the S values, each warmed up; each runs `launches` launches in turn
+  int launches = 3;            // back-to-back launches of one bound buffer set (the replay)
+  uint64_t seed = 1;           // launch k of S gets inputs makeLaunchInputs(cfg, S, TP, seed + k)
+  int64_t waitTicks = 100'000'000;  // the bound: real time while this process idles (SimRankDevice.h)
+  runtime::SimOptions sim;     // scheduler seed and knobs (firstRank, realtimeWaits are set for it)
+  FfnKnobs knobs;
+  /// Fault demonstration: before every launch, write the epoch so that every launch runs on this
+  /// tag (what a tag kernel argument does under graph replay). 0: never (the device epoch decides).
+  int32_t fixedTag = 0;
+};
+
+/// A job's inputs and references (launchReferenceOutputs, every rank's), by S then launch: made
+/// once, in the parent before it forks the ranks' processes, which share them.
+struct SimRankData {
+  std::map<int, std::vector<runtime::TensorMap>> inputs, want;
+};
+SimRankData makeSimRankData(const ModelConfig& cfg, const SimRankJob& job, int tp);
+
+/// The body of rank ch.rank()'s process on `dev` (made by the caller, this rank's): a RankRuntime
+/// on `gen` (the Sim needs Plans only; a GPU compiles, or reads the cache, at warm-up); allocate,
+/// exchange handles over `ch` (all-gather), open, barrier, warm up (one "progress" line a
+/// variant), bind once per S, then every launch: upload new activations (data.inputs) into the
+/// bound buffers, launch on `stream`, synchronize it, read back, compare with this rank's part of
+/// data.want. `started` is when the process began (for "ready"'s seconds); `ops` the Sim's op
+/// count of the last launch (none on a GPU). Reports JSON lines over `ch`:
+///   {"event":"progress", "rank", "line"}  (RankRuntimeOptions::progress: warm-up)
+///   {"event":"ready", "rank", "seconds"}  (after bind: allocate, exchange, open, warm up, bind)
+///   {"event":"start", "rank", "rows", "launch", "tag"}
+///   {"event":"done", "rank", "rows", "launch", "tag", "valid", "verdict", "seconds"[, "ops"]}
+/// verdict is "bit-exact", "MISMATCH: <first differing element>" or "INVALID: <rankError>".
+/// Returns 0 when every launch was bit-exact, 1 otherwise.
+int runRank(const ModelConfig& cfg, const SimRankJob& job, const SimRankData& data, runtime::RankChannel& ch,
+            runtime::RankDevice& dev, runtime::Generator& gen, std::chrono::steady_clock::time_point started,
+            const std::function<int64_t()>& ops, void* stream);
+
+/// runRank on a SimRankDevice (job.sim), Plans only: first reports
+///   {"event":"device", "rank", "device": "sim rank r of TP"}.
+int runSimRank(const ModelConfig& cfg, const SimRankJob& job, const SimRankData& data, runtime::RankChannel& ch);
+
+/// runRank on a HipRankDevice on GPU ch.rank() (runtime/HipRankDevice.h; the library HipApi
+/// loads, MONOGEN_HIP_LIBRARY included), code objects from `cache` (or compiled), the null stream.
+/// Constructing the device is what finds no library, a missing entry point or no gfx950 GPU: a
+/// RuntimeError before anything is reported. Then first reports
+///   {"event":"device", "rank", "device", "gpu": "HIP device 0 (gfx950)", "cus", "runtime": HipApi::describe()}.
+/// NOT RUN HERE on a GPU (there is none): run against tests/fake_hip only.
+int runHipRank(const ModelConfig& cfg, const SimRankJob& job, const SimRankData& data, runtime::RankChannel& ch,
+               std::shared_ptr<runtime::Cache> cache);
+
+}  // namespace monogen::specs::minimax_m3
