@@ -7,6 +7,7 @@
 #include "specs/minimax_m3/kernel/Layout.h"
 #include "specs/minimax_m3/kernel/OprojShape.h"
 #include "specs/minimax_m3/kernel/Sites.h"
+#include "specs/minimax_m3/kernel/stages/StageDef.h"
 #include "specs/minimax_m3/kernel/stages/Stages.h"
 
 namespace monogen::specs::minimax_m3 {
@@ -150,67 +151,7 @@ ir::Plan buildPlan(const ModelConfig& cfg, const ir::Key& keyIn) {
   for (const Pool& p : L.pools()) plan.pools.push_back(ir::LdsPool{p.name, p.offset, p.bytes, "", p.doc});
   plan.ldsBytes = L.ldsBytes;
 
-  // Pairs a launch moves, counted over every rank for the peer array ATTN: each of TP ranks
-  // pushes S x hidden / 2 pairs to each of TP ranks, and each rank's reduce waits on its TP x S x
-  // hidden / 2. SSQ is per rank: S x tasks pairs.
-  const int64_t attnPairs = int64_t{L.tp} * L.tp * L.rows * (L.hidden / 2);
-  const int64_t ssqPairs = int64_t{L.rows} * L.reduce.tasks;
-  ir::Stage push;
-  push.name = L.push.name;
-  push.tasks = L.push.tasks;
-  push.base = L.push.base;
-  push.publishes = {{L.attn.name, attnPairs}};
-  push.doc = L.oproj ? "o_proj: every row's per-token FP8 quant, then the rowwise-FP8 GEMM of the task's 32 columns "
-                       "(v_mfma_f32_16x16x32_fp8_fp8; OPART), as bf16 pairs to every rank's ATTN"
-                     : "this rank's o_proj partial as bf16 pairs (32 columns a task, every row) to every rank's ATTN";
-  ir::Stage reduce;
-  reduce.name = L.reduce.name;
-  reduce.tasks = L.reduce.tasks;
-  reduce.base = L.reduce.base;
-  reduce.waits = {{L.attn.name, attnPairs}};
-  reduce.publishes = {{L.ssq.name, ssqPairs}};
-  reduce.doc = "the ranks' pairs in rank order, f32 -> bf16, + residual in f32 -> res_out (bf16), SRES (f32), "
-               "SSQ (the task's sum of squares, a pair a row)";
-  plan.stages = {push, reduce};
-
-  // --- the MoE ---
-  const int64_t S = L.rows;
-  auto stage = [&](const Placement& p, std::vector<ir::FlagUse> waits, std::vector<ir::FlagUse> pubs,
-                   std::string doc) {
-    ir::Stage s;
-    s.name = p.name;
-    s.tasks = p.tasks;
-    s.base = p.base;
-    s.waits = std::move(waits);
-    s.publishes = std::move(pubs);
-    s.doc = std::move(doc);
-    plan.stages.push_back(s);
-    return plan.stages.size() - 1;
-  };
-  stage(L.norm, {{L.ssq.name, ssqPairs}}, {{L.rstd.name, S}, {L.xrdy.name, S}},
-        "Gemma RMSNorm: SSQ parts block-summed -> RSTD (published first); bf16((x rstd)(1 + w)) -> XN; XRDY");
-  stage(L.router, {{L.rstd.name, S * L.router.tasks}}, {{L.logit.name, L.logit.pairs}},
-        "FP32 router weight x f32(XN) on v_mfma_f32_16x16x4_f32, 16 experts x a K part a task -> LOGIT; its "
-        "columns of XN from SRES and the published RSTD (it never waits for XN)");
-  stage(L.route, {{L.logit.name, L.logit.pairs}}, {{L.routeA.name, L.routeA.pairs}},
-        "the parts summed in quarters, sigmoid, + bias for selection, top-k, renormalized x routed scale");
-  {
-    const size_t i = stage(L.table, {{L.routeA.name, L.routeA.pairs * L.blocks}}, {},
-                           "every CTA: the picks -> the slot table in LDS (slot 0 the shared expert)");
-    plan.stages[i].everyCta = true;
-  }
-  const int64_t upPairs = L.upf.pairs;
-  {
-    const size_t i = stage(L.up, {{L.xrdy.name, S}}, {{L.upf.name, upPairs}},
-                           "16 gate + 16 up rows of a slot's expert a task, A16W4 MFMA, SwiGLU-OAI -> MID (bf16), "
-                           "UPF; the task count is the table's slots x upTiles (bounded here)");
-    plan.stages[i].runtimeTasks = true;
-  }
-  const int64_t ffnPairs = int64_t{L.tp} * L.tp * L.rows * (L.hidden / 2);
-  stage(L.down, {{L.upf.name, upPairs}}, {{L.ffn.name, ffnPairs}},
-        "16 hidden rows a task: every slot's A16W4 GEMV of MID -> CONTRIB (LDS), the combine -> every rank's FFN");
-  stage(L.final, {{L.ffn.name, ffnPairs}}, {},
-        "the ranks' combined partials in rank order, f32 -> bf16 -> out");
+  for (const StageDef* d : ffnStages()) plan.stages.push_back(d->record(L));
 
   plan.facts = {
       {"hidden", std::to_string(L.hidden)},
@@ -235,44 +176,7 @@ ir::Plan buildPlan(const ModelConfig& cfg, const ir::Key& keyIn) {
   plan.kernel.name = "monogen_minimax_m3_ffn";
   ir::Builder b(plan.kernel);
   KernelContext c(cfg, L, plan, b);
-  c.stage(plan.stageIndex(L.push.name), [&] {
-    c.loadPeers();
-    if (L.oproj) {
-      oprojTokenScales(c);
-      c.forEachTask(L.push, [&](ir::Val t) { stageOprojPush(c, t); });
-    } else {
-      c.forEachTask(L.push, [&](ir::Val t) { stagePush(c, t); });
-    }
-  });
-  c.stage(plan.stageIndex(L.reduce.name),
-          [&] { c.forEachTask(L.reduce, [&](ir::Val t) { stageReduce(c, t); }); });
-  c.stage(plan.stageIndex(L.norm.name), [&] {
-    c.forEachTask(L.norm, [&](ir::Val t) { stageNorm(c, t); });
-  });
-  c.stage(plan.stageIndex(L.router.name), [&] {
-    c.forEachTask(L.router, [&](ir::Val t) { stageRouter(c, t); });
-  });
-  c.stage(plan.stageIndex(L.route.name), [&] {
-    c.forEachTask(L.route, [&](ir::Val t) { stageRoute(c, t); });
-  });
-  c.stage(plan.stageIndex(L.table.name), [&] {
-    stageTable(c);
-  });
-  c.stage(plan.stageIndex(L.up.name), [&] {
-    UpWeights cur = makeUpWeights(c), next = makeUpWeights(c);
-    loadUpWeights(c, c.block, cur);  // the CTA's first unit (up's base is CTA 0), right after the table
-    c.awaitX(kSiteUp);
-    if (L.xnInLds) stageXnToLds(c);
-    c.forEachTask(L.up, [&](ir::Val t) { stageUp(c, t, cur, next); });
-  });
-  c.stage(plan.stageIndex(L.down.name), [&] {
-    c.loadPeers();
-    awaitUp(c);
-    c.forEachTask(L.down, [&](ir::Val t) { stageDown(c, t); });
-  });
-  c.stage(plan.stageIndex(L.final.name), [&] {
-    c.forEachTask(L.final, [&](ir::Val t) { stageFinal(c, t); });
-  });
+  for (const StageDef* d : ffnStages()) c.stage(plan.stageIndex(d->placement(L).name), [&] { d->body(c); });
   addFinishStages(c, plan);  // mark, epoch, handshake: the last stages (every stage above goes through c.stage)
   c.finishMutation();        // a race test's mutation (Mutation.h) must have hit its site
   return plan;

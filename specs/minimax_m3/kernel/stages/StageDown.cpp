@@ -127,4 +127,20 @@ void stageDown(KernelContext& c, Val task) {
   c.ctaSync(false);  // CONTRIB is free for the next task
 }
 
+extern const StageDef kDownStage = {
+    .placement = [](const Layout& L) { return L.down; },
+    .waits = [](const Layout& L) { return std::vector<ir::FlagUse>{{L.upf.name, L.upf.pairs}}; },
+    .publishes = [](const Layout& L) { return std::vector<ir::FlagUse>{{L.ffn.name, allToAllPairs(L)}}; },
+    .doc = [](const Layout&) -> std::string {
+      return "16 hidden rows a task: every slot's A16W4 GEMV of MID -> CONTRIB (LDS), the combine -> every rank's "
+             "FFN";
+    },
+    .body = [](KernelContext& c) {
+      c.loadPeers();
+      awaitUp(c);
+      c.forEachTask(c.L.down, [&](Val t) { stageDown(c, t); });
+    },
+    .reference = "a16w4Dot, moeReference's combine",
+};
+
 }  // namespace monogen::specs::minimax_m3

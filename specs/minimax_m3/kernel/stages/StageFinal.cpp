@@ -37,4 +37,13 @@ void stageFinal(KernelContext& c, Val task) {
   });
 }
 
+extern const StageDef kFinalStage = {
+    .placement = [](const Layout& L) { return L.final; },
+    .waits = [](const Layout& L) { return std::vector<ir::FlagUse>{{L.ffn.name, allToAllPairs(L)}}; },
+    .publishes = [](const Layout&) { return std::vector<ir::FlagUse>{}; },
+    .doc = [](const Layout&) -> std::string { return "the ranks' combined partials in rank order, f32 -> bf16 -> out"; },
+    .body = [](KernelContext& c) { c.forEachTask(c.L.final, [&](Val t) { stageFinal(c, t); }); },
+    .reference = "moeReference's final sum (rank order)",
+};
+
 }  // namespace monogen::specs::minimax_m3

@@ -53,4 +53,17 @@ void stageNorm(KernelContext& c, Val t) {
   });
 }
 
+extern const StageDef kNormStage = {
+    .placement = [](const Layout& L) { return L.norm; },
+    .waits = [](const Layout& L) { return std::vector<ir::FlagUse>{{L.ssq.name, ssqPairs(L)}}; },
+    .publishes = [](const Layout& L) {
+      return std::vector<ir::FlagUse>{{L.rstd.name, L.rows}, {L.xrdy.name, L.rows}};
+    },
+    .doc = [](const Layout&) -> std::string {
+      return "Gemma RMSNorm: SSQ parts block-summed -> RSTD (published first); bf16((x rstd)(1 + w)) -> XN; XRDY";
+    },
+    .body = [](KernelContext& c) { c.forEachTask(c.L.norm, [&](Val t) { stageNorm(c, t); }); },
+    .reference = "moeReference's norm (blockSum over SSQ, then rstd and XN)",
+};
+
 }  // namespace monogen::specs::minimax_m3

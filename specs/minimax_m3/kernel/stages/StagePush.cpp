@@ -30,4 +30,25 @@ void stagePush(KernelContext& c, Val task) {
   });
 }
 
+extern const StageDef kPushStage = {
+    .placement = [](const Layout& L) { return L.push; },
+    .waits = [](const Layout&) { return std::vector<ir::FlagUse>{}; },
+    .publishes = [](const Layout& L) { return std::vector<ir::FlagUse>{{L.attn.name, allToAllPairs(L)}}; },
+    .doc = [](const Layout& L) -> std::string {
+      return L.oproj ? "o_proj: every row's per-token FP8 quant, then the rowwise-FP8 GEMM of the task's 32 columns "
+                       "(v_mfma_f32_16x16x32_fp8_fp8; OPART), as bf16 pairs to every rank's ATTN"
+                     : "this rank's o_proj partial as bf16 pairs (32 columns a task, every row) to every rank's ATTN";
+    },
+    .body = [](KernelContext& c) {
+      c.loadPeers();
+      if (c.L.oproj) {
+        oprojTokenScales(c);
+        c.forEachTask(c.L.push, [&](Val t) { stageOprojPush(c, t); });
+      } else {
+        c.forEachTask(c.L.push, [&](Val t) { stagePush(c, t); });
+      }
+    },
+    .reference = "oprojPartial (OprojReference.h); the pairs are the partial's bits",
+};
+
 }  // namespace monogen::specs::minimax_m3

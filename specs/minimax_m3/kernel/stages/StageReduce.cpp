@@ -61,4 +61,16 @@ void stageReduce(KernelContext& c, Val task) {
   });
 }
 
+extern const StageDef kReduceStage = {
+    .placement = [](const Layout& L) { return L.reduce; },
+    .waits = [](const Layout& L) { return std::vector<ir::FlagUse>{{L.attn.name, allToAllPairs(L)}}; },
+    .publishes = [](const Layout& L) { return std::vector<ir::FlagUse>{{L.ssq.name, ssqPairs(L)}}; },
+    .doc = [](const Layout&) -> std::string {
+      return "the ranks' pairs in rank order, f32 -> bf16, + residual in f32 -> res_out (bf16), SRES (f32), "
+             "SSQ (the task's sum of squares, a pair a row)";
+    },
+    .body = [](KernelContext& c) { c.forEachTask(c.L.reduce, [&](Val t) { stageReduce(c, t); }); },
+    .reference = "referenceAllReduce, pairSquares, butterfly16 (Reference.h)",
+};
+
 }  // namespace monogen::specs::minimax_m3

@@ -112,4 +112,15 @@ void stageRoute(KernelContext& c, Val t) {
   c.ctaSync(/*drain=*/false);  // red is free for the next task
 }
 
+extern const StageDef kRouteStage = {
+    .placement = [](const Layout& L) { return L.route; },
+    .waits = [](const Layout& L) { return std::vector<ir::FlagUse>{{L.logit.name, L.logit.pairs}}; },
+    .publishes = [](const Layout& L) { return std::vector<ir::FlagUse>{{L.routeA.name, L.routeA.pairs}}; },
+    .doc = [](const Layout&) -> std::string {
+      return "the parts summed in quarters, sigmoid, + bias for selection, top-k, renormalized x routed scale";
+    },
+    .body = [](KernelContext& c) { c.forEachTask(c.L.route, [&](Val t) { stageRoute(c, t); }); },
+    .reference = "routerLogit, routeToken",
+};
+
 }  // namespace monogen::specs::minimax_m3

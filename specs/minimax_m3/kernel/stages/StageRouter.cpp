@@ -71,4 +71,16 @@ void stageRouter(KernelContext& c, Val task) {
   c.ctaSync(/*drain=*/false);  // red is free for the next task
 }
 
+extern const StageDef kRouterStage = {
+    .placement = [](const Layout& L) { return L.router; },
+    .waits = [](const Layout& L) { return std::vector<ir::FlagUse>{{L.rstd.name, L.rows * L.router.tasks}}; },
+    .publishes = [](const Layout& L) { return std::vector<ir::FlagUse>{{L.logit.name, L.logit.pairs}}; },
+    .doc = [](const Layout&) -> std::string {
+      return "FP32 router weight x f32(XN) on v_mfma_f32_16x16x4_f32, 16 experts x a K part a task -> LOGIT; its "
+             "columns of XN from SRES and the published RSTD (it never waits for XN)";
+    },
+    .body = [](KernelContext& c) { c.forEachTask(c.L.router, [&](Val t) { stageRouter(c, t); }); },
+    .reference = "routerPart",
+};
+
 }  // namespace monogen::specs::minimax_m3

@@ -119,4 +119,18 @@ void stageTable(KernelContext& c) {
   });
 }
 
+extern const StageDef kTableStage = {
+    .placement = [](const Layout& L) { return L.table; },
+    .waits = [](const Layout& L) {
+      return std::vector<ir::FlagUse>{{L.routeA.name, L.routeA.pairs * L.blocks}};
+    },
+    .publishes = [](const Layout&) { return std::vector<ir::FlagUse>{}; },
+    .doc = [](const Layout&) -> std::string {
+      return "every CTA: the picks -> the slot table in LDS (slot 0 the shared expert)";
+    },
+    .body = [](KernelContext& c) { stageTable(c); },
+    .reference = "moeReference's slot table",
+    .everyCta = true,
+};
+
 }  // namespace monogen::specs::minimax_m3

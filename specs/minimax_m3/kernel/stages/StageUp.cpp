@@ -185,4 +185,23 @@ void stageUp(KernelContext& c, Val task, UpWeights& cur, UpWeights& next) {
   }
 }
 
+extern const StageDef kUpStage = {
+    .placement = [](const Layout& L) { return L.up; },
+    .waits = [](const Layout& L) { return std::vector<ir::FlagUse>{{L.xrdy.name, L.rows}}; },
+    .publishes = [](const Layout& L) { return std::vector<ir::FlagUse>{{L.upf.name, L.upf.pairs}}; },
+    .doc = [](const Layout&) -> std::string {
+      return "16 gate + 16 up rows of a slot's expert a task, A16W4 MFMA, SwiGLU-OAI -> MID (bf16), "
+             "UPF; the task count is the table's slots x upTiles (bounded here)";
+    },
+    .body = [](KernelContext& c) {
+      UpWeights cur = makeUpWeights(c), next = makeUpWeights(c);
+      loadUpWeights(c, c.block, cur);  // the CTA's first unit (up's base is CTA 0), right after the table
+      c.awaitX(kSiteUp);
+      if (c.L.xnInLds) stageXnToLds(c);
+      c.forEachTask(c.L.up, [&](Val t) { stageUp(c, t, cur, next); });
+    },
+    .reference = "a16w4Dot, swigluOai",
+    .runtimeTasks = true,
+};
+
 }  // namespace monogen::specs::minimax_m3

@@ -5,6 +5,7 @@
 
 #include "ir/Builder.h"
 #include "specs/minimax_m3/kernel/KernelContext.h"
+#include "specs/minimax_m3/kernel/stages/StageDef.h"
 
 namespace monogen::specs::minimax_m3 {
 
