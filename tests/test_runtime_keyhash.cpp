@@ -148,7 +148,7 @@ TEST_CASE("keyhash: the build id is the digest of the generator's sources, and a
   for (const char* d : {"ir", "codegen", "specs"})
     fs::copy(fs::path(MONOGEN_SOURCE_DIR) / d, tmp / d, fs::copy_options::recursive);
   CHECK(buildIdOf(tmp) == id);
-  const fs::path stage = tmp / "specs" / "minimax_m3" / "StageUp.cpp";
+  const fs::path stage = tmp / "specs" / "minimax_m3" / "kernel" / "stages" / "StageUp.cpp";
   std::string text;
   {
     std::ifstream f(stage, std::ios::binary);
