@@ -132,19 +132,7 @@ Val Builder::binary(OpCode op, Val a, Val b) {
     case OpCode::And: case OpCode::Or: case OpCode::Xor:
       expect(ta.isInt(), op, "expected integers or i1, got " + ta.str());
       break;
-    case OpCode::ConstInt: case OpCode::ConstFloat: case OpCode::ThreadId: case OpCode::LaneId:
-    case OpCode::WaveId: case OpCode::BlockId: case OpCode::Arg: case OpCode::Fma: case OpCode::Cmp:
-    case OpCode::Select: case OpCode::Bitcast: case OpCode::Trunc: case OpCode::ZExt: case OpCode::SExt:
-    case OpCode::SIToFP: case OpCode::UIToFP: case OpCode::FPToSI: case OpCode::BF16ToF32:
-    case OpCode::F32ToBF16: case OpCode::Fp4ToF32: case OpCode::Fp4x8ToBF16x8: case OpCode::E8m0ToF32:
-    case OpCode::Fp8ToF32: case OpCode::F32ToFp8: case OpCode::Exp2: case OpCode::Rcp: case OpCode::Rsq:
-    case OpCode::Sqrt: case OpCode::Extract: case OpCode::Insert: case OpCode::Splat: case OpCode::PtrAdd:
-    case OpCode::PtrToInt: case OpCode::IntToPtr: case OpCode::Load: case OpCode::Store:
-    case OpCode::AtomicRmw: case OpCode::CmpXchg: case OpCode::Fence: case OpCode::Barrier:
-    case OpCode::Shuffle: case OpCode::Ballot: case OpCode::Popcount: case OpCode::ReadFirstLane:
-    case OpCode::Mfma: case OpCode::Publish: case OpCode::Wait: case OpCode::Realtime: case OpCode::Sleep:
-    case OpCode::VarLoad: case OpCode::VarStore: case OpCode::If: case OpCode::For: case OpCode::While:
-    case OpCode::StageScope:
+    default:
       fail(op, "not a binary op");
   }
   if (ta.isBool()) expect(op == OpCode::And || op == OpCode::Or || op == OpCode::Xor, op, "i1 arithmetic");

@@ -127,21 +127,7 @@ class Analysis {
       case OpCode::BlockId: return exact(0, p_.grid.blocks - 1);
       case OpCode::Cmp: return exact(0, 1);
       case OpCode::Popcount: return exact(0, bitsOf(ty(o[0])));
-      case OpCode::ConstFloat: case OpCode::Arg: case OpCode::Add: case OpCode::Sub: case OpCode::Mul:
-      case OpCode::Div: case OpCode::Rem: case OpCode::UDiv: case OpCode::URem: case OpCode::And:
-      case OpCode::Or: case OpCode::Xor: case OpCode::Shl: case OpCode::LShr: case OpCode::AShr:
-      case OpCode::Min: case OpCode::Max: case OpCode::UMin: case OpCode::UMax: case OpCode::Fma:
-      case OpCode::Select: case OpCode::Bitcast: case OpCode::Trunc: case OpCode::ZExt: case OpCode::SExt:
-      case OpCode::SIToFP: case OpCode::UIToFP: case OpCode::FPToSI: case OpCode::BF16ToF32:
-      case OpCode::F32ToBF16: case OpCode::Fp4ToF32: case OpCode::Fp4x8ToBF16x8: case OpCode::E8m0ToF32:
-      case OpCode::Fp8ToF32: case OpCode::F32ToFp8: case OpCode::Exp2: case OpCode::Rcp: case OpCode::Rsq:
-      case OpCode::Sqrt: case OpCode::Extract: case OpCode::Insert: case OpCode::Splat: case OpCode::PtrAdd:
-      case OpCode::PtrToInt: case OpCode::IntToPtr: case OpCode::Load: case OpCode::Store:
-      case OpCode::AtomicRmw: case OpCode::CmpXchg: case OpCode::Fence: case OpCode::Barrier:
-      case OpCode::Shuffle: case OpCode::Ballot: case OpCode::ReadFirstLane: case OpCode::Mfma:
-      case OpCode::Publish: case OpCode::Wait: case OpCode::Realtime: case OpCode::Sleep:
-      case OpCode::VarLoad: case OpCode::VarStore: case OpCode::If: case OpCode::For: case OpCode::While:
-      case OpCode::StageScope:
+      default:
         break;
     }
     if (o.empty()) return top(t);
@@ -208,17 +194,7 @@ class Analysis {
       case OpCode::Extract: case OpCode::Splat: case OpCode::ReadFirstLane: return exact(a.lo, a.hi, a.wrap);
       case OpCode::Insert: return join(a, arg(1));
       case OpCode::Shuffle: return join(a, exact(0, 0));
-      case OpCode::ConstInt: case OpCode::ConstFloat: case OpCode::ThreadId: case OpCode::LaneId:
-      case OpCode::WaveId: case OpCode::BlockId: case OpCode::Arg: case OpCode::Fma: case OpCode::Cmp:
-      case OpCode::Bitcast: case OpCode::SIToFP: case OpCode::UIToFP: case OpCode::FPToSI:
-      case OpCode::BF16ToF32: case OpCode::F32ToBF16: case OpCode::Fp4ToF32: case OpCode::Fp4x8ToBF16x8:
-      case OpCode::E8m0ToF32: case OpCode::Fp8ToF32: case OpCode::F32ToFp8: case OpCode::Exp2:
-      case OpCode::Rcp: case OpCode::Rsq: case OpCode::Sqrt: case OpCode::PtrAdd: case OpCode::PtrToInt:
-      case OpCode::IntToPtr: case OpCode::Load: case OpCode::Store: case OpCode::AtomicRmw:
-      case OpCode::CmpXchg: case OpCode::Fence: case OpCode::Barrier: case OpCode::Ballot:
-      case OpCode::Popcount: case OpCode::Mfma: case OpCode::Publish: case OpCode::Wait:
-      case OpCode::Realtime: case OpCode::Sleep: case OpCode::VarLoad: case OpCode::VarStore:
-      case OpCode::If: case OpCode::For: case OpCode::While: case OpCode::StageScope:
+      default:
         return top(t);  // loads, waits, atomics, bitcasts, float conversions, arguments
     }
     return top(t);
@@ -293,20 +269,7 @@ class Analysis {
           return;
         }
         break;
-      case OpCode::ConstInt: case OpCode::ConstFloat: case OpCode::ThreadId: case OpCode::LaneId:
-      case OpCode::WaveId: case OpCode::BlockId: case OpCode::Add: case OpCode::Sub: case OpCode::Mul:
-      case OpCode::Div: case OpCode::Rem: case OpCode::UDiv: case OpCode::URem: case OpCode::And:
-      case OpCode::Or: case OpCode::Xor: case OpCode::Shl: case OpCode::LShr: case OpCode::AShr:
-      case OpCode::Min: case OpCode::Max: case OpCode::UMin: case OpCode::UMax: case OpCode::Fma:
-      case OpCode::Cmp: case OpCode::Bitcast: case OpCode::Trunc: case OpCode::ZExt: case OpCode::SExt:
-      case OpCode::SIToFP: case OpCode::UIToFP: case OpCode::FPToSI: case OpCode::BF16ToF32:
-      case OpCode::F32ToBF16: case OpCode::Fp4ToF32: case OpCode::Fp4x8ToBF16x8: case OpCode::E8m0ToF32:
-      case OpCode::Fp8ToF32: case OpCode::F32ToFp8: case OpCode::Exp2: case OpCode::Rcp: case OpCode::Rsq:
-      case OpCode::Sqrt: case OpCode::Extract: case OpCode::Insert: case OpCode::Splat:
-      case OpCode::PtrToInt: case OpCode::IntToPtr: case OpCode::Load: case OpCode::Store:
-      case OpCode::AtomicRmw: case OpCode::CmpXchg: case OpCode::Fence: case OpCode::Barrier:
-      case OpCode::Shuffle: case OpCode::Ballot: case OpCode::Popcount: case OpCode::ReadFirstLane:
-      case OpCode::Mfma: case OpCode::Publish: case OpCode::Wait: case OpCode::Realtime: case OpCode::Sleep:
+      default:
         break;
     }
     if (op.result && ty(op.result).isInt()) values_[op.result.id] = intOp(op);

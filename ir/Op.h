@@ -59,6 +59,7 @@ enum OpFlags : uint8_t {
   kNoFlags = 0,
   kBlocking = 1,       ///< May block the wave (Barrier, Wait, Sleep).
   kTouchesMemory = 2,  ///< Reads or writes memory through a pointer operand.
+  kVariesByLane = 4,   ///< Its result may differ between a CTA's lanes though its operands do not.
 };
 
 /// One record of ir/Ops.def.
@@ -87,6 +88,8 @@ constexpr ResultRule opResult(OpCode c) { return opInfo(c).result; }
 constexpr bool isBlocking(OpCode c) { return opInfo(c).flags & kBlocking; }
 /// True for ops that access memory through a pointer (loads, stores, atomics, Publish, Wait).
 constexpr bool touchesMemory(OpCode c) { return opInfo(c).flags & kTouchesMemory; }
+/// True for ops whose result may differ between lanes for CTA-uniform operands (ids, loads, waves).
+constexpr bool variesByLane(OpCode c) { return opInfo(c).flags & kVariesByLane; }
 
 /// Comparison predicates: signed/unsigned ints, ordered/unordered floats.
 enum class CmpPred : uint8_t { Eq, Ne, Slt, Sle, Sgt, Sge, Ult, Ule, Ugt, Uge, Oeq, One, Olt, Ole, Ogt, Oge, Uno, Ord };

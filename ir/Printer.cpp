@@ -60,19 +60,7 @@ class KernelPrinter {
         return a.order == MemOrder::Plain ? "" : fmt::format(" [{}, {}]", memOrderName(a.order), memScopeName(a.scope));
       case OpCode::Wait:
         return fmt::format(" site {} [{}, {}]", a.site, memOrderName(a.order), memScopeName(a.scope));
-      case OpCode::ThreadId: case OpCode::LaneId: case OpCode::WaveId: case OpCode::BlockId:
-      case OpCode::Add: case OpCode::Sub: case OpCode::Mul: case OpCode::Div: case OpCode::Rem:
-      case OpCode::UDiv: case OpCode::URem: case OpCode::And: case OpCode::Or: case OpCode::Xor:
-      case OpCode::Shl: case OpCode::LShr: case OpCode::AShr: case OpCode::Min: case OpCode::Max:
-      case OpCode::UMin: case OpCode::UMax: case OpCode::Fma: case OpCode::Select: case OpCode::Bitcast:
-      case OpCode::Trunc: case OpCode::ZExt: case OpCode::SExt: case OpCode::SIToFP: case OpCode::UIToFP:
-      case OpCode::FPToSI: case OpCode::BF16ToF32: case OpCode::F32ToBF16: case OpCode::Fp4ToF32:
-      case OpCode::Fp4x8ToBF16x8: case OpCode::E8m0ToF32: case OpCode::Fp8ToF32: case OpCode::F32ToFp8:
-      case OpCode::Exp2: case OpCode::Rcp: case OpCode::Rsq: case OpCode::Sqrt: case OpCode::Splat:
-      case OpCode::PtrAdd: case OpCode::PtrToInt: case OpCode::IntToPtr: case OpCode::Barrier:
-      case OpCode::Shuffle: case OpCode::Ballot: case OpCode::Popcount: case OpCode::ReadFirstLane:
-      case OpCode::Realtime: case OpCode::VarLoad: case OpCode::VarStore: case OpCode::If: case OpCode::For:
-      case OpCode::While: case OpCode::StageScope:
+      default:
         return "";
     }
     return "";
@@ -124,21 +112,7 @@ class KernelPrinter {
       case OpCode::VarStore:
         line(depth, fmt::format("var_store {}, {}", var(op.attrs.var), v(op.operands[0])));
         return;
-      case OpCode::ConstInt: case OpCode::ConstFloat: case OpCode::ThreadId: case OpCode::LaneId:
-      case OpCode::WaveId: case OpCode::BlockId: case OpCode::Arg: case OpCode::Add: case OpCode::Sub:
-      case OpCode::Mul: case OpCode::Div: case OpCode::Rem: case OpCode::UDiv: case OpCode::URem:
-      case OpCode::And: case OpCode::Or: case OpCode::Xor: case OpCode::Shl: case OpCode::LShr:
-      case OpCode::AShr: case OpCode::Min: case OpCode::Max: case OpCode::UMin: case OpCode::UMax:
-      case OpCode::Fma: case OpCode::Cmp: case OpCode::Select: case OpCode::Bitcast: case OpCode::Trunc:
-      case OpCode::ZExt: case OpCode::SExt: case OpCode::SIToFP: case OpCode::UIToFP: case OpCode::FPToSI:
-      case OpCode::BF16ToF32: case OpCode::F32ToBF16: case OpCode::Fp4ToF32: case OpCode::Fp4x8ToBF16x8:
-      case OpCode::E8m0ToF32: case OpCode::Fp8ToF32: case OpCode::F32ToFp8: case OpCode::Exp2:
-      case OpCode::Rcp: case OpCode::Rsq: case OpCode::Sqrt: case OpCode::Extract: case OpCode::Insert:
-      case OpCode::Splat: case OpCode::PtrAdd: case OpCode::PtrToInt: case OpCode::IntToPtr:
-      case OpCode::Load: case OpCode::Store: case OpCode::AtomicRmw: case OpCode::CmpXchg:
-      case OpCode::Fence: case OpCode::Barrier: case OpCode::Shuffle: case OpCode::Ballot:
-      case OpCode::Popcount: case OpCode::ReadFirstLane: case OpCode::Mfma: case OpCode::Publish:
-      case OpCode::Wait: case OpCode::Realtime: case OpCode::Sleep:
+      default:
         break;
     }
     std::string s = op.result ? fmt::format("{} = ", v(op.result)) : "";

@@ -270,14 +270,6 @@ class KernelChecker {
     }
     checkTypes(op);
     switch (op.code) {
-      case OpCode::ConstInt: case OpCode::ConstFloat: case OpCode::BlockId: case OpCode::Arg:
-        def(op.result, true);
-        return;
-      case OpCode::ThreadId: case OpCode::LaneId: case OpCode::WaveId: case OpCode::Realtime:
-      case OpCode::Load: case OpCode::AtomicRmw: case OpCode::CmpXchg: case OpCode::Wait:
-      case OpCode::Shuffle: case OpCode::Ballot: case OpCode::ReadFirstLane: case OpCode::Mfma:
-        def(op.result, false);
-        return;
       case OpCode::VarLoad:
         def(op.result, varUniform_.at(op.attrs.var));
         return;
@@ -328,18 +320,8 @@ class KernelChecker {
         stage_ = saved;
         return;
       }
-      case OpCode::Add: case OpCode::Sub: case OpCode::Mul: case OpCode::Div: case OpCode::Rem:
-      case OpCode::UDiv: case OpCode::URem: case OpCode::And: case OpCode::Or: case OpCode::Xor:
-      case OpCode::Shl: case OpCode::LShr: case OpCode::AShr: case OpCode::Min: case OpCode::Max:
-      case OpCode::UMin: case OpCode::UMax: case OpCode::Fma: case OpCode::Cmp: case OpCode::Select:
-      case OpCode::Bitcast: case OpCode::Trunc: case OpCode::ZExt: case OpCode::SExt: case OpCode::SIToFP:
-      case OpCode::UIToFP: case OpCode::FPToSI: case OpCode::BF16ToF32: case OpCode::F32ToBF16:
-      case OpCode::Fp4ToF32: case OpCode::Fp4x8ToBF16x8: case OpCode::E8m0ToF32: case OpCode::Fp8ToF32:
-      case OpCode::F32ToFp8: case OpCode::Exp2: case OpCode::Rcp: case OpCode::Rsq: case OpCode::Sqrt:
-      case OpCode::Extract: case OpCode::Insert: case OpCode::Splat: case OpCode::PtrAdd:
-      case OpCode::PtrToInt: case OpCode::IntToPtr: case OpCode::Store: case OpCode::Fence:
-      case OpCode::Popcount: case OpCode::Publish: case OpCode::Sleep:
-        def(op.result, allUniform);
+      default:  // every other op: uniform when its operands are, unless its record says it varies
+        def(op.result, allUniform && !variesByLane(op.code));
         return;
     }
   }
@@ -415,16 +397,7 @@ class KernelChecker {
         need(op.attrs.imm >= 0 && op.attrs.imm < static_cast<int64_t>(p_.args.size()),
              fmt::format("argument #{} does not exist", op.attrs.imm));
         break;
-      case OpCode::ConstInt: case OpCode::ConstFloat: case OpCode::ThreadId: case OpCode::LaneId:
-      case OpCode::WaveId: case OpCode::BlockId: case OpCode::Fma: case OpCode::Bitcast: case OpCode::Trunc:
-      case OpCode::ZExt: case OpCode::SExt: case OpCode::SIToFP: case OpCode::UIToFP: case OpCode::FPToSI:
-      case OpCode::BF16ToF32: case OpCode::F32ToBF16: case OpCode::Fp4ToF32: case OpCode::Fp4x8ToBF16x8:
-      case OpCode::E8m0ToF32: case OpCode::Fp8ToF32: case OpCode::F32ToFp8: case OpCode::Exp2:
-      case OpCode::Rcp: case OpCode::Rsq: case OpCode::Sqrt: case OpCode::Extract: case OpCode::Insert:
-      case OpCode::Splat: case OpCode::PtrAdd: case OpCode::PtrToInt: case OpCode::IntToPtr:
-      case OpCode::AtomicRmw: case OpCode::CmpXchg: case OpCode::Fence: case OpCode::Barrier:
-      case OpCode::Shuffle: case OpCode::Ballot: case OpCode::Popcount: case OpCode::ReadFirstLane:
-      case OpCode::Realtime: case OpCode::Sleep: case OpCode::While: case OpCode::StageScope:
+      default:
         break;
     }
   }
