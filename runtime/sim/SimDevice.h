@@ -1,27 +1,5 @@
-// The Sim device: runs a Plan's kernel IR for every CTA of every rank on the CPU. It is the
-// executable definition of the kernel's semantics (see DESIGN.md, "Sim device").
-//
-// How it runs (runtime/sim/SimProgram.h, runtime/sim/SimLaunch.h):
-// - the kernel is flattened once per run into a SIMT program over an exec-mask stack; each SSA
-//   value gets a register slot (type.bytes() a lane), reused once its live range ends;
-// - waves are 64-lane vectors (plan.grid.threads / 64 per CTA, the last one partial if need be);
-//   a seeded scheduler picks a random runnable wave and runs it 1..maxQuantum ops, or until it
-//   blocks (barrier, wait, sleep) or exits;
-// - the simulated clock advances one tick per (live waves) ops executed; when nothing can run it
-//   jumps to the earliest wait/sleep deadline; nothing to run and no deadline is a deadlock;
-// - a barrier releases when every wave of the CTA that has not exited has arrived;
-// - a wait resolves lane by lane: a lane is done when its pair carries the tag, or when the clock
-//   passes the wait's start + the lane's bound (then errWord[0] := code if it was 0, errWord[1]
-//   += 1, the result is the pair's current value); a bound of INT64_MAX never runs out;
-// - execution is sequentially consistent, one op at a time, so weak-memory bugs do not change
-//   results; SimOptions::races turns on a happens-before race detector that finds them
-//   (runtime/sim/SimRaces.h);
-// - LDS (every launch) and every allocation start poisoned (poisonFill), as on hardware, where
-//   they hold whatever was there; SimOptions::races also reports a read of LDS, scratch or an
-//   output that no op of the launch wrote (SimRaces.h, "Uninitialized reads");
-// - every access is bounds-checked, atomics must be aligned; errors are SimError naming the
-//   variant, stage, op (#preorder number and name), rank, CTA, wave, lane, address and the
-//   nearest allocation.
+// The Sim device: runs a Plan's kernel IR for every CTA of every rank on the CPU, the executable
+// definition of the kernel's semantics. Its execution model is docs/sim.md, "Execution model".
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -34,13 +12,9 @@
 
 namespace monogen::runtime {
 
-/// Fills [p, p + bytes) with the Sim's poison: what LDS and a fresh allocation hold before anyone
-/// writes them (on hardware, whatever the previous kernel or process left). A pattern of 4-byte
-/// words seeded by `seed` (a 16 KiB period), each one of: an f32 quiet NaN, an f32 signalling
-/// NaN, two bf16 quiet NaNs, two bf16 signalling NaNs, +-Inf or the largest finite f32, 32 random
-/// bits, 0xffffffff, or a small negative i32 (-256 .. -1). Never a valid launch tag (1 .. 2^30)
-/// except in the random words, so a flag pair the host did not zero fails its wait (or, by chance,
-/// passes it: the host zeroes pairs, see SimHarness.cpp).
+/// Fills [p, p + bytes) with the Sim's poison (what LDS and a fresh allocation hold before anyone
+/// writes them): NaNs, infinities, random and negative words from `seed`, rarely a valid launch
+/// tag. The pattern: docs/sim.md, "Execution model".
 void poisonFill(uint8_t* p, int64_t bytes, uint64_t seed);
 
 /// Simulated device memory: one 64-bit address space shared by every rank, made of named
@@ -115,19 +89,15 @@ struct SimOptions {
   /// The happens-before race detector (runtime/sim/SimRaces.h): vector clocks per wave, shadow
   /// memory per 4-byte word; races land in SimStats::races. With it, the uninitialized-read check:
   /// a read of LDS, scratch or an output that no op of this launch wrote (SimStats::uninit; the
-  /// rule is in SimRaces.h). Off by default (it costs time and about 64 bytes a word of every
+  /// rule: docs/sim.md). Off by default (it costs time and about 64 bytes a word of every
   /// allocation and LDS the launch touches).
   bool races = false;
   /// One rank per process (runtime/sim/SimRankDevice.h): args[i] of a run is rank firstRank + i
   /// (messages and the kernel's view of its rank come from the arguments; this names waves).
   int firstRank = 0;
-  /// Waits on pairs other processes write (one rank per process). When every wave of this
-  /// process is blocked and some are in a wait, the launch does not jump its clock to the next
-  /// deadline (that would time every peer wait out at once): it sleeps pollMicros, advances the
-  /// clock by the real time that passed (at the target's clockHz) and re-checks every waiting
-  /// wave's pairs. A wait's bound is then simulated time while this process runs plus real time
-  /// while it idles; a wait with no bound polls forever (no deadlock is reported while a wave
-  /// waits: another process may still write its pair).
+  /// Waits on pairs other processes write (one rank per process): an idle process sleeps
+  /// pollMicros and advances the clock by the real time passed, so a wait's bound counts real time
+  /// while it idles and no deadlock is reported while a wave waits (docs/sim.md).
   bool realtimeWaits = false;
   int pollMicros = 100;
 };
@@ -148,7 +118,7 @@ struct SimStats {
   std::vector<std::string> races;
   int64_t raceUncheckedWrites = 0;
   // SimOptions::races: distinct ops that read bytes of LDS, scratch or an output no op of this
-  // launch wrote (SimRaces.h, "Uninitialized reads"), the first few as messages naming the op, the
+  // launch wrote (docs/sim.md, "Uninitialized reads"), the first few as messages naming the op, the
   // region (pool / Plan region) and byte offset. A launch with one is never bit-exact.
   int64_t uninitCount = 0;
   std::vector<std::string> uninit;

@@ -1,5 +1,5 @@
-// The Sim device's race detector (see SimRaces.h for the model): vector clocks, release records
-// on 8-byte words, shadow memory per 4-byte word, and the race reports.
+// The Sim device's race detector (the model: docs/sim.md, "Race detector"): vector clocks,
+// release records on 8-byte words, shadow memory per 4-byte word, and the race reports.
 #include "runtime/sim/SimRaces.h"
 
 #include <fmt/format.h>

@@ -1,18 +1,6 @@
-// The Sim device as one rank of a multi-process launch (runtime/RankDevice.h): the process
-// simulates only its own rank's CTAs, on its own SimMemory, and its symmetric buffer is a
-// POSIX shared-memory segment (shm_open + mmap) that the peers' processes map too.
-//
-// - Addresses: rank r's allocations live at Sim addresses (r + 1) << 40 and up, its symmetric
-//   buffer first, so the address a peer table names for rank p is the one p's own process uses,
-//   and no two ranks' ranges meet.
-// - Handle bytes (RankDevice.h's envelope, device "sim"): the segment's name, its size, the Sim
-//   address, the node's boot id. openPeer maps the segment at that Sim address; a segment that is
-//   gone (its process exited and peersOpened unlinked it), of another size, or from another node
-//   is an InputError naming the peer.
-// - Launches run SimLaunch over this rank's CTAs with SimOptions::realtimeWaits (TP > 1): a wait
-//   on a pair another process writes polls memory in real time, and the wait bound counts real
-//   time while this process idles. Accesses to shared memory are C++ atomics (SimShared.h).
-// - The race detector needs every rank in one process: SimOptions::races is refused.
+// The Sim device as one rank of a multi-process launch (runtime/RankDevice.h): it simulates its
+// own rank's CTAs only; its symmetric buffer is a POSIX shared-memory segment the peers map too.
+// Addresses, handles and waits: docs/sim.md, "One rank a process". SimOptions::races is refused.
 #pragma once
 #include <map>
 #include <memory>

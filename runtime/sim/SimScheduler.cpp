@@ -1,9 +1,6 @@
-// The Sim device's scheduler and clock: the launch's waves and CTAs (set up in the
-// constructor), the runnable list a seeded pick draws from, blocking at a barrier, a wait or a
-// sleep and the wake-ups that end it (a barrier's release, a deadline, a store to a watched flag
-// pair), the simulated clock, deadlock and maxSteps, the run loop, and the messages that name a
-// wave's place (variant, stage, op, rank, CTA, wave, lane). What one step does is
-// SimInterpreter.cpp; memory access is SimAccess.cpp.
+// The Sim device's scheduler and clock: the launch's waves, the runnable list a seeded pick draws
+// from, blocking and wake-ups (barrier, wait, sleep), the simulated clock, deadlock and the run
+// loop. One step is SimInterpreter.cpp; memory access is SimAccess.cpp.
 #include "runtime/sim/SimLaunch.h"
 
 #include <fmt/format.h>
@@ -94,7 +91,7 @@ void SimLaunch::setUpRaces() {
       if (const SimMemory::Allocation* a = mem_.find(args_[r][i], 1)) races_->own(a, static_cast<int>(i));
     }
   // Weights are read-only: their reads need no shadow (at full dims they are GBs), and a write
-  // to one is reported (SimRaces.h, "Read-only").
+  // to one is reported (docs/sim.md, "Read-only allocations").
   for (size_t i = 0; i < plan_.args.size(); ++i)
     if (plan_.args[i].isPointer && plan_.args[i].role == ir::ArgRole::Weight)
       for (int r = 0; r < tp_; ++r)

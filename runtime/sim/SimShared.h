@@ -1,15 +1,5 @@
-// Accesses to Sim memory that other processes map and write at the same time (one rank per
-// process: SimMemory::attachShared, runtime/sim/SimRankDevice.h).
-//
-// Every byte of such memory moves through a C++ atomic (std::atomic_ref on the mapping), so
-// reading what another process is writing is a relaxed atomic read, never a data race (no UB):
-// - plain kernel loads and stores: relaxed atomics of the widest naturally aligned unit (8, 4, 2,
-//   1 bytes), i.e. no tearing below that unit, as on the hardware;
-// - a (value, tag) pair is one 8-byte atomic: Publish stores it with release, Wait loads it with
-//   acquire, so a reader that sees a pair's tag sees every store the publisher made before it
-//   (the LL protocol's "data before the pair"); atomic loads are acquire, atomic stores release;
-// - read-modify-writes are one compare-exchange loop (seq_cst) of the access's width.
-// The host side (SimRankDevice upload/download) copies with the same relaxed units.
+// Accesses to Sim memory that other processes map and write at once (SimMemory::attachShared):
+// every byte moves through a C++ atomic, so no access is a data race. docs/sim.md has the units.
 #pragma once
 #include <atomic>
 #include <cstdint>

@@ -9,24 +9,9 @@
 
 namespace monogen::specs {
 
-/// One wave's tile view of an MFMA kind over a K step of `chain` MFMAs chained through the
-/// accumulator (ThunderKittens' typed register tiles, on gfx950's wave64 MFMA): the stages say
-/// "the lane's A row, its K, its accumulator element's (row, column)" through it and never spell
-/// out lane arithmetic. The lane layout is ir/Mfma.h's declared one (aRow/aCol/bRow/bCol/dRow/
-/// dCol, the one model the Sim and the reference share), read in the tile form every 16 x 16
-/// kind there has: lane l holds row l % 16 of A, column l % 16 of B, K groupK (l / 16) + e of
-/// one MFMA's A and B (its element e), and accumulator rows accRows (l / 16) + i of column l % 16
-/// (its element i). of() checks that form against the declared functions over all 64 lanes and
-/// every element and throws IrError naming the kind if it does not hold. Nothing here assumes an
-/// element type: bf16 16x16x32 (8 bf16 a lane), f32 16x16x4 (1 f32) and an fp8 16x16x32 (8
-/// bytes a lane, A[l % 16][8 (l / 16) + e]) read alike; the caller names the operand's IR type.
-///
-/// A step's K: lane group g = l / 16 holds laneRunK() = chain x groupK contiguous K of the step,
-/// and MFMA d's element e is K stepK0 + g laneRunK + groupK d + e (kOf). A16W4's step is 4 bf16
-/// MFMAs, 32 K a lane group (one e8m0 block); the router's chunk 4 f32 MFMAs, 4 K a lane group.
-/// This is a relabeling of the GEMM's K, the same for A and B, and it fixes the f32 order of a
-/// step's products: MFMA d = 0 .. chain - 1 in order, each adding its K in ir/Mfma.h's order
-/// (its local k = groupK g + e ascending) to the accumulator.
+/// One wave's tile view of a 16 x 16 MFMA kind over a K step of `chain` chained MFMAs: the lane's
+/// A row, K and accumulator (row, column), so stages never spell out lane arithmetic. of() checks
+/// ir/Mfma.h's declared layout has the tile form (IrError otherwise); docs/minimax-m3-kernel.md.
 struct MfmaTile {
   ir::MfmaKind kind = ir::MfmaKind::None;
   ir::mfma::Shape shape{};  // M x N x K, elements a lane of A/B and of the accumulator

@@ -1,22 +1,6 @@
-// A fake HIP runtime for tests (tests/fake_hip/FakeHip.cpp, built as libmonogen_fake_hip.so): it
-// exports every hip* entry point runtime/HipApi.h resolves, backed by host memory, so the HIP
-// devices' code runs on a machine without a GPU. Selected with MONOGEN_HIP_LIBRARY=<its path>, or
-// by passing its path as the library name. It launches nothing: hipModuleLaunchKernel records the
-// call (grid, block, stream, a copy of the kernarg segment) and returns.
-//
-// What it models, and what it does not:
-// - hipGetDeviceCount: MONOGEN_FAKE_HIP_DEVICES GPUs (default 8); 0 gives hipErrorNoDevice.
-// - hipDeviceGetAttribute: a gfx950 (compute capability 9.5; MONOGEN_FAKE_HIP_ARCH="9.4" makes it
-//   another), MONOGEN_FAKE_HIP_CUS CUs (default 256), 160 KiB LDS, 2048 threads a CU, 1024 a
-//   block, 512 VGPRs x 4 SIMDs x 64 lanes of registers, 64-lane waves. Read at every call.
-// - hipMalloc: aligned host memory. hipExtMallocWithFlags: a POSIX shared-memory segment mapped
-//   here, whatever the flags (recorded); hipIpcGetMemHandle of it writes the segment's name into
-//   the handle (refused, as real HIP does, for an uncached buffer that is not whole 4 KiB pages,
-//   or a pointer that is not the start of such a segment); hipIpcOpenMemHandle maps the named
-//   segment, so a handle opens in another process as in this one.
-// - hipMemcpy, hipMemset: host memcpy / memset. Synchronizations do nothing.
-// - hipModuleLoadData: accepts an ELF image (refuses anything else); hipModuleGetFunction any name.
-// Every call is appended to fakeHipLog() (this process's), in order.
+// A fake HIP runtime for tests (libmonogen_fake_hip.so, MONOGEN_HIP_LIBRARY=<its path>): every
+// hip* entry point runtime/HipApi.h resolves, on host memory; it launches nothing and records each
+// call in fakeHipLog(). What it models: docs/minimax-m3-kernel.md, "The fake HIP runtime".
 #pragma once
 #include <cstddef>
 #include <cstdint>

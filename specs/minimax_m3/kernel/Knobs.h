@@ -1,14 +1,6 @@
-// The MiniMax-M3 FFN spec's knobs, the spec's own and not the IR's: which expert terms the combine
-// sums (the seeds' Experts knob: all in production, one side alone for stage parity), the layout
-// of the e8m0 scales the kernel reads (WeightContract.h: e8m0_shuffle, the frameworks', by
-// default; rowmajor as the key's "scales=rowmajor"), the trace
-// (per-CTA, per-stage timestamps) and the drop-mark fault test (one CTA never marks the launch
-// done), and a test-only mutation of one sync site (Mutation.h; never set outside the race tests).
-// A key carries them as canonical text (ir::Key::knobs): the non-default ones only, as
-// "experts=shared input=part trace=1 drop_mark=3", so a default variant's key has none. The input
-// knob says what the launch takes: the attention rows with o_proj's per-token FP8 quant and GEMM
-// in the launch (attn, the default: seed 000, what serving runs), or the unreduced o_proj
-// partial a framework computed in front of the launch (part, the key's "input=part").
+// The MiniMax-M3 FFN spec's own knobs (experts, input, scales, trace, drop_mark, mutation), carried
+// in a key as canonical text of the non-default ones only ("experts=shared input=part trace=1").
+// What each one means: docs/minimax-m3-kernel.md, "The knobs".
 #pragma once
 #include <string>
 

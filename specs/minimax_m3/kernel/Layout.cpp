@@ -102,7 +102,7 @@ Layout Layout::make(const ModelConfig& cfg, int rows, int tp, FfnInput input) {
   L.ssq = scratch.pairs("SSQ", int64_t{rows} * taskCount, false,
                         "pairs [S][reduce tasks]: a reduce task's f32 sum of squares of its 32 columns, a row");
 
-  // --- the MoE (seeds 002: norm, router, route, table, up, down, final) ---
+  // --- the MoE (norm, router, route, table, up, down, final) ---
   const MoeTiling T = MoeTiling::derive(cfg, tp, where);
   L.tiling = T;
   L.experts = cfg.experts;

@@ -1,11 +1,6 @@
-// Where the MiniMax-M3 FFN launch puts its tasks and data for one (S, TP) on a ModelConfig:
-// the grid, each stage's task count and base (task t of a stage runs on CTA (base + t) %
-// blocks), the per-rank scratch regions, the symmetric peer buffer's regions, the flag arrays
-// of (value, tag) pairs inside them, and the LDS pools. Byte offsets are aligned to 256.
-//
-// Plain C++ evaluated at build time, no IR: the spec, the stages, the Sim harness and the tests
-// read the same numbers from here. Later stages add their placements, regions, flags and pools
-// in Layout::make, in launch order.
+// Where the MiniMax-M3 FFN launch puts its tasks and data for one (S, TP): the grid, each stage's
+// tasks and base (task t on CTA (base + t) % blocks), scratch and peer regions, flag arrays and LDS
+// pools, offsets aligned to 256. Plain C++ at build time: spec, stages, harness and tests share it.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -44,7 +39,7 @@ struct Area {
   int64_t pairs = 0;  // (value, tag) pairs when it is a flag array, else 0
   bool peer = false;  // a flag array other ranks write
   std::string doc;
-  bool parity = false;  // two halves of pairs / 2 pairs; a launch uses half (tag & 1) (seeds: peer_half_bytes)
+  bool parity = false;  // two halves of pairs / 2 pairs; a launch uses half (tag & 1)
 };
 
 /// An LDS pool.
@@ -107,7 +102,7 @@ struct Layout {
     int pickE = 0, pickW = 0, mask = 0, eslot = 0, slotE = 0, slotMask = 0, slotRow = 0, slotPick = 0,
         misc = 0, words = 0;  // misc: [0] slot count, [1] valid-row mask, [2..] per-wave counts
   } tw;
-  // LDS: the GEMVs' B operands staged (seed 000), one pool the two stages use apart: XN's rows
+  // LDS: the GEMVs' B operands staged, one pool the two stages use apart: XN's rows
   // for up when xnInLds (S <= 8 and they fit: the CTA copies them once after XRDY), and each
   // wave's slot's MID columns for down when midInLds (a wave region of midWaveBytes: S columns
   // of I/TP bf16). Otherwise the stage reads its B operands from global memory.

@@ -20,20 +20,8 @@ namespace {
 using nlohmann::json;
 
 // ------------------------------------------------------------------------------- the bounds
-//
-// Every field has a range checked when config.json is loaded (before anything narrows it to
-// int) and again by validate(). The bounds are what the kernel is built for with 512 threads
-// (8 waves) on gfx950, so that a config passing them builds, with no spill and within the LDS,
-// and every MiniMax-M3 shape in between (the model's own and reduced() included). Measured
-// (`monogen info`, every S 1..16 x TP 1, 2, 4, 8, 0 bytes of scratch, 0 spills, about 1-4 s a
-// variant):
-//   hidden 8192, 128 experts, top-k 8, I 3840, 256 CTAs: 242-247 VGPRs of 256, LDS <= 160,512 B;
-//   hidden 8192, 16 experts, top-k 1, I 256, 8 CTAs: 240-247 VGPRs;
-//   hidden 512, 128 experts, top-k 8, I 8192, 256 CTAs: 70-200 VGPRs, LDS <= 160,000 B;
-//   hidden 512, 16 experts, top-k 1, I 256, 8 CTAs: 71-179 VGPRs.
-// and on the Sim device bit for bit: hidden 512 / 16 experts / I 256 / 8 CTAs, top-k 8 at
-// hidden 1536, hidden 8192 with 128 experts and top-k 8. Past them: hidden 9216 spills (6 VGPRs
-// at S=1 TP=8); 65536 spills 3,111; 2^20 compiles for minutes; 2^30 ends in bad_alloc.
+// Each field's range, checked at load and by validate(): what the kernel builds for with 512
+// threads on gfx950, with no spill and within the LDS (measured: docs/minimax-m3-kernel.md).
 struct IntField {
   const char* name;  // the HF field (the name messages use)
   int64_t lo, hi;
@@ -41,13 +29,8 @@ struct IntField {
   const char* why;   // a few words for the message
 };
 
-// hidden: a multiple of 512 because the router splits hidden into 4, 8 or 16 parts of a multiple
-// of waves x 16 = 128 columns (MoeTiling::derive; 768 and 1280 fit none). That also covers
-// push / reduce's 32-column tasks (Layout), up's 128-K steps and the e8m0 blocks of 32, down's
-// 16 hidden rows a task and the (16,16) shuffle's 16-byte rows. At most 8192: up keeps a wave's
-// ceil(hidden / 1024) K steps of weights for this unit and the next in VGPRs (2 x 2 x 5 a step);
-// 8192 needs 242-245 of the 256 a 512-thread CTA has, 9216 spills. (The norm's one SSQ part a
-// thread, hidden / 32 <= 512, allows up to 16384.)
+// hidden: a multiple of 512 (the router's 4, 8 or 16 parts of a multiple of 128 columns), at most
+// 8192 (up's prefetched weights spill VGPRs above; why: docs/minimax-m3-kernel.md).
 constexpr IntField kHidden{"hidden_size", 512, 8192, 512,
                            "the router's parts of 128 columns; up's prefetched weights spill VGPRs above 8192"};
 // routed experts: router tiles of 16 experts (the MFMA's 16 rows); route's wave 0 holds two

@@ -1,5 +1,5 @@
-// The MoE half of the FFN launch's tiling: every constant the seeds' FlyDSL kernel
-// (shared/seeds/002_*) hard-codes for hidden 6144 / 128 experts / 512 threads, derived here
+// The MoE half of the FFN launch's tiling: every constant vLLM's FlyDSL kernel
+// hard-codes for hidden 6144 / 128 experts / 512 threads, derived here
 // from the ModelConfig and TP instead. The native reference (MoeReference) and the generated
 // kernel use this one struct, so a reduced config (hidden 1536, 16 experts, intermediate 768)
 // tiles the same way the full one does.
@@ -17,7 +17,7 @@ struct MoeTiling {
 
   // --- norm ---
   // SEAM_TASKS: the reduce stage's task count, i.e. how many SSQ parts (one f32 sum of squares
-  // a reduce task) the norm sums per token. The seeds' reduce runs 192 tasks of 32 columns
+  // a reduce task) the norm sums per token. The FlyDSL kernel's reduce runs 192 tasks of 32 columns
   // (hidden / 32). The reference takes the count from the ssq tensor; this is the default.
   int seamTasks = 192;
 
@@ -44,7 +44,7 @@ struct MoeTiling {
   int kGroup = 32;        // K a lane group holds in a step (= the e8m0 block)
 
   // --- up: 16 gate + 16 up rows of a slot's expert a task ("tile pair") ---
-  int interPerRank = 768;  // I / TP: a rank's intermediate rows (INTER in the seeds)
+  int interPerRank = 768;  // I / TP: a rank's intermediate rows (INTER in the FlyDSL kernel)
   int upTiles = 48;        // UP_TILES: tile pairs an expert (I / TP / 16)
   int upSteps = 48;        // K steps over hidden (hidden / 128)
   int upWaveSteps = 6;     // UP_WAVE_STEPS: K steps a wave (ceil(upSteps / waves)); wave w

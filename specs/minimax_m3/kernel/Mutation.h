@@ -1,27 +1,6 @@
-// Test-only mutations of the MiniMax-M3 FFN launch: one synchronization op at one site made
-// wrong, so that a test can show the Sim's race detector (runtime/sim/SimRaces.h) reports it
-// (tests/test_spec_races.cpp). Production keys carry none.
-//
-// A site is (stage, helper, ordinal): the ordinal-th call, in build order, of one of
-// KernelContext's sync helpers (publish, wait, ctaSync(drain=true), ctaSync(drain=false)) inside
-// the Plan stage of that name. Every publish, wait and CTA barrier the stages emit goes through
-// those helpers, so every one is a site. The kinds (issue 9's list):
-//   publish_relaxed   a publish's release turned relaxed          (publish site)
-//   wait_relaxed      a wait's acquire turned relaxed             (wait site)
-//   no_drain          a ctaSync(drain) before a publish removed   (drain site: fence and barrier)
-//   push_agent        a system-scope peer push at agent scope     (publish site, system scope)
-//   publish_workgroup an agent-scope publish at workgroup scope   (publish site, agent scope)
-//   no_barrier        a CTA barrier removed between an LDS write and another wave's read
-//                     (barrier site: ctaSync(drain=false))
-// A mutation whose site does not hold what it changes (push_agent on an agent-scope publish), or
-// that the build never reaches (an ordinal past the stage's calls), is an InputError: a mutation
-// test cannot pass by mutating nothing.
-//
-// Never confusable with a real variant: the mutation is a knob (FfnKnobs::mutation, Knobs.h), so it
-// is in the key's canonical text ("mutate=wait_relaxed@norm.0"), hence in the variant name and
-// the cache digest; the CLI has no flag that sets it; and makeGenerator (the only path to the
-// code-object cache and a device) refuses a mutated key (Generate.cpp). Mutated Plans are built
-// with buildPlan and run on the Sim device only.
+// Test-only mutations of the MiniMax-M3 FFN launch: one sync op at one site (stage, helper,
+// ordinal) made wrong, so a test shows the Sim's race detector reports it; production keys carry
+// none, makeGenerator refuses them. Kinds and safeguards: docs/minimax-m3-kernel.md.
 #pragma once
 #include <string>
 

@@ -1,26 +1,6 @@
 // The minimum global-memory bytes one rank's FFN launch must read, for (cfg, S, TP, the picked
-// experts): the floor the bench (monogen bench) holds the Sim device's byte counters against.
-//
-// Counted once each, per rank:
-//   up    w13 + s13 rows of this rank (2 I/TP rows: gate and up) of the shared expert and of
-//         each distinct picked routed expert: 2 I/TP x hidden/2 + 2 I/TP x hidden/32 bytes each
-//   down  w2 + s2 of this rank (hidden x I/TP/2 + hidden x I/TP/32 bytes), the same experts
-//   router router_w (E x hidden x 4): every rank routes every row itself
-//   route  bias (E x 4)
-//   norm   norm_w (hidden x 2)
-//   table  slots (S x 8)
-//   push   part: this rank's o_proj partial (S x hidden x 2); with o_proj in the launch
-//          (input=attn) instead attn, the attention rows (S x heads head_dim / TP x 2), wo, the
-//          rank's rowwise-FP8 o_proj weight (hidden x heads head_dim / TP, a byte each), and
-//          wo_scale (hidden x 4), each once (the push CTAs' redundant reads of attn are overhead)
-//   reduce res_in (S x hidden x 2), and the TP - 1 peers' partials as the (value, tag) pairs
-//          they push (8 bytes a bf16 pair: S x hidden x 4 a peer)
-//   final  the TP - 1 peers' MoE partials, as pairs too (S x hidden x 4 a peer)
-// Not counted: what the launch writes and reads back itself (SRES, XN, MID, CONTRIB, flags
-// beyond the peer pairs, its own pushes): an ideal launch keeps those on chip, so they are
-// the overhead the bench's ratio shows. The pairs' tags are counted because the design's
-// flags-in-data scheme needs them (half of each pair; the payload alone is half the bytes).
-// All S rows' activations count (padded rows included); only valid rows' picks count.
+// experts): the floor `monogen bench` holds the Sim device's byte counters against. What is
+// counted, tensor by tensor, and what is not: docs/minimax-m3-kernel.md, "The bytes floor".
 #pragma once
 #include <cstdint>
 #include <string>

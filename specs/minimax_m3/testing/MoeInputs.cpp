@@ -370,13 +370,8 @@ std::vector<int> steeredExperts(const ModelConfig& cfg, int S, int TP, uint64_t 
 }
 
 /// o_proj's inputs (LaunchInputOptions::oproj) into m, replacing part.rR by their o_proj partial
-/// (OprojReference: the quant, then the GEMM). Values: attention rows about N(0, 1), rows
-/// t % 4 == 3 scaled by 2^-100 (small amax) and row 2 all zero when S >= 3 (inv = 0); a few
-/// elements a row of magnitude 4 .. 16 (the row's amax: not a power of two, so amax x f32(1/448)
-/// and rcp round) and bf16 subnormals. The logical weight
-/// [hidden, heads head_dim] is uniform over the e4m3fn codes but NaN, a function of (seed,
-/// channel, column) so every TP splits the same model (rank r: columns r K .. (r + 1) K - 1),
-/// (16,16)-shuffled; w_scale puts each partial at about N(0, 1/(4 TP)) as the free parts are.
+/// (OprojReference): awkward attention rows (tiny, zero, subnormal) and a logical e4m3fn weight
+/// every TP splits alike. The values: docs/minimax-m3-kernel.md, "The inputs".
 void addOprojInputs(const ModelConfig& cfg, int S, int TP, uint64_t seed, TensorMap& m) {
   const Layout L = Layout::make(cfg, S, TP, FfnInput::Attn);  // refuses a width TP does not divide
   const int H = cfg.hidden;

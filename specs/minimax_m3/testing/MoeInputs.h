@@ -1,62 +1,6 @@
-// Seeded, platform-independent inputs for the whole MiniMax-M3 FFN launch (all-reduce + MoE)
-// on every rank of a TP group, in the weight contract's layout, with the routing steered to a
-// chosen number of distinct experts when asked. One function (makeLaunchInputs) with one options
-// struct (LaunchInputOptions) for every caller: the CLI, the executor checks, the Sim tests.
-//
-// The tensors (names as moeReference's `in` and the Sim harness take them):
-//   part.rR   BF16 [S, hidden]   rank R's o_proj partial (R = 0 .. TP-1); with opt.oproj derived
-//                                from attn.rR, wo.rR, wo_scale (OprojReference.h)
-//   res_in    BF16 [S, hidden]   the residual
-//   slots     I64  [S]           a valid row's slot (its row index); padded rows -1
-//   sres      F32  [S, hidden]   \ what push + reduce leave (referenceAllReduce of the parts and
-//   ssq       F32  [S, hidden/32] / the residual): moeReference's inputs, derived, not free
-//   norm_w    BF16 [hidden]      Gemma RMSNorm weight (small: the norm scales by 1 + w)
-//   router_w  F32  [E, hidden]
-//   bias      F32  [E]           e_score_correction_bias (selection only)
-//   w13.rR, s13.rR, w2.rR, s2.rR rank R's contract tensors (WeightContract.h): AITER
-//                                (16,16)-shuffled MXFP4, e8m0 scales in the layout the options
-//                                name (LaunchInputOptions::scales; declared in their `layout`)
-//
-// Two kinds of values (LaunchInputOptions::values), each a stream of its own:
-// - Natural (the default): activations about N(0, 1/4), router rows with about unit-variance
-//   logits, expert weights a function of (seed, tensor, expert, logical row, logical 8-byte
-//   group) alone, so every TP splits the same logical model; scales put gate / up / down values
-//   at O(1) with some past the SwiGLU clamp (7). The routing can be steered (below).
-// - EdgeCases: the all-reduce's awkward values (makeInputs: sums on bf16 ties, residual adds on
-//   bf16 ties, negative zeros, large magnitudes that cancel across ranks, subnormal and tiny
-//   values), then norm_w, router_w, bias and the logical MXFP4 weights from one sequential
-//   stream (scales near 2^0, so the GEMVs' sums stay finite), split per rank like Natural's.
-//   The Sim tests' inputs: the kernel against the reference where rounding is hardest.
-// Sizes: the reduced config (hidden 1536, 16 experts, I 768) holds 17 x 1.88 MB = 32 MB of
-// expert weights across the ranks together; the full config (hidden 6144, 128 experts, I 3072)
-// 129 x 30.1 MB = 3.9 GB, whatever the TP.
-//
-// Routing (LaunchInputOptions), Natural values:
-// - natural (distinctExperts = 0): router rows with about unit-variance logits, a small bias;
-// - distinctExperts = N (topk <= N <= min(E, valid rows x topk)): a seeded set C of N experts
-//   gets bias 2 + [0, 1/16), every other expert a bias in [-1/16, 1/16), so C outscores the
-//   rest in sigmoid + bias (sigmoid is in [0, 1]). Valid row v is assigned the topk experts
-//   C[(v topk + j) % N], j < topk, which together cover C; row v's residual carries +4 on its
-//   own block of hidden / 16 columns (block v), and a C expert's router row holds +0.08 on
-//   block v where the expert is row v's and -0.08 where it is not, so within C a row's own
-//   experts score sigmoid ~ 1 and the others ~ 0 (logits about +-25 at the reduced config,
-//   +-100 at the full one, against a noise of about 2 and 4).
-// - sameExpert: every valid row picks the same topk experts (N = topk).
-// - distinctPerToken: no two valid rows share an expert (N = valid rows x topk <= E).
-// - ties: experts come in groups of topk - 1 (topk + 1 when topk <= 2) with the same router
-//   row and bias: sigmoid + bias ties exactly in every row, and a row's last pick falls inside
-//   a group, so the top-k's tie rule (the lower expert) decides it. Natural routing only.
-// - nanLogits: a NaN in the router rows of max(1, E / 8) experts (outside C when steering), so
-//   their logits are NaN in every row (never picked; the route maps them to -inf).
-// EdgeCases values (no steering: distinctExperts and distinctPerToken throw):
-// - sameExpert: bias 4 on the topk experts (3 + 5 i) % E, 0 elsewhere;
-// - ties: zero router weights and bias, so every logit ties (the picks are experts 0 .. topk-1);
-// - nanLogits: a NaN router weight in experts e % 5 == 1 (logit NaN) and a NaN bias in experts
-//   e % 7 == 3 (selection value NaN: never preferred).
-// Either kind:
-// - paddedRows = P: the last P rows are padded (slot -1); picks and N count valid rows only.
-// - paddedAt: these rows are padded too, wherever they are (not with steering).
-// Combinations that contradict each other throw InputError.
+// Seeded, platform-independent inputs for the whole MiniMax-M3 FFN launch on every rank of a TP
+// group, in the weight contract's layout, optionally with steered routing: makeLaunchInputs and
+// LaunchInputOptions. Tensors, value kinds and routing options: docs/minimax-m3-kernel.md.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -69,7 +13,7 @@
 
 namespace monogen::specs::minimax_m3 {
 
-/// Which stream the values come from (see the header comment).
+/// Which stream the values come from (docs/minimax-m3-kernel.md, "The inputs").
 enum class InputValues { Natural, EdgeCases };
 
 struct LaunchInputOptions {
@@ -104,7 +48,7 @@ struct LaunchInputOptions {
   std::string describe() const;
 };
 
-/// The whole launch's inputs for S rows on TP ranks (see the header comment). Throws
+/// The whole launch's inputs for S rows on TP ranks (docs/minimax-m3-kernel.md). Throws
 /// InputError naming the option when the options cannot be met (e.g. N > valid rows x topk).
 runtime::TensorMap makeLaunchInputs(const ModelConfig& cfg, int S, int TP, uint64_t seed,
                                     const LaunchInputOptions& opt = {});

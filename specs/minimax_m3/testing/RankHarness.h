@@ -1,10 +1,6 @@
 // The MiniMax-M3 FFN launch through the per-rank runtime (runtime/RankRuntime.h), one process a
-// rank: the spec's RankRuntimeOptions, the caller's buffers of a rank (what a framework holds as
-// tensors: activations, outputs, weights), reading one rank's results back, and the reference
-// for one rank. runSimRank is the body of one rank's process on the Sim (SimRankDevice), used by
-// tests/test_rank_runtime.cpp and `monogen check --device sim --per-rank`; runHipRank its
-// counterpart on GPU `rank` (HipRankDevice), used by `monogen check --device hip`
-// (tools/CmdCheck.cpp). Both run the same body (runRank) on their device.
+// rank: a rank's buffers, read-back and reference, and runRank, the one body that runSimRank (the
+// Sim) and runHipRank (HIP) run on their device, for `monogen check --per-rank` and the tests.
 #pragma once
 #include <chrono>
 #include <cstdint>
@@ -84,19 +80,9 @@ struct SimRankData {
 };
 SimRankData makeSimRankData(const ModelConfig& cfg, const SimRankJob& job, int tp);
 
-/// The body of rank ch.rank()'s process on `dev` (made by the caller, this rank's): a RankRuntime
-/// on `gen` (the Sim needs Plans only; a GPU compiles, or reads the cache, at warm-up); allocate,
-/// exchange handles over `ch` (all-gather), open, barrier, warm up (one "progress" line a
-/// variant), bind once per S, then every launch: upload new activations (data.inputs) into the
-/// bound buffers, launch on `stream`, synchronize it, read back, compare with this rank's part of
-/// data.want. `started` is when the process began (for "ready"'s seconds); `ops` the Sim's op
-/// count of the last launch (none on a GPU). Reports JSON lines over `ch`:
-///   {"event":"progress", "rank", "line"}  (RankRuntimeOptions::progress: warm-up)
-///   {"event":"ready", "rank", "seconds"}  (after bind: allocate, exchange, open, warm up, bind)
-///   {"event":"start", "rank", "rows", "launch", "tag"}
-///   {"event":"done", "rank", "rows", "launch", "tag", "valid", "verdict", "seconds"[, "ops"]}
-/// verdict is "bit-exact", "MISMATCH: <first differing element>" or "INVALID: <rankError>".
-/// Returns 0 when every launch was bit-exact, 1 otherwise.
+/// The body of rank ch.rank()'s process on `dev`: allocate, exchange handles over `ch`, open, warm
+/// up, bind, then run each launch and compare it with data.want, reporting JSON lines (progress,
+/// ready, start, done: docs/minimax-m3-kernel.md). Returns 0 when every launch was bit-exact.
 int runRank(const ModelConfig& cfg, const SimRankJob& job, const SimRankData& data, runtime::RankChannel& ch,
             runtime::RankDevice& dev, runtime::Generator& gen, std::chrono::steady_clock::time_point started,
             const std::function<int64_t()>& ops, void* stream);

@@ -1,15 +1,6 @@
-// Saves one whole launch as .safetensors (runtime/Safetensors.h): every input (the weights in
-// the contract layout, the partials, the residual, the slots, and the derived sres / ssq) and
-// every output the harness returned (out, res_out, picks, ... whatever its map holds), plus an
-// optional reference. For `monogen sim --save DIR` and for handing a launch to another tool.
-//
-// DIR/inputs.safetensors     the inputs map as given (e.g. makeLaunchInputs's)
-// DIR/outputs.safetensors    the harness's outputs (SimRun::outputs)
-// DIR/reference.safetensors  the reference's outputs, when given (non-empty)
-// Each file's __metadata__ holds the launch description: "config" (ModelConfig::canonical()),
-// "rows", "tp", "scales" (the layout every s13.rR / s2.rR declares, HostTensor::layout: safetensors
-// has no per-tensor field, so loading declares it on them again), plus the caller's entries (e.g.
-// "seed", "inputs" = LaunchInputOptions::describe()).
+// Saves one whole launch as .safetensors (runtime/Safetensors.h) in DIR: inputs.safetensors,
+// outputs.safetensors and, when given, reference.safetensors, each with the launch description in
+// __metadata__ ("config", "rows", "tp", "scales", the caller's); docs/minimax-m3-kernel.md.
 #pragma once
 #include <filesystem>
 #include <map>

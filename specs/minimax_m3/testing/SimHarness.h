@@ -1,15 +1,6 @@
-// Runs the MiniMax-M3 FFN launch on a device (the Sim device by default; any runtime::Device:
-// gfx950-run, HIP) for every rank at once and compares it with the native reference: seeded
-// inputs (MoeInputs.h: makeLaunchInputs, makeInputs), the device buffers of every rank (through
-// the Device interface), the read-back of every rank's results, and a bit-exact comparison.
-//
-// Tensor names: inputs "part.r<r>" (bf16 [S, hidden], rank r's o_proj partial) and "res_in"
-// (bf16 [S, hidden]); outputs "res_out.r<r>" (bf16 [S, hidden]), "sres.r<r>" (f32 [S, hidden]),
-// "ssq.r<r>" (f32 [S, hidden / 32], the SSQ pairs' values), "ssq_tag.r<r>" (i32, their tags)
-// and "err.r<r>" (i32 [2]: the error word and the failure count). With input=attn (o_proj in the
-// launch) the inputs are "attn.r<r>", "wo.r<r>" and "wo_scale" instead of "part.r<r>"
-// (makeLaunchInputs with oproj), and "opart.r<r>" (bf16 [S, hidden], OPART) is read back: the
-// o_proj partial rank r's push sent.
+// Runs the MiniMax-M3 FFN launch on a device (the Sim by default; any runtime::Device) for every
+// rank at once and compares every rank's results bit-exact with the native reference, on seeded
+// inputs (MoeInputs.h). Tensor names: docs/minimax-m3-kernel.md, "The Sim harness".
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -68,20 +59,9 @@ struct SimRun {
   std::string error;  // empty when valid: "rank 1: error word 0x10b (site 11, rank 1, token 0), 1 failure"
 };
 
-/// What the host zeroes once per rank, where it allocates the buffers and before the first
-/// launch (a HIP runtime's one hipMemset): device memory starts as whatever was there (hipMalloc;
-/// the Sim poisons it), and the launch carries these across launches itself:
-/// - every flag array of the Plan (ir::FlagArray: `pairs` x 8 bytes of its region, in scratch or
-///   in the symmetric buffer sym): pairs are never reset, a wait passes on a pair carrying the
-///   launch's tag (1 .. 2^30), so every pair must start with a tag no launch has: 0. Left as it was,
-///   a pair may carry this launch's tag by chance, or by a previous process's launch on the same
-///   memory, and the wait takes its stale value without any publish;
-/// - the epoch (the last launch's tag): 0, so the first launch's tag is launchTagAfter(0) = 1 and
-///   every rank starts on the same tag;
-/// - the error word and its count: 0 (no failure yet; a set word is sticky until the host clears it).
-/// Nothing else needs a value before the first launch: every other byte of scratch and sym is
-/// written by the launch before it is read (SimOptions::races checks that). The arguments' docs
-/// (Spec.cpp) ask for the whole of scratch and sym to be zeroed once, which covers this.
+/// What the host zeroes once per rank, after allocating and before the first launch: every flag
+/// array of the Plan (a pair must start with a tag no launch has), the epoch, the error word and
+/// its count. Every other byte the launch writes before reading (docs/minimax-m3-kernel.md).
 struct ZeroOnce {
   std::string arg;       // the Plan argument (buffer) it lies in
   int64_t offset = 0;    // bytes into it

@@ -10,19 +10,9 @@ using ir::MfmaKind;
 using ir::Type;
 using ir::Val;
 
-// awaitUp: before its down tasks the CTA waits for UPF of every slot's tile pairs (acquire,
-// agent scope; site down; a thread a pair; the seeds poll a slot's flags a wave instead).
-// Hidden rows 16 task .. (the seeds' stage_down). A slot a wave, round robin: wave w takes slots
-// w, w + WAVES, .. of the table and runs the slot's GEMV (none for a slot of no rows) over I/TP on
-// a16w4Tile: A row r the expert's w2 row 16 task + r (shuffled fp4x2 + e8m0), B column c the
-// slot's MID column min(c, cnt - 1), K steps 0 .. from 0 (a16w4Dot's order; a lane group past
-// I/TP adds +0 products). Accumulator (row r, column c) goes to CONTRIB[pick of column c][r] for
-// c < cnt. After the CTA's
-// barrier, thread (t, r2) < 8 S combines rows 2 r2, 2 r2 + 1 of row t (AITER's stage 2): tot =
-// bf16(CONTRIB[shared]) (unless routed only), then for k in top-k order tot = bf16(tot +
-// bf16(weight_k x CONTRIB[t topk + k])) (unless shared only); a padded row's partial is 0. The
-// bf16 pair goes to pair [my rank][t][8 task + r2] of every rank's FFN in rank order (relaxed,
-// system scope: the pair carries its value).
+// awaitUp waits (site down) for UPF of every slot's tile pairs; stageDown runs a slot a wave's GEMV
+// of w2 over I/TP to CONTRIB, then combines shared + weighted routed terms in top-k order to bf16
+// pairs pushed to every rank's FFN (relaxed, system). Order: docs/minimax-m3-kernel.md, "down".
 void awaitUp(KernelContext& c) {
   ir::Builder& b = c.b;
   const Layout& L = c.L;
@@ -55,7 +45,7 @@ void stageDown(KernelContext& c, Val task) {
       Val pick = c.tabLd(W.slotPick, u * c.i32(16) + xcol);
       ir::Var accV = b.var(b.splat(b.f32(0.0), 4), "acc");
       Val wrow = task * c.i32(16) + t.aRow();
-      // seed 000: the wave copies only the slot's cnt MID columns (contiguous: MID[u][0 .. cnt)) to
+      // The wave copies only the slot's cnt MID columns (contiguous: MID[u][0 .. cnt)) to
       // its bstage region, 16 bytes a lane a pass, and reads B there; LDS keeps a wave's order
       Val midAt = c.i32(0);
       if (L.midInLds) {

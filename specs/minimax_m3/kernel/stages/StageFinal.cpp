@@ -9,7 +9,7 @@ using ir::MemScope;
 using ir::Type;
 using ir::Val;
 
-// Pairs 16 task .. (columns 32 task ..), every row (the seeds' final): thread tid < 16 S takes
+// Pairs 16 task .. (columns 32 task ..), every row: thread tid < 16 S takes
 // row t = tid / 16, pair 16 task + tid % 16, waits for the TP ranks' combined partials in FFN in
 // rank order (acquire, system scope; site final), sums each column's ranks in rank order in f32
 // (acc = p_0, then acc + p_r) and rounds once to bf16 -> out.

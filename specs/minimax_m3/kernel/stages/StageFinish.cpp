@@ -1,6 +1,6 @@
-// The finish stages of the MiniMax-M3 FFN launch (seeds 002: finish, epoch_end, injected_fault,
-// trade_faults): every CTA marks the launch done, CTA 0 moves the epoch on once every mark is
-// in, and the step's last launch trades every rank's failure flag over the peers.
+// The finish stages of the MiniMax-M3 FFN launch (finish, epoch end, injected fault, fault trade):
+// every CTA marks the launch done, CTA 0 moves the epoch on once every mark is in, and the step's
+// last launch trades every rank's failure flag over the peers.
 #include <fmt/format.h>
 
 #include "ir/Op.h"
@@ -59,16 +59,9 @@ void injectedFault(KernelContext& c, Val inject) {
   });
 }
 
-// epoch (CTA 0): on the step's last launch the injected fault first. Then every CTA's mark:
-// thread i (and i + threads ..) waits for MARKS[i] to carry the tag (acquire, agent scope,
-// bounded; past the bound the wait sets the error word: site epoch, this rank, token i) and
-// flags a missing one in LDS red[0]. Thread 0 then moves the epoch on (release, agent scope):
-// epoch[0] := tag when every mark is in, else launchTagAfter(tag), skipping a tag, so a CTA
-// that is only late (it has not marked, so it may not yet have read the epoch) runs on a tag no
-// later launch uses, never on the next launch's. The epoch never stays: a launch on the same
-// tag would take this launch's pairs as its own. On the step's last launch thread 0 then
-// publishes this rank's error word (its failure flag: 0 is none) to FAULTS[rank] of every
-// rank (release, system scope).
+// epoch (CTA 0): the injected fault first on the step's last launch; waits (bounded) for every
+// CTA's mark, then moves the epoch on (release, agent): to tag, or past a skipped tag if a mark is
+// missing; on the last launch publishes this rank's error word to every rank's FAULTS (system).
 void stageEpoch(KernelContext& c, Val epoch, Val handshake, Val inject) {
   ir::Builder& b = c.b;
   const Layout& L = c.L;

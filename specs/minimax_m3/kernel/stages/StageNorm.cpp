@@ -9,13 +9,9 @@ using ir::MemScope;
 using ir::Type;
 using ir::Val;
 
-// Row t = task (the seeds' stage_norm, Gemma RMSNorm). Thread tid < T (the reduce tasks) waits
-// for SSQ[t][tid] (acquire, agent scope; site norm) and the CTA sums the T parts with the seeds'
-// block_sum (each wave's butterfly 32 .. 1, then 0 + wave_0 + ... in order): var = sum /
-// f32(hidden), rstd = 1 / sqrt(var + f32(eps)) (IEEE sqrt and division). Thread 0 publishes rstd
-// to RSTD[t] (release, agent scope; seed 000: the router's scale). Then each thread takes bf16 pairs tid, tid + threads, .. of the row: xn = bf16((x *
-// rstd) * (1 + w)), x the f32 sum in SRES, w the bf16 norm weight, stored to XN. After the CTA's
-// stores drain, thread 0 publishes XRDY[t] (release, agent scope).
+// Row t = task, Gemma RMSNorm: sums the row's SSQ parts (site norm) in wave order, publishes
+// rstd to RSTD[t] (release, agent: the router's scale), then writes xn = bf16((x rstd)(1 + w)) to
+// XN and publishes XRDY[t] (release, agent). The order: docs/minimax-m3-kernel.md, "norm".
 void stageNorm(KernelContext& c, Val t) {
   ir::Builder& b = c.b;
   const Layout& L = c.L;

@@ -1,31 +1,6 @@
-// o_proj inside the launch (input=attn; seed 000, issue 12), on the push CTAs: AITER's per-token
-// FP8 quant of the attention rows, then the rowwise-FP8 GEMM of the task's 32 output channels, the
-// bf16 partial to OPART and, as pairs, to every rank's ATTN (what stagePush sends from `part`).
-// The numerics are OprojReference.h's, op for op.
-//
-// The work, per CTA (K = heads head_dim / TP, S <= 16 rows, 8 waves):
-//  - oprojTokenScales, once a CTA that has push tasks: wave w takes rows w, w + 8; each lane reads
-//    16-byte runs (8 bf16) of the row, run j 64 + lane, and keeps max |x| (IR Max); the wave's
-//    butterfly (32 .. 1) of Max gives amax (exact: max is order-free); lane 0 writes
-//    scale = amax * f32(1/448) and inv = amax == 0 ? 0 : rcp(scale) to LDS (CTA 0 also writes
-//    scale to XSCALE, for checks). Barrier.
-//    Every push CTA does this for every row (redundantly: S x K x 2 bytes of reads, 32 KB at
-//    S = 8 TP = 4), so no CTA waits for another's quant.
-//  - stageOprojPush, a task (channels 32 task .. 32 task + 31): wave w takes channel tile
-//    nt = w % 2 (16 channels: the MFMA's A rows) and K part p = w / 2 of 4 (K / 4: its MFMA
-//    steps s = p K / 128 .. (p + 1) K / 128 - 1 in order, one accumulator chain from +0). A step
-//    is one v_mfma_f32_16x16x32_fp8_fp8: A the weight tile (rows, K 32 s ..: one 512-byte tile
-//    of the (16,16)-shuffled weight, 8 bytes a lane), B the quantized rows (the MFMA's columns
-//    are the tokens; a lane's 8 K of token lane % 16 read as bf16 and quantized with the token's
-//    inv, fp8x8; lanes of tokens >= S read row S - 1, their columns are never used). Each wave
-//    stores its 16 x 16 f32 tile to LDS [p][channel][token]; barrier; thread tid < 16 S
-//    (token t = tid / 16, pair q = tid % 16: channels 2q, 2q + 1) sums the parts
-//    ((p0 + p1) + p2) + p3, then bf16((acc * scale[t]) * w_scale[channel]) for both channels,
-//    stores the word to OPART and pushes it (pushPair); barrier (LDS is the next task's).
-// LDS: the `red` pool (16 KB; the norm, router and up use it later, after barriers): part sums
-// f32 [4][32][16] at 0, scale f32 [16] at 8192, inv f32 [16] at 8256.
-// SGLang's smallm_fp8_gemm picks its waves, K steps and chains per row count; its source was not
-// in the index we searched, so this order is ours and SGLang bit-equality is unchecked.
+// o_proj inside the launch (input=attn), on the push CTAs: AITER's per-token FP8 quant of the
+// attention rows, then the rowwise-FP8 GEMM of a task's 32 output channels to OPART and, as pairs,
+// every rank's ATTN; numerics OprojReference.h's (waves, order, LDS: docs/minimax-m3-kernel.md).
 #include "ir/Op.h"
 #include "specs/minimax_m3/kernel/OprojShape.h"
 #include "specs/minimax_m3/kernel/stages/Stages.h"

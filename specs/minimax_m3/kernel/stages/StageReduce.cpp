@@ -9,13 +9,9 @@ using ir::MemScope;
 using ir::Type;
 using ir::Val;
 
-// Pairs 16 task .. (columns 32 task ..), every row: thread tid < 16 S takes row t = tid / 16,
-// pair 16 task + tid % 16. It waits for the TP source ranks' pairs in ATTN in rank order
-// (acquire, system scope; site reduce), sums each column's ranks in rank order in f32 and rounds
-// the sum to bf16 (the all-reduce's bf16), then adds the residual in f32: v. It stores v as
-// bf16 to res_out and as f32 to SRES, and the two columns' squares (v0 v0, then + v1 v1) summed
-// over the row's 16 threads by a butterfly (masks 8, 4, 2, 1). After the CTA's stores drain,
-// thread 16 t publishes the row's sum of squares to SSQ[t][task] (release, agent scope).
+// Pairs 16 task .. of every row: waits for the TP ranks' pairs in ATTN (site reduce), sums them in
+// rank order in f32, rounds to bf16, adds the residual: res_out, SRES, and the row's sum of squares
+// published to SSQ[t][task] (release, agent). The order: docs/minimax-m3-kernel.md, "reduce".
 void stageReduce(KernelContext& c, Val task) {
   ir::Builder& b = c.b;
   const Layout& L = c.L;

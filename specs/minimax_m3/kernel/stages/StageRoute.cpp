@@ -11,21 +11,9 @@ using ir::MemScope;
 using ir::Type;
 using ir::Val;
 
-// Row t = task, the seeds' stage_route. Thread e < E waits for LOGIT[t][e][p] of every router
-// part (acquire, agent scope; site route) and sums them in 4 quarters in order: logit = 0 + q_0 +
-// .. + q_3, q = 0 + p_{q P/4} + ... Then sc = sigmoid(logit) = 1 / (1 + exp2((-logit) *
-// f32(log2 e))) (IR Exp2 and Div), val = sc + bias[e] (selection only); a NaN val is -inf (never
-// preferred), a NaN sc is 0 (weight 0). val and sc go to red. Wave 0 (two experts a lane, as the
-// seeds) then takes the top-k in k rounds: best = max over the untaken experts' val (a butterfly),
-// the winner the lowest untaken expert whose val == best. A taken expert is never a candidate
-// again, so the k picks are distinct whatever the scores: when fewer than k vals are usable (a
-// row's logits NaN, every bias -inf), the rest go to the lowest untaken experts. w_k = sc[winner],
-// or 0 when best is -inf (an unusable score weighs nothing); total = 0 + w_0 + w_1 + ... (pick
-// order). scale = f32(routed scale) / max(total, 1e-20), weight_k = w_k * scale. (The seeds let
-// a taken expert win again when every untaken val is -inf: a repeated pick, whose second slot
-// column the table drops and whose CONTRIB row the combine then reads unwritten.)
-// Lane k publishes ROUTE[t][k] = the pick (-1 when row t is padded: slots[t] < 0) and
-// ROUTE[t][topk + k] = the weight's bits (release, agent scope).
+// Row t = task: sums LOGIT's router parts in order, sigmoid + bias, a top-k of k distinct experts
+// (lowest expert on ties; NaN never preferred), and publishes ROUTE[t] picks and weights (release,
+// agent). The f32 order and the NaN rules: docs/minimax-m3-kernel.md, "route".
 void stageRoute(KernelContext& c, Val t) {
   ir::Builder& b = c.b;
   const Layout& L = c.L;

@@ -10,22 +10,14 @@ using ir::MfmaKind;
 using ir::Type;
 using ir::Val;
 
-// Tile = task / parts (experts 16 tile ..), part = task % parts (columns part * routerK ..), the
-// seeds' stage_router. The CTA first waits for RSTD of every row (site router; seed 000: it does
-// not wait for XN) and computes its own columns of XN from SRES as the norm does, bf16((x rstd)(1
-// + w)), so its B operands are XN's bits. Wave w takes
-// columns part * routerK + w * routerWaveK .. (routerWaveK of them): for chunk ch, a step of 4
-// chained v_mfma_f32_16x16x4_f32 over its 16 columns (MfmaTile: lane group g holds columns 4 g ..
-// 4 g + 3, MFMA m's K is column .. + 16 ch + 4 g + m): A row r the FP32 router weight of expert
-// 16 tile + r, B column t f32(XN) of row t (0 past the S rows). The accumulator starts at 0; its
-// (row, column) is (expert, row). Each wave writes its 16 x 16 tile to red; thread (e, t) <
-// 256 sums the waves in order (0 + w_0 + ... + w_{WAVES-1}) and, for t < S, publishes the part
-// to LOGIT[t][16 tile + e][part] (release, agent scope).
+// Tile = task / parts (experts 16 tile ..), part = task % parts: after RSTD of every row the CTA
+// normalizes its own XN columns from SRES, runs chained f32 MFMAs per wave, sums the waves in order
+// and publishes LOGIT[t][expert][part] (release, agent). Lane layout: docs/minimax-m3-kernel.md.
 void stageRouter(KernelContext& c, Val task) {
   ir::Builder& b = c.b;
   const Layout& L = c.L;
   const MoeTiling& T = L.tiling;
-  // seed 000, route on the norm's scale: thread t < S waits for RSTD[t] (site router) and puts it
+  // Route on the norm's scale: thread t < S waits for RSTD[t] (site router) and puts it
   // in LDS (contrib, free until down); the router normalizes its own SRES columns with it
   b.if_(c.tid < c.i32(L.rows), [&] {
     Val code = c.i32(errorCode(kSiteRouter, 0, 0)) | c.rank << c.i32(8) | c.tid << c.i32(16);

@@ -10,14 +10,9 @@ using ir::RmwOp;
 using ir::Type;
 using ir::Val;
 
-// Every CTA once (the seeds' load_table + shared_slot). Thread i < S topk waits for ROUTE pick
-// i and its weight (acquire, agent scope; site table) and keeps them in the table; the valid-row
-// mask (bit t: slots[t] >= 0) comes from wave 0's ballot. Each valid pick ORs bit t into its
-// expert's mask (an LDS atomic). Expert e's slot is 1 + the picked experts below it (each wave's
-// ballot of mask != 0, the lanes below, plus the waves below). Slot 0 is the shared expert over
-// the valid rows. A slot's columns are its rows ascending (column = the mask's bits below the
-// row), each with its pick (t topk + k; the shared expert's topk S + t); unused columns hold -1.
-// CTA 0 copies the table to TABDUMP for the harness.
+// Every CTA once: waits for ROUTE's picks and weights (site table) and builds the slot table in
+// LDS: slot 0 the shared expert over the valid rows, then each picked expert's rows ascending;
+// CTA 0 copies it to TABDUMP. The construction: docs/minimax-m3-kernel.md, "table".
 void stageTable(KernelContext& c) {
   ir::Builder& b = c.b;
   const Layout& L = c.L;

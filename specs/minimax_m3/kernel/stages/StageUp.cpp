@@ -14,7 +14,7 @@ using ir::MfmaKind;
 using ir::Type;
 using ir::Val;
 
-// One A16W4 step of `t` (4 chained v_mfma_f32_16x16x32_bf16, the seeds' step_mfma): the lane's
+// One A16W4 step of `t` (4 chained v_mfma_f32_16x16x32_bf16): the lane's
 // run of the step (32 K, laneK0() ..) is one 16-byte fp4x2 load of the shuffled tile (`w4`: dword
 // d = the run's K 8 d .., low nibble first) and one e8m0 scale byte; MFMA d's A is bf16(fp4 x
 // 2^(s-127)) of its dword, its B `x[d]` (8 bf16 at the run's K 8 d ..).
@@ -36,7 +36,7 @@ MfmaTile a16w4Tile(KernelContext& c) {
   return c.mfmaTile(kind, chain);
 }
 
-// XN to LDS (seed 000, when L.xnInLds: S <= 8): the CTA ORs the slot masks of its up tasks
+// XN to LDS (when L.xnInLds: S <= 8): the CTA ORs the slot masks of its up tasks
 // (block, block + blocks, .. below the table's slots x upTiles), i.e. the rows its units' B
 // columns read, and copies only those rows of XN to the bstage pool, 16 bytes a thread a pass,
 // after awaitX; then the CTA's barrier. Up reads its B operands there. (A slot of no rows, the
@@ -59,7 +59,7 @@ void stageXnToLds(KernelContext& c) {
   c.ctaSync(/*drain=*/false);
 }
 
-// The next unit's weights (seed 000): a wave's fp4x2 tile rows (i32x4) and e8m0 scale (i32) of
+// The next unit's weights: a wave's fp4x2 tile rows (i32x4) and e8m0 scale (i32) of
 // each of its K steps, gate then up (index 2 step + h), held in variables across the unit before.
 UpWeights makeUpWeights(KernelContext& c) {
   ir::Builder& b = c.b;
