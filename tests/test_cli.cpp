@@ -766,10 +766,13 @@ TEST_CASE("check --device sim --per-rank: one process a rank, a line per rank an
 }
 
 TEST_CASE("an unknown --spec is refused listing the known ones; monogen specs lists them", "[cli][spec]") {
-  for (const char* cmd : {"dump --what plan --config reduced --rows 1 --tp 1", "emit --rows 1 --tp 1 -o x.co",
-                          "info --config reduced --rows 1 --tp 1", "cache key --rows 1 --tp 1"}) {
+  const TempDir d;
+  const std::string co = (d.path / "x.co").string();
+  for (const std::string& cmd : std::vector<std::string>{"dump --what plan --config reduced --rows 1 --tp 1",
+                                                        "emit --rows 1 --tp 1 -o " + co,
+                                                        "info --config reduced --rows 1 --tp 1", "cache key --rows 1 --tp 1"}) {
     INFO(cmd);
-    const Result r = sh(kMonogen + " " + cmd + " --spec minimax_m3.bogus");
+    const Result r = sh(withCache(d) + kMonogen + " " + cmd + " --spec minimax_m3.bogus");
     CHECK(r.code != 0);
     CHECK(r.out.find("--spec") != std::string::npos);
     CHECK(r.out.find("unknown spec 'minimax_m3.bogus': expected one of minimax_m3.ffn") != std::string::npos);
