@@ -764,3 +764,24 @@ TEST_CASE("check --device sim --per-rank: one process a rank, a line per rank an
   CHECK(stray.code != 0);
   CHECK(stray.out.find("take effect with --per-rank only") != std::string::npos);
 }
+
+TEST_CASE("an unknown --spec is refused listing the known ones; monogen specs lists them", "[cli][spec]") {
+  const TempDir d;
+  const std::string co = (d.path / "x.co").string();
+  for (const std::string& cmd : std::vector<std::string>{"dump --what plan --config reduced --rows 1 --tp 1",
+                                                        "emit --rows 1 --tp 1 -o " + co,
+                                                        "info --config reduced --rows 1 --tp 1", "cache key --rows 1 --tp 1"}) {
+    INFO(cmd);
+    const Result r = sh(withCache(d) + kMonogen + " " + cmd + " --spec minimax_m3.bogus");
+    CHECK(r.code != 0);
+    CHECK(r.out.find("--spec") != std::string::npos);
+    CHECK(r.out.find("unknown spec 'minimax_m3.bogus': expected one of minimax_m3.ffn") != std::string::npos);
+  }
+  const Result named = sh(kMonogen + " cache key --rows 1 --tp 1 --spec minimax_m3.ffn");
+  const Result dflt = sh(kMonogen + " cache key --rows 1 --tp 1");
+  CHECK(named.code == 0);
+  CHECK(named.out == dflt.out);  // the default spec is minimax_m3.ffn
+  const Result list = sh(kMonogen + " specs");
+  CHECK(list.code == 0);
+  CHECK(list.out.rfind("minimax_m3.ffn  v3  MiniMax-M3's FFN decode launch", 0) == 0);
+}

@@ -51,10 +51,9 @@ void checkOnExecutor(int S, int TP, uint64_t seed) {
   const ModelConfig cfg = ModelConfig::reduced();
   const ir::Key key = makeKey(cfg, S, TP);  // the default variant: o_proj in the launch
   const bool oproj = knobsOf(key).input == FfnInput::Attn;
-  const TensorMap in = [&] {
-    const RefNumericsScope scope(RefNumerics::Gfx950Run);  // the o_proj partial is derived under them
-    return makeLaunchInputs(cfg, S, TP, seed, {});
-  }();
+  LaunchInputOptions io;
+  io.numerics = RefNumerics::Gfx950Run;  // the o_proj partial is derived under them
+  const TensorMap in = makeLaunchInputs(cfg, S, TP, seed, io);
   Gfx950RunDevice dev;
   const auto t0 = std::chrono::steady_clock::now();
   const SimRun run = runOnDevice(dev, cfg, key, in);
@@ -244,18 +243,10 @@ TEST_CASE("gfx950-run device: the executor's exp2, division and sigmoid are the 
     if (bits(o[i]) != bits(::exp2f(x[i])) && ++badExp <= 5)
       UNSCOPED_INFO(fmt::format("exp2({}) = {:#x}, exp2f {:#x}", x[i], bits(o[i]), bits(::exp2f(x[i]))));
     badExpIr += bits(o[i]) != bits(ir::num::exp2(x[i]));
-    float q;
-    {
-      RefNumericsScope s(RefNumerics::Gfx950Run);
-      q = moeDiv(1.0f, x[i]);
-    }
+    const float q = moeDiv(1.0f, x[i], RefNumerics::Gfx950Run);
     if (bits(o[n + i]) != bits(q) && ++badDiv <= 5)
       UNSCOPED_INFO(fmt::format("1 / {} = {:#x}, profile {:#x}", x[i], bits(o[n + i]), bits(q)));
-    float sg, sgIr = moeSigmoid(x[i]);
-    {
-      RefNumericsScope s(RefNumerics::Gfx950Run);
-      sg = moeSigmoid(x[i]);
-    }
+    const float sg = moeSigmoid(x[i], RefNumerics::Gfx950Run), sgIr = moeSigmoid(x[i]);
     if (bits(o[2 * n + i]) != bits(sg) && ++badSig <= 5)
       UNSCOPED_INFO(fmt::format("sigmoid({}) = {:#x}, profile {:#x}", x[i], bits(o[2 * n + i]), bits(sg)));
     badSigIr += bits(o[2 * n + i]) != bits(sgIr);

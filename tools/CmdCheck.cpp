@@ -216,10 +216,8 @@ Run addCheck(CLI::App& app) {
 
     mm::LaunchInputOptions io;
     io.matchVariant(mm::knobsOf(key));  // the weights held as the variant reads them
-    const runtime::TensorMap inputs = [&] {
-      const mm::RefNumericsScope scope(numerics);  // o_proj's partial (io.oproj) is derived under them
-      return mm::makeLaunchInputs(cfg, S, TP, o->seed, io);
-    }();
+    io.numerics = numerics;  // o_proj's partial (io.oproj) is derived under them
+    const runtime::TensorMap inputs = mm::makeLaunchInputs(cfg, S, TP, o->seed, io);
     const runtime::TensorMap want = mm::launchReferenceOutputs(cfg, S, TP, inputs, mm::knobsOf(key).experts, numerics);
     fmt::print("inputs: seed {}, {}, scales {}; reference numerics: {}\n", o->seed, io.describe(),
                mm::scaleLayoutName(io.scales),

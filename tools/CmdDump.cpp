@@ -28,7 +28,7 @@ Run addDump(CLI::App& app) {
     codegen::CompileOptions opts;
     opts.pipeline = o->pipeline == "O3" ? codegen::Pipeline::O3 : codegen::Pipeline::Fast;
     const auto cfg = configOf(o->v);
-    const ir::Plan plan = specs::minimax_m3::verifiedPlan(cfg, keyOf(o->v, cfg, o->v.rows, o->v.tp));
+    const ir::Plan plan = specOf(o->v).plan(cfg, keyOf(o->v, cfg, o->v.rows, o->v.tp));
     if (o->what == "plan") fmt::print("{}", ir::printPlan(plan));
     if (o->what == "ir") fmt::print("{}\n{}", ir::printPlan(plan), ir::printKernel(plan));
     if (o->what == "llvm") fmt::print("{}", codegen::llvmIr(plan, true, opts));

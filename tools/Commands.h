@@ -15,5 +15,6 @@ Run addTrace(CLI::App& app);  // monogen trace: the traced variant on the Sim de
 Run addBench(CLI::App& app);  // monogen bench: Sim-device bytes read vs the minimum, per S, TP, experts
 Run addCheck(CLI::App& app);  // monogen check: one seeded launch on sim, gfx950-run or hip vs the reference
 Run addCache(CLI::App& app);  // monogen cache: key, ls, verify, clear, prune
+Run addSpecs(CLI::App& app);  // monogen specs: the registered specs (--spec ID)
 
 }  // namespace monogen::tools

@@ -10,7 +10,6 @@
 #include "ir/Error.h"
 #include "support/AtomicFile.h"
 #include "specs/minimax_m3/kernel/Generate.h"
-#include "specs/minimax_m3/kernel/Spec.h"
 
 namespace monogen::tools {
 
@@ -23,6 +22,9 @@ void addVariantOptions(CLI::App* app, VariantOptions& o, bool rowsTp) {
         ->check(CLI::IsMember({1, 2, 4, 8}))
         ->capture_default_str();
   }
+  app->add_option("--spec", o.spec, "the spec to generate: " + knownSpecIds() + " (monogen specs lists them)")
+      ->check(CLI::Validator([](std::string& id) { return findSpec(id) ? std::string() : unknownSpecText(id); }, "SPEC"))
+      ->capture_default_str();
   app->add_option("--arch", o.arch, "target: gfx950 (MI350X/MI355X), optionally with :sramecc+:xnack-")
       ->capture_default_str();
   app->add_option("--config", o.config, "model dims: full (MiniMax-M3.1-Flash), reduced, or a config.json path")
@@ -46,23 +48,16 @@ void addVariantOptions(CLI::App* app, VariantOptions& o, bool rowsTp) {
   app->add_flag("--no-cache", o.noCache, "compile without the code-object cache");
 }
 
+const SpecEntry& specOf(const VariantOptions& o) { return specNamed(o.spec); }
+
 mm::ModelConfig configOf(const VariantOptions& o) { return mm::ModelConfig::byName(o.config); }
 
 ir::Key keyOf(const VariantOptions& o, const mm::ModelConfig& cfg, int rows, int tp) {
-  const ir::Target target = ir::targetNamed(o.arch, "--arch");
-  mm::FfnKnobs knobs;
-  knobs.experts = o.sum == "shared" ? mm::MoeExperts::Shared : o.sum == "routed" ? mm::MoeExperts::Routed : mm::MoeExperts::All;
-  knobs.scales = o.scales == "rowmajor" ? mm::ScaleLayout::RowMajor : mm::ScaleLayout::E8m0Shuffle;
-  knobs.input = mm::ffnInputOf(o.input, "--input");
-  knobs.trace = o.trace;
-  knobs.dropMark = o.dropMark;
-  ir::Key key = mm::makeKey(cfg, rows, tp, knobs);
-  key.target = target;
-  return key;
+  return specOf(o).makeKey(o, cfg, rows, tp);
 }
 
 runtime::Generator generatorOf(const VariantOptions& o, const mm::ModelConfig& cfg) {
-  return mm::makeGenerator(cfg, o.noCache ? nullptr : mm::defaultCache());
+  return specOf(o).generator(cfg, o.noCache ? nullptr : mm::defaultCache());
 }
 
 BuiltVariant buildVariant(runtime::Generator& gen, const ir::Key& key) {

@@ -1,5 +1,5 @@
-// What every monogen subcommand shares: the variant options (--rows, --tp, --arch, --config,
-// knobs), the key they make, and building a variant: plan -> verify -> code object (cached).
+// What every monogen subcommand shares: the variant options (--spec, --rows, --tp, --arch,
+// --config, knobs), the key they make, and building a variant: plan -> verify -> code object (cached).
 #pragma once
 #include <CLI/CLI.hpp>
 #include <memory>
@@ -12,10 +12,12 @@
 #include "runtime/Cache.h"
 #include "runtime/Generator.h"
 #include "specs/minimax_m3/kernel/ModelConfig.h"
+#include "tools/SpecRegistry.h"
 
 namespace monogen::tools {
 
 struct VariantOptions {
+  std::string spec = "minimax_m3.ffn";  // --spec: the registered spec (SpecRegistry.h)
   int rows = 8;
   int tp = 4;
   std::string arch = "gfx950";
@@ -28,8 +30,11 @@ struct VariantOptions {
   bool noCache = false;
 };
 
-/// Adds --arch, --config and the knobs; with rowsTp also --rows and --tp (validated ranges).
+/// Adds --spec, --arch, --config and the knobs; with rowsTp also --rows and --tp (validated ranges).
 void addVariantOptions(CLI::App* app, VariantOptions& o, bool rowsTp);
+
+/// The registered spec --spec names (InputError listing the known ones when none).
+const SpecEntry& specOf(const VariantOptions& o);
 
 /// The model config the options name ("full", "reduced" or a config.json path).
 specs::minimax_m3::ModelConfig configOf(const VariantOptions& o);

@@ -52,6 +52,7 @@ int main(int argc, char** argv) {
   add(addBench);
   add(addCheck);
   add(addCache);
+  add(addSpecs);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -60,7 +61,7 @@ int main(int argc, char** argv) {
   try {
     for (auto& [sub, run] : commands)
       if (sub->parsed()) return finish(run());
-    std::fprintf(stderr, "monogen: a command is required: emit, dump, info, sim, trace, bench, check or cache (monogen --help)\n");
+    std::fprintf(stderr, "monogen: a command is required: emit, dump, info, sim, trace, bench, check, cache or specs (monogen --help)\n");
     return 2;
   } catch (const monogen::Error& e) {
     std::fprintf(stderr, "monogen: %s\n", e.what());

@@ -21,30 +21,22 @@ namespace num = ir::num;
 
 // ---------------------------------------------------------------- declared scalar models
 
-namespace {
-thread_local RefNumerics tNumerics = RefNumerics::Ir;
-}
+float moeDiv(float a, float b, RefNumerics n) { return n == RefNumerics::Gfx950Run ? runtime::gfx950run::div(a, b) : a / b; }
 
-RefNumerics refNumerics() { return tNumerics; }
-RefNumericsScope::RefNumericsScope(RefNumerics n) : prev_(tNumerics) { tNumerics = n; }
-RefNumericsScope::~RefNumericsScope() { tNumerics = prev_; }
+float moeExp2(float x, RefNumerics n) { return n == RefNumerics::Gfx950Run ? runtime::gfx950run::exp2(x) : ir::num::exp2(x); }
 
-float moeDiv(float a, float b) { return tNumerics == RefNumerics::Gfx950Run ? runtime::gfx950run::div(a, b) : a / b; }
-
-float moeExp2(float x) { return tNumerics == RefNumerics::Gfx950Run ? runtime::gfx950run::exp2(x) : ir::num::exp2(x); }
-
-float moeSigmoid(float x) {
+float moeSigmoid(float x, RefNumerics n) {
   const float kLog2e = 1.44269504088896340736f;  // f32(log2 e) = 0x3fb8aa3b
   const float t = (-x) * kLog2e;
-  const float e = moeExp2(t);
+  const float e = moeExp2(t, n);
   const float d = 1.0f + e;
-  return moeDiv(1.0f, d);
+  return moeDiv(1.0f, d, n);
 }
 
-float swigluOai(float gate, float up, float limit, float alpha) {
+float swigluOai(float gate, float up, float limit, float alpha, RefNumerics n) {
   const float g = std::fmin(gate, limit);                 // minNum
   const float u = std::fmax(std::fmin(up, limit), -limit);
-  const float s = moeSigmoid(alpha * g);
+  const float s = moeSigmoid(alpha * g, n);
   const float gs = g * s;
   return gs * (u + 1.0f);
 }
@@ -62,17 +54,17 @@ float a16w4Dot(float acc, const float* wRow, const float* x, int64_t k, int step
   return acc;
 }
 
-float routerLogit(const float* wRow, const float* x, const MoeTiling& t) {
+float routerLogit(const float* wRow, const float* x, const MoeTiling& t, RefNumerics n) {
   float tot = 0.0f;
   for (int q = 0; q < t.routeQuarters; ++q) {
     float part = 0.0f;
-    for (int p = 0; p < t.routePartsPerQuarter; ++p) part = part + routerPart(wRow, x, t, q * t.routePartsPerQuarter + p);
+    for (int p = 0; p < t.routePartsPerQuarter; ++p) part = part + routerPart(wRow, x, t, q * t.routePartsPerQuarter + p, n);
     tot = tot + part;
   }
   return tot;
 }
 
-float routerPart(const float* wRow, const float* x, const MoeTiling& t, int part) {
+float routerPart(const float* wRow, const float* x, const MoeTiling& t, int part, RefNumerics n) {
   float tot = 0.0f;
   for (int w = 0; w < t.waves; ++w) {
     float acc = 0.0f;
@@ -81,7 +73,7 @@ float routerPart(const float* wRow, const float* x, const MoeTiling& t, int part
       for (int m = 0; m < 4; ++m)        // (h, lo/hi) = (m / 2, m % 2): one f32 MFMA each
         for (int g = 0; g < 4; ++g) {    // K slot = lane group, ascending
           const int k = base + 16 * ch + 4 * g + m;
-          if (tNumerics == RefNumerics::Gfx950Run) {
+          if (n == RefNumerics::Gfx950Run) {
             acc = std::fma(wRow[k], x[k], acc);  // the executor's f32 MFMA: an fma chain (gfx950run::mfmaF32Element)
           } else {
             const float p = wRow[k] * x[k];
@@ -112,11 +104,11 @@ float blockSum(const float* vals, int n, int threads) {
 // ---------------------------------------------------------------- helpers
 
 void routeToken(const float* logits, const float* bias, int E, int K, float routedScale, bool valid,
-                int32_t* picks, float* weights) {
+                int32_t* picks, float* weights, RefNumerics n) {
   const float neg = -std::numeric_limits<float>::infinity();
   std::vector<float> sc(static_cast<size_t>(E)), val(static_cast<size_t>(E));
   for (int e = 0; e < E; ++e) {
-    sc[e] = moeSigmoid(logits[e]);
+    sc[e] = moeSigmoid(logits[e], n);
     val[e] = sc[e] + bias[e];
     if (std::isnan(val[e])) val[e] = neg;
     if (std::isnan(sc[e])) sc[e] = 0.0f;
@@ -137,7 +129,7 @@ void routeToken(const float* logits, const float* bias, int E, int K, float rout
     total = total + w[k];
     id[k] = win;
   }
-  const float scale = moeDiv(routedScale, std::fmax(total, 1e-20f));
+  const float scale = moeDiv(routedScale, std::fmax(total, 1e-20f), n);
   for (int k = 0; k < K; ++k) {
     picks[k] = valid ? id[k] : -1;
     weights[k] = w[k] * scale;
@@ -187,7 +179,7 @@ std::vector<bool> moeValidRows(const TensorMap& in, int S) {
 // ---------------------------------------------------------------- the launch
 
 TensorMap moeReference(const ModelConfig& cfg, int S, int TP, const TensorMap& in, MoeExperts experts,
-                       const TensorMap* acts) {
+                       const TensorMap* acts, RefNumerics numerics) {
   const MoeTiling T = MoeTiling::derive(cfg, TP, "moeReference");
   if (S < 1 || S > cfg.maxRows || S > 16)
     throw InputError("moeReference", fmt::format("S = {}: expected 1..{}", S, std::min(cfg.maxRows, 16)));
@@ -224,8 +216,9 @@ TensorMap moeReference(const ModelConfig& cfg, int S, int TP, const TensorMap& i
   std::vector<std::vector<float>> xn(static_cast<size_t>(S));  // f32(XN): the GEMVs' operand
   const float eps = static_cast<float>(cfg.rmsEps);
   for (int t = 0; t < S; ++t) {
-    const float var = moeDiv(blockSum(ssq.as<float>() + int64_t(t) * nParts, nParts, cfg.threads), static_cast<float>(H));
-    const float rstd = moeDiv(1.0f, std::sqrt(var + eps));
+    const float var =
+        moeDiv(blockSum(ssq.as<float>() + int64_t(t) * nParts, nParts, cfg.threads), static_cast<float>(H), numerics);
+    const float rstd = moeDiv(1.0f, std::sqrt(var + eps), numerics);
     rstdT.as<float>()[t] = rstd;
     xn[t].resize(static_cast<size_t>(H));
     for (int c = 0; c < H; ++c) {
@@ -248,23 +241,16 @@ TensorMap moeReference(const ModelConfig& cfg, int S, int TP, const TensorMap& i
   for (int t = 0; t < S; ++t)
     for (int e = 0; e < E; ++e) {
       const float* wRow = routerW.as<float>() + int64_t(e) * H;
-      logitsT.as<float>()[int64_t(t) * E + e] = routerLogit(wRow, xn[t].data(), T);
+      logitsT.as<float>()[int64_t(t) * E + e] = routerLogit(wRow, xn[t].data(), T, numerics);
     }
 
   // ---- route (stage_route): top-k of sigmoid + bias, weights renormalized x routed scale ----
-  // sc = sigmoid(logit); val = sc + bias (f32); a NaN val -> -inf (never preferred), a NaN sc
-  // -> 0 (weight 0). k rounds: v_e = taken ? -inf : val_e; best = max v; the winner is the
-  // lowest e with v_e == best (ties to the lower expert); w = sc[winner]; total = total + w
-  // (0 + w_0 + w_1 + ..., pick order). scale = f32(routedScale) / max(total, 1e-20f);
-  // weight_k = w_k * scale. A padded row's picks are -1 (its weights are still computed).
-  // Degenerate: with fewer than topk non-NaN experts, a round whose best is -inf takes the
-  // lowest expert with v == -inf, which may be one already taken (the seeds' code does the
-  // same): that pick repeats with weight 0.
+  // (routeToken; a padded row's weights are still computed).
   HostTensor picksT = HostTensor::zeros(DType::I32, {S, K});
   HostTensor weightsT = HostTensor::zeros(DType::F32, {S, K});
   for (int t = 0; t < S; ++t)
     routeToken(logitsT.as<float>() + int64_t(t) * E, bias.as<float>(), E, K, static_cast<float>(cfg.routedScale),
-               valid[t], picksT.as<int32_t>() + t * K, weightsT.as<float>() + t * K);
+               valid[t], picksT.as<int32_t>() + t * K, weightsT.as<float>() + t * K, numerics);
 
   // ---- table (load_table + shared_slot) ----
   struct Slot {
@@ -340,7 +326,7 @@ TensorMap moeReference(const ModelConfig& cfg, int S, int TP, const TensorMap& i
             g = g + a16w4Dot(0.0f, w13.data() + int64_t(i) * H, x, H, st0, n);
             up = up + a16w4Dot(0.0f, w13.data() + int64_t(IP + i) * H, x, H, st0, n);
           }
-          midT.as<uint16_t>()[(int64_t(u) * 16 + c) * IP + i] = num::f32ToBf16(swigluOai(g, up, limit, alpha));
+          midT.as<uint16_t>()[(int64_t(u) * 16 + c) * IP + i] = num::f32ToBf16(swigluOai(g, up, limit, alpha, numerics));
         }
       }
       // down (stage_down): hidden row h of the slot's expert, one wave over all K2 steps from
@@ -378,7 +364,7 @@ TensorMap moeReference(const ModelConfig& cfg, int S, int TP, const TensorMap& i
   }
 
   // ---- final: the ranks' bf16 partials summed in rank order in f32 (acc = p_0, then
-  // acc = acc + p_r, as the seeds' reduce sums its ranks), rounded once to bf16 ----
+  // acc = acc + p_r), rounded once to bf16 ----
   HostTensor outT = HostTensor::zeros(DType::BF16, {S, H});
   for (int64_t i = 0; i < int64_t(S) * H; ++i) {
     float acc = num::bf16ToF32(partials[0].as<uint16_t>()[i]);

@@ -7,18 +7,17 @@
 #include "ir/Error.h"
 #include "ir/Numerics.h"
 #include "runtime/Gfx950RunNumerics.h"
-#include "specs/minimax_m3/reference/MoeReference.h"
 #include "specs/minimax_m3/kernel/WeightContract.h"
 
 namespace monogen::specs::minimax_m3 {
 
 namespace num = ir::num;
 
-TokenScale tokenScale(const uint16_t* x, int64_t k) {
+TokenScale tokenScale(const uint16_t* x, int64_t k, RefNumerics n) {
   TokenScale s;
   for (int64_t i = 0; i < k; ++i) s.amax = num::maxNum(s.amax, std::fabs(num::bf16ToF32(x[i])));
   s.scale = s.amax * kFp8InvMax;
-  const float r = refNumerics() == RefNumerics::Gfx950Run ? runtime::gfx950run::rcp(s.scale) : num::rcp(s.scale);
+  const float r = n == RefNumerics::Gfx950Run ? runtime::gfx950run::rcp(s.scale) : num::rcp(s.scale);
   s.inv = s.amax == 0.0f ? 0.0f : r;
   return s;
 }
@@ -27,12 +26,12 @@ uint8_t quantElem(uint16_t x, float inv) {
   return static_cast<uint8_t>(num::f32ToFp8E4m3(num::bf16ToF32(x) * inv));
 }
 
-QuantRows quantizeRows(const uint16_t* x, int rows, int64_t k) {
+QuantRows quantizeRows(const uint16_t* x, int rows, int64_t k, RefNumerics n) {
   QuantRows q;
   q.q.resize(static_cast<size_t>(rows * k));
   q.xScale.resize(static_cast<size_t>(rows));
   for (int m = 0; m < rows; ++m) {
-    const TokenScale s = tokenScale(x + m * k, k);
+    const TokenScale s = tokenScale(x + m * k, k, n);
     q.xScale[m] = s.scale;
     for (int64_t i = 0; i < k; ++i) q.q[m * k + i] = quantElem(x[m * k + i], s.inv);
   }

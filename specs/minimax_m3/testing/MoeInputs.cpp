@@ -372,7 +372,7 @@ std::vector<int> steeredExperts(const ModelConfig& cfg, int S, int TP, uint64_t 
 /// o_proj's inputs (LaunchInputOptions::oproj) into m, replacing part.rR by their o_proj partial
 /// (OprojReference): awkward attention rows (tiny, zero, subnormal) and a logical e4m3fn weight
 /// every TP splits alike. The values: docs/minimax-m3-kernel.md, "The inputs".
-void addOprojInputs(const ModelConfig& cfg, int S, int TP, uint64_t seed, TensorMap& m) {
+void addOprojInputs(const ModelConfig& cfg, int S, int TP, uint64_t seed, TensorMap& m, RefNumerics numerics) {
   const Layout L = Layout::make(cfg, S, TP, FfnInput::Attn);  // refuses a width TP does not divide
   const int H = cfg.hidden;
   const int64_t K = L.attnWidth, KT = K * TP;
@@ -414,16 +414,16 @@ void addOprojInputs(const ModelConfig& cfg, int S, int TP, uint64_t seed, Tensor
     m[rankName("wo", r)] = std::move(wt);
   }
   m["wo_scale"] = std::move(ws);
-  rederiveOprojPartials(cfg, S, TP, m);
+  rederiveOprojPartials(cfg, S, TP, m, numerics);
 }
 
-void rederiveOprojPartials(const ModelConfig& cfg, int S, int TP, TensorMap& m) {
+void rederiveOprojPartials(const ModelConfig& cfg, int S, int TP, TensorMap& m, RefNumerics numerics) {
   const Layout L = Layout::make(cfg, S, TP, FfnInput::Attn);
   const int H = cfg.hidden;
   const int64_t K = L.attnWidth;
   const HostTensor& ws = m.at("wo_scale");
   for (int r = 0; r < TP; ++r) {
-    const QuantRows q = quantizeRows(m.at(rankName("attn", r)).as<uint16_t>(), S, K);
+    const QuantRows q = quantizeRows(m.at(rankName("attn", r)).as<uint16_t>(), S, K, numerics);
     const std::vector<uint16_t> part = oprojPartial(q, m.at(rankName("wo", r)).data.data(), ws.as<float>(), S, K, H);
     HostTensor p = HostTensor::zeros(DType::BF16, {S, H});
     std::memcpy(p.data.data(), part.data(), p.data.size());
@@ -437,7 +437,7 @@ TensorMap makeLaunchInputs(const ModelConfig& cfg, int S, int TP, uint64_t seed,
   if (opt.values == InputValues::EdgeCases) {
     TensorMap m = makeInputs(cfg, S, TP, seed);
     m["slots"] = slotsOf(S, opt);
-    if (opt.oproj) addOprojInputs(cfg, S, TP, seed, m);
+    if (opt.oproj) addOprojInputs(cfg, S, TP, seed, m, opt.numerics);
     addAllReduceResults(S, TP, H, m);
     edgeCaseMoe(cfg, TP, seed, opt, m);
     return m;
@@ -462,7 +462,7 @@ TensorMap makeLaunchInputs(const ModelConfig& cfg, int S, int TP, uint64_t seed,
     m["res_in"] = bf16Of(res, {S, H});
   }
   m["slots"] = slotsOf(S, opt);
-  if (opt.oproj) addOprojInputs(cfg, S, TP, seed, m);
+  if (opt.oproj) addOprojInputs(cfg, S, TP, seed, m, opt.numerics);
   addAllReduceResults(S, TP, H, m);
 
   // ---- norm weight: bf16 in [-1/8, 1/8) ----
@@ -559,7 +559,7 @@ TensorMap makeInputs(const ModelConfig& cfg, int rows, int tp, uint64_t seed, Ff
   TensorMap m;
   for (int r = 0; r < tp; ++r) m[rankName("part", r)] = std::move(parts[r]);
   m["res_in"] = std::move(res);
-  if (input == FfnInput::Attn) addOprojInputs(cfg, rows, tp, seed, m);
+  if (input == FfnInput::Attn) addOprojInputs(cfg, rows, tp, seed, m, RefNumerics::Ir);
   return m;
 }
 

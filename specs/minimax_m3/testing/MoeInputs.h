@@ -10,6 +10,7 @@
 #include "specs/minimax_m3/kernel/Knobs.h"
 #include "specs/minimax_m3/kernel/ModelConfig.h"
 #include "specs/minimax_m3/kernel/WeightContract.h"
+#include "specs/minimax_m3/reference/RefNumerics.h"
 
 namespace monogen::specs::minimax_m3 {
 
@@ -37,6 +38,8 @@ struct LaunchInputOptions {
   /// sres / ssq and every reference downstream follow the chain quant -> GEMM -> the rest.
   /// false (the input=part variant's): part.rR is drawn directly; in describe() as "input=part".
   bool oproj = true;
+  /// The numerics the o_proj partial (oproj) is derived under. Not in describe().
+  RefNumerics numerics = RefNumerics::Ir;
   /// Holds the tensors as the variant of `k` reads them: scales in k.scales, and the o_proj
   /// inputs (oproj) when k.input is Attn.
   void matchVariant(const FfnKnobs& k) {
@@ -56,7 +59,8 @@ runtime::TensorMap makeLaunchInputs(const ModelConfig& cfg, int S, int TP, uint6
 /// part.rR := the o_proj partial (OprojReference.h: the quant, then the GEMM) of attn.rR, wo.rR
 /// and wo_scale in m, every rank: for a check that edits the attention rows of makeLaunchInputs's
 /// oproj inputs (then sres / ssq in m no longer follow; the checks feed the kernel's).
-void rederiveOprojPartials(const ModelConfig& cfg, int S, int TP, runtime::TensorMap& m);
+void rederiveOprojPartials(const ModelConfig& cfg, int S, int TP, runtime::TensorMap& m,
+                           RefNumerics numerics = RefNumerics::Ir);
 
 /// The all-reduce's inputs alone, EdgeCases values: part.rR and res_in, the same tensors as in
 /// makeLaunchInputs's EdgeCases map for the same arguments (the input=part variant's: the edge

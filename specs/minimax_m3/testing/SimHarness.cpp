@@ -53,10 +53,10 @@ DType dtypeOf(ir::Scalar s) {
 }  // namespace
 
 TensorMap moeReferenceOutputs(const ModelConfig& cfg, int rows, int tp, const TensorMap& inputs,
-                              const TensorMap& runOutputs, MoeExperts experts) {
+                              const TensorMap& runOutputs, MoeExperts experts, RefNumerics numerics) {
   const TensorMap acts{{"sres", runOutputs.at("sres.r0")}, {"ssq", runOutputs.at("ssq.r0")}};
   const TensorMap ref =
-      moeReference(cfg, rows, tp, inputs, experts, &acts);
+      moeReference(cfg, rows, tp, inputs, experts, &acts, numerics);
   TensorMap out;
   for (int r = 0; r < tp; ++r) {
     for (const char* n : {"rstd", "xn", "picks", "weights", "slot_expert", "slot_count", "slot_row", "slot_pick",
@@ -420,20 +420,19 @@ TensorMap referenceOutputs(const ModelConfig& cfg, int rows, int tp, const Tenso
 
 TensorMap launchReferenceOutputs(const ModelConfig& cfg, int rows, int tp, const TensorMap& inputs,
                                  MoeExperts experts, RefNumerics numerics) {
-  RefNumericsScope scope(numerics);
   TensorMap want = referenceOutputs(cfg, rows, tp, inputs);
-  for (auto& [name, t] : moeReferenceOutputs(cfg, rows, tp, inputs, want, experts)) want[name] = std::move(t);
-  for (auto& [name, t] : oprojReferenceOutputs(cfg, rows, tp, inputs)) want[name] = std::move(t);
+  for (auto& [name, t] : moeReferenceOutputs(cfg, rows, tp, inputs, want, experts, numerics)) want[name] = std::move(t);
+  for (auto& [name, t] : oprojReferenceOutputs(cfg, rows, tp, inputs, numerics)) want[name] = std::move(t);
   return want;
 }
 
-TensorMap oprojReferenceOutputs(const ModelConfig& cfg, int rows, int tp, const TensorMap& inputs) {
+TensorMap oprojReferenceOutputs(const ModelConfig& cfg, int rows, int tp, const TensorMap& inputs, RefNumerics numerics) {
   TensorMap out;
   if (!inputs.count(rankName("attn", 0))) return out;  // the o_proj partial input: no o_proj
   const Layout L = Layout::make(cfg, rows, tp, FfnInput::Attn);
   for (int r = 0; r < tp; ++r) {
     const HostTensor& x = need(inputs, rankName("attn", r), DType::BF16, {rows, L.attnWidth});
-    const QuantRows q = quantizeRows(x.as<uint16_t>(), rows, L.attnWidth);
+    const QuantRows q = quantizeRows(x.as<uint16_t>(), rows, L.attnWidth, numerics);
     HostTensor s = HostTensor::zeros(DType::F32, {rows});
     std::memcpy(s.data.data(), q.xScale.data(), s.data.size());
     out[rankName("xscale", r)] = std::move(s);

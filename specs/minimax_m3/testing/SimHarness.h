@@ -30,7 +30,8 @@ namespace monogen::specs::minimax_m3 {
 /// mid.rR (used columns), down.rR (rank R's partial as every rank received it, read on rank 0)
 /// and out.rR, fed `run`'s own sres.r0 / ssq.r0. The knob comes from `experts`.
 runtime::TensorMap moeReferenceOutputs(const ModelConfig& cfg, int rows, int tp, const runtime::TensorMap& inputs,
-                                       const runtime::TensorMap& runOutputs, MoeExperts experts = MoeExperts::All);
+                                       const runtime::TensorMap& runOutputs, MoeExperts experts = MoeExperts::All,
+                                       RefNumerics numerics = RefNumerics::Ir);
 
 /// How one launch is fed, with the fault knobs the tests use.
 struct LaunchParams {
@@ -139,11 +140,12 @@ runtime::TensorMap referenceOutputs(const ModelConfig& cfg, int rows, int tp, co
 /// rank's xscale.rR (the quant's per-token scales, OprojReference.h quantizeRows of attn.rR) and
 /// opart.rR (the partial push sends: part.rR, which makeLaunchInputs derived through the o_proj
 /// reference); empty without attn.r0.
-runtime::TensorMap oprojReferenceOutputs(const ModelConfig& cfg, int rows, int tp, const runtime::TensorMap& inputs);
+runtime::TensorMap oprojReferenceOutputs(const ModelConfig& cfg, int rows, int tp, const runtime::TensorMap& inputs,
+                                         RefNumerics numerics = RefNumerics::Ir);
 
 /// Every output's reference in runOnSim's naming, the whole launch: oprojReferenceOutputs (with
 /// o_proj in the launch), referenceOutputs (the all-reduce's) plus moeReferenceOutputs fed the reference all-reduce's SRES / SSQ, computed
-/// under `numerics` (MoeReference.h: Ir for the Sim device, Gfx950Run for the executor).
+/// under `numerics` (RefNumerics.h: Ir for the Sim device, Gfx950Run for the executor).
 runtime::TensorMap launchReferenceOutputs(const ModelConfig& cfg, int rows, int tp, const runtime::TensorMap& inputs,
                                           MoeExperts experts = MoeExperts::All,
                                           RefNumerics numerics = RefNumerics::Ir);
