@@ -3,7 +3,7 @@
 // declared here and nowhere else. Each entry was measured on the executor:
 // tests/test_executor_ops.cpp runs every op's lowering on it and compares with the Sim bit for
 // bit, taking these models where a difference is declared; the executor numerics profile of the
-// MiniMax-M3 reference (specs/minimax_m3/reference/MoeReference.h, RefNumerics::Gfx950Run) is built on them.
+// MiniMax-M3 reference (specs/minimax_m3/reference/RefNumerics.h, RefNumerics::Gfx950Run) is built on them.
 // Anything not listed must agree exactly.
 #pragma once
 #include <bit>

@@ -26,7 +26,7 @@ void stageNorm(KernelContext& c, Val t) {
   Val var = c.blockSum(b.get(part)) / b.f32(static_cast<float>(L.hidden));
   Val rstd = b.named(b.f32(1.0) / b.sqrt(var + b.f32(static_cast<double>(static_cast<float>(c.cfg.rmsEps)))),
                      "rstd");
-  b.if_(c.tid == c.i32(0), [&] {  // seed 000: the router's scale, before XN
+  b.if_(c.tid == c.i32(0), [&] {  // the router's scale, before XN
     c.publish(c.pairAt(c.scratch, L.rstd, t), b.bitcast(rstd, Type::i32()), c.tag, MemOrder::Release,
               MemScope::Agent);
   });

@@ -99,15 +99,9 @@ void loadUpWeights(KernelContext& c, Val task, UpWeights& w) {
   });
 }
 
-// Slot u = task / upTiles, tile pair j = task % upTiles (the seeds' stage_up); a task past the
-// table's slots only keeps the CTA's barriers, and a slot of no rows only those and its UPF. First it issues the loads of the CTA's next unit's
-// weights (task + blocks) into `next`; its own came in `cur` (loaded during the unit before, the
-// first unit's after the table). The slot's expert e, its cnt columns (rows); B
-// column c (a16w4Tile's) reads row slotRow[u][min(c, cnt - 1)] of XN (in LDS when L.xnInLds). Wave w runs K steps [w
-// upWaveSteps, ..) of the gate rows 16 j .. and the up rows I/TP + 16 j .. of e's w13 from 0
-// (a16w4Step; a16w4Dot's order); the waves' accumulators go to red and thread (r, c) < 256 sums
-// them in order (0 + w_0 + ...), gate and up alike; for c < cnt it stores bf16(SwiGLU-OAI(gate,
-// up)) to MID[u][c][16 j + r]. After the CTA's stores drain, thread 0 publishes UPF[u][j].
+// One up unit: slot task / upTiles, tile pair task % upTiles. It issues the CTA's next unit's
+// weight loads, then gate and up rows x XN in a16w4Dot's order -> bf16(SwiGLU-OAI) -> MID, UPF.
+// Order of sums: docs/minimax-m3-kernel.md, "up".
 void stageUp(KernelContext& c, Val task, UpWeights& cur, UpWeights& next) {
   ir::Builder& b = c.b;
   const Layout& L = c.L;
@@ -124,7 +118,7 @@ void stageUp(KernelContext& c, Val task, UpWeights& cur, UpWeights& next) {
   Val cnt = b.popcount(c.tabLd(W.slotMask, u));
   MfmaTile t = a16w4Tile(c);
 
-  loadUpWeights(c, task + c.i32(L.blocks), next);  // in flight while this unit computes (seed 000)
+  loadUpWeights(c, task + c.i32(L.blocks), next);  // in flight while this unit computes
   // A slot of no rows (the shared one when every row is padded) computes nothing and stores no MID
   // column, but still publishes its UPF. (Its GEMV read XN row 0, which the CTA had not copied to
   // bstage, and summed red's partials of it: the uninitialized-read check found both with every
