@@ -231,6 +231,7 @@ class Lowerer {
       case OpCode::Rcp: return def(op, tg_.rcp(b_, in(0)));
       case OpCode::Rsq: return def(op, tg_.rsq(b_, in(0)));
       case OpCode::Sqrt: return def(op, intrinsic(llvm::Intrinsic::sqrt, {f32}, {in(0)}));
+      case OpCode::Abs: return def(op, intrinsic(llvm::Intrinsic::fabs, {f32}, {in(0)}));
       // --- vectors ---
       case OpCode::Extract: return def(op, b_.CreateExtractElement(in(0), static_cast<uint64_t>(op.attrs.imm)));
       case OpCode::Insert: return def(op, b_.CreateInsertElement(in(0), in(1), static_cast<uint64_t>(op.attrs.imm)));

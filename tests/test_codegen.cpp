@@ -86,7 +86,7 @@ Plan everyOpPlan() {
     g = g + b.bf16ToF32(b.extract(b.fp4x8ToBf16x8(fbits, b.e8m0ToF32(h >> 8)), 5));
     Val q = b.f32ToFp8(g) + b.fpToSi(g, Type::i32());
     // Math.
-    g = b.exp2(g) + b.rcp(g) + b.rsq(b.sqrt(g));
+    g = b.exp2(g) + b.rcp(g) + b.rsq(b.sqrt(g)) + b.unary(OpCode::Abs, g);
     // Pointers and memory.
     Val inRow = b.ptrAdd(a.in, b.zext(tid, Type::i64()) * 16);
     Val va = b.load(Type::vec(Type::bf16(), 8), inRow);

@@ -367,6 +367,9 @@ std::vector<Elementwise> elementwiseCases() {
                 Open::NanAny});
   cs.push_back({"sqrt.f32", "llvm.sqrt.f32 -> v_sqrt_f32 + correction (correctly rounded)", {f32op()},
                 [](Builder& b, Ops o) { return b.sqrt(o[0]); }, nullptr, 1024, Open::NanAny});
+  cs.push_back({"abs.f32", "llvm.fabs.f32 -> v_and_b32 (the sign bit cleared)", {f32op()},
+                [](Builder& b, Ops o) { return b.unary(OpCode::Abs, o[0]); },
+                [](const std::vector<uint64_t>& e) { return e[0] & 0x7fffffffu; }});
   cs.push_back({"popcount.i32", "ctpop -> v_bcnt_u32_b32", {intop(Type::i32())},
                 [](Builder& b, Ops o) { return b.popcount(o[0]); }, nullptr});
   cs.push_back({"popcount.i64", "ctpop i64 -> 2 x v_bcnt_u32_b32", {intop(Type::i64())},

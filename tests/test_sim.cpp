@@ -153,6 +153,7 @@ TEST_CASE("sim: float ops, bf16 RNE ties and NaN, fp4, e8m0, fp8, compares on Na
   const int sqrt2 = r.put(b.sqrt(b.f32(2.0)));
   const int rcp3 = r.put(b.rcp(b.f32(3.0)));
   const int rsq4 = r.put(b.rsq(b.f32(4.0)));
+  const int absNeg = r.put(b.unary(OpCode::Abs, b.f32(-2.5)));
   const int exp2 = r.put(b.exp2(b.f32(3.0)));
   const int exp2n = r.put(b.exp2(b.f32(-1.0)));
   const int fma = r.put(b.fma(b.f32(1.0 + std::ldexp(1.0, -23)), b.f32(1.0 - std::ldexp(1.0, -23)), b.f32(-1.0)));
@@ -200,6 +201,7 @@ TEST_CASE("sim: float ops, bf16 RNE ties and NaN, fp4, e8m0, fp8, compares on Na
   CHECK(u[sqrt2] == 0x3fb504f3u);
   CHECK(u[rcp3] == 0x3eaaaaabu);
   CHECK(f(rsq4) == 0.5f);
+  CHECK(f(absNeg) == 2.5f);
   CHECK(f(exp2) == 8.0f);
   CHECK(f(exp2n) == 0.5f);
   CHECK(f(fma) == -std::ldexp(1.0f, -46));

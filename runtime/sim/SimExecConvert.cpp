@@ -142,6 +142,7 @@ SimLaunch::Status SimLaunch::visitMath(SimWave& w, const SimInst& in) {
       const float r = code == OpCode::Exp2  ? ir::num::exp2(x)
                       : code == OpCode::Rcp ? ir::num::rcp(x)
                       : code == OpCode::Rsq ? ir::num::rsq(x)
+                      : code == OpCode::Abs ? std::fabs(x)
                                             : std::sqrt(x);
       stF(R + o, bf, r);
     }
