@@ -36,14 +36,47 @@ const char* argRoleName(ArgRole r) {
   return n[static_cast<int>(r)];
 }
 
+std::string KeyParam::valueText() const {
+  if (const auto* i = std::get_if<int64_t>(&value)) return std::to_string(*i);
+  return std::get<std::string>(value);
+}
+
+const KeyParam::Value& Key::param(const std::string& name) const {
+  for (const KeyParam& p : params)
+    if (p.name == name) return p.value;
+  std::string known;
+  for (const KeyParam& p : params) known += (known.empty() ? "" : ", ") + p.name;
+  throw IrError(variantName(), fmt::format("the key of spec '{}' has no parameter '{}' (it has: {})", spec, name,
+                                           known.empty() ? "none" : known));
+}
+
+int64_t Key::intParam(const std::string& name) const {
+  const KeyParam::Value& v = param(name);
+  if (const auto* i = std::get_if<int64_t>(&v)) return *i;
+  throw IrError(variantName(), fmt::format("parameter '{}' of spec '{}' is text '{}', expected an integer", name,
+                                           spec, std::get<std::string>(v)));
+}
+
+void Key::setParam(const std::string& name, KeyParam::Value value) {
+  for (KeyParam& p : params)
+    if (p.name == name) {
+      p.value = std::move(value);
+      return;
+    }
+  params.push_back(KeyParam{name, std::move(value)});
+}
+
 std::string Key::canonical() const {
-  return fmt::format("{} v{} S={} TP={} knobs=[{}] target={} wave{} cus={} lds={} threads={} clock={} config={}", spec,
-                     specVersion, rows, tp, knobs, target.targetId(), target.waveSize, target.computeUnits,
+  std::string ps;
+  for (const KeyParam& p : params) ps += fmt::format(" {}={}", p.name, p.valueText());
+  return fmt::format("{} v{}{} knobs=[{}] target={} wave{} cus={} lds={} threads={} clock={} config={}", spec,
+                     specVersion, ps, knobs, target.targetId(), target.waveSize, target.computeUnits,
                      target.ldsBytes, target.maxThreads, target.clockHz, config);
 }
 
 std::string Key::variantName() const {
-  std::string n = fmt::format("{}-S{}-TP{}", spec, rows, tp);
+  std::string n = spec;
+  for (const KeyParam& p : params) n += fmt::format("-{}{}", p.name, p.valueText());
   for (size_t at = 0; at < knobs.size();) {
     size_t end = knobs.find(' ', at);
     if (end == std::string::npos) end = knobs.size();

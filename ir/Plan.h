@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "ir/Op.h"
@@ -33,17 +34,31 @@ Target gfx950();
 /// InputError at `option` naming the targets there are.
 Target targetNamed(const std::string& name, const std::string& option);
 
-/// A variant's identity: the spec, the specialization, the spec's knobs and the machine. Its
+/// One specialization parameter of a key: a name and an integer or text value ("S" = 8).
+struct KeyParam {
+  using Value = std::variant<int64_t, std::string>;
+  std::string name;
+  Value value;
+  /// The value as text: "8", or the text itself.
+  std::string valueText() const;
+};
+
+/// A variant's identity: the spec, its ordered parameters, the spec's knobs and the machine. Its
 /// canonical text (with the generator's build id and the toolchain, runtime/KeyHash.h) is what
-/// the cache hashes. The IR knows no spec's knobs: a spec writes its own as canonical text.
+/// the cache hashes. The IR knows no spec's parameters or knobs: the spec names and fills them.
 struct Key {
   std::string spec;    // e.g. "minimax_m3.ffn"
   int specVersion = 1;
-  int rows = 1;  // S
-  int tp = 1;    // TP
+  std::vector<KeyParam> params;  // the spec's specialization, in the spec's order, e.g. {{"S", 8}, {"TP", 4}}
   std::string knobs;   // the spec's non-default knobs as canonical "name=value" tokens ("" when none)
-  Target target = gfx950();  // the machine: the one source of truth (Plan::target() reads it)
+  Target target{};     // the machine, the one source of truth (Plan::target() reads it): empty until set
   std::string config;  // the spec's model/grid config as canonical text (dims change the kernel)
+  /// The parameter `name`: throws IrError naming the key and `name` when it is absent.
+  const KeyParam::Value& param(const std::string& name) const;
+  /// The integer parameter `name`: throws IrError when it is absent or holds text.
+  int64_t intParam(const std::string& name) const;
+  /// Sets parameter `name` in place, or appends it after the others.
+  void setParam(const std::string& name, KeyParam::Value value);
   /// "minimax_m3.ffn v1 S=8 TP=4 knobs=[experts=shared] target=gfx950:sramecc+:xnack- wave64 cus=256
   /// lds=163840 threads=512 clock=100000000 config=..."
   std::string canonical() const;
@@ -133,6 +148,8 @@ struct Stage {
 /// One launch of one variant: everything the verifier, codegen and the devices need.
 struct Plan {
   Key key;
+  /// The ranks (GPUs) one launch spans: each runs the kernel on its own grid; the spec sets it.
+  int ranks = 1;
   /// The machine, which the key holds (Key::target).
   const Target& target() const { return key.target; }
   Grid grid;

@@ -24,7 +24,17 @@ struct Problems {
 
 // ---------------------------------------------------------------- the Plan
 
+// A key made without a target holds an empty one; nothing else can be checked against it.
+bool checkTarget(const Plan& p, Problems& out) {
+  const Target& t = p.target();
+  if (!t.arch.empty() && t.waveSize > 0 && t.maxThreads > 0 && t.computeUnits > 0) return true;
+  out.add("target", fmt::format("'{}' (wave{}) is no machine: the key needs one (ir::gfx950(), ir::targetNamed)",
+                                t.arch, t.waveSize));
+  return false;
+}
+
 void checkGrid(const Plan& p, Problems& out) {
+  if (p.ranks < 1) out.add("ranks", fmt::format("a launch spans {} ranks: expected at least 1", p.ranks));
   if (p.grid.threads <= 0 || p.grid.threads > p.target().maxThreads || p.grid.threads % p.target().waveSize != 0)
     out.add("grid", fmt::format("{} threads a CTA: expected a multiple of {} up to {}", p.grid.threads,
                                 p.target().waveSize, p.target().maxThreads));
@@ -39,8 +49,8 @@ void checkArgs(const Plan& p, Problems& out) {
     if (!names.insert(a.name).second) out.add("arg '" + a.name + "'", "declared twice");
     if (a.isPointer && (a.align <= 0 || (a.align & (a.align - 1)) != 0))
       out.add("arg '" + a.name + "'", fmt::format("alignment {} is not a power of two", a.align));
-    if (a.role == ArgRole::Peers && a.elem == Scalar::Ptr && (a.shape.size() != 1 || a.shape[0] != p.key.tp))
-      out.add("arg '" + a.name + "'", fmt::format("a peer table must have TP = {} entries", p.key.tp));
+    if (a.role == ArgRole::Peers && a.elem == Scalar::Ptr && (a.shape.size() != 1 || a.shape[0] != p.ranks))
+      out.add("arg '" + a.name + "'", fmt::format("a peer table must have one entry a rank, {} entries", p.ranks));
   }
 }
 
@@ -141,12 +151,12 @@ void checkStages(const Plan& p, Problems& out) {
       int64_t published = 0;
       for (const FlagUse& u : p.stages[pubs[0]].publishes)
         if (u.flag == f.name) published += u.pairs;
-      const int64_t expect = f.launchPairs() * (f.peer ? p.key.tp : 1);
+      const int64_t expect = f.launchPairs() * (f.peer ? p.ranks : 1);
       if (published != expect)
         out.add(where, fmt::format("stage '{}' publishes {} pairs a launch; the array holds {}{}{}, each to be "
                                    "published exactly once",
                                    p.stages[pubs[0]].name, published, expect,
-                                   f.peer ? fmt::format(" ({} a rank x {} ranks)", f.launchPairs(), p.key.tp) : "",
+                                   f.peer ? fmt::format(" ({} a rank x {} ranks)", f.launchPairs(), p.ranks) : "",
                                    f.parityHalves ? fmt::format(" in the launch's parity half (of {} pairs in "
                                                                 "two halves)",
                                                                 f.pairs)
@@ -416,6 +426,7 @@ class KernelChecker {
 
 std::vector<std::string> verifyAll(const Plan& plan) {
   Problems out{plan.key.variantName(), {}};
+  if (!checkTarget(plan, out)) return out.list;
   checkGrid(plan, out);
   checkArgs(plan, out);
   checkRegions(plan, out);

@@ -13,9 +13,9 @@ void Device::launch(const ir::Plan& plan, const CodeObjectBytes& code, const std
 }
 
 void Device::launch(const ir::Plan& plan, const CodeObjectBytes& code, const PackedLaunch& packed) {
-  if (plan.key.tp > maxRanks())
+  if (plan.ranks > maxRanks())
     throw RuntimeError("launch of " + plan.key.variantName() + " on " + name(),
-                       fmt::format("TP = {} ranks, but the device has only {}", plan.key.tp, maxRanks()));
+                       fmt::format("TP = {} ranks, but the device has only {}", plan.ranks, maxRanks()));
   launchPacked(plan, code, packed);
 }
 

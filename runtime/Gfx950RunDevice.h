@@ -43,7 +43,7 @@ class Gfx950RunDevice : public Device {
   void free(int rank, uint64_t addr) override;
   void upload(int rank, uint64_t dst, const void* src, int64_t bytes) override;
   void download(int rank, void* dst, uint64_t src, int64_t bytes) override;
-  /// One run of the tool: plan.key.tp GPUs, dispatch r = the code object's (only) kernel with grid
+  /// One run of the tool: plan.ranks GPUs, dispatch r = the code object's (only) kernel with grid
   /// plan.grid.blocks x plan.grid.threads and args.kernargs[r]; see the file comment.
   void launchPacked(const ir::Plan& plan, const CodeObjectBytes& code, const PackedLaunch& args) override;
 

@@ -86,7 +86,7 @@ void* HipDevice::function(int rank, const CodeObjectBytes& code, const std::stri
 }
 
 void HipDevice::launchPacked(const ir::Plan& plan, const CodeObjectBytes& code, const PackedLaunch& args) {
-  const int tp = plan.key.tp;
+  const int tp = plan.ranks;
   const std::string where = "hip launch of " + plan.key.variantName();
   if (code.empty()) throw RuntimeError(where, "the code object is empty");
   // The symbol is the code object's own (codegen's kernelSymbol(plan), "monogen_<variant>"), read

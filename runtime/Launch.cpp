@@ -105,7 +105,7 @@ struct Checker {
     }
     if (v.kind == LaunchArg::Kind::Scalar)
       fail(k.name, fmt::format("expected a {}, given a scalar ({})", describe(k), v.value));
-    const int tp = plan.key.tp;
+    const int tp = plan.ranks;
     if (k.role == ir::ArgRole::Peers) {
       size_t entries = 0;
       if (v.kind == LaunchArg::Kind::PeerTable) {
@@ -158,9 +158,9 @@ std::vector<uint8_t> packKernargs(const ir::Plan& plan, const std::vector<uint64
 }
 
 PackedRank packRank(const ir::Plan& plan, int rank, const RankArgs& given, const ArgLayouts& layouts) {
-  if (rank < 0 || rank >= plan.key.tp)
+  if (rank < 0 || rank >= plan.ranks)
     throw InputError("launch of " + plan.key.variantName(),
-                     fmt::format("rank {}; expected 0..{} (TP = {})", rank, plan.key.tp - 1, plan.key.tp));
+                     fmt::format("rank {}; expected 0..{} (TP = {})", rank, plan.ranks - 1, plan.ranks));
   Checker c{plan, rank};
   for (const auto& [name, v] : given)
     if (plan.argIndex(name) < 0) {
@@ -186,7 +186,7 @@ PackedRank packRank(const ir::Plan& plan, int rank, const RankArgs& given, const
 }
 
 PackedLaunch packLaunch(const ir::Plan& plan, const std::vector<RankArgs>& ranks, const ArgLayouts& layouts) {
-  const int tp = plan.key.tp;
+  const int tp = plan.ranks;
   if (ranks.size() != static_cast<size_t>(tp))
     throw InputError("launch of " + plan.key.variantName(),
                      fmt::format("arguments given for {} ranks; expected TP = {} ranks", ranks.size(), tp));

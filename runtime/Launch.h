@@ -59,7 +59,7 @@ std::optional<DType> dtypeFor(ir::Scalar s);
 
 /// Checks `ranks` against `plan` and packs it. Throws InputError, before anything runs, naming
 /// the argument and rank with what was expected and what was given, for: a rank count other
-/// than plan.key.tp, a missing or unknown argument, a tensor where a scalar is expected or
+/// than plan.ranks, a missing or unknown argument, a tensor where a scalar is expected or
 /// the reverse, a wrong dtype or shape, a null or misaligned pointer, a scalar out of range,
 /// a peer table without exactly TP entries (or with a null or misaligned entry), and a tensor
 /// named in `layouts` that declares another layout or none (naming the expected and the given).

@@ -51,10 +51,11 @@ void RankRuntime::allocate() {
   for (int s : opts_.rows) {
     if (byRows_.count(s)) throw InputError(where(), fmt::format("S = {} is listed twice", s));
     const ir::Key key = opts_.key(s);
-    if (key.tp != opts_.tp || key.rows != s)
-      throw InputError(where(), fmt::format("key({}) is {} (S {}, TP {}): expected S {}, TP {}", s, key.variantName(),
-                                            key.rows, key.tp, s, opts_.tp));
-    byRows_[s].variant = gen_.variant(key, false);
+    std::shared_ptr<const Variant> v = gen_.variant(key, false);
+    if (v->plan.ranks != opts_.tp)
+      throw InputError(where(), fmt::format("key({}) is {}, a launch of {} ranks: expected TP {}", s,
+                                            key.variantName(), v->plan.ranks, opts_.tp));
+    byRows_[s].variant = std::move(v);
   }
   std::map<std::string, const ir::KernelArg*> control;  // shared by every S
   int64_t scratchTotal = 0, symTotal = 0;

@@ -19,7 +19,7 @@ namespace monogen::runtime {
 struct RankRuntimeOptions {
   int rank = 0, tp = 1;
   std::vector<int> rows;                  ///< the S values this rank serves (each is warmed up)
-  std::function<ir::Key(int rows)> key;   ///< the variant key of S (its TP must be tp)
+  std::function<ir::Key(int rows)> key;   ///< the variant key of S (its Plan must span tp ranks)
   std::string symmetricArg = "sym";       ///< the Scratch argument peers write (the IPC-exported one)
   std::string rankArg = "rank";           ///< the scalar the runtime sets to `rank`
   /// Warm-up progress lines ("rank 1: S=8 ... 0.42 s (disk cache)"); none when empty.

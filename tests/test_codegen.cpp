@@ -25,6 +25,8 @@ namespace {
 Plan basePlan(const std::string& spec, int64_t ldsBytes) {
   Plan p;
   p.key.spec = spec;
+  p.key.params = {{"S", 1}, {"TP", 1}};  // the names below read "..._S1_TP1"
+  p.key.target = gfx950();
   p.grid = {4, 512};
   p.ldsBytes = ldsBytes;
   p.args = {
@@ -394,7 +396,7 @@ TEST_CASE("compiles on several threads at once", "[codegen]") {
   for (int i = 0; i < 3; ++i)
     threads.emplace_back([&, i] {
       Plan p = everyOpPlan();
-      p.key.rows = i + 1;
+      p.key.setParam("S", i + 1);
       try {
         results[i] = codegen::compile(p);
       } catch (const std::exception& e) {

@@ -38,6 +38,7 @@ struct Case {
 std::map<int64_t, uint32_t> fold(int n, const std::function<Val(Builder&, int)>& emit) {
   Plan p;
   p.key.spec = "test.codegen.numerics";
+  p.key.target = gfx950();
   p.grid = {1, 512};
   p.args = {{"out", true, Scalar::I32, {n}, ArgRole::Output, 16, ""}};
   Builder b(p.kernel);
@@ -154,6 +155,7 @@ TEST_CASE("fp4x8 -> bf16x8 takes v_cvt_scalef32_pk_bf16_fp4 exactly when the sca
   auto intrinsicCalls = [](bool e8m0Scale) {
     Plan p;
     p.key.spec = "test.codegen.fp4x8";
+    p.key.target = gfx950();
     p.grid = {1, 64};
     p.args = {{"in", true, Scalar::I32, {128}, ArgRole::Input, 16, ""},
               {"out", true, Scalar::BF16, {512}, ArgRole::Output, 16, ""}};
@@ -180,6 +182,7 @@ TEST_CASE("f32 -> fp8 e4m3fn lowers to a clamp to +-448, v_cvt_pk_fp8_f32 and a 
   // NaN and Inf (tests/test_executor_ops.cpp, "f32tofp8"). Here: the path it takes.
   Plan p;
   p.key.spec = "test.codegen.f32tofp8";
+  p.key.target = gfx950();
   p.grid = {1, 64};
   p.args = {{"in", true, Scalar::F32, {64}, ArgRole::Input, 16, ""}, {"out", true, Scalar::I32, {64}, ArgRole::Output, 16, ""}};
   Builder b(p.kernel);

@@ -27,6 +27,7 @@ namespace {
 Plan sitePlan(const std::string& name) {
   Plan p;
   p.key.spec = name;
+  p.key.target = gfx950();
   p.grid = {4, 512};
   p.ldsBytes = 0;
   p.args = {

@@ -751,6 +751,7 @@ struct KernelBuilder {
 KernelBuilder newKernel(Suite& s) {
   Plan& p = s.plans.emplace_back();
   p.key.spec = "test.executor.ops";
+  p.key.target = ir::gfx950();
   p.kernel.name = fmt::format("executor_ops_{}", s.plans.size() - 1);
   p.grid = {kBlocks, kThreads};
   p.ldsBytes = kThreads * 16;

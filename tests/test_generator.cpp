@@ -18,7 +18,7 @@ namespace {
 // buffer), s13 / s2 declaring the variant's layout. Zero inputs: the point is the API path, not
 // the numerics.
 std::vector<runtime::RankArgs> zeroArgs(runtime::Device& dev, const ir::Plan& plan) {
-  const int tp = plan.key.tp;
+  const int tp = plan.ranks;
   std::vector<runtime::RankArgs> ranks(tp);
   std::vector<uint64_t> sym(tp);
   for (int r = 0; r < tp; ++r)
@@ -58,7 +58,7 @@ TEST_CASE("a variant's Plan is built once and its code object compiled once", "[
   CHECK(gen.plansBuilt() == 1);
   CHECK(gen.compiles() == 0);
   CHECK(v->code == nullptr);
-  CHECK(v->plan.key.rows == 3);
+  CHECK(mm::rowsOf(v->plan.key) == 3);
 
   std::vector<std::thread> ts;
   for (int i = 0; i < 4; ++i) ts.emplace_back([&] { gen.variant(key, true); });
@@ -76,10 +76,10 @@ TEST_CASE("a bad key is refused when its Plan is built", "[generator]") {
   const auto cfg = mm::ModelConfig::reduced();
   runtime::Generator gen = mm::makeGenerator(cfg, nullptr);
   ir::Key key = mm::makeKey(cfg, 3, 2);
-  key.tp = 3;
+  key.setParam(mm::kParamTp, 3);
   CHECK_THROWS_AS(gen.variant(key), InputError);
-  key.tp = 2;
-  key.rows = 17;
+  key.setParam(mm::kParamTp, 2);
+  key.setParam(mm::kParamRows, 17);
   CHECK_THROWS_AS(gen.variant(key), InputError);
 }
 

@@ -203,6 +203,7 @@ std::vector<float> probe(const std::vector<float>& x) {
   REQUIRE(n % 512 == 0);
   Plan p;
   p.key.spec = "test.gfx950run.probe";
+  p.key.target = gfx950();
   p.grid = {n / 512, 512};
   p.args = {{"in", true, Scalar::F32, {n}, ArgRole::Input, 16, ""},
             {"out", true, Scalar::F32, {3 * n}, ArgRole::Output, 16, ""}};
@@ -263,6 +264,7 @@ TEST_CASE("gfx950-run device: v_mfma_f32_16x16x4_f32 is an fma chain (the profil
   const int T = 64;  // waves, one MFMA each
   Plan p;
   p.key.spec = "test.gfx950run.mfma";
+  p.key.target = gfx950();
   p.grid = {T, 64};
   p.args = {{"a", true, Scalar::F32, {T * 64}, ArgRole::Input, 16, ""},
             {"b", true, Scalar::F32, {T * 64}, ArgRole::Input, 16, ""},
@@ -379,6 +381,7 @@ Fp4Probe probeFp4x8() {
   }
   Plan p;
   p.key.spec = "test.gfx950run.fp4x8";
+  p.key.target = gfx950();
   p.grid = {n / 512, 512};
   p.args = {{"words", true, Scalar::I32, {n}, ArgRole::Input, 16, ""},
             {"scale_bytes", true, Scalar::I32, {n}, ArgRole::Input, 16, ""},

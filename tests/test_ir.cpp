@@ -19,8 +19,8 @@ namespace {
 // A small valid Plan: stage "a" publishes flag F (one pair a task), stage "b" waits on it.
 Plan twoStagePlan() {
   Plan p;
-  p.key.rows = 1;
-  p.key.tp = 1;
+  p.key.params = {{"S", 1}, {"TP", 1}};
+  p.key.target = gfx950();
   p.grid = {8, 512};
   p.args = {
       {"scratch", true, Scalar::I8, {4096}, ArgRole::Scratch, 256, "scratch"},
@@ -143,6 +143,45 @@ TEST_CASE("printer output is stable and shows structure", "[ir]") {
   CHECK(plan.find("1 b ") != std::string::npos);
 }
 
+TEST_CASE("key: ordered parameters print as the canonical text and the variant name", "[ir]") {
+  Key k;
+  k.spec = "minimax_m3.ffn";
+  k.params = {{"S", 8}, {"TP", 4}};
+  k.knobs = "experts=shared trace=1";
+  k.target = gfx950();
+  k.config = "hidden=6144";
+  CHECK(k.canonical() ==
+        "minimax_m3.ffn v1 S=8 TP=4 knobs=[experts=shared trace=1] target=gfx950:sramecc+:xnack- wave64 cus=256 "
+        "lds=163840 threads=512 clock=100000000 config=hidden=6144");
+  CHECK(k.variantName() == "minimax_m3.ffn-S8-TP4-experts=shared-trace=1");
+  CHECK(k.intParam("TP") == 4);
+  k.setParam("S", 3);     // in place: the order stays
+  k.setParam("mode", "x");  // a text parameter goes after the others
+  CHECK(k.variantName() == "minimax_m3.ffn-S3-TP4-modex-experts=shared-trace=1");
+  CHECK(k.canonical().rfind("minimax_m3.ffn v1 S=3 TP=4 mode=x knobs=[", 0) == 0);
+}
+
+TEST_CASE("key: a missing or text parameter is an error naming the key and the parameter", "[ir]") {
+  Key k;
+  k.spec = "minimax_m3.ffn";
+  k.params = {{"S", 8}, {"mode", "x"}};
+  k.target = gfx950();
+  CHECK_THROWS_AS(k.intParam("TP"), IrError);
+  CHECK_THROWS_WITH(k.intParam("TP"), Catch::Contains("minimax_m3.ffn-S8-modex") &&
+                                          Catch::Contains("no parameter 'TP'") && Catch::Contains("it has: S, mode"));
+  CHECK_THROWS_WITH(k.intParam("mode"), Catch::Contains("parameter 'mode'") && Catch::Contains("expected an integer"));
+  CHECK_THROWS_WITH(Key{}.param("S"), Catch::Contains("no parameter 'S'") && Catch::Contains("it has: none"));
+}
+
+TEST_CASE("verifier: a plan needs a target and at least one rank", "[ir]") {
+  Plan p = twoStagePlan();
+  p.key.target = Target{};
+  CHECK(anyContains(verifyAll(p), "the key needs one (ir::gfx950(), ir::targetNamed)"));
+  p = twoStagePlan();
+  p.ranks = 0;
+  CHECK(anyContains(verifyAll(p), "a launch spans 0 ranks"));
+}
+
 TEST_CASE("a valid plan verifies", "[ir]") { CHECK(verifyAll(twoStagePlan()).empty()); }
 
 TEST_CASE("verifier: a waited flag needs exactly one publisher covering it once", "[ir]") {
@@ -160,7 +199,7 @@ TEST_CASE("verifier: a waited flag needs exactly one publisher covering it once"
 
   p = twoStagePlan();
   p.flags[0].peer = true;
-  p.key.tp = 2;
+  p.ranks = 2;
   CHECK(anyContains(verifyAll(p), "(8 a rank x 2 ranks)"));
 }
 
@@ -182,7 +221,7 @@ TEST_CASE("verifier: a parity-halved flag array is published one half a launch",
   p.flags[0].pairs = 16;
   p.flags[0].parityHalves = true;
   p.flags[0].peer = true;
-  p.key.tp = 2;
+  p.ranks = 2;
   p.stages[0].publishes = {{"F", 16}};
   p.stages[1].waits = {{"F", 16}};
   CHECK(verifyAll(p).empty());

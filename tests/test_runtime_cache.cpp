@@ -51,8 +51,8 @@ struct TempDir {
 
 ir::Key testKey(int rows = 4, int tp = 2) {
   ir::Key k;
-  k.rows = rows;
-  k.tp = tp;
+  k.params = {{"S", rows}, {"TP", tp}};
+  k.target = ir::gfx950();
   k.config = "hidden=1536 experts=16";
   return k;
 }

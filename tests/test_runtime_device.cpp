@@ -47,7 +47,9 @@ struct FakeDevice : Device {
 
 ir::Plan onePtrPlan(int tp) {
   ir::Plan p;
-  p.key.tp = tp;
+  p.key.params = {{"S", 1}, {"TP", tp}};
+  p.key.target = ir::gfx950();
+  p.ranks = tp;
   p.kernel.name = "monokernel";
   ir::KernelArg x;
   x.name = "x";

@@ -39,8 +39,8 @@ ir::Key fixedKey() {
   ir::Key k;
   k.spec = "minimax_m3.ffn";  // Key has no default spec
   k.specVersion = 1;
-  k.rows = 8;
-  k.tp = 4;
+  k.params = {{"S", 8}, {"TP", 4}};
+  k.target = ir::gfx950();
   k.config = "hidden=6144 experts=128 topk=4 inter=3072 blocks=256";
   return k;
 }
@@ -77,10 +77,10 @@ TEST_CASE("keyhash: every part of the key changes the digest") {
     CHECK(digests.insert(keyDigest(k, toolchain)).second);
   };
   ir::Key k = base;
-  k.rows = 9;
+  k.setParam("S", 9);
   add(k, tc, "S");
   k = base;
-  k.tp = 8;
+  k.setParam("TP", 8);
   add(k, tc, "TP");
   k = base;
   k.knobs = "experts=shared";

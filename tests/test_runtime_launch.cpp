@@ -34,8 +34,9 @@ ir::KernelArg scalarArg(const char* name, ir::Scalar elem) {
 /// A hand-made plan: x bf16 [4, 8], w u8 [16], y f32 [4], peers u64 [TP], n i32, epoch i64.
 ir::Plan makePlan(int tp = 2) {
   ir::Plan p;
-  p.key.rows = 4;
-  p.key.tp = tp;
+  p.key.params = {{"S", 4}, {"TP", tp}};
+  p.key.target = ir::gfx950();
+  p.ranks = tp;
   p.args.push_back(ptrArg("x", ir::Scalar::BF16, {4, 8}, ir::ArgRole::Input));
   p.args.push_back(ptrArg("w", ir::Scalar::I8, {16}, ir::ArgRole::Weight, 256));
   p.args.push_back(ptrArg("y", ir::Scalar::F32, {4}, ir::ArgRole::Output));

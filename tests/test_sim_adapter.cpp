@@ -16,7 +16,9 @@ namespace {
 ir::Plan storePlan(int tp) {
   ir::Plan p;
   p.key.spec = "test.adapter";
-  p.key.tp = tp;
+  p.key.params = {{"S", 1}, {"TP", tp}};
+  p.key.target = ir::gfx950();
+  p.ranks = tp;
   p.grid.blocks = 2;
   p.grid.threads = 64;
   p.kernel.name = "adapter_test";

@@ -22,6 +22,8 @@ struct Kit {
 
   Kit(int blocks, int threads, int64_t ldsBytes = 0) {
     plan.key.spec = "test.sim";
+    plan.key.params = {{"S", 1}, {"TP", 1}};  // messages name "test.sim-S1-TP1"
+    plan.key.target = ir::gfx950();
     plan.grid.blocks = blocks;
     plan.grid.threads = threads;
     plan.ldsBytes = ldsBytes;

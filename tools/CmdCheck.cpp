@@ -11,6 +11,7 @@
 #include "runtime/Gfx950RunDevice.h"
 #include "runtime/sim/SimDeviceAdapter.h"
 #include "specs/minimax_m3/kernel/Generate.h"
+#include "specs/minimax_m3/kernel/Spec.h"
 #include "specs/minimax_m3/testing/MoeInputs.h"
 #include "specs/minimax_m3/testing/RankHarness.h"
 #include "runtime/RankProcesses.h"
@@ -37,14 +38,14 @@ namespace {
 int checkPerRank(const std::string& device, const VariantOptions& v, const mm::ModelConfig& cfg, uint64_t seed,
                  int launches, double waitSeconds) {
   const ir::Key key = keyOf(v, cfg, v.rows, v.tp);
-  const int TP = key.tp;
+  const int TP = mm::tpOf(key);
   fmt::print("{} on the {} device, one process a rank (per-rank runtime): {} processes x {} CTAs x {} threads\n",
              key.variantName(), device, TP, cfg.blocks, cfg.threads);
   fmt::print("inputs: seed {} (launch k: seed + k), {} launch{} of one bound argument set; wait bound {} s of idle\n",
              seed, launches, launches == 1 ? "" : "es", waitSeconds);
   std::fflush(stdout);
   mm::SimRankJob job;
-  job.rows = {key.rows};
+  job.rows = {mm::rowsOf(key)};
   job.launches = launches;
   job.seed = seed;
   job.waitTicks = static_cast<int64_t>(waitSeconds * 1e8);  // the kernel's wait_ticks run at 100 MHz
@@ -180,7 +181,7 @@ Run addCheck(CLI::App& app) {
       return checkPerRank(o->device, o->v, cfg, o->seed, o->launches, o->waitSeconds);
     }
     const ir::Key key = keyOf(o->v, cfg, o->v.rows, o->v.tp);
-    const int S = key.rows, TP = key.tp;
+    const int S = mm::rowsOf(key), TP = mm::tpOf(key);
 
     std::unique_ptr<runtime::Device> dev;
     mm::RefNumerics numerics = mm::RefNumerics::Ir;

@@ -19,6 +19,7 @@
 
 #include "ir/Error.h"
 #include "runtime/Safetensors.h"
+#include "specs/minimax_m3/kernel/Spec.h"
 #include "specs/minimax_m3/testing/MoeInputs.h"
 #include "specs/minimax_m3/reference/MoeReference.h"
 #include "specs/minimax_m3/testing/SaveLaunch.h"
@@ -173,7 +174,7 @@ Run addSim(CLI::App& app) {
     checkInjection(o->launch.injectRank, *ticks);
     const auto cfg = configOf(o->v);
     const ir::Key key = keyOf(o->v, cfg, o->v.rows, o->v.tp);
-    const int S = key.rows, TP = key.tp;
+    const int S = mm::rowsOf(key), TP = mm::tpOf(key);
     mm::LaunchParams launch = o->launch;
     if (launch.injectRank >= TP)
       throw InputError("--inject-rank", fmt::format("rank {}: expected -1 (none) or 0..{}", launch.injectRank, TP - 1));

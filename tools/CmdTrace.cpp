@@ -9,6 +9,7 @@
 #include "ir/Error.h"
 #include "support/AtomicFile.h"
 #include "runtime/Trace.h"
+#include "specs/minimax_m3/kernel/Spec.h"
 #include "specs/minimax_m3/testing/SimHarness.h"
 #include "tools/Commands.h"
 #include "tools/Variant.h"
@@ -50,10 +51,10 @@ Run addTrace(CLI::App& app) {
     mm::FfnKnobs knobs = mm::knobsOf(key);
     knobs.trace = true;
     key = mm::withKnobs(key, knobs);
-    if (o->injectRank >= key.tp)
-      throw InputError("--inject-rank", fmt::format("rank {}: expected -1 (none) or 0..{}", o->injectRank, key.tp - 1));
+    if (o->injectRank >= mm::tpOf(key))
+      throw InputError("--inject-rank", fmt::format("rank {}: expected -1 (none) or 0..{}", o->injectRank, mm::tpOf(key) - 1));
     support::checkOutputFile(o->out, "-o");  // before the launch
-    const runtime::TensorMap inputs = mm::makeInputs(cfg, key.rows, key.tp, o->seed, mm::knobsOf(key).input);
+    const runtime::TensorMap inputs = mm::makeInputs(cfg, mm::rowsOf(key), mm::tpOf(key), o->seed, mm::knobsOf(key).input);
     mm::LaunchParams p;
     p.handshake = o->handshake || o->injectRank >= 0;
     p.injectRank = o->injectRank;
@@ -70,14 +71,14 @@ Run addTrace(CLI::App& app) {
     for (const auto& e : j.at("traceEvents"))
       if (e.at("ph") == "X") ++spans;
     fmt::print("{} on the Sim device: {} ranks x {} CTAs, {} stages, {} ticks ({:.2f} us)\n", key.variantName(),
-               key.tp, cfg.blocks, tb.stages.size(), run.stats.ticks,
+               mm::tpOf(key), cfg.blocks, tb.stages.size(), run.stats.ticks,
                static_cast<double>(run.stats.ticks) * 1e6 / static_cast<double>(tb.clockHz));
     fmt::print("wrote {} stage events to {}\n", spans, o->out);
     if (!run.valid) {
       fmt::print("verdict: INVALID: {}\n", run.error);
       return 1;
     }
-    const auto mismatch = mm::firstMismatch(run.outputs, mm::referenceOutputs(cfg, key.rows, key.tp, inputs));
+    const auto mismatch = mm::firstMismatch(run.outputs, mm::referenceOutputs(cfg, mm::rowsOf(key), mm::tpOf(key), inputs));
     fmt::print("verdict: {}\n", mismatch ? "MISMATCH: " + mm::describe(*mismatch) : std::string("bit-exact"));
     return mismatch ? 1 : 0;
   };

@@ -143,8 +143,8 @@ void SimRankDevice::download(void* dst, uint64_t src, int64_t bytes) {
 }
 
 LoadedKernel SimRankDevice::load(const ir::Plan& plan, const CodeObjectBytes&) {
-  if (plan.key.tp != tp_)
-    throw InputError(name(), fmt::format("{} is a TP {} variant", plan.key.variantName(), plan.key.tp));
+  if (plan.ranks != tp_)
+    throw InputError(name(), fmt::format("{} is a TP {} variant", plan.key.variantName(), plan.ranks));
   programs_.push_back(std::make_unique<SimProgram>(SimProgram::compile(plan)));
   return LoadedKernel{&plan, programs_.back().get()};
 }

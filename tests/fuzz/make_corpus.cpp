@@ -61,13 +61,16 @@ int main(int argc, char** argv) {
 
   // A cache entry as the cache writes it: a real key text, a small stand-in code object.
   ir::Key key;
-  key.rows = 8;
-  key.tp = 4;
+  key.params = {{"S", 8}, {"TP", 4}};
+  key.target = ir::gfx950();
   key.config = "hidden=1536 experts=16";
   std::vector<uint8_t> payload = {0x7f, 'E', 'L', 'F', 2, 1, 1, 64};
   for (int i = 0; i < 56; ++i) payload.push_back(static_cast<uint8_t>(i * 11));
   writeBytes(co / "entry.co", Cache::encodeFile(keyText(key, "llvm-22.1.8"), payload));
-  writeBytes(co / "empty-payload.co", Cache::encodeFile(keyText(ir::Key{}, "llvm-22.1.8"), {}));
+  ir::Key bare;  // no spec, knobs or config
+  bare.params = {{"S", 1}, {"TP", 1}};
+  bare.target = ir::gfx950();
+  writeBytes(co / "empty-payload.co", Cache::encodeFile(keyText(bare, "llvm-22.1.8"), {}));
   std::printf("wrote the seeds under %s\n", root.string().c_str());
   return 0;
 }

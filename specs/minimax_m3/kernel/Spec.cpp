@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <limits>
+#include <variant>
+
 #include "ir/Error.h"
 #include "specs/minimax_m3/kernel/KernelContext.h"
 #include "specs/minimax_m3/kernel/Layout.h"
@@ -26,6 +29,16 @@ ir::Key checkedKey(const ModelConfig& cfg, const ir::Key& in) {
   if (key.specVersion != kSpecVersion)
     throw InputError(where, fmt::format("spec version {}: this builder makes version {}", key.specVersion,
                                         kSpecVersion));
+  const bool paramsOk = key.params.size() == 2 && key.params[0].name == kParamRows &&
+                        key.params[1].name == kParamTp &&
+                        std::holds_alternative<int64_t>(key.params[0].value) &&
+                        std::holds_alternative<int64_t>(key.params[1].value);
+  if (!paramsOk) {
+    std::string given;
+    for (const ir::KeyParam& p : key.params) given += (given.empty() ? "" : " ") + p.name + "=" + p.valueText();
+    throw InputError(where, fmt::format("parameters [{}]: this builder takes integers {} and {}, in that order", given,
+                                        kParamRows, kParamTp));
+  }
   const std::string canon = cfg.canonical();
   if (key.config.empty()) key.config = canon;
   if (key.config != canon)
@@ -117,12 +130,21 @@ runtime::ArgLayouts argLayouts(const ir::Plan& plan) {
   return {{arg::kS13, l}, {arg::kS2, l}};
 }
 
+static int intParamOf(const ir::Key& key, const char* name) {
+  const int64_t v = key.intParam(name);
+  if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max())
+    throw InputError(key.variantName(), fmt::format("parameter {} = {} does not fit an int", name, v));
+  return static_cast<int>(v);
+}
+
+int rowsOf(const ir::Key& key) { return intParamOf(key, kParamRows); }
+int tpOf(const ir::Key& key) { return intParamOf(key, kParamTp); }
+
 ir::Key makeKey(const ModelConfig& cfg, int rows, int tp, const FfnKnobs& knobs) {
   ir::Key k;
   k.spec = kSpecId;
   k.specVersion = kSpecVersion;
-  k.rows = rows;
-  k.tp = tp;
+  k.params = {{kParamRows, rows}, {kParamTp, tp}};
   k.target = ir::gfx950();
   k.knobs = knobs.canonical();
   k.config = cfg.canonical();
@@ -133,13 +155,14 @@ ir::Plan buildPlan(const ModelConfig& cfg, const ir::Key& keyIn) {
   ir::Key key = checkedKey(cfg, keyIn);
   Layout L;
   try {
-    L = Layout::make(cfg, key.rows, key.tp, knobsOf(key).input);
+    L = Layout::make(cfg, rowsOf(key), tpOf(key), knobsOf(key).input);
   } catch (const InputError& e) {
     throw InputError(key.variantName(), e.what());
   }
 
   ir::Plan plan;
   plan.key = key;
+  plan.ranks = L.tp;
   plan.grid = ir::Grid{cfg.blocks, cfg.threads};
   plan.args = kernelArgs(L, knobsOf(key).scales);
   for (const KernelArg& a : finishArgs(L, key)) plan.args.push_back(a);  // epoch, handshake, inject, trace

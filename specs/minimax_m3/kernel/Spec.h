@@ -14,9 +14,16 @@ inline constexpr const char* kSpecId = "minimax_m3.ffn";
 // partial, now the key's "input=part"; the input knob).
 inline constexpr int kSpecVersion = 3;
 
-/// Builds the launch of key (S = key.rows, TP = key.tp) on cfg. key.config must be empty (it is
+/// The key's parameters, in this order: decode rows S and tensor-parallel size TP.
+inline constexpr const char* kParamRows = "S";
+inline constexpr const char* kParamTp = "TP";
+/// S and TP of a key of this spec (IrError naming the key when one is absent or text).
+int rowsOf(const ir::Key& key);
+int tpOf(const ir::Key& key);
+
+/// Builds the launch of key (S = rowsOf(key), TP = tpOf(key)) on cfg. key.config must be empty (it is
 /// set to cfg.canonical()) or equal cfg.canonical(). Throws InputError naming the variant on a
-/// wrong spec id or version, config text, S, TP or drop-mark CTA.
+/// wrong spec id or version, parameters other than (S, TP), config text, S, TP or drop-mark CTA.
 ir::Plan buildPlan(const ModelConfig& cfg, const ir::Key& key);
 
 /// The layouts a launch of `plan` must declare on its tensor arguments (runtime::ArgLayouts):

@@ -46,7 +46,7 @@ runtime::RankRuntimeOptions rankRuntimeOptions(const ModelConfig& cfg, int rank,
 
 RankIo allocRankIo(runtime::RankDevice& dev, const ir::Plan& plan) {
   RankIo io;
-  io.rows = plan.key.rows;
+  io.rows = rowsOf(plan.key);
   for (const ir::KernelArg& a : plan.args)
     if (callerArg(a)) io.addr[a.name] = dev.alloc(std::max<int64_t>(a.bytes(), 1), rankName(a.name.c_str(), dev.rank()), 256);
   return io;

@@ -69,14 +69,14 @@ TensorMap moeReferenceOutputs(const ModelConfig& cfg, int rows, int tp, const Te
 }
 
 SimSession::SimSession(const ModelConfig& cfg, const ir::Key& key)
-    : cfg_(cfg), plan_(buildPlan(cfg, key)), layout_(Layout::make(cfg, plan_.key.rows, plan_.key.tp, knobsOf(plan_.key).input)),
+    : cfg_(cfg), plan_(buildPlan(cfg, key)), layout_(Layout::make(cfg, rowsOf(plan_.key), tpOf(plan_.key), knobsOf(plan_.key).input)),
       own_(std::make_unique<runtime::SimDeviceAdapter>()), dev_(own_.get()) {
   allocate();
 }
 
 SimSession::SimSession(const ModelConfig& cfg, const ir::Key& key, runtime::Device& device,
                        runtime::CodeObjectBytes code)
-    : cfg_(cfg), plan_(buildPlan(cfg, key)), layout_(Layout::make(cfg, plan_.key.rows, plan_.key.tp, knobsOf(plan_.key).input)),
+    : cfg_(cfg), plan_(buildPlan(cfg, key)), layout_(Layout::make(cfg, rowsOf(plan_.key), tpOf(plan_.key), knobsOf(plan_.key).input)),
       dev_(&device), code_(std::move(code)) {
   if (dev_->runsCodeObjects() && code_.empty()) code_ = codegen::compile(plan_).bytes;
   allocate();
@@ -372,7 +372,7 @@ runtime::TraceBuffers traceOf(const ir::Plan& plan, const SimRun& run) {
   t.blocks = plan.grid.blocks;
   t.clockHz = plan.target().clockHz;
   for (const ir::Stage& s : plan.stages) t.stages.push_back(s.name);
-  for (int r = 0; r < plan.key.tp; ++r) {
+  for (int r = 0; r < plan.ranks; ++r) {
     auto it = run.outputs.find(rankName("trace", r));
     if (it == run.outputs.end())
       throw InputError(t.name, fmt::format("no trace of rank {}: build the variant with the trace knob", r));
