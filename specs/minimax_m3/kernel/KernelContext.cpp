@@ -14,10 +14,10 @@ using ir::AddrSpace;
 using ir::Type;
 using ir::Val;
 
-KernelContext::KernelContext(const ModelConfig& cfg, const Layout& layout, const ir::Plan& plan, ir::Builder& b)
-    : cfg(cfg), L(layout), b(b), experts(knobsOf(plan.key).experts), scales(knobsOf(plan.key).scales), plan_(&plan),
-      mutator_(knobsOf(plan.key).mutation) {
-  if (knobsOf(plan.key).trace) {
+KernelContext::KernelContext(const FfnVariant& v, const ir::Plan& plan, ir::Builder& b)
+    : variant(v), cfg(v.cfg), L(v.layout), knobs(v.knobs), b(b), experts(v.knobs.experts), scales(v.knobs.scales),
+      plan_(&plan), mutator_(v.knobs.mutation) {
+  if (knobs.trace) {
     Val n = b.named(i32(0), "trace_stages");  // the stage count, set by finishTrace
     traceStages_ = n.v;
   }
@@ -55,7 +55,7 @@ void KernelContext::bindStage() {
   rank = b.arg(plan_->argIndex(arg::kRank), Type::i32(), arg::kRank);
   waitTicks = b.arg(plan_->argIndex(arg::kWaitTicks), Type::i64(), arg::kWaitTicks);
   parity = b.named(tag & i32(1), "parity");
-  if (knobsOf(plan_->key).trace) trace = argPtr(arg::kTrace);
+  if (knobs.trace) trace = argPtr(arg::kTrace);
   normW = argPtr(arg::kNormW);
   routerW = argPtr(arg::kRouterW);
   bias = argPtr(arg::kBias);
@@ -109,7 +109,7 @@ void KernelContext::fail(Val code) {
 
 void KernelContext::stage(int index, const std::function<void()>& body) {
   mutator_.enterStage(plan_->stages.at(static_cast<size_t>(index)).name);
-  if (!knobsOf(plan_->key).trace) {
+  if (!knobs.trace) {
     b.stage(index, [&] {
       bindStage();
       body();

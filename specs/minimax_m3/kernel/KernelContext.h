@@ -11,6 +11,7 @@
 #include "specs/common/MfmaTile.h"
 #include "specs/common/Pairs.h"
 #include "specs/common/TaskLoop.h"
+#include "specs/minimax_m3/kernel/FfnVariant.h"
 #include "specs/minimax_m3/kernel/Knobs.h"
 #include "specs/minimax_m3/kernel/LaunchArgs.h"
 #include "specs/minimax_m3/kernel/Layout.h"
@@ -32,10 +33,12 @@ struct KernelContext {
   /// Binds the spec to b. Nothing is computed in the kernel's prologue: every stage (stage())
   /// binds its own ids, arguments and LDS pools, so a value's registers are live in one stage at
   /// most, and stages talk through memory only.
-  KernelContext(const ModelConfig& cfg, const Layout& layout, const ir::Plan& plan, ir::Builder& b);
+  KernelContext(const FfnVariant& v, const ir::Plan& plan, ir::Builder& b);
 
+  const FfnVariant& variant;
   const ModelConfig& cfg;
   const Layout& L;
+  const FfnKnobs& knobs;
   ir::Builder& b;
 
   // --- ids ---

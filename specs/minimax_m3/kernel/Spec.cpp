@@ -6,6 +6,7 @@
 #include <variant>
 
 #include "ir/Error.h"
+#include "specs/minimax_m3/kernel/FfnVariant.h"
 #include "specs/minimax_m3/kernel/KernelContext.h"
 #include "specs/minimax_m3/kernel/Layout.h"
 #include "specs/minimax_m3/kernel/OprojShape.h"
@@ -20,35 +21,6 @@ using ir::KernelArg;
 using ir::Scalar;
 
 namespace {
-
-ir::Key checkedKey(const ModelConfig& cfg, const ir::Key& in) {
-  ir::Key key = in;
-  const std::string where = key.variantName();
-  if (key.spec != kSpecId)
-    throw InputError(where, fmt::format("spec '{}': this builder makes '{}'", key.spec, kSpecId));
-  if (key.specVersion != kSpecVersion)
-    throw InputError(where, fmt::format("spec version {}: this builder makes version {}", key.specVersion,
-                                        kSpecVersion));
-  const bool paramsOk = key.params.size() == 2 && key.params[0].name == kParamRows &&
-                        key.params[1].name == kParamTp &&
-                        std::holds_alternative<int64_t>(key.params[0].value) &&
-                        std::holds_alternative<int64_t>(key.params[1].value);
-  if (!paramsOk) {
-    std::string given;
-    for (const ir::KeyParam& p : key.params) given += (given.empty() ? "" : " ") + p.name + "=" + p.valueText();
-    throw InputError(where, fmt::format("parameters [{}]: this builder takes integers {} and {}, in that order", given,
-                                        kParamRows, kParamTp));
-  }
-  const std::string canon = cfg.canonical();
-  if (key.config.empty()) key.config = canon;
-  if (key.config != canon)
-    throw InputError(where, fmt::format("the key's config '{}' is not the model config's '{}'", key.config, canon));
-  const FfnKnobs knobs = knobsOf(key);  // an unknown or bad knob is an InputError
-  if (knobs.dropMark < -1 || knobs.dropMark >= cfg.blocks)
-    throw InputError(where, fmt::format("drop mark CTA {}: expected -1 (none) or 0..{}", knobs.dropMark,
-                                        cfg.blocks - 1));
-  return key;
-}
 
 KernelArg ptrArg(std::string name, Scalar elem, std::vector<int64_t> shape, ArgRole role, int align,
                  std::string doc) {
@@ -151,21 +123,19 @@ ir::Key makeKey(const ModelConfig& cfg, int rows, int tp, const FfnKnobs& knobs)
   return k;
 }
 
-ir::Plan buildPlan(const ModelConfig& cfg, const ir::Key& keyIn) {
-  ir::Key key = checkedKey(cfg, keyIn);
-  Layout L;
-  try {
-    L = Layout::make(cfg, rowsOf(key), tpOf(key), knobsOf(key).input);
-  } catch (const InputError& e) {
-    throw InputError(key.variantName(), e.what());
-  }
+ir::Plan buildPlan(const ModelConfig& cfg, const ir::Key& key) { return buildPlan(FfnVariant::make(cfg, key)); }
+
+ir::Plan buildPlan(const FfnVariant& v) {
+  const ir::Key& key = v.key;
+  const ModelConfig& cfg = v.cfg;
+  const Layout& L = v.layout;
 
   ir::Plan plan;
   plan.key = key;
   plan.ranks = L.tp;
   plan.grid = ir::Grid{cfg.blocks, cfg.threads};
-  plan.args = kernelArgs(L, knobsOf(key).scales);
-  for (const KernelArg& a : finishArgs(L, key)) plan.args.push_back(a);  // epoch, handshake, inject, trace
+  plan.args = kernelArgs(L, v.knobs.scales);
+  for (const KernelArg& a : finishArgs(v)) plan.args.push_back(a);  // epoch, handshake, inject, trace
 
   for (const Area& a : L.areas()) {
     plan.regions.push_back(ir::MemRegion{a.name, a.buffer, a.offset, a.bytes, a.doc});
@@ -198,7 +168,7 @@ ir::Plan buildPlan(const ModelConfig& cfg, const ir::Key& keyIn) {
 
   plan.kernel.name = "monogen_minimax_m3_ffn";
   ir::Builder b(plan.kernel);
-  KernelContext c(cfg, L, plan, b);
+  KernelContext c(v, plan, b);
   for (const StageDef* d : ffnStages()) c.stage(plan.stageIndex(d->placement(L).name), [&] { d->body(c); });
   addFinishStages(c, plan);  // mark, epoch, handshake: the last stages (every stage above goes through c.stage)
   c.finishMutation();        // a race test's mutation (Mutation.h) must have hit its site

@@ -8,6 +8,8 @@
 
 namespace monogen::specs::minimax_m3 {
 
+struct FfnVariant;
+
 inline constexpr const char* kSpecId = "minimax_m3.ffn";
 // v2: the default variant reads s13 / s2 e8m0_shuffle'd (v1 read them row-major; the scales knob).
 // v3: the default variant takes the attention rows, o_proj in the launch (v2 took the o_proj
@@ -25,6 +27,8 @@ int tpOf(const ir::Key& key);
 /// set to cfg.canonical()) or equal cfg.canonical(). Throws InputError naming the variant on a
 /// wrong spec id or version, parameters other than (S, TP), config text, S, TP or drop-mark CTA.
 ir::Plan buildPlan(const ModelConfig& cfg, const ir::Key& key);
+/// The same, for a variant already made and checked.
+ir::Plan buildPlan(const FfnVariant& v);
 
 /// The layouts a launch of `plan` must declare on its tensor arguments (runtime::ArgLayouts):
 /// s13 and s2 in the key's scales layout (WeightContract.h). makeGenerator hands it to the

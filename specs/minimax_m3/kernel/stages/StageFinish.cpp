@@ -110,7 +110,7 @@ void stageHandshake(KernelContext& c, Val handshake) {
 
 }  // namespace
 
-std::vector<ir::KernelArg> finishArgs(const Layout& L, const ir::Key& key) {
+std::vector<ir::KernelArg> finishArgs(const FfnVariant& v) {
   std::vector<ir::KernelArg> a = {
       controlArg(arg::kEpoch, ir::Scalar::I32, {1}, true,
                  "i32 [1]: the epoch: the last launch's tag (a launch's tag is launchTagAfter(epoch)); zero it once"),
@@ -120,8 +120,8 @@ std::vector<ir::KernelArg> finishArgs(const Layout& L, const ir::Key& key) {
                  "i32 [2]: fault injection: rank inject[0] - 1 (0: none) stalls inject[1] ticks at the "
                  "handshake, then fails"),
   };
-  if (knobsOf(key).trace)
-    a.push_back(controlArg(arg::kTrace, ir::Scalar::I64, {L.blocks, 0, 2}, true,
+  if (v.knobs.trace)
+    a.push_back(controlArg(arg::kTrace, ir::Scalar::I64, {v.layout.blocks, 0, 2}, true,
                            "u64 [blocks][stages][2]: the realtime clock at each stage's start and end, "
                            "CTA by CTA (trace knob)"));
   return a;
@@ -161,7 +161,7 @@ void addFinishStages(KernelContext& c, ir::Plan& plan) {
   ir::Builder& b = c.b;
   auto argOf = [&](const char* name, Type t) { return b.arg(plan.argIndex(name), t, name); };
   const Placement cta0{"epoch", 1, 0};
-  c.stage(first, [&] { stageMark(c, knobsOf(plan.key).dropMark); });
+  c.stage(first, [&] { stageMark(c, c.knobs.dropMark); });
   c.stage(first + 1, [&] {
     c.forEachTask(cta0, [&](Val) {
       c.loadPeers();

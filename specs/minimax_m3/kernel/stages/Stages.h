@@ -56,8 +56,8 @@ void awaitUp(KernelContext& c);
 void stageFinal(KernelContext& c, ir::Val task);
 
 /// The finish stages' control arguments (StageFinish.cpp): epoch, handshake, inject, and the
-/// trace buffer when key.trace (its stage count is set by addFinishStages).
-std::vector<ir::KernelArg> finishArgs(const Layout& L, const ir::Key& key);
+/// trace buffer when the trace knob is on (its stage count is set by addFinishStages).
+std::vector<ir::KernelArg> finishArgs(const FfnVariant& v);
 /// mark (every CTA), epoch (CTA 0), handshake (CTA 0, the step's last launch): appends the three
 /// stages to the Plan and emits them. The last step of buildPlan: it also sets the trace's stage
 /// count, so every stage must be in the Plan before it.
