@@ -70,11 +70,3 @@ TEST_CASE("stages: every wait is on a flag an earlier stage publishes", "[spec][
   const Layout L = Layout::make(cfg, 8, 4, knobsOf(makeKey(cfg, 8, 4)).input);
   CHECK(dataflowProblem(swapped, L) == "stage norm waits on SSQ, which no earlier stage publishes");
 }
-
-TEST_CASE("stages: the demonstration stage runs one task on the last CTA", "[spec][stages]") {
-  const ModelConfig cfg = ModelConfig::reduced();
-  const ir::Plan plan = buildPlan(cfg, makeKey(cfg, 3, 2));
-  const ir::Stage& demo = plan.stages.at(plan.stageIndex("demo"));
-  CHECK(demo.tasks == 1);
-  CHECK(demo.base == cfg.blocks - 1);
-}

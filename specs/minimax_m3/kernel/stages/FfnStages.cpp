@@ -4,7 +4,7 @@ namespace monogen::specs::minimax_m3 {
 
 // Each is defined at the end of its stage's file.
 extern const StageDef kPushStage, kReduceStage, kNormStage, kRouterStage, kRouteStage, kTableStage, kUpStage,
-    kDownStage, kFinalStage, kDemoStage;
+    kDownStage, kFinalStage;
 
 ir::Stage StageDef::record(const Layout& L) const {
   const Placement p = placement(L);
@@ -23,7 +23,7 @@ ir::Stage StageDef::record(const Layout& L) const {
 const std::vector<const StageDef*>& ffnStages() {
   static const std::vector<const StageDef*> stages = {&kPushStage,  &kReduceStage, &kNormStage,
                                                       &kRouterStage, &kRouteStage, &kTableStage,
-                                                      &kUpStage,     &kDownStage,  &kFinalStage, &kDemoStage};
+                                                      &kUpStage,     &kDownStage,  &kFinalStage};
   return stages;
 }
 
