@@ -616,7 +616,7 @@ TEST_CASE("declared scalar models", "[moe][numerics]") {
   CHECK(blockSum(v.data(), 192, 512) == ((0.0f + w0) + w1) + w2);
 }
 
-TEST_CASE("MoeTiling derives the seeds' constants and the reduced ones", "[moe][tiling]") {
+TEST_CASE("MoeTiling derives the model's constants and the reduced ones", "[moe][tiling]") {
   const MoeTiling f = MoeTiling::derive(ModelConfig::flash(), 4);
   CHECK(f.waves == 8);
   CHECK(f.routerParts == 16);
