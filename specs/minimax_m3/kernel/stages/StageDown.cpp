@@ -17,10 +17,10 @@ void awaitUp(KernelContext& c) {
   ir::Builder& b = c.b;
   const Layout& L = c.L;
   const MoeTiling& T = L.tiling;
-  Val n = c.tabLd(L.tw.misc, c.i32(0)) * c.i32(T.upTiles);
+  Val n = c.slotCount() * c.i32(T.upTiles);
   b.for_(c.tid, n, c.i32(L.threads), [&](Val i) {
-    Val code = c.i32(errorCode(kSiteDown, 0, 0)) | c.rank << 8;
-    c.wait(c.pairAt(c.scratch, L.upf, i), c.tag, c.waitTicks, c.err, code, kSiteDown);
+    Val code = c.errorCode(kSiteDown);
+    c.await(c.pairAt(c.scratch, L.upf, i), code, kSiteDown);
   });
   c.ctaSync(false);
 }
@@ -31,7 +31,7 @@ void stageDown(KernelContext& c, Val task) {
   const MoeTiling& T = L.tiling;
   const auto& W = L.tw;
   const int H = L.hidden, IP = T.interPerRank, S = L.rows, K = L.topk;
-  Val nSlots = c.tabLd(W.misc, c.i32(0));
+  Val nSlots = c.slotCount();
   MfmaTile t = a16w4Tile(c);
 
   b.for_(c.wave, nSlots, c.i32(L.waves), [&](Val u) {

@@ -22,9 +22,8 @@ void stageFinal(KernelContext& c, Val task) {
     std::vector<Val> word;
     for (int src = 0; src < L.tp; ++src) {
       Val at = (src * L.rows + t) * c.i32(L.hidden / 2) + pair;
-      Val code = c.i32(errorCode(kSiteFinal, src, 0)) | t << 16;
-      word.push_back(c.wait(c.pairAt(c.sym, L.ffn, at), c.tag, c.waitTicks, c.err, code, kSiteFinal,
-                            MemOrder::Acquire, MemScope::System));
+      Val code = c.errorCode(kSiteFinal, src, t);
+      word.push_back(c.await(c.pairAt(c.sym, L.ffn, at), code, kSiteFinal, MemOrder::Acquire, MemScope::System));
     }
     Val o[2];
     for (int h = 0; h < 2; ++h) {

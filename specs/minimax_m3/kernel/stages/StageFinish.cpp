@@ -55,7 +55,7 @@ void injectedFault(KernelContext& c, Val inject) {
                        Type::i64());
     Val t0 = b.realtime();
     b.while_([&] { return b.realtime() - t0 < ticks; }, [&] { b.sleep(8); });
-    c.fail(c.i32(errorCode(kSiteInject, 0, 0)) | c.rank << 8);
+    c.fail(c.errorCode(kSiteInject));
   });
 }
 
@@ -71,9 +71,8 @@ void stageEpoch(KernelContext& c, Val epoch, Val handshake, Val inject) {
   b.if_(c.tid == 0, [&] { b.store(missing, c.i32(0)); });
   c.ctaSync(/*drain=*/false);
   b.for_(c.tid, c.i32(L.blocks), c.i32(L.threads), [&](Val i) {
-    Val code = c.i32(errorCode(kSiteEpoch, 0, 0)) | c.rank << 8 | i << 16;
-    Val mark = c.wait(c.pairAt(c.scratch, L.marks, i), c.tag, c.waitTicks, c.err, code, kSiteEpoch,
-                      MemOrder::Acquire, MemScope::Agent);
+    Val code = c.errorCode(kSiteEpoch, i);
+    Val mark = c.await(c.pairAt(c.scratch, L.marks, i), code, kSiteEpoch);
     b.if_(mark != c.tag, [&] { b.store(missing, c.i32(1)); });
   });
   c.ctaSync(/*drain=*/false);
@@ -99,9 +98,9 @@ void stageHandshake(KernelContext& c, Val handshake) {
   const Layout& L = c.L;
   b.if_((handshake != 0) & (c.tid < L.tp), [&] {
     Val src = c.tid;
-    Val code = c.i32(errorCode(kSiteHandshake, 0, 0)) | src << 8;
+    Val code = c.peerErrorCode(kSiteHandshake, src);
     Val pair = c.pairAt(c.sym, L.faults, src);
-    Val word = c.wait(pair, c.tag, c.waitTicks, c.err, code, kSiteHandshake, MemOrder::Acquire, MemScope::System);
+    Val word = c.await(pair, code, kSiteHandshake, MemOrder::Acquire, MemScope::System);
     Val came = b.load(Type::i32(), b.ptrAdd(pair, int64_t{4}), MemOrder::Relaxed, MemScope::System) == c.tag;
     b.if_(came & (word != 0) & (src != c.rank),
           [&] { c.fail(code | (word & 0xff) << 16); });

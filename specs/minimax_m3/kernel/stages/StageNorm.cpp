@@ -18,9 +18,8 @@ void stageNorm(KernelContext& c, Val t) {
   const int parts = static_cast<int>(L.reduce.tasks);
   ir::Var part = b.var(b.f32(0.0), "ssq_part");
   b.if_(c.tid < parts, [&] {
-    Val code = c.i32(errorCode(kSiteNorm, 0, 0)) | c.rank << 8 | t << 16;
-    Val w = c.wait(c.pairAt(c.scratch, L.ssq, t * parts + c.tid), c.tag, c.waitTicks, c.err, code,
-                   kSiteNorm, MemOrder::Acquire, MemScope::Agent);
+    Val code = c.errorCode(kSiteNorm, t);
+    Val w = c.await(c.pairAt(c.scratch, L.ssq, t * parts + c.tid), code, kSiteNorm);
     b.set(part, b.bitcast(w, Type::f32()));
   });
   Val var = c.blockSum(b.get(part)) / b.f32(static_cast<float>(L.hidden));

@@ -24,9 +24,8 @@ void stageReduce(KernelContext& c, Val task) {
     std::vector<Val> word;  // word[src]: source rank src's bf16 pair
     for (int src = 0; src < L.tp; ++src) {
       Val at = (src * L.rows + t) * c.i32(L.hidden / 2) + pair;  // L.attnPair(src, t, pair)
-      Val code = c.i32(errorCode(kSiteReduce, src, 0)) | t << 16;  // the rank that owes the pair
-      word.push_back(c.wait(c.pairAt(c.sym, L.attn, at), c.tag, c.waitTicks, c.err, code, kSiteReduce,
-                            MemOrder::Acquire, MemScope::System));
+      Val code = c.errorCode(kSiteReduce, src, t);  // the rank that owes the pair
+      word.push_back(c.await(c.pairAt(c.sym, L.attn, at), code, kSiteReduce, MemOrder::Acquire, MemScope::System));
     }
     Val row = t * (L.hidden / 2) + pair;  // the pair's index in a bf16 [S][hidden] tensor
     Val res = b.load(Type::i32(), c.elemAt(c.resIn, row, 4));

@@ -26,9 +26,8 @@ void stageRoute(KernelContext& c, Val t) {
   // the parts: thread i < E parts waits for pair i of the row (flat, one wait a thread) -> red
   const int P = T.routerParts;
   b.for_(c.tid, c.i32(E * P), c.i32(L.threads), [&](Val i) {
-    Val code = c.i32(errorCode(kSiteRoute, 0, 0)) | c.rank << 8 | t << 16;
-    Val w = c.wait(c.pairAt(c.scratch, L.logit, t * (E * P) + i), c.tag, c.waitTicks, c.err, code, kSiteRoute,
-                   MemOrder::Acquire, MemScope::Agent);
+    Val code = c.errorCode(kSiteRoute, t);
+    Val w = c.await(c.pairAt(c.scratch, L.logit, t * (E * P) + i), code, kSiteRoute);
     b.store(redAt((2 * E + 2 * K) + i), b.bitcast(w, Type::f32()));
   });
   c.ctaSync(/*drain=*/false);

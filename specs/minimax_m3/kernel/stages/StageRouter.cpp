@@ -20,9 +20,8 @@ void stageRouter(KernelContext& c, Val task) {
   // Route on the norm's scale: thread t < S waits for RSTD[t] (site router) and puts it
   // in LDS (contrib, free until down); the router normalizes its own SRES columns with it
   b.if_(c.tid < L.rows, [&] {
-    Val code = c.i32(errorCode(kSiteRouter, 0, 0)) | c.rank << 8 | c.tid << 16;
-    Val bits = c.wait(c.pairAt(c.scratch, L.rstd, c.tid), c.tag, c.waitTicks, c.err, code, kSiteRouter,
-                      MemOrder::Acquire, MemScope::Agent);
+    Val code = c.errorCode(kSiteRouter, c.tid);
+    Val bits = c.await(c.pairAt(c.scratch, L.rstd, c.tid), code, kSiteRouter);
     b.store(c.elemAt(c.contrib, c.tid, 4), bits);
   });
   c.ctaSync(/*drain=*/false);

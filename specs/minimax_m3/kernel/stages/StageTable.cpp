@@ -22,10 +22,10 @@ void stageTable(KernelContext& c) {
 
   b.if_(c.tid < n, [&] {
     Val t = c.tid / K, k = c.tid % K;
-    Val code = c.i32(errorCode(kSiteTable, 0, 0)) | c.rank << 8 | t << 16;
+    Val code = c.errorCode(kSiteTable, t);
     Val at = t * (2 * K) + k;
-    Val e = c.wait(c.pairAt(c.scratch, L.routeA, at), c.tag, c.waitTicks, c.err, code, kSiteTable);
-    Val w = c.wait(c.pairAt(c.scratch, L.routeA, at + K), c.tag, c.waitTicks, c.err, code, kSiteTable);
+    Val e = c.await(c.pairAt(c.scratch, L.routeA, at), code, kSiteTable);
+    Val w = c.await(c.pairAt(c.scratch, L.routeA, at + K), code, kSiteTable);
     c.tabSt(W.pickE, c.tid, e);
     c.tabSt(W.pickW, c.tid, w);
   });
@@ -74,7 +74,7 @@ void stageTable(KernelContext& c) {
     });
   });
   b.if_(c.tid == 0, [&] {
-    c.tabSt(W.misc, c.i32(0), 1 + all);
+    c.setSlotCount(1 + all);
     c.tabSt(W.slotE, c.i32(0), c.i32(E));  // the shared expert
     c.tabSt(W.slotMask, c.i32(0), vmask);
   });
@@ -99,7 +99,7 @@ void stageTable(KernelContext& c) {
   c.ctaSync(false);
 
   b.if_(c.block == 0, [&] {
-    Val nSlots = c.tabLd(W.misc, c.i32(0));
+    Val nSlots = c.slotCount();
     auto dump = [&](int64_t word, Val v) { b.store(c.elemAt(c.scratch, L.tabDump, word + c.tid * 0, 4), v); };
     auto dumpAt = [&](int64_t word, Val i, Val v) { b.store(c.elemAt(c.scratch, L.tabDump, word + i, 4), v); };
     b.if_(c.tid == 0, [&] { dump(0, nSlots); });

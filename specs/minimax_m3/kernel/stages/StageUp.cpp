@@ -45,7 +45,7 @@ void stageXnToLds(KernelContext& c) {
   ir::Builder& b = c.b;
   const Layout& L = c.L;
   const MoeTiling& T = L.tiling;
-  Val tasks = c.tabLd(L.tw.misc, c.i32(0)) * c.i32(T.upTiles);
+  Val tasks = c.slotCount() * c.i32(T.upTiles);
   ir::Var need = b.var(c.i32(0), "xn_rows");
   b.for_(c.block, tasks, c.i32(L.blocks),
          [&](Val t) { b.set(need, b.get(need) | c.tabLd(L.tw.slotMask, t / T.upTiles)); });
@@ -77,7 +77,7 @@ void loadUpWeights(KernelContext& c, Val task, UpWeights& w) {
   const Layout& L = c.L;
   const MoeTiling& T = L.tiling;
   const int H = L.hidden, IP = T.interPerRank;
-  Val valid = task < c.tabLd(L.tw.misc, c.i32(0)) * c.i32(T.upTiles);
+  Val valid = task < c.slotCount() * c.i32(T.upTiles);
   b.if_(valid, [&] {
     Val u = task / T.upTiles, j = task % T.upTiles;
     Val e = c.tabLd(L.tw.slotE, u);
@@ -108,7 +108,7 @@ void stageUp(KernelContext& c, Val task, UpWeights& cur, UpWeights& next) {
   const MoeTiling& T = L.tiling;
   const auto& W = L.tw;
   const int H = L.hidden, IP = T.interPerRank;
-  Val nSlots = c.tabLd(W.misc, c.i32(0));
+  Val nSlots = c.slotCount();
   Val valid = task < nSlots * T.upTiles;
   // A task past the table's units still reads its slot's mask (cnt, used only where valid): u is
   // clamped to the last slot the table wrote, nSlots - 1, not to maxSlots - 1, whose slotMask
