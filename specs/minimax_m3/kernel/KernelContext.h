@@ -70,9 +70,12 @@ struct KernelContext {
   ir::Val tabAt(int word, ir::Val index) { return b.ptrAdd(tab, (i32(word) + index) * i32(4)); }
   ir::Val tabLd(int word, ir::Val index) { return b.load(ir::Type::i32(), tabAt(word, index)); }
   void tabSt(int word, ir::Val index, ir::Val v) { b.store(tabAt(word, index), v); }
+  /// The same at a literal index (emitted after v, as a c.i32(index) argument is).
+  ir::Val tabLd(int word, int64_t index) { return tabLd(word, i32(index)); }
+  void tabSt(int word, int64_t index, ir::Val v) { tabSt(word, i32(index), v); }
   /// The slot count: word 0 of the table's misc words (StageTable.cpp sets it).
-  ir::Val slotCount() { return tabLd(L.tw.misc, i32(0)); }
-  void setSlotCount(ir::Val n) { tabSt(L.tw.misc, i32(0), n); }
+  ir::Val slotCount() { return tabLd(L.tw.misc, 0); }
+  void setSlotCount(ir::Val n) { tabSt(L.tw.misc, 0, n); }
   /// specs::blockSum over this stage's lane, wave and the `red` pool (L.waves f32).
   ir::Val blockSum(ir::Val v);
   /// The CTA waits for XRDY of every row (thread t < S polls row t), then syncs.

@@ -85,7 +85,7 @@ void stageDown(KernelContext& c, Val task) {
 
   b.if_(c.tid < S * 8, [&] {
     Val t = c.tid / 8, r2 = c.tid % 8;
-    Val vmask = c.tabLd(W.misc, c.i32(1));
+    Val vmask = c.tabLd(W.misc, 1);
     Val valid = ((vmask >> t) & c.i32(1)) != c.i32(0);
     auto contribAt = [&](Val p, Val r) { return b.load(Type::f32(), b.ptrAdd(c.contrib, (p * 16 + r) * c.i32(4))); };
     // A padded row's CONTRIB rows are never written (it is in no slot's columns, the shared

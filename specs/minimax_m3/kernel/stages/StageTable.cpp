@@ -37,7 +37,7 @@ void stageTable(KernelContext& c) {
   {
     Val slot = b.load(Type::i64(), c.elemAt(c.slots, b.min(c.tid, c.i32(S - 1)), 8));
     Val vm = b.trunc(b.ballot((c.tid < S) & (slot >= b.i64(0))), Type::i32());
-    b.if_(c.tid == 0, [&] { c.tabSt(W.misc, c.i32(1), vm); });
+    b.if_(c.tid == 0, [&] { c.tabSt(W.misc, 1, vm); });
   }
   c.ctaSync(false);
 
@@ -58,10 +58,10 @@ void stageTable(KernelContext& c) {
     b.if_(c.wave < L.waves, [&] { c.tabSt(W.misc, 2 + c.wave, b.popcount(ball)); });
   });
   c.ctaSync(false);
-  Val vmask = c.tabLd(W.misc, c.i32(1));
+  Val vmask = c.tabLd(W.misc, 1);
   Val wavesBelow = c.i32(0), all = c.i32(0);
   for (int w = 0; w < (E + 63) / 64; ++w) {
-    Val cnt = c.tabLd(W.misc, c.i32(2 + w));
+    Val cnt = c.tabLd(W.misc, 2 + w);
     wavesBelow = wavesBelow + b.select(w < c.wave, cnt, c.i32(0));
     all = all + cnt;
   }
@@ -75,8 +75,8 @@ void stageTable(KernelContext& c) {
   });
   b.if_(c.tid == 0, [&] {
     c.setSlotCount(1 + all);
-    c.tabSt(W.slotE, c.i32(0), c.i32(E));  // the shared expert
-    c.tabSt(W.slotMask, c.i32(0), vmask);
+    c.tabSt(W.slotE, 0, c.i32(E));  // the shared expert
+    c.tabSt(W.slotMask, 0, vmask);
   });
   c.ctaSync(false);
 
