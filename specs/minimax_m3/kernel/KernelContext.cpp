@@ -173,17 +173,30 @@ void KernelContext::publish(Val pair, Val value, Val tag, ir::MemOrder o, ir::Me
   publishPair(b, pair, value, tag, o, s, mutator_);
 }
 
-Val KernelContext::wait(Val pair, Val tag, Val bound, Val errWord, Val errCode, int site, ir::MemOrder o,
-                        ir::MemScope s) {
-  return awaitPair(b, pair, tag, bound, errWord, errCode, site, o, s, mutator_);
+Val KernelContext::await(Val pair, Val code, int site, ir::MemOrder o, ir::MemScope s) {
+  return awaitPair(b, pair, tag, waitTicks, err, code, site, o, s, mutator_);
+}
+
+Val KernelContext::errorCode(int site, Val token) {
+  return i32(minimax_m3::errorCode(site, 0, 0)) | rank << i32(8) | token << i32(16);
+}
+
+Val KernelContext::errorCode(int site) { return i32(minimax_m3::errorCode(site, 0, 0)) | rank << i32(8); }
+
+Val KernelContext::errorCode(int site, int owner, Val token) {
+  return i32(minimax_m3::errorCode(site, owner, 0)) | token << i32(16);
+}
+
+Val KernelContext::peerErrorCode(int site, Val peer) {
+  return i32(minimax_m3::errorCode(site, 0, 0)) | peer << i32(8);
 }
 
 Val KernelContext::blockSum(Val v) { return specs::blockSum(b, v, lane, wave, red, L.waves, mutator_); }
 
 void KernelContext::awaitX(int site) {
   b.if_(tid < i32(L.rows), [&] {
-    Val code = i32(errorCode(site, 0, 0)) | rank << i32(8) | tid << i32(16);
-    wait(pairAt(scratch, L.xrdy, tid), tag, waitTicks, err, code, site, ir::MemOrder::Acquire, ir::MemScope::Agent);
+    Val code = errorCode(site, tid);
+    await(pairAt(scratch, L.xrdy, tid), code, site);
   });
   ctaSync(false);
 }

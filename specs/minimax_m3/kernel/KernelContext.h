@@ -70,6 +70,12 @@ struct KernelContext {
   ir::Val tabAt(int word, ir::Val index) { return b.ptrAdd(tab, (i32(word) + index) * i32(4)); }
   ir::Val tabLd(int word, ir::Val index) { return b.load(ir::Type::i32(), tabAt(word, index)); }
   void tabSt(int word, ir::Val index, ir::Val v) { b.store(tabAt(word, index), v); }
+  /// The same at a literal index (emitted after v, as a c.i32(index) argument is).
+  ir::Val tabLd(int word, int64_t index) { return tabLd(word, i32(index)); }
+  void tabSt(int word, int64_t index, ir::Val v) { tabSt(word, i32(index), v); }
+  /// The slot count: word 0 of the table's misc words (StageTable.cpp sets it).
+  ir::Val slotCount() { return tabLd(L.tw.misc, 0); }
+  void setSlotCount(ir::Val n) { tabSt(L.tw.misc, 0, n); }
   /// specs::blockSum over this stage's lane, wave and the `red` pool (L.waves f32).
   ir::Val blockSum(ir::Val v);
   /// The CTA waits for XRDY of every row (thread t < S polls row t), then syncs.
@@ -122,8 +128,16 @@ struct KernelContext {
   /// specs::publishPair / awaitPair: every stage's publishes, waits and barriers go through these
   /// helpers, so each is a site a test-only Mutation (Mutation.h) can name.
   void publish(ir::Val pair, ir::Val value, ir::Val tag, ir::MemOrder o, ir::MemScope s);
-  ir::Val wait(ir::Val pair, ir::Val tag, ir::Val bound, ir::Val errWord, ir::Val errCode, int site,
-               ir::MemOrder o = ir::MemOrder::Acquire, ir::MemScope s = ir::MemScope::Agent);
+  /// The wait is for this launch's tag, bounded by waitTicks; on a timeout it fails with `code`.
+  ir::Val await(ir::Val pair, ir::Val code, int site, ir::MemOrder o = ir::MemOrder::Acquire,
+                ir::MemScope s = ir::MemScope::Agent);
+  /// errorCode(site, rank, token) (Sites.h) in the IR: a wait by this rank for row `token`, for
+  /// row 0, or for rank `owner`'s pair of row `token`.
+  ir::Val errorCode(int site, ir::Val token);
+  ir::Val errorCode(int site);
+  ir::Val errorCode(int site, int owner, ir::Val token);
+  /// errorCode(site, peer, 0) in the IR: a wait for rank `peer` (a Val).
+  ir::Val peerErrorCode(int site, ir::Val peer);
   /// Throws when the key's mutation was never built (the last step of buildPlan).
   void finishMutation() const { mutator_.finish(plan_->key.variantName()); }
   /// specs::forEachTask over p's placement: the tasks of `p` this CTA runs.

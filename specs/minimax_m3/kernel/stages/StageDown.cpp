@@ -17,10 +17,10 @@ void awaitUp(KernelContext& c) {
   ir::Builder& b = c.b;
   const Layout& L = c.L;
   const MoeTiling& T = L.tiling;
-  Val n = c.tabLd(L.tw.misc, c.i32(0)) * c.i32(T.upTiles);
+  Val n = c.slotCount() * c.i32(T.upTiles);
   b.for_(c.tid, n, c.i32(L.threads), [&](Val i) {
-    Val code = c.i32(errorCode(kSiteDown, 0, 0)) | c.rank << c.i32(8);
-    c.wait(c.pairAt(c.scratch, L.upf, i), c.tag, c.waitTicks, c.err, code, kSiteDown);
+    Val code = c.errorCode(kSiteDown);
+    c.await(c.pairAt(c.scratch, L.upf, i), code, kSiteDown);
   });
   c.ctaSync(false);
 }
@@ -31,7 +31,7 @@ void stageDown(KernelContext& c, Val task) {
   const MoeTiling& T = L.tiling;
   const auto& W = L.tw;
   const int H = L.hidden, IP = T.interPerRank, S = L.rows, K = L.topk;
-  Val nSlots = c.tabLd(W.misc, c.i32(0));
+  Val nSlots = c.slotCount();
   MfmaTile t = a16w4Tile(c);
 
   b.for_(c.wave, nSlots, c.i32(L.waves), [&](Val u) {
@@ -40,54 +40,54 @@ void stageDown(KernelContext& c, Val task) {
     // A slot of no rows (the shared one when every row is padded) has no CONTRIB row to write and
     // up stored no MID column of it: skip it. (Its GEMV read MID column 0, never written, from
     // bstage or scratch: the uninitialized-read check found it with every row padded.)
-    b.if_(cnt > c.i32(0), [&] {
-      Val xcol = b.max(b.min(t.bCol(), cnt - c.i32(1)), c.i32(0));
-      Val pick = c.tabLd(W.slotPick, u * c.i32(16) + xcol);
+    b.if_(cnt > 0, [&] {
+      Val xcol = b.max(b.min(t.bCol(), cnt - 1), c.i32(0));
+      Val pick = c.tabLd(W.slotPick, u * 16 + xcol);
       ir::Var accV = b.var(b.splat(b.f32(0.0), 4), "acc");
-      Val wrow = task * c.i32(16) + t.aRow();
+      Val wrow = task * 16 + t.aRow();
       // The wave copies only the slot's cnt MID columns (contiguous: MID[u][0 .. cnt)) to
       // its bstage region, 16 bytes a lane a pass, and reads B there; LDS keeps a wave's order
       Val midAt = c.i32(0);
       if (L.midInLds) {
-        Val region = b.ptrAdd(c.bstage, c.wave * c.i32(L.midWaveBytes));
-        b.for_(c.lane, cnt * c.i32(IP / 8), c.i32(64), [&](Val i) {
-          Val v = b.load(Type::vec(Type::bf16(), 8), c.elemAt(c.scratch, L.mid, u * c.i32(16 * IP) + i * c.i32(8), 2));
-          b.store(c.elemAt(region, i * c.i32(8), 2), v);
+        Val region = b.ptrAdd(c.bstage, c.wave * L.midWaveBytes);
+        b.for_(c.lane, cnt * (IP / 8), c.i32(64), [&](Val i) {
+          Val v = b.load(Type::vec(Type::bf16(), 8), c.elemAt(c.scratch, L.mid, u * (16 * IP) + i * 8, 2));
+          b.store(c.elemAt(region, i * 8, 2), v);
         });
-        midAt = c.wave * c.i32(L.midWaveBytes / 2);  // bf16 index of the region in bstage
+        midAt = c.wave * (L.midWaveBytes / 2);  // bf16 index of the region in bstage
       }
       b.for_(c.i32(0), c.i32(T.downSteps), c.i32(1), [&](Val st) {
-        Val k0 = st * c.i32(T.kStep) + t.laneK0();  // the lane's run
-        Val live = k0 < c.i32(IP);  // a partial last step: its lane groups past I/TP add +0 products
+        Val k0 = st * T.kStep + t.laneK0();  // the lane's run
+        Val live = k0 < IP;  // a partial last step: its lane groups past I/TP add +0 products
         Val kc = b.select(live, k0, c.i32(0));
         // B: MID column xcol of the slot, K kc .. (+0 past I/TP)
         std::vector<Val> x = t.load(
             Type::vec(Type::bf16(), 8),
             [&](int k) {
-              return L.midInLds ? c.elemAt(c.bstage, midAt + xcol * c.i32(IP) + kc + c.i32(k), 2)
-                                : c.elemAt(c.scratch, L.mid, (u * c.i32(16) + xcol) * c.i32(IP) + kc + c.i32(k), 2);
+              return L.midInLds ? c.elemAt(c.bstage, midAt + xcol * IP + kc + c.i32(k), 2)
+                                : c.elemAt(c.scratch, L.mid, (u * 16 + xcol) * c.i32(IP) + kc + c.i32(k), 2);
             },
             live);
-        Val off = c.shuffledOffset(wrow, kc / c.i32(2), IP / 2);
+        Val off = c.shuffledOffset(wrow, kc / 2, IP / 2);
         Val w4 = b.load(Type::vec(Type::i32(), 4), c.expertByte(c.w2, e, int64_t{H} * (IP / 2), off));
         w4 = b.select(live, w4, b.splat(c.i32(0), 4));  // code 0: +0
-        Val sAt = c.scaleByte(c.s2, e, wrow, kc / c.i32(32), H, IP / 32);
+        Val sAt = c.scaleByte(c.s2, e, wrow, kc / 32, H, IP / 32);
         Val s = b.select(live, b.zext(b.load(Type::i8(), sAt), Type::i32()), c.i32(127));
         b.set(accV, a16w4Step(t, b.get(accV), w4, s, x));
       });
       Val acc = b.get(accV);
       b.if_(t.accCol() < cnt, [&] {  // CONTRIB[pick][row]
-        t.storeAcc(acc, c.contrib, [&](int i) { return pick * c.i32(16) + t.accRow(i); });
+        t.storeAcc(acc, c.contrib, [&](int i) { return pick * 16 + t.accRow(i); });
       });
     });
   });
   c.ctaSync(false);
 
-  b.if_(c.tid < c.i32(S * 8), [&] {
-    Val t = c.tid / c.i32(8), r2 = c.tid % c.i32(8);
-    Val vmask = c.tabLd(W.misc, c.i32(1));
+  b.if_(c.tid < S * 8, [&] {
+    Val t = c.tid / 8, r2 = c.tid % 8;
+    Val vmask = c.tabLd(W.misc, 1);
     Val valid = ((vmask >> t) & c.i32(1)) != c.i32(0);
-    auto contribAt = [&](Val p, Val r) { return b.load(Type::f32(), b.ptrAdd(c.contrib, (p * c.i32(16) + r) * c.i32(4))); };
+    auto contribAt = [&](Val p, Val r) { return b.load(Type::f32(), b.ptrAdd(c.contrib, (p * 16 + r) * c.i32(4))); };
     // A padded row's CONTRIB rows are never written (it is in no slot's columns, the shared
     // one's either), so only a valid row reads them; a padded row's partial is 0. (Reading them
     // and selecting 0 after, as this did, read LDS no op of the launch wrote: the Sim's
@@ -95,13 +95,13 @@ void stageDown(KernelContext& c, Val task) {
     ir::Var tots[2] = {b.var(b.f32(0.0), "tot0"), b.var(b.f32(0.0), "tot1")};
     b.if_(valid, [&] {
       for (int h = 0; h < 2; ++h) {
-        Val r = r2 * c.i32(2) + c.i32(h);
+        Val r = r2 * 2 + c.i32(h);
         Val tot = b.f32(0.0);
-        if (c.experts != MoeExperts::Routed) tot = b.roundBf16(contribAt(c.i32(K * S) + t, r));
+        if (c.experts != MoeExperts::Routed) tot = b.roundBf16(contribAt(K * S + t, r));
         if (c.experts != MoeExperts::Shared)
           for (int k = 0; k < K; ++k) {
-            Val w = b.bitcast(c.tabLd(W.pickW, t * c.i32(K) + c.i32(k)), Type::f32());
-            Val v = contribAt(t * c.i32(K) + c.i32(k), r);
+            Val w = b.bitcast(c.tabLd(W.pickW, t * K + c.i32(k)), Type::f32());
+            Val v = contribAt(t * K + c.i32(k), r);
             tot = b.roundBf16(tot + b.roundBf16(w * v));
           }
         b.set(tots[h], tot);
@@ -110,7 +110,7 @@ void stageDown(KernelContext& c, Val task) {
     Val o[2];
     for (int h = 0; h < 2; ++h) o[h] = b.f32ToBf16(b.get(tots[h]));
     Val word = b.bitcast(b.insert(b.splat(o[0], 2), o[1], 1), Type::i32());
-    Val at = (c.rank * c.i32(S) + t) * c.i32(H / 2) + task * c.i32(8) + r2;
+    Val at = (c.rank * S + t) * c.i32(H / 2) + task * 8 + r2;
     for (int p = 0; p < L.tp; ++p)
       c.publish(c.pairAt(c.peerSym[p], L.ffn, at), word, c.tag, MemOrder::Relaxed, MemScope::System);
   });

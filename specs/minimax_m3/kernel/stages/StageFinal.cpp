@@ -16,15 +16,14 @@ using ir::Val;
 void stageFinal(KernelContext& c, Val task) {
   ir::Builder& b = c.b;
   const Layout& L = c.L;
-  b.if_(c.tid < c.i32(L.rows * kTaskPairs), [&] {
-    Val t = c.tid / c.i32(kTaskPairs);
-    Val pair = task * c.i32(kTaskPairs) + c.tid % c.i32(kTaskPairs);
+  b.if_(c.tid < L.rows * kTaskPairs, [&] {
+    Val t = c.tid / kTaskPairs;
+    Val pair = task * kTaskPairs + c.tid % kTaskPairs;
     std::vector<Val> word;
     for (int src = 0; src < L.tp; ++src) {
-      Val at = (c.i32(src * L.rows) + t) * c.i32(L.hidden / 2) + pair;
-      Val code = c.i32(errorCode(kSiteFinal, src, 0)) | t << c.i32(16);
-      word.push_back(c.wait(c.pairAt(c.sym, L.ffn, at), c.tag, c.waitTicks, c.err, code, kSiteFinal,
-                            MemOrder::Acquire, MemScope::System));
+      Val at = (src * L.rows + t) * c.i32(L.hidden / 2) + pair;
+      Val code = c.errorCode(kSiteFinal, src, t);
+      word.push_back(c.await(c.pairAt(c.sym, L.ffn, at), code, kSiteFinal, MemOrder::Acquire, MemScope::System));
     }
     Val o[2];
     for (int h = 0; h < 2; ++h) {
@@ -33,7 +32,7 @@ void stageFinal(KernelContext& c, Val task) {
       for (int src = 1; src < L.tp; ++src) acc = acc + b.bf16BitsToF32(b.lshr(word[src], shift));
       o[h] = b.f32ToBf16(acc);
     }
-    b.store(c.elemAt(c.out, t * c.i32(L.hidden / 2) + pair, 4), b.insert(b.splat(o[0], 2), o[1], 1));
+    b.store(c.elemAt(c.out, t * (L.hidden / 2) + pair, 4), b.insert(b.splat(o[0], 2), o[1], 1));
   });
 }
 

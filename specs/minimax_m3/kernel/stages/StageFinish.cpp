@@ -37,8 +37,8 @@ ir::KernelArg controlArg(const char* name, ir::Scalar elem, std::vector<int64_t>
 void stageMark(KernelContext& c, int dropMark) {
   ir::Builder& b = c.b;
   c.ctaSync(/*drain=*/true);
-  Val who = c.tid == c.i32(0);
-  if (dropMark >= 0) who = who & (c.block != c.i32(dropMark));
+  Val who = c.tid == 0;
+  if (dropMark >= 0) who = who & (c.block != dropMark);
   b.if_(who, [&] {
     c.publish(c.pairAt(c.scratch, c.L.marks, c.block), c.tag, c.tag, MemOrder::Release, MemScope::Agent);
   });
@@ -50,12 +50,12 @@ void stageMark(KernelContext& c, int dropMark) {
 void injectedFault(KernelContext& c, Val inject) {
   ir::Builder& b = c.b;
   Val target = b.load(Type::i32(), inject, MemOrder::Relaxed, MemScope::Agent);
-  b.if_(target == c.rank + c.i32(1), [&] {
+  b.if_(target == c.rank + 1, [&] {
     Val ticks = b.sext(b.load(Type::i32(), b.ptrAdd(inject, int64_t{4}), MemOrder::Relaxed, MemScope::Agent),
                        Type::i64());
     Val t0 = b.realtime();
     b.while_([&] { return b.realtime() - t0 < ticks; }, [&] { b.sleep(8); });
-    c.fail(c.i32(errorCode(kSiteInject, 0, 0)) | c.rank << c.i32(8));
+    c.fail(c.errorCode(kSiteInject));
   });
 }
 
@@ -65,20 +65,19 @@ void injectedFault(KernelContext& c, Val inject) {
 void stageEpoch(KernelContext& c, Val epoch, Val handshake, Val inject) {
   ir::Builder& b = c.b;
   const Layout& L = c.L;
-  Val last = handshake != c.i32(0);
-  b.if_(last & (c.tid == c.i32(0)), [&] { injectedFault(c, inject); });
+  Val last = handshake != 0;
+  b.if_(last & (c.tid == 0), [&] { injectedFault(c, inject); });
   Val missing = b.intToPtr(c.i32(L.red.offset), AddrSpace::Lds);  // red word 0: a mark is missing
-  b.if_(c.tid == c.i32(0), [&] { b.store(missing, c.i32(0)); });
+  b.if_(c.tid == 0, [&] { b.store(missing, c.i32(0)); });
   c.ctaSync(/*drain=*/false);
   b.for_(c.tid, c.i32(L.blocks), c.i32(L.threads), [&](Val i) {
-    Val code = c.i32(errorCode(kSiteEpoch, 0, 0)) | c.rank << c.i32(8) | i << c.i32(16);
-    Val mark = c.wait(c.pairAt(c.scratch, L.marks, i), c.tag, c.waitTicks, c.err, code, kSiteEpoch,
-                      MemOrder::Acquire, MemScope::Agent);
+    Val code = c.errorCode(kSiteEpoch, i);
+    Val mark = c.await(c.pairAt(c.scratch, L.marks, i), code, kSiteEpoch);
     b.if_(mark != c.tag, [&] { b.store(missing, c.i32(1)); });
   });
   c.ctaSync(/*drain=*/false);
-  b.if_(c.tid == c.i32(0), [&] {
-    Val skip = (c.tag & c.i32(kLaunchTagMask)) + c.i32(1);
+  b.if_(c.tid == 0, [&] {
+    Val skip = (c.tag & kLaunchTagMask) + c.i32(1);
     b.store(epoch, b.select(b.load(Type::i32(), missing) == c.i32(0), c.tag, skip), MemOrder::Release,
             MemScope::Agent);
     b.if_(last, [&] {
@@ -97,14 +96,14 @@ void stageEpoch(KernelContext& c, Val epoch, Val handshake, Val inject) {
 void stageHandshake(KernelContext& c, Val handshake) {
   ir::Builder& b = c.b;
   const Layout& L = c.L;
-  b.if_((handshake != c.i32(0)) & (c.tid < c.i32(L.tp)), [&] {
+  b.if_((handshake != 0) & (c.tid < L.tp), [&] {
     Val src = c.tid;
-    Val code = c.i32(errorCode(kSiteHandshake, 0, 0)) | src << c.i32(8);
+    Val code = c.peerErrorCode(kSiteHandshake, src);
     Val pair = c.pairAt(c.sym, L.faults, src);
-    Val word = c.wait(pair, c.tag, c.waitTicks, c.err, code, kSiteHandshake, MemOrder::Acquire, MemScope::System);
+    Val word = c.await(pair, code, kSiteHandshake, MemOrder::Acquire, MemScope::System);
     Val came = b.load(Type::i32(), b.ptrAdd(pair, int64_t{4}), MemOrder::Relaxed, MemScope::System) == c.tag;
-    b.if_(came & (word != c.i32(0)) & (src != c.rank),
-          [&] { c.fail(code | (word & c.i32(0xff)) << c.i32(16)); });
+    b.if_(came & (word != 0) & (src != c.rank),
+          [&] { c.fail(code | (word & 0xff) << 16); });
   });
 }
 

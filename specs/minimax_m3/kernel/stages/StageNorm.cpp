@@ -17,22 +17,21 @@ void stageNorm(KernelContext& c, Val t) {
   const Layout& L = c.L;
   const int parts = static_cast<int>(L.reduce.tasks);
   ir::Var part = b.var(b.f32(0.0), "ssq_part");
-  b.if_(c.tid < c.i32(parts), [&] {
-    Val code = c.i32(errorCode(kSiteNorm, 0, 0)) | c.rank << c.i32(8) | t << c.i32(16);
-    Val w = c.wait(c.pairAt(c.scratch, L.ssq, t * c.i32(parts) + c.tid), c.tag, c.waitTicks, c.err, code,
-                   kSiteNorm, MemOrder::Acquire, MemScope::Agent);
+  b.if_(c.tid < parts, [&] {
+    Val code = c.errorCode(kSiteNorm, t);
+    Val w = c.await(c.pairAt(c.scratch, L.ssq, t * parts + c.tid), code, kSiteNorm);
     b.set(part, b.bitcast(w, Type::f32()));
   });
   Val var = c.blockSum(b.get(part)) / b.f32(static_cast<float>(L.hidden));
   Val rstd = b.named(b.f32(1.0) / b.sqrt(var + b.f32(static_cast<double>(static_cast<float>(c.cfg.rmsEps)))),
                      "rstd");
-  b.if_(c.tid == c.i32(0), [&] {  // the router's scale, before XN
+  b.if_(c.tid == 0, [&] {  // the router's scale, before XN
     c.publish(c.pairAt(c.scratch, L.rstd, t), b.bitcast(rstd, Type::i32()), c.tag, MemOrder::Release,
               MemScope::Agent);
   });
 
   b.for_(c.tid, c.i32(L.hidden / 2), c.i32(L.threads), [&](Val pair) {
-    Val row = t * c.i32(L.hidden / 2) + pair;
+    Val row = t * (L.hidden / 2) + pair;
     Val x = b.load(Type::vec(Type::f32(), 2), c.elemAt(c.scratch, L.sres, row, 8));
     Val w = b.load(Type::i32(), c.elemAt(c.normW, pair, 4));
     Val o[2];
@@ -44,7 +43,7 @@ void stageNorm(KernelContext& c, Val t) {
   });
 
   c.ctaSync(/*drain=*/true);
-  b.if_(c.tid == c.i32(0), [&] {
+  b.if_(c.tid == 0, [&] {
     c.publish(c.pairAt(c.scratch, L.xrdy, t), c.i32(1), c.tag, MemOrder::Release, MemScope::Agent);
   });
 }

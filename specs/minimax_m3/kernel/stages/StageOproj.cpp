@@ -19,11 +19,11 @@ constexpr int kScaleAt = kSumsBytes, kInvAt = kSumsBytes + 16 * 4;
 static_assert(kInvAt + 16 * 4 <= 2 * 8 * 256 * 4, "o_proj's LDS fits the red pool (Layout)");
 
 /// f32 element `index` of the red pool at byte `at`.
-Val redF32(KernelContext& c, int at, Val index) { return c.b.ptrAdd(c.red, (c.i32(at / 4) + index) * c.i32(4)); }
+Val redF32(KernelContext& c, int at, Val index) { return c.b.ptrAdd(c.red, (at / 4 + index) * c.i32(4)); }
 
 /// bf16 x8 run of row t at K k0 of the attention rows.
 Val attnRun(KernelContext& c, Val t, Val k0) {
-  return c.b.load(Type::vec(Type::bf16(), 8), c.elemAt(c.attn, t * c.i32(c.L.attnWidth) + k0, 2));
+  return c.b.load(Type::vec(Type::bf16(), 8), c.elemAt(c.attn, t * c.L.attnWidth + k0, 2));
 }
 
 }  // namespace
@@ -32,15 +32,15 @@ void oprojTokenScales(KernelContext& c) {
   ir::Builder& b = c.b;
   const Layout& L = c.L;
   const int K = L.attnWidth, runs = K / 8;
-  b.if_(c.block < c.i32(L.push.tasks), [&] {
+  b.if_(c.block < L.push.tasks, [&] {
     for (int r = 0; r * L.waves < L.rows; ++r) {
-      Val t = b.named(c.wave + c.i32(r * L.waves), "t");
-      b.if_(t < c.i32(L.rows), [&] {
+      Val t = b.named(c.wave + r * L.waves, "t");
+      b.if_(t < L.rows, [&] {
         ir::Var amax = b.var(b.f32(0.0), "amax");
         for (int j = 0; j * 64 < runs; ++j) {
-          Val run = c.lane + c.i32(j * 64);
-          b.if_(run < c.i32(runs), [&] {
-            Val x = attnRun(c, t, run * c.i32(8));
+          Val run = c.lane + j * 64;
+          b.if_(run < runs, [&] {
+            Val x = attnRun(c, t, run * 8);
             Val m = b.get(amax);
             for (int e = 0; e < 8; ++e) {
               Val v = b.bf16ToF32(b.extract(x, e));
@@ -50,12 +50,12 @@ void oprojTokenScales(KernelContext& c) {
           });
         }
         Val a = b.named(b.butterfly(b.get(amax), {32, 16, 8, 4, 2, 1}, ir::OpCode::Max), "amax");
-        b.if_(c.lane == c.i32(0), [&] {
+        b.if_(c.lane == 0, [&] {
           Val scale = a * b.f32(static_cast<double>(kFp8InvMax));
           Val inv = b.select(a == b.f32(0.0), b.f32(0.0), b.rcp(scale));
           b.store(redF32(c, kScaleAt, t), scale);
           b.store(redF32(c, kInvAt, t), inv);
-          b.if_(c.block == c.i32(0), [&] { b.store(c.elemAt(c.scratch, L.xscale, t, 4), scale); });  // for checks
+          b.if_(c.block == 0, [&] { b.store(c.elemAt(c.scratch, L.xscale, t, 4), scale); });  // for checks
         });
       });
     }
@@ -68,42 +68,42 @@ void stageOprojPush(KernelContext& c, Val task) {
   const Layout& L = c.L;
   const int K = L.attnWidth, partSteps = K / 32 / kOprojKParts;
   const MfmaTile T = MfmaTile::at(c.lane, MfmaKind::F32_16x16x32_FP8, 1);
-  Val nt = b.named(c.wave % c.i32(2), "nt"), part = b.named(c.wave / c.i32(2), "kpart");
-  Val chan0 = b.named(task * c.i32(kTaskColumns) + nt * c.i32(16), "chan0");  // the tile's first channel
+  Val nt = b.named(c.wave % 2, "nt"), part = b.named(c.wave / 2, "kpart");
+  Val chan0 = b.named(task * kTaskColumns + nt * 16, "chan0");  // the tile's first channel
   Val token = b.named(b.min(T.bCol(), c.i32(L.rows - 1)), "token");
   Val inv = b.load(Type::f32(), redF32(c, kInvAt, token));
   ir::Var acc = b.var(b.splat(b.f32(0.0), 4), "acc");
-  Val s0 = part * c.i32(partSteps);
-  b.for_(s0, s0 + c.i32(partSteps), c.i32(1), [&](Val s) {
-    Val k0 = s * c.i32(32) + T.laneK0();  // the lane's first K of the step
+  Val s0 = part * partSteps;
+  b.for_(s0, s0 + partSteps, c.i32(1), [&](Val s) {
+    Val k0 = s * 32 + T.laneK0();  // the lane's first K of the step
     Val bq = c.fp8x8(attnRun(c, token, k0), inv);
-    Val wOff = c.shuffledOffset(chan0 + T.aRow(), k0, K) + k0 % c.i32(16);
+    Val wOff = c.shuffledOffset(chan0 + T.aRow(), k0, K) + k0 % 16;
     Val a = b.load(Type::i64(), b.ptrAdd(c.wo, wOff));
     b.set(acc, T.step(b.get(acc), std::vector<Val>{a}, std::vector<Val>{bq}));
   });
   // [part][channel in the task][token]
   T.storeAcc(b.get(acc), c.red, [&](int i) {
-    return (part * c.i32(kTaskColumns) + nt * c.i32(16) + T.accRow(i)) * c.i32(16) + T.accCol();
+    return (part * kTaskColumns + nt * 16 + T.accRow(i)) * c.i32(16) + T.accCol();
   });
   c.ctaSync(false);
-  b.if_(c.tid < c.i32(L.rows * kTaskPairs), [&] {
-    Val t = b.named(c.tid / c.i32(kTaskPairs), "t");
-    Val q = c.tid % c.i32(kTaskPairs);
-    Val pair = b.named(task * c.i32(kTaskPairs) + q, "pair");
+  b.if_(c.tid < L.rows * kTaskPairs, [&] {
+    Val t = b.named(c.tid / kTaskPairs, "t");
+    Val q = c.tid % kTaskPairs;
+    Val pair = b.named(task * kTaskPairs + q, "pair");
     Val scale = b.load(Type::f32(), redF32(c, kScaleAt, t));
     Val word = b.splat(b.bf16(0.0), 2);
     for (int h = 0; h < 2; ++h) {
-      Val ch = q * c.i32(2) + c.i32(h);  // channel in the task
+      Val ch = q * 2 + c.i32(h);  // channel in the task
       Val sum;
       for (int p = 0; p < kOprojKParts; ++p) {
-        Val v = b.load(Type::f32(), redF32(c, 0, (c.i32(p * kTaskColumns) + ch) * c.i32(16) + t));
+        Val v = b.load(Type::f32(), redF32(c, 0, (p * kTaskColumns + ch) * c.i32(16) + t));
         sum = p == 0 ? v : sum + v;
       }
-      Val ws = b.load(Type::f32(), c.elemAt(c.woScale, task * c.i32(kTaskColumns) + ch, 4));
+      Val ws = b.load(Type::f32(), c.elemAt(c.woScale, task * kTaskColumns + ch, 4));
       word = b.insert(word, b.f32ToBf16((sum * scale) * ws), h);
     }
     Val bits = b.bitcast(word, Type::i32());
-    b.store(c.elemAt(c.scratch, L.opart, t * c.i32(L.hidden / 2) + pair, 4), bits);
+    b.store(c.elemAt(c.scratch, L.opart, t * (L.hidden / 2) + pair, 4), bits);
     pushPair(c, t, pair, bits);
   });
   c.ctaSync(false);

@@ -10,7 +10,7 @@ using ir::Val;
 
 void pushPair(KernelContext& c, Val t, Val pair, Val word) {
   const Layout& L = c.L;
-  Val at = (c.rank * c.i32(L.rows) + t) * c.i32(L.hidden / 2) + pair;  // L.attnPair(rank, t, pair)
+  Val at = (c.rank * L.rows + t) * c.i32(L.hidden / 2) + pair;  // L.attnPair(rank, t, pair)
   for (int p = 0; p < L.tp; ++p)
     c.publish(c.pairAt(c.peerSym[p], L.attn, at), word, c.tag, MemOrder::Relaxed, MemScope::System);
 }
@@ -22,10 +22,10 @@ void pushPair(KernelContext& c, Val t, Val pair, Val word) {
 void stagePush(KernelContext& c, Val task) {
   ir::Builder& b = c.b;
   const Layout& L = c.L;
-  b.if_(c.tid < c.i32(L.rows * kTaskPairs), [&] {
-    Val t = b.named(c.tid / c.i32(kTaskPairs), "t");
-    Val pair = b.named(task * c.i32(kTaskPairs) + c.tid % c.i32(kTaskPairs), "pair");
-    Val word = b.load(Type::i32(), c.elemAt(c.part, t * c.i32(L.hidden / 2) + pair, 4));
+  b.if_(c.tid < L.rows * kTaskPairs, [&] {
+    Val t = b.named(c.tid / kTaskPairs, "t");
+    Val pair = b.named(task * kTaskPairs + c.tid % kTaskPairs, "pair");
+    Val word = b.load(Type::i32(), c.elemAt(c.part, t * (L.hidden / 2) + pair, 4));
     pushPair(c, t, pair, word);
   });
 }

@@ -18,17 +18,16 @@ void stageReduce(KernelContext& c, Val task) {
   const int active = L.rows * kTaskPairs;
   ir::Var sq = b.var(b.f32(0.0), "sq");
 
-  b.if_(c.tid < c.i32(active), [&] {
-    Val t = b.named(c.tid / c.i32(kTaskPairs), "t");
-    Val pair = b.named(task * c.i32(kTaskPairs) + c.tid % c.i32(kTaskPairs), "pair");
+  b.if_(c.tid < active, [&] {
+    Val t = b.named(c.tid / kTaskPairs, "t");
+    Val pair = b.named(task * kTaskPairs + c.tid % kTaskPairs, "pair");
     std::vector<Val> word;  // word[src]: source rank src's bf16 pair
     for (int src = 0; src < L.tp; ++src) {
-      Val at = (c.i32(src * L.rows) + t) * c.i32(L.hidden / 2) + pair;  // L.attnPair(src, t, pair)
-      Val code = c.i32(errorCode(kSiteReduce, src, 0)) | t << c.i32(16);  // the rank that owes the pair
-      word.push_back(c.wait(c.pairAt(c.sym, L.attn, at), c.tag, c.waitTicks, c.err, code, kSiteReduce,
-                            MemOrder::Acquire, MemScope::System));
+      Val at = (src * L.rows + t) * c.i32(L.hidden / 2) + pair;  // L.attnPair(src, t, pair)
+      Val code = c.errorCode(kSiteReduce, src, t);  // the rank that owes the pair
+      word.push_back(c.await(c.pairAt(c.sym, L.attn, at), code, kSiteReduce, MemOrder::Acquire, MemScope::System));
     }
-    Val row = t * c.i32(L.hidden / 2) + pair;  // the pair's index in a bf16 [S][hidden] tensor
+    Val row = t * (L.hidden / 2) + pair;  // the pair's index in a bf16 [S][hidden] tensor
     Val res = b.load(Type::i32(), c.elemAt(c.resIn, row, 4));
 
     Val v[2];
@@ -49,9 +48,9 @@ void stageReduce(KernelContext& c, Val task) {
   });
 
   c.ctaSync(/*drain=*/true);
-  b.if_((c.tid < c.i32(active)) & (c.tid % c.i32(kTaskPairs) == c.i32(0)), [&] {
-    Val t = c.tid / c.i32(kTaskPairs);
-    Val at = t * c.i32(L.reduce.tasks) + task;  // L.ssqPair(t, task)
+  b.if_((c.tid < active) & (c.tid % kTaskPairs == c.i32(0)), [&] {
+    Val t = c.tid / kTaskPairs;
+    Val at = t * L.reduce.tasks + task;  // L.ssqPair(t, task)
     c.publish(c.pairAt(c.scratch, L.ssq, at), b.bitcast(b.get(sq), Type::i32()), c.tag, MemOrder::Release,
               MemScope::Agent);
   });

@@ -21,24 +21,23 @@ void stageRoute(KernelContext& c, Val t) {
   const int E = L.experts, K = L.topk;
   const float kLog2e = 1.44269504088896340736f;
   const float kInf = std::numeric_limits<float>::infinity();
-  auto redAt = [&](Val i) { return b.ptrAdd(c.red, i * c.i32(4)); };
+  auto redAt = [&](Val i) { return b.ptrAdd(c.red, i * 4); };
 
   // the parts: thread i < E parts waits for pair i of the row (flat, one wait a thread) -> red
   const int P = T.routerParts;
   b.for_(c.tid, c.i32(E * P), c.i32(L.threads), [&](Val i) {
-    Val code = c.i32(errorCode(kSiteRoute, 0, 0)) | c.rank << c.i32(8) | t << c.i32(16);
-    Val w = c.wait(c.pairAt(c.scratch, L.logit, t * c.i32(E * P) + i), c.tag, c.waitTicks, c.err, code, kSiteRoute,
-                   MemOrder::Acquire, MemScope::Agent);
-    b.store(redAt(c.i32(2 * E + 2 * K) + i), b.bitcast(w, Type::f32()));
+    Val code = c.errorCode(kSiteRoute, t);
+    Val w = c.await(c.pairAt(c.scratch, L.logit, t * (E * P) + i), code, kSiteRoute);
+    b.store(redAt((2 * E + 2 * K) + i), b.bitcast(w, Type::f32()));
   });
   c.ctaSync(/*drain=*/false);
-  b.if_(c.tid < c.i32(E), [&] {
-    Val base = c.i32(2 * E + 2 * K) + c.tid * c.i32(P);
+  b.if_(c.tid < E, [&] {
+    Val base = (2 * E + 2 * K) + c.tid * P;
     Val logit = b.f32(0.0);
     for (int q = 0; q < T.routeQuarters; ++q) {
       Val sum = b.f32(0.0);
       for (int p = 0; p < T.routePartsPerQuarter; ++p)
-        sum = sum + b.load(Type::f32(), redAt(base + c.i32(q * T.routePartsPerQuarter + p)));
+        sum = sum + b.load(Type::f32(), redAt(base + (q * T.routePartsPerQuarter + p)));
       logit = logit + sum;
     }
     Val sc = b.f32(1.0) / (b.f32(1.0) + b.exp2((-logit) * b.f32(static_cast<double>(kLog2e))));
@@ -46,22 +45,22 @@ void stageRoute(KernelContext& c, Val t) {
     val = b.select(b.isNan(val), b.f32(-static_cast<double>(kInf)), val);
     sc = b.select(b.isNan(sc), b.f32(0.0), sc);
     b.store(redAt(c.tid), val);
-    b.store(redAt(c.i32(E) + c.tid), sc);
+    b.store(redAt(E + c.tid), sc);
   });
   c.ctaSync(/*drain=*/false);
 
   // wave 0 picks: lane l holds experts l and l + 64 (an absent expert is -inf, weight 0, and
   // loses every tie: its index is above every present one)
-  b.if_(c.wave == c.i32(0), [&] {
+  b.if_(c.wave == 0, [&] {
     const double negInf = -static_cast<double>(kInf);
     Val val[2], sc[2], idx[2], present[2];
     ir::Var taken[2];
     for (int i = 0; i < 2; ++i) {
-      idx[i] = c.lane + c.i32(64 * i);
-      present[i] = idx[i] < c.i32(E);
+      idx[i] = c.lane + 64 * i;
+      present[i] = idx[i] < E;
       Val at = b.select(present[i], idx[i], c.i32(0));
       val[i] = b.select(present[i], b.load(Type::f32(), redAt(at)), b.f32(negInf));
-      sc[i] = b.select(present[i], b.load(Type::f32(), redAt(c.i32(E) + at)), b.f32(0.0));
+      sc[i] = b.select(present[i], b.load(Type::f32(), redAt(E + at)), b.f32(0.0));
       taken[i] = b.var(b.i1(false), "taken");
     }
     ir::Var total = b.var(b.f32(0.0), "total");
@@ -82,18 +81,18 @@ void stageRoute(KernelContext& c, Val t) {
       b.set(taken[0], b.get(taken[0]) | mine0);
       b.set(taken[1], b.get(taken[1]) | mine1);
       b.set(total, b.get(total) + w);
-      Val here = c.lane == c.i32(k);
+      Val here = c.lane == k;
       b.set(myId, b.select(here, win, b.get(myId)));
       b.set(myW, b.select(here, w, b.get(myW)));
     }
     Val scale = b.f32(static_cast<double>(static_cast<float>(c.cfg.routedScale))) /
                 b.max(b.get(total), b.f32(static_cast<double>(1e-20f)));
-    b.if_(c.lane < c.i32(K), [&] {
+    b.if_(c.lane < K, [&] {
       Val valid = b.load(Type::i64(), c.elemAt(c.slots, t, 8)) >= b.i64(0);
-      Val at = t * c.i32(2 * K) + c.lane;
+      Val at = t * (2 * K) + c.lane;
       c.publish(c.pairAt(c.scratch, L.routeA, at), b.select(valid, b.get(myId), c.i32(-1)), c.tag,
                 MemOrder::Release, MemScope::Agent);
-      c.publish(c.pairAt(c.scratch, L.routeA, at + c.i32(K)), b.bitcast(b.get(myW) * scale, Type::i32()), c.tag,
+      c.publish(c.pairAt(c.scratch, L.routeA, at + K), b.bitcast(b.get(myW) * scale, Type::i32()), c.tag,
                 MemOrder::Release, MemScope::Agent);
     });
   });

@@ -19,27 +19,26 @@ void stageRouter(KernelContext& c, Val task) {
   const MoeTiling& T = L.tiling;
   // Route on the norm's scale: thread t < S waits for RSTD[t] (site router) and puts it
   // in LDS (contrib, free until down); the router normalizes its own SRES columns with it
-  b.if_(c.tid < c.i32(L.rows), [&] {
-    Val code = c.i32(errorCode(kSiteRouter, 0, 0)) | c.rank << c.i32(8) | c.tid << c.i32(16);
-    Val bits = c.wait(c.pairAt(c.scratch, L.rstd, c.tid), c.tag, c.waitTicks, c.err, code, kSiteRouter,
-                      MemOrder::Acquire, MemScope::Agent);
+  b.if_(c.tid < L.rows, [&] {
+    Val code = c.errorCode(kSiteRouter, c.tid);
+    Val bits = c.await(c.pairAt(c.scratch, L.rstd, c.tid), code, kSiteRouter);
     b.store(c.elemAt(c.contrib, c.tid, 4), bits);
   });
   c.ctaSync(/*drain=*/false);
-  Val tile = task / c.i32(T.routerParts), part = task % c.i32(T.routerParts);
+  Val tile = task / T.routerParts, part = task % T.routerParts;
   // A chunk: 4 chained f32 16x16x4 MFMAs over 16 columns, 4 a lane group (a float4 a lane)
   MfmaTile t = c.mfmaTile(MfmaKind::F32_16x16x4_F32, 4);
-  Val expert = tile * c.i32(16) + t.aRow();
+  Val expert = tile * 16 + t.aRow();
   Val rowOk = t.bCol() < c.i32(L.rows);
   Val xrow = b.min(t.bCol(), c.i32(L.rows - 1));
-  Val base = part * c.i32(T.routerK) + c.wave * c.i32(T.routerWaveK);
+  Val base = part * T.routerK + c.wave * T.routerWaveK;
   Val rstd = b.load(Type::f32(), c.elemAt(c.contrib, xrow, 4));
   Val acc = b.splat(b.f32(0.0), 4);
   for (int ch = 0; ch < T.routerChunks; ++ch) {
-    Val k0 = base + c.i32(t.stepK() * ch) + t.laneK0();  // the lane's 4 columns k0 .. k0 + 3
-    Val w4 = b.load(Type::vec(Type::f32(), 4), c.elemAt(c.routerW, expert * c.i32(L.hidden) + k0, 4));
+    Val k0 = base + t.stepK() * ch + t.laneK0();  // the lane's 4 columns k0 .. k0 + 3
+    Val w4 = b.load(Type::vec(Type::f32(), 4), c.elemAt(c.routerW, expert * L.hidden + k0, 4));
     // XN's columns k0 .. k0 + 3 of row xrow as the norm writes them: bf16((x rstd)(1 + w))
-    Val x4 = b.load(Type::vec(Type::f32(), 4), c.elemAt(c.scratch, L.sres, xrow * c.i32(L.hidden) + k0, 4));
+    Val x4 = b.load(Type::vec(Type::f32(), 4), c.elemAt(c.scratch, L.sres, xrow * L.hidden + k0, 4));
     Val n4 = b.load(Type::vec(Type::bf16(), 4), c.elemAt(c.normW, k0, 2));
     acc = t.step(acc, [&](int m) { return b.extract(w4, m); }, [&](int m) {
       Val xn = b.f32ToBf16((b.extract(x4, m) * rstd) * (b.f32(1.0) + b.bf16ToF32(b.extract(n4, m))));
@@ -47,15 +46,15 @@ void stageRouter(KernelContext& c, Val task) {
     });
   }
   t.storeAcc(acc, c.red, [&](int i) {  // red[wave][expert][row], the wave's 16 x 16 tile row-major
-    return c.wave * c.i32(256) + t.accRow(i) * c.i32(16) + t.accCol();
+    return c.wave * 256 + t.accRow(i) * c.i32(16) + t.accCol();
   });
   c.ctaSync(/*drain=*/false);
-  b.if_(c.tid < c.i32(256), [&] {
-    Val e = c.tid / c.i32(16), t = c.tid % c.i32(16);
+  b.if_(c.tid < 256, [&] {
+    Val e = c.tid / 16, t = c.tid % 16;
     Val tot = b.f32(0.0);
-    for (int w = 0; w < L.waves; ++w) tot = tot + b.load(Type::f32(), b.ptrAdd(c.red, (c.i32(w * 256) + c.tid) * c.i32(4)));
-    b.if_(t < c.i32(L.rows), [&] {
-      Val at = (t * c.i32(L.experts) + tile * c.i32(16) + e) * c.i32(T.routerParts) + part;  // L.logitPair
+    for (int w = 0; w < L.waves; ++w) tot = tot + b.load(Type::f32(), b.ptrAdd(c.red, (w * 256 + c.tid) * c.i32(4)));
+    b.if_(t < L.rows, [&] {
+      Val at = (t * L.experts + tile * 16 + e) * c.i32(T.routerParts) + part;  // L.logitPair
       c.publish(c.pairAt(c.scratch, L.logit, at), b.bitcast(tot, Type::i32()), c.tag, MemOrder::Release,
                 MemScope::Agent);
     });

@@ -20,94 +20,94 @@ void stageTable(KernelContext& c) {
   const auto& W = L.tw;
   const int S = L.rows, K = L.topk, E = L.experts, n = S * K;
 
-  b.if_(c.tid < c.i32(n), [&] {
-    Val t = c.tid / c.i32(K), k = c.tid % c.i32(K);
-    Val code = c.i32(errorCode(kSiteTable, 0, 0)) | c.rank << c.i32(8) | t << c.i32(16);
-    Val at = t * c.i32(2 * K) + k;
-    Val e = c.wait(c.pairAt(c.scratch, L.routeA, at), c.tag, c.waitTicks, c.err, code, kSiteTable);
-    Val w = c.wait(c.pairAt(c.scratch, L.routeA, at + c.i32(K)), c.tag, c.waitTicks, c.err, code, kSiteTable);
+  b.if_(c.tid < n, [&] {
+    Val t = c.tid / K, k = c.tid % K;
+    Val code = c.errorCode(kSiteTable, t);
+    Val at = t * (2 * K) + k;
+    Val e = c.await(c.pairAt(c.scratch, L.routeA, at), code, kSiteTable);
+    Val w = c.await(c.pairAt(c.scratch, L.routeA, at + K), code, kSiteTable);
     c.tabSt(W.pickE, c.tid, e);
     c.tabSt(W.pickW, c.tid, w);
   });
-  b.if_(c.tid < c.i32(E), [&] { c.tabSt(W.mask, c.tid, c.i32(0)); });
+  b.if_(c.tid < E, [&] { c.tabSt(W.mask, c.tid, c.i32(0)); });
   b.for_(c.tid, c.i32(T.maxSlots * 16), c.i32(L.threads), [&](Val i) {
     c.tabSt(W.slotRow, i, c.i32(-1));
     c.tabSt(W.slotPick, i, c.i32(-1));
   });
   {
     Val slot = b.load(Type::i64(), c.elemAt(c.slots, b.min(c.tid, c.i32(S - 1)), 8));
-    Val vm = b.trunc(b.ballot((c.tid < c.i32(S)) & (slot >= b.i64(0))), Type::i32());
-    b.if_(c.tid == c.i32(0), [&] { c.tabSt(W.misc, c.i32(1), vm); });
+    Val vm = b.trunc(b.ballot((c.tid < S) & (slot >= b.i64(0))), Type::i32());
+    b.if_(c.tid == 0, [&] { c.tabSt(W.misc, 1, vm); });
   }
   c.ctaSync(false);
 
-  b.if_(c.tid < c.i32(n), [&] {
+  b.if_(c.tid < n, [&] {
     Val e = c.tabLd(W.pickE, c.tid);
-    b.if_(e >= c.i32(0), [&] {
-      b.atomicRmw(RmwOp::Or, c.tabAt(W.mask, e), c.i32(1) << (c.tid / c.i32(K)), MemOrder::Relaxed,
+    b.if_(e >= 0, [&] {
+      b.atomicRmw(RmwOp::Or, c.tabAt(W.mask, e), c.i32(1) << (c.tid / K), MemOrder::Relaxed,
                   MemScope::Workgroup);
     });
   });
   c.ctaSync(false);
 
   // slots of the picked experts, ascending
-  Val m = b.select(c.tid < c.i32(E), c.tabLd(W.mask, b.min(c.tid, c.i32(E - 1))), c.i32(0));
-  Val ball = b.ballot(m != c.i32(0));
+  Val m = b.select(c.tid < E, c.tabLd(W.mask, b.min(c.tid, c.i32(E - 1))), c.i32(0));
+  Val ball = b.ballot(m != 0);
   Val below = b.popcount(ball & ((b.i64(1) << b.zext(c.lane, Type::i64())) - b.i64(1)));
-  b.if_(c.lane == c.i32(0), [&] {
-    b.if_(c.wave < c.i32(L.waves), [&] { c.tabSt(W.misc, c.i32(2) + c.wave, b.popcount(ball)); });
+  b.if_(c.lane == 0, [&] {
+    b.if_(c.wave < L.waves, [&] { c.tabSt(W.misc, 2 + c.wave, b.popcount(ball)); });
   });
   c.ctaSync(false);
-  Val vmask = c.tabLd(W.misc, c.i32(1));
+  Val vmask = c.tabLd(W.misc, 1);
   Val wavesBelow = c.i32(0), all = c.i32(0);
   for (int w = 0; w < (E + 63) / 64; ++w) {
-    Val cnt = c.tabLd(W.misc, c.i32(2 + w));
-    wavesBelow = wavesBelow + b.select(c.i32(w) < c.wave, cnt, c.i32(0));
+    Val cnt = c.tabLd(W.misc, 2 + w);
+    wavesBelow = wavesBelow + b.select(w < c.wave, cnt, c.i32(0));
     all = all + cnt;
   }
-  b.if_(c.tid < c.i32(E), [&] {
-    Val slot = c.i32(1) + wavesBelow + below;
+  b.if_(c.tid < E, [&] {
+    Val slot = 1 + wavesBelow + below;
     c.tabSt(W.eslot, c.tid, slot);
-    b.if_(m != c.i32(0), [&] {
+    b.if_(m != 0, [&] {
       c.tabSt(W.slotE, slot, c.tid);
       c.tabSt(W.slotMask, slot, m);
     });
   });
-  b.if_(c.tid == c.i32(0), [&] {
-    c.tabSt(W.misc, c.i32(0), c.i32(1) + all);
-    c.tabSt(W.slotE, c.i32(0), c.i32(E));  // the shared expert
-    c.tabSt(W.slotMask, c.i32(0), vmask);
+  b.if_(c.tid == 0, [&] {
+    c.setSlotCount(1 + all);
+    c.tabSt(W.slotE, 0, c.i32(E));  // the shared expert
+    c.tabSt(W.slotMask, 0, vmask);
   });
   c.ctaSync(false);
 
   // the columns: each slot's rows ascending
-  b.if_(c.tid < c.i32(n), [&] {
-    Val t = c.tid / c.i32(K);
+  b.if_(c.tid < n, [&] {
+    Val t = c.tid / K;
     Val e = c.tabLd(W.pickE, c.tid);
-    b.if_(e >= c.i32(0), [&] {
+    b.if_(e >= 0, [&] {
       Val sl = c.tabLd(W.eslot, e);
-      Val col = b.popcount(c.tabLd(W.slotMask, sl) & ((c.i32(1) << t) - c.i32(1)));
-      c.tabSt(W.slotRow, sl * c.i32(16) + col, t);
-      c.tabSt(W.slotPick, sl * c.i32(16) + col, c.tid);
+      Val col = b.popcount(c.tabLd(W.slotMask, sl) & ((1 << t) - c.i32(1)));
+      c.tabSt(W.slotRow, sl * 16 + col, t);
+      c.tabSt(W.slotPick, sl * 16 + col, c.tid);
     });
   });
-  b.if_((c.tid < c.i32(S)) & (((vmask >> b.min(c.tid, c.i32(31))) & c.i32(1)) != c.i32(0)), [&] {
-    Val col = b.popcount(vmask & ((c.i32(1) << c.tid) - c.i32(1)));
+  b.if_((c.tid < S) & (((vmask >> b.min(c.tid, c.i32(31))) & c.i32(1)) != c.i32(0)), [&] {
+    Val col = b.popcount(vmask & ((1 << c.tid) - c.i32(1)));
     c.tabSt(W.slotRow, col, c.tid);
-    c.tabSt(W.slotPick, col, c.i32(K * S) + c.tid);
+    c.tabSt(W.slotPick, col, K * S + c.tid);
   });
   c.ctaSync(false);
 
-  b.if_(c.block == c.i32(0), [&] {
-    Val nSlots = c.tabLd(W.misc, c.i32(0));
-    auto dump = [&](int64_t word, Val v) { b.store(c.elemAt(c.scratch, L.tabDump, c.i32(word) + c.tid * c.i32(0), 4), v); };
-    auto dumpAt = [&](int64_t word, Val i, Val v) { b.store(c.elemAt(c.scratch, L.tabDump, c.i32(word) + i, 4), v); };
-    b.if_(c.tid == c.i32(0), [&] { dump(0, nSlots); });
+  b.if_(c.block == 0, [&] {
+    Val nSlots = c.slotCount();
+    auto dump = [&](int64_t word, Val v) { b.store(c.elemAt(c.scratch, L.tabDump, word + c.tid * 0, 4), v); };
+    auto dumpAt = [&](int64_t word, Val i, Val v) { b.store(c.elemAt(c.scratch, L.tabDump, word + i, 4), v); };
+    b.if_(c.tid == 0, [&] { dump(0, nSlots); });
     b.if_(c.tid < nSlots, [&] {
       dumpAt(1, c.tid, c.tabLd(W.slotE, c.tid));
       dumpAt(1 + T.maxSlots, c.tid, b.popcount(c.tabLd(W.slotMask, c.tid)));
     });
-    b.for_(c.tid, nSlots * c.i32(16), c.i32(L.threads), [&](Val i) {
+    b.for_(c.tid, nSlots * 16, c.i32(L.threads), [&](Val i) {
       dumpAt(1 + 2 * T.maxSlots, i, c.tabLd(W.slotRow, i));
       dumpAt(1 + 2 * T.maxSlots + 16 * T.maxSlots, i, c.tabLd(W.slotPick, i));
     });

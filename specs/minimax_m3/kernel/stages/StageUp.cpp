@@ -45,15 +45,15 @@ void stageXnToLds(KernelContext& c) {
   ir::Builder& b = c.b;
   const Layout& L = c.L;
   const MoeTiling& T = L.tiling;
-  Val tasks = c.tabLd(L.tw.misc, c.i32(0)) * c.i32(T.upTiles);
+  Val tasks = c.slotCount() * c.i32(T.upTiles);
   ir::Var need = b.var(c.i32(0), "xn_rows");
   b.for_(c.block, tasks, c.i32(L.blocks),
-         [&](Val t) { b.set(need, b.get(need) | c.tabLd(L.tw.slotMask, t / c.i32(T.upTiles))); });
+         [&](Val t) { b.set(need, b.get(need) | c.tabLd(L.tw.slotMask, t / T.upTiles)); });
   Val rows = b.get(need);
   b.for_(c.tid, c.i32(int64_t{L.rows} * L.hidden / 8), c.i32(L.threads), [&](Val i) {
-    b.if_(((rows >> (i / c.i32(L.hidden / 8))) & c.i32(1)) != c.i32(0), [&] {
-      Val v = b.load(Type::vec(Type::bf16(), 8), c.elemAt(c.scratch, L.xn, i * c.i32(8), 2));
-      b.store(c.elemAt(c.bstage, i * c.i32(8), 2), v);
+    b.if_(((rows >> (i / (L.hidden / 8))) & c.i32(1)) != c.i32(0), [&] {
+      Val v = b.load(Type::vec(Type::bf16(), 8), c.elemAt(c.scratch, L.xn, i * 8, 2));
+      b.store(c.elemAt(c.bstage, i * 8, 2), v);
     });
   });
   c.ctaSync(/*drain=*/false);
@@ -77,21 +77,21 @@ void loadUpWeights(KernelContext& c, Val task, UpWeights& w) {
   const Layout& L = c.L;
   const MoeTiling& T = L.tiling;
   const int H = L.hidden, IP = T.interPerRank;
-  Val valid = task < c.tabLd(L.tw.misc, c.i32(0)) * c.i32(T.upTiles);
+  Val valid = task < c.slotCount() * c.i32(T.upTiles);
   b.if_(valid, [&] {
-    Val u = task / c.i32(T.upTiles), j = task % c.i32(T.upTiles);
+    Val u = task / T.upTiles, j = task % T.upTiles;
     Val e = c.tabLd(L.tw.slotE, u);
     MfmaTile t = a16w4Tile(c);
     for (int i = 0; i < T.upWaveSteps; ++i) {
-      Val st = c.wave * c.i32(T.upWaveSteps) + c.i32(i);
-      b.if_(st < c.i32(T.upSteps), [&] {
-        Val k0 = st * c.i32(T.kStep) + t.laneK0();  // the lane's run of A
+      Val st = c.wave * T.upWaveSteps + c.i32(i);
+      b.if_(st < T.upSteps, [&] {
+        Val k0 = st * T.kStep + t.laneK0();  // the lane's run of A
         for (int h = 0; h < 2; ++h) {
-          Val wrow = c.i32(h * IP) + j * c.i32(16) + t.aRow();  // gate rows, then up rows
-          Val off = c.shuffledOffset(wrow, k0 / c.i32(2), H / 2);
+          Val wrow = h * IP + j * 16 + t.aRow();  // gate rows, then up rows
+          Val off = c.shuffledOffset(wrow, k0 / 2, H / 2);
           Val w4At = c.expertByte(c.w13, e, int64_t{2} * IP * (H / 2), off);
           b.set(w.w4[2 * i + h], b.load(Type::vec(Type::i32(), 4), w4At));
-          Val sAt = c.scaleByte(c.s13, e, wrow, k0 / c.i32(32), int64_t{2} * IP, H / 32);
+          Val sAt = c.scaleByte(c.s13, e, wrow, k0 / 32, int64_t{2} * IP, H / 32);
           b.set(w.scale[2 * i + h], b.zext(b.load(Type::i8(), sAt), Type::i32()));  // scaleIndex
         }
       });
@@ -108,33 +108,33 @@ void stageUp(KernelContext& c, Val task, UpWeights& cur, UpWeights& next) {
   const MoeTiling& T = L.tiling;
   const auto& W = L.tw;
   const int H = L.hidden, IP = T.interPerRank;
-  Val nSlots = c.tabLd(W.misc, c.i32(0));
-  Val valid = task < nSlots * c.i32(T.upTiles);
+  Val nSlots = c.slotCount();
+  Val valid = task < nSlots * T.upTiles;
   // A task past the table's units still reads its slot's mask (cnt, used only where valid): u is
   // clamped to the last slot the table wrote, nSlots - 1, not to maxSlots - 1, whose slotMask
   // word no op of the launch writes when fewer slots are used (the Sim's uninitialized-read check
   // found that read of LDS the launch never wrote; the value was dead, the read was not).
-  Val u = b.min(task / c.i32(T.upTiles), nSlots - c.i32(1)), j = task % c.i32(T.upTiles);
+  Val u = b.min(task / T.upTiles, nSlots - 1), j = task % T.upTiles;
   Val cnt = b.popcount(c.tabLd(W.slotMask, u));
   MfmaTile t = a16w4Tile(c);
 
-  loadUpWeights(c, task + c.i32(L.blocks), next);  // in flight while this unit computes
+  loadUpWeights(c, task + L.blocks, next);  // in flight while this unit computes
   // A slot of no rows (the shared one when every row is padded) computes nothing and stores no MID
   // column, but still publishes its UPF. (Its GEMV read XN row 0, which the CTA had not copied to
   // bstage, and summed red's partials of it: the uninitialized-read check found both with every
   // row padded. Nothing of it was stored; the reads were real.)
-  Val work = valid & (cnt > c.i32(0));
+  Val work = valid & (cnt > 0);
   b.if_(work, [&] {
-    Val xcol = b.max(b.min(t.bCol(), cnt - c.i32(1)), c.i32(0));
-    Val row = b.max(c.tabLd(W.slotRow, u * c.i32(16) + xcol), c.i32(0));
+    Val xcol = b.max(b.min(t.bCol(), cnt - 1), c.i32(0));
+    Val row = b.max(c.tabLd(W.slotRow, u * 16 + xcol), c.i32(0));
     ir::Var accG = b.var(b.splat(b.f32(0.0), 4), "acc_gate");
     ir::Var accU = b.var(b.splat(b.f32(0.0), 4), "acc_up");
     for (int i = 0; i < T.upWaveSteps; ++i) {
-      Val st = c.wave * c.i32(T.upWaveSteps) + c.i32(i);
-      b.if_(st < c.i32(T.upSteps), [&] {
-        Val k0 = st * c.i32(T.kStep) + t.laneK0();  // the lane's run of B: XN row `row`, K k0 ..
+      Val st = c.wave * T.upWaveSteps + c.i32(i);
+      b.if_(st < T.upSteps, [&] {
+        Val k0 = st * T.kStep + t.laneK0();  // the lane's run of B: XN row `row`, K k0 ..
         std::vector<Val> x = t.load(Type::vec(Type::bf16(), 8), [&](int k) {
-          Val at = row * c.i32(H) + k0 + c.i32(k);
+          Val at = row * H + k0 + c.i32(k);
           return L.xnInLds ? c.elemAt(c.bstage, at, 2) : c.elemAt(c.scratch, L.xn, at, 2);
         });
         for (int h = 0; h < 2; ++h) {
@@ -145,17 +145,17 @@ void stageUp(KernelContext& c, Val task, UpWeights& cur, UpWeights& next) {
     }
     for (int h = 0; h < 2; ++h) {  // red[h][wave][row][col], the wave's 16 x 16 tile row-major
       t.storeAcc(b.get(h == 0 ? accG : accU), c.red, [&](int i) {
-        return c.i32(h * L.waves * 256) + c.wave * c.i32(256) + t.accRow(i) * c.i32(16) + t.accCol();
+        return h * L.waves * 256 + c.wave * 256 + t.accRow(i) * c.i32(16) + t.accCol();
       });
     }
   });
   c.ctaSync(false);
-  b.if_(work & (c.tid < c.i32(256)), [&] {
-    Val r = c.tid / c.i32(16), cc = c.tid % c.i32(16);
+  b.if_(work & (c.tid < 256), [&] {
+    Val r = c.tid / 16, cc = c.tid % 16;
     Val gate = b.f32(0.0), up = b.f32(0.0);
     for (int w = 0; w < L.waves; ++w) {
-      gate = gate + b.load(Type::f32(), b.ptrAdd(c.red, (c.i32(w * 256) + c.tid) * c.i32(4)));
-      up = up + b.load(Type::f32(), b.ptrAdd(c.red, (c.i32((L.waves + w) * 256) + c.tid) * c.i32(4)));
+      gate = gate + b.load(Type::f32(), b.ptrAdd(c.red, (w * 256 + c.tid) * c.i32(4)));
+      up = up + b.load(Type::f32(), b.ptrAdd(c.red, ((L.waves + w) * 256 + c.tid) * c.i32(4)));
     }
     b.if_(cc < cnt, [&] {
       const float limit = static_cast<float>(c.cfg.swigluLimit), alpha = static_cast<float>(c.cfg.swigluAlpha);
@@ -165,12 +165,12 @@ void stageUp(KernelContext& c, Val task, UpWeights& cur, UpWeights& next) {
       Val z = b.f32(static_cast<double>(alpha)) * gl;
       Val sig = b.f32(1.0) / (b.f32(1.0) + b.exp2((-z) * b.f32(static_cast<double>(kLog2e))));
       Val v = (gl * sig) * (ul + b.f32(1.0));
-      Val at = (u * c.i32(16) + cc) * c.i32(IP) + j * c.i32(16) + r;
+      Val at = (u * 16 + cc) * c.i32(IP) + j * 16 + r;
       b.store(c.elemAt(c.scratch, L.mid, at, 2), b.f32ToBf16(v));
     });
   });
   c.ctaSync(/*drain=*/true);
-  b.if_(valid & (c.tid == c.i32(0)), [&] {
+  b.if_(valid & (c.tid == 0), [&] {
     c.publish(c.pairAt(c.scratch, L.upf, task), c.i32(1), c.tag, MemOrder::Release, MemScope::Agent);
   });
   for (size_t i = 0; i < cur.w4.size(); ++i) {
