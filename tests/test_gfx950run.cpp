@@ -49,14 +49,15 @@ bool haveTool() {
 /// and the all-reduce and routing outputs against the Sim device (they use no exp2 / division).
 void checkOnExecutor(int S, int TP, uint64_t seed) {
   const ModelConfig cfg = ModelConfig::reduced();
-  const ir::Key key = makeKey(cfg, S, TP);  // the default variant: o_proj in the launch
-  const bool oproj = knobsOf(key).input == FfnInput::Attn;
+  const FfnVariant v = FfnVariant::make(cfg, makeKey(cfg, S, TP));  // the default variant: o_proj in the launch
+  const ir::Key& key = v.key;
+  const bool oproj = v.knobs.input == FfnInput::Attn;
   LaunchInputOptions io;
   io.numerics = RefNumerics::Gfx950Run;  // the o_proj partial is derived under them
   const TensorMap in = makeLaunchInputs(cfg, S, TP, seed, io);
   Gfx950RunDevice dev;
   const auto t0 = std::chrono::steady_clock::now();
-  const SimRun run = runOnDevice(dev, cfg, key, in);
+  const SimRun run = runOnDevice(dev, v, in);
   const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   WARN(fmt::format("gfx950-run {}: {:.1f} s (compile + files + tool), tool {:.1f} s, simulation {:.1f} s, {} "
                    "wave-instructions",
@@ -64,14 +65,14 @@ void checkOnExecutor(int S, int TP, uint64_t seed) {
                    dev.lastRun().waveInstructions));
   INFO(key.variantName() << " seed " << seed << (run.valid ? "" : ": " + run.error));
   REQUIRE(run.valid);
-  const TensorMap want = launchReferenceOutputs(cfg, S, TP, in, knobsOf(key).experts, RefNumerics::Gfx950Run);
+  const TensorMap want = launchReferenceOutputs(v, in, RefNumerics::Gfx950Run);
   // every output of every rank (with o_proj: xscale and opart too)
   REQUIRE(want.size() == (4 + std::size(kCheckedMoe) + (oproj ? 2 : 0)) * static_cast<size_t>(TP));
   const auto m = firstMismatch(run.outputs, want);
   INFO((m ? describe(*m) : std::string("no mismatch")));
   CHECK_FALSE(m.has_value());
 
-  const SimRun sim = runOnSim(cfg, key, in, schedSeed(seed));
+  const SimRun sim = runOnSim(v, in, schedSeed(seed));
   TensorMap same;
   for (int r = 0; r < TP; ++r)
     for (const char* n : {"res_out", "sres", "ssq", "ssq_tag", "err", "epoch", "xn", "rstd", "picks", "xscale"}) {
@@ -149,9 +150,9 @@ TEST_CASE("gfx950-run device: a second launch in the same session (flags kept, a
   if (!haveTool()) return;
   const ModelConfig cfg = ModelConfig::reduced();
   const int S = 2, TP = 2;
-  const ir::Key key = makeKey(cfg, S, TP);
+  const FfnVariant v = FfnVariant::make(cfg, makeKey(cfg, S, TP));
   Gfx950RunDevice dev;
-  SimSession s(cfg, key, dev);
+  SimSession s(v, dev);
   for (int i = 0; i < 2; ++i) {
     const TensorMap in = makeLaunchInputs(cfg, S, TP, 20 + i, {});
     LaunchParams p;
@@ -159,7 +160,7 @@ TEST_CASE("gfx950-run device: a second launch in the same session (flags kept, a
     const SimRun run = s.launch(in, {}, p);
     INFO("launch " << i << (run.valid ? "" : ": " + run.error));
     REQUIRE(run.valid);
-    const auto m = firstMismatch(run.outputs, launchReferenceOutputs(cfg, S, TP, in, knobsOf(key).experts, RefNumerics::Gfx950Run));
+    const auto m = firstMismatch(run.outputs, launchReferenceOutputs(v, in, RefNumerics::Gfx950Run));
     INFO((m ? describe(*m) : std::string("no mismatch")));
     CHECK_FALSE(m.has_value());
     for (int r = 0; r < TP; ++r) CHECK(run.outputs.at(fmt::format("epoch.r{}", r)).as<int32_t>()[0] == p.tag);  // advanced to this launch

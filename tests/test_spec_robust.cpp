@@ -55,12 +55,12 @@ TEST_CASE("robust plan: parity halves, marks, faults and the finish stages verif
     for (int TP : {1, 2, 4, 8})
       for (bool trace : {false, true}) {
         INFO(fmt::format("S={} TP={} trace={}", S, TP, trace));
-        const ir::Key key = makeKey(cfg, S, TP, FfnKnobs{.trace = trace});
-        const ir::Plan plan = buildPlan(cfg, key);
+        const FfnVariant v = FfnVariant::make(cfg, makeKey(cfg, S, TP, FfnKnobs{.trace = trace}));
+        const ir::Plan plan = buildPlan(v);
         const auto problems = ir::verifyAll(plan);
         INFO((problems.empty() ? std::string() : problems.front()));
         CHECK(problems.empty());
-        const Layout L = Layout::make(cfg, S, TP, knobsOf(key).input);
+        const Layout& L = v.layout;
         CHECK(plan.flag("ATTN").parityHalves);
         CHECK(plan.flag("ATTN").launchPairs() == int64_t{TP} * S * cfg.hidden / 2);
         CHECK(plan.flag("FFN").parityHalves);

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "specs/minimax_m3/kernel/Layout.h"
+#include "specs/minimax_m3/kernel/FfnVariant.h"
 #include "specs/minimax_m3/kernel/Spec.h"
 #include "specs/minimax_m3/kernel/stages/StageDef.h"
 
@@ -34,9 +35,9 @@ TEST_CASE("stages: the Plan holds the table's stages in order, at their placemen
   const ModelConfig cfg = ModelConfig::reduced();
   for (int S : {1, 8, 16})
     for (int TP : {1, 4}) {
-      const ir::Key key = makeKey(cfg, S, TP);
-      const ir::Plan plan = buildPlan(cfg, key);
-      const Layout L = Layout::make(cfg, S, TP, knobsOf(key).input);
+      const FfnVariant v = FfnVariant::make(cfg, makeKey(cfg, S, TP));
+      const ir::Plan plan = buildPlan(v);
+      const Layout& L = v.layout;
       const auto& table = ffnStages();
       REQUIRE(plan.stages.size() > table.size());
       for (size_t i = 0; i < table.size(); ++i) {
@@ -60,13 +61,13 @@ TEST_CASE("stages: every wait is on a flag an earlier stage publishes", "[spec][
   const ModelConfig cfg = ModelConfig::reduced();
   for (int S : {1, 8, 16})
     for (int TP : {1, 2, 8}) {
-      const Layout L = Layout::make(cfg, S, TP, knobsOf(makeKey(cfg, S, TP)).input);
+      const Layout L = FfnVariant::make(cfg, makeKey(cfg, S, TP)).layout;
       INFO("S=" << S << " TP=" << TP);
       CHECK(dataflowProblem(ffnStages(), L) == "");
     }
   // The check itself: the table with reduce and norm swapped is not a dataflow order.
   std::vector<const StageDef*> swapped = ffnStages();
   std::swap(swapped[1], swapped[2]);
-  const Layout L = Layout::make(cfg, 8, 4, knobsOf(makeKey(cfg, 8, 4)).input);
+  const Layout L = FfnVariant::make(cfg, makeKey(cfg, 8, 4)).layout;
   CHECK(dataflowProblem(swapped, L) == "stage norm waits on SSQ, which no earlier stage publishes");
 }

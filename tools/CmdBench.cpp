@@ -164,7 +164,8 @@ Run addBench(CLI::App& app) {
         continue;
       }
 
-      mm::SimSession session(cfg, key);
+      const mm::FfnVariant v = mm::FfnVariant::make(cfg, key);
+      mm::SimSession session(v);
       std::vector<std::string> have;
       for (const auto& st : session.plan().stages) have.push_back(st.name);
       std::vector<std::string> missing;

@@ -37,20 +37,21 @@ namespace {
 /// message on stderr, as the single-process devices' errors are.
 int checkPerRank(const std::string& device, const VariantOptions& v, const mm::ModelConfig& cfg, uint64_t seed,
                  int launches, double waitSeconds) {
-  const ir::Key key = keyOf(v, cfg, v.rows, v.tp);
-  const int TP = mm::tpOf(key);
+  const mm::FfnVariant variant = mm::FfnVariant::make(cfg, keyOf(v, cfg, v.rows, v.tp));
+  const ir::Key& key = variant.key;
+  const int TP = variant.layout.tp;
   fmt::print("{} on the {} device, one process a rank (per-rank runtime): {} processes x {} CTAs x {} threads\n",
              key.variantName(), device, TP, cfg.blocks, cfg.threads);
   fmt::print("inputs: seed {} (launch k: seed + k), {} launch{} of one bound argument set; wait bound {} s of idle\n",
              seed, launches, launches == 1 ? "" : "es", waitSeconds);
   std::fflush(stdout);
   mm::SimRankJob job;
-  job.rows = {mm::rowsOf(key)};
+  job.rows = {variant.layout.rows};
   job.launches = launches;
   job.seed = seed;
   job.waitTicks = static_cast<int64_t>(waitSeconds * 1e8);  // the kernel's wait_ticks run at 100 MHz
   job.sim.seed = seed;
-  job.knobs = mm::knobsOf(key);
+  job.knobs = variant.knobs;
   const auto r0 = std::chrono::steady_clock::now();
   const mm::SimRankData data = mm::makeSimRankData(cfg, job, TP);  // once, before the fork: the ranks share it
   fmt::print("inputs and reference: {:.2f} s\n",
@@ -180,8 +181,9 @@ Run addCheck(CLI::App& app) {
                                        "auto");
       return checkPerRank(o->device, o->v, cfg, o->seed, o->launches, o->waitSeconds);
     }
-    const ir::Key key = keyOf(o->v, cfg, o->v.rows, o->v.tp);
-    const int S = mm::rowsOf(key), TP = mm::tpOf(key);
+    const mm::FfnVariant v = mm::FfnVariant::make(cfg, keyOf(o->v, cfg, o->v.rows, o->v.tp));
+    const ir::Key& key = v.key;
+    const int S = v.layout.rows, TP = v.layout.tp;
 
     std::unique_ptr<runtime::Device> dev;
     mm::RefNumerics numerics = mm::RefNumerics::Ir;
@@ -216,10 +218,10 @@ Run addCheck(CLI::App& app) {
     }
 
     mm::LaunchInputOptions io;
-    io.matchVariant(mm::knobsOf(key));  // the weights held as the variant reads them
+    io.matchVariant(v.knobs);  // the weights held as the variant reads them
     io.numerics = numerics;  // o_proj's partial (io.oproj) is derived under them
     const runtime::TensorMap inputs = mm::makeLaunchInputs(cfg, S, TP, o->seed, io);
-    const runtime::TensorMap want = mm::launchReferenceOutputs(cfg, S, TP, inputs, mm::knobsOf(key).experts, numerics);
+    const runtime::TensorMap want = mm::launchReferenceOutputs(v, inputs, numerics);
     fmt::print("inputs: seed {}, {}, scales {}; reference numerics: {}\n", o->seed, io.describe(),
                mm::scaleLayoutName(io.scales),
                numerics == mm::RefNumerics::Ir ? "the IR's declared models"
@@ -227,7 +229,7 @@ Run addCheck(CLI::App& app) {
                                                  "+-0, f32 MFMA = fma chain)");
     std::fflush(stdout);
 
-    mm::SimSession session(cfg, key, *dev, code);
+    mm::SimSession session(v, *dev, code);
     mm::LaunchParams params;
     runtime::SimOptions so;
     so.seed = o->seed;

@@ -173,14 +173,15 @@ Run addSim(CLI::App& app) {
   return [o, ticks] {
     checkInjection(o->launch.injectRank, *ticks);
     const auto cfg = configOf(o->v);
-    const ir::Key key = keyOf(o->v, cfg, o->v.rows, o->v.tp);
-    const int S = mm::rowsOf(key), TP = mm::tpOf(key);
+    const mm::FfnVariant v = mm::FfnVariant::make(cfg, keyOf(o->v, cfg, o->v.rows, o->v.tp));
+    const ir::Key& key = v.key;
+    const int S = v.layout.rows, TP = v.layout.tp;
     mm::LaunchParams launch = o->launch;
     if (launch.injectRank >= TP)
       throw InputError("--inject-rank", fmt::format("rank {}: expected -1 (none) or 0..{}", launch.injectRank, TP - 1));
     launch.handshake = launch.handshake || launch.injectRank >= 0;  // the stall happens at the handshake
     mm::LaunchInputOptions io = inputOptionsOf(cfg, S, o->experts, o->paddedRows);
-    io.matchVariant(mm::knobsOf(key));  // scales as it reads them; input=attn: attn.rR, wo.rR, wo_scale
+    io.matchVariant(v.knobs);  // scales as it reads them; input=attn: attn.rR, wo.rR, wo_scale
     if (!o->save.empty()) mm::checkSaveDir(o->save, "--save");  // before the launch, not after it
     fmt::print("{} on the Sim device: {} ranks x {} CTAs x {} threads\n", key.variantName(), TP, cfg.blocks,
                cfg.threads);
@@ -194,13 +195,13 @@ Run addSim(CLI::App& app) {
       inputsText = io.describe();
       inputSeed = std::to_string(o->seed);
     } else {
-      in = readInputs(o->inputs, cfg, S, TP, mm::knobsOf(key).input);
+      in = readInputs(o->inputs, cfg, S, TP, v.knobs.input);
       const auto it = in.metadata.find("inputs");
       inputsText = fmt::format("{} (from {})", it == in.metadata.end() ? "unknown" : it->second, o->inputs);
       inputSeed = in.metadata.count("seed") ? in.metadata.at("seed") : "unknown";
     }
     const runtime::TensorMap& inputs = in.tensors;
-    const runtime::TensorMap want = mm::launchReferenceOutputs(cfg, S, TP, inputs, mm::knobsOf(key).experts);
+    const runtime::TensorMap want = mm::launchReferenceOutputs(v, inputs);
     const std::vector<int> picked = mm::distinctPicked(want.at(mm::rankName("picks", 0)));
     fmt::print("inputs: seed {}, {}; the reference's rows pick {} distinct routed expert{}: {}\n", inputSeed,
                inputsText, picked.size(), picked.size() == 1 ? "" : "s", fmt::join(picked, " "));
@@ -227,7 +228,7 @@ Run addSim(CLI::App& app) {
                      static_cast<long long>(p.ticks), static_cast<long long>(p.wavesTotal - p.wavesLeft),
                      static_cast<long long>(p.wavesTotal), s);
       };
-      mm::SimRun run = mm::runOnSim(cfg, key, inputs, so, launch);
+      mm::SimRun run = mm::runOnSim(v, inputs, so, launch);
       const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       std::string verdict = verdictOf(run, mm::firstMismatch(run.outputs, want));
       // A racy launch, or one that read memory it never wrote, is never bit-exact, whatever its outputs.

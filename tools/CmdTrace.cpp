@@ -47,14 +47,16 @@ Run addTrace(CLI::App& app) {
   return [o, ticks] {
     checkInjection(o->injectRank, *ticks);
     const auto cfg = configOf(o->v);
-    ir::Key key = keyOf(o->v, cfg, o->v.rows, o->v.tp);
-    mm::FfnKnobs knobs = mm::knobsOf(key);
+    const ir::Key asked = keyOf(o->v, cfg, o->v.rows, o->v.tp);
+    mm::FfnKnobs knobs = mm::knobsOf(asked);
     knobs.trace = true;
-    key = mm::withKnobs(key, knobs);
-    if (o->injectRank >= mm::tpOf(key))
-      throw InputError("--inject-rank", fmt::format("rank {}: expected -1 (none) or 0..{}", o->injectRank, mm::tpOf(key) - 1));
+    const mm::FfnVariant v = mm::FfnVariant::make(cfg, mm::withKnobs(asked, knobs));
+    const ir::Key& key = v.key;
+    const int TP = v.layout.tp;
+    if (o->injectRank >= TP)
+      throw InputError("--inject-rank", fmt::format("rank {}: expected -1 (none) or 0..{}", o->injectRank, TP - 1));
     support::checkOutputFile(o->out, "-o");  // before the launch
-    const runtime::TensorMap inputs = mm::makeInputs(cfg, mm::rowsOf(key), mm::tpOf(key), o->seed, mm::knobsOf(key).input);
+    const runtime::TensorMap inputs = mm::makeInputs(v, o->seed);
     mm::LaunchParams p;
     p.handshake = o->handshake || o->injectRank >= 0;
     p.injectRank = o->injectRank;
@@ -62,7 +64,7 @@ Run addTrace(CLI::App& app) {
     p.waitTicks = o->waitTicks;
     runtime::SimOptions so;
     so.seed = o->seed;
-    mm::SimSession session(cfg, key);
+    mm::SimSession session(v);
     const mm::SimRun run = session.launch(inputs, so, p);
     const runtime::TraceBuffers tb = mm::traceOf(session.plan(), run);
     const nlohmann::json j = runtime::chromeTrace(tb);
@@ -71,14 +73,14 @@ Run addTrace(CLI::App& app) {
     for (const auto& e : j.at("traceEvents"))
       if (e.at("ph") == "X") ++spans;
     fmt::print("{} on the Sim device: {} ranks x {} CTAs, {} stages, {} ticks ({:.2f} us)\n", key.variantName(),
-               mm::tpOf(key), cfg.blocks, tb.stages.size(), run.stats.ticks,
+               TP, cfg.blocks, tb.stages.size(), run.stats.ticks,
                static_cast<double>(run.stats.ticks) * 1e6 / static_cast<double>(tb.clockHz));
     fmt::print("wrote {} stage events to {}\n", spans, o->out);
     if (!run.valid) {
       fmt::print("verdict: INVALID: {}\n", run.error);
       return 1;
     }
-    const auto mismatch = mm::firstMismatch(run.outputs, mm::referenceOutputs(cfg, mm::rowsOf(key), mm::tpOf(key), inputs));
+    const auto mismatch = mm::firstMismatch(run.outputs, mm::referenceOutputs(cfg, v.layout.rows, TP, inputs));
     fmt::print("verdict: {}\n", mismatch ? "MISMATCH: " + mm::describe(*mismatch) : std::string("bit-exact"));
     return mismatch ? 1 : 0;
   };

@@ -516,6 +516,10 @@ TensorMap makeLaunchInputs(const ModelConfig& cfg, int S, int TP, uint64_t seed,
   return m;
 }
 
+TensorMap makeInputs(const FfnVariant& v, uint64_t seed) {
+  return makeInputs(v.cfg, v.layout.rows, v.layout.tp, seed, v.knobs.input);
+}
+
 TensorMap makeInputs(const ModelConfig& cfg, int rows, int tp, uint64_t seed, FfnInput input) {
   Layout::make(cfg, rows, tp, FfnInput::Part);  // validates S and TP
   const int H = cfg.hidden;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "runtime/Tensor.h"
+#include "specs/minimax_m3/kernel/FfnVariant.h"
 #include "specs/minimax_m3/kernel/Knobs.h"
 #include "specs/minimax_m3/kernel/ModelConfig.h"
 #include "specs/minimax_m3/kernel/WeightContract.h"
@@ -68,6 +69,8 @@ void rederiveOprojPartials(const ModelConfig& cfg, int S, int TP, runtime::Tenso
 /// part.rR then their o_proj partial (no longer edge cases). Validates S and TP (Layout::make).
 runtime::TensorMap makeInputs(const ModelConfig& cfg, int rows, int tp, uint64_t seed,
                               FfnInput input = FfnInput::Part);
+/// The same for v's config, S, TP and input knob.
+runtime::TensorMap makeInputs(const FfnVariant& v, uint64_t seed);
 
 /// The expert set C the inputs were steered to (ascending), as makeLaunchInputs chose it for these
 /// arguments; empty for natural routing (EdgeCases values: sameExpert's biased experts). (Recomputed

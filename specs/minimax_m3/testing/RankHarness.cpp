@@ -52,7 +52,7 @@ RankIo allocRankIo(runtime::RankDevice& dev, const ir::Plan& plan) {
   return io;
 }
 
-void uploadRankInputs(runtime::RankDevice& dev, const ir::Plan& plan, const RankIo& io, int rank,
+void uploadRankInputs(runtime::RankDevice& dev, const FfnVariant& v, const ir::Plan& plan, const RankIo& io, int rank,
                       const TensorMap& inputs) {
   for (const ir::KernelArg& a : plan.args) {
     if (!callerArg(a)) continue;
@@ -75,7 +75,7 @@ void uploadRankInputs(runtime::RankDevice& dev, const ir::Plan& plan, const Rank
     }
     const HostTensor& t = runtime::requireTensor(inputs, key, *runtime::dtypeFor(a.elem), a.shape,
                                                  fmt::format("rank {} inputs", rank));
-    if (a.name == arg::kS13 || a.name == arg::kS2) checkDeclaredScales(t, key, knobsOf(plan.key).scales);
+    if (a.name == arg::kS13 || a.name == arg::kS2) checkDeclaredScales(t, key, v.knobs.scales);
     dev.upload(at, t.data.data(), a.bytes());
   }
 }
@@ -90,10 +90,11 @@ runtime::RankArgs rankArgs(const ir::Plan& plan, const RankIo& io, int64_t waitT
   return args;
 }
 
-TensorMap readRankOutputs(const ModelConfig& cfg, runtime::RankRuntime& rt, const RankIo& io, int rows, int32_t tag) {
+TensorMap readRankOutputs(const FfnVariant& v, runtime::RankRuntime& rt, const RankIo& io, int32_t tag) {
   runtime::RankDevice& dev = rt.device();
   const int r = rt.rank();
-  const Layout L = Layout::make(cfg, rows, rt.tp(), knobsOf(rt.plan(rows).key).input);
+  const Layout& L = v.layout;
+  const int rows = L.rows;
   auto read = [&](uint64_t addr, int64_t bytes) {
     std::vector<uint8_t> v(static_cast<size_t>(bytes));
     dev.download(v.data(), addr, bytes);
@@ -149,7 +150,12 @@ std::string rankError(const TensorMap& outputs, int rank) {
 }
 
 std::string missingPeers(const ModelConfig& cfg, runtime::RankRuntime& rt, int rows, int32_t tag) {
-  const Layout L = Layout::make(cfg, rows, rt.tp(), knobsOf(rt.plan(rows).key).input);
+  return missingPeers(FfnVariant::make(cfg, rt.plan(rows).key), rt, tag);
+}
+
+std::string missingPeers(const FfnVariant& v, runtime::RankRuntime& rt, int32_t tag) {
+  const Layout& L = v.layout;
+  const int rows = L.rows;
   const uint64_t sym = rt.buffer(rows, arg::kSym);
   std::string out;
   for (int src = 0; src < rt.tp(); ++src) {
@@ -205,7 +211,9 @@ int runRank(const ModelConfig& cfg, const SimRankJob& job, const SimRankData& da
   rt.warmUp();
   std::map<int, RankIo> io;
   std::map<int, runtime::BoundLaunch*> bound;
+  std::map<int, FfnVariant> variant;  // by S, made once from the key the runtime built the Plan of
   for (int s : job.rows) {
+    variant.emplace(s, FfnVariant::make(cfg, opts.key(s)));
     io[s] = allocRankIo(dev, rt.plan(s));
     bound[s] = &rt.bind(s, rankArgs(rt.plan(s), io[s], job.waitTicks));  // checked and packed once
   }
@@ -216,7 +224,7 @@ int runRank(const ModelConfig& cfg, const SimRankJob& job, const SimRankData& da
   bool allExact = true;
   for (int s : job.rows)
     for (int k = 0; k < job.launches; ++k) {
-      uploadRankInputs(dev, rt.plan(s), io[s], r, data.inputs.at(s)[k]);  // new activations, same buffers
+      uploadRankInputs(dev, variant.at(s), rt.plan(s), io[s], r, data.inputs.at(s)[k]);  // new activations, same buffers
       if (job.fixedTag) {
         const int32_t e = epochBefore(job.fixedTag);
         dev.upload(rt.buffer(s, arg::kEpoch), &e, 4);
@@ -229,12 +237,12 @@ int runRank(const ModelConfig& cfg, const SimRankJob& job, const SimRankData& da
       rt.launch(*bound[s], stream);
       dev.synchronize(stream);
       const double sec = std::chrono::duration<double>(clock::now() - l0).count();
-      const TensorMap got = readRankOutputs(cfg, rt, io[s], s, tag);
+      const TensorMap got = readRankOutputs(variant.at(s), rt, io[s], tag);
       const std::string err = rankError(got, r);
       std::string verdict = "bit-exact";
       if (!err.empty()) {
         verdict = "INVALID: " + err;
-        if (const std::string m = missingPeers(cfg, rt, s, tag); !m.empty()) verdict += "; " + m;
+        if (const std::string m = missingPeers(variant.at(s), rt, tag); !m.empty()) verdict += "; " + m;
       } else if (const auto m = firstMismatch(got, rankReference(data.want.at(s)[k], r, tp))) {
         verdict = "MISMATCH: " + describe(*m);
       }

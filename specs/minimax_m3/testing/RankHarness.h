@@ -16,6 +16,7 @@
 #include "runtime/Tensor.h"
 #include "runtime/RankProcesses.h"
 #include "runtime/sim/SimDevice.h"
+#include "specs/minimax_m3/kernel/FfnVariant.h"
 #include "specs/minimax_m3/kernel/Knobs.h"
 #include "specs/minimax_m3/kernel/ModelConfig.h"
 
@@ -36,7 +37,8 @@ RankIo allocRankIo(runtime::RankDevice& dev, const ir::Plan& plan);
 /// shared ones); MoE inputs it lacks are zeroed (a missing part / attn / res_in / wo / wo_scale is
 /// an InputError); outputs zeroed.
 /// s13 / s2 must declare the variant's scale layout (checkDeclaredScales: InputError otherwise).
-void uploadRankInputs(runtime::RankDevice& dev, const ir::Plan& plan, const RankIo& io, int rank,
+/// `plan` is v's (the rank runtime's for v's S).
+void uploadRankInputs(runtime::RankDevice& dev, const FfnVariant& v, const ir::Plan& plan, const RankIo& io, int rank,
                       const runtime::TensorMap& inputs);
 /// What the caller binds: io's tensors (s13 / s2 declaring the variant's layout, argLayouts, as
 /// uploadRankInputs checked the uploaded ones), wait_ticks and handshake.
@@ -47,7 +49,8 @@ runtime::RankArgs rankArgs(const ir::Plan& plan, const RankIo& io, int64_t waitT
 /// quant's scales, the o_proj partial push sent), the MoE's (xn, rstd, out, picks,
 /// weights, slot table, mid) as "<name>.r<rank>", and down.r<src> for every src: the partial
 /// rank src pushed, read from this rank's own symmetric buffer.
-runtime::TensorMap readRankOutputs(const ModelConfig& cfg, runtime::RankRuntime& rt, const RankIo& io, int rows, int32_t tag);
+/// v is the variant of the launch (its S one of rt's).
+runtime::TensorMap readRankOutputs(const FfnVariant& v, runtime::RankRuntime& rt, const RankIo& io, int32_t tag);
 /// launchReferenceOutputs's entries a rank can check: "<name>.r<rank>" and down.r<src> for every src.
 runtime::TensorMap rankReference(const runtime::TensorMap& all, int rank, int tp);
 /// "" when rank's error word is 0, else "rank R: error word 0x.. (site .., rank .., token ..), N
@@ -58,6 +61,8 @@ std::string rankError(const runtime::TensorMap& outputs, int rank);
 /// ATTN and FFN pairs rank src owes it): "this launch's pairs never came from rank 2 (ATTN 0 of
 /// 1536, FFN 0 of 1536 pairs came)"; "" when every pair is there. The error word holds only the
 /// first wait that ran out, which may be a local one; this names the rank that went missing.
+std::string missingPeers(const FfnVariant& v, runtime::RankRuntime& rt, int32_t tag);
+/// The same for the variant of rt's Plan for S = rows (the Python bindings' way in).
 std::string missingPeers(const ModelConfig& cfg, runtime::RankRuntime& rt, int rows, int32_t tag);
 
 /// One rank's part of a multi-process run (the Sim's or the GPUs': `sim` is the Sim's only).

@@ -68,19 +68,22 @@ TensorMap moeReferenceOutputs(const ModelConfig& cfg, int rows, int tp, const Te
   return out;
 }
 
-SimSession::SimSession(const ModelConfig& cfg, const ir::Key& key)
-    : cfg_(cfg), plan_(buildPlan(cfg, key)), layout_(Layout::make(cfg, rowsOf(plan_.key), tpOf(plan_.key), knobsOf(plan_.key).input)),
-      own_(std::make_unique<runtime::SimDeviceAdapter>()), dev_(own_.get()) {
+SimSession::SimSession(const FfnVariant& v)
+    : v_(v), plan_(buildPlan(v)), own_(std::make_unique<runtime::SimDeviceAdapter>()), dev_(own_.get()) {
   allocate();
 }
 
-SimSession::SimSession(const ModelConfig& cfg, const ir::Key& key, runtime::Device& device,
-                       runtime::CodeObjectBytes code)
-    : cfg_(cfg), plan_(buildPlan(cfg, key)), layout_(Layout::make(cfg, rowsOf(plan_.key), tpOf(plan_.key), knobsOf(plan_.key).input)),
-      dev_(&device), code_(std::move(code)) {
+SimSession::SimSession(const FfnVariant& v, runtime::Device& device, runtime::CodeObjectBytes code)
+    : v_(v), plan_(buildPlan(v)), dev_(&device), code_(std::move(code)) {
   if (dev_->runsCodeObjects() && code_.empty()) code_ = codegen::compile(plan_).bytes;
   allocate();
 }
+
+SimSession::SimSession(const ModelConfig& cfg, const ir::Key& key) : SimSession(FfnVariant::make(cfg, key)) {}
+
+SimSession::SimSession(const ModelConfig& cfg, const ir::Key& key, runtime::Device& device,
+                       runtime::CodeObjectBytes code)
+    : SimSession(FfnVariant::make(cfg, key), device, std::move(code)) {}
 
 runtime::SimDevice& SimSession::device() {
   if (auto* sim = dynamic_cast<runtime::SimDeviceAdapter*>(dev_)) return sim->sim();
@@ -115,7 +118,7 @@ std::vector<ZeroOnce> zeroAtAllocation(const ir::Plan& plan) {
 // inputs and weights by launch()'s uploads, scratch, sym and the outputs by the launch itself.
 void SimSession::allocate() {
   runtime::Device& mem = *dev_;
-  const Layout& L = layout_;
+  const Layout& L = v_.layout;
   const int64_t rowBytes = int64_t{L.rows} * L.hidden * 2;
   bufs_.resize(L.tp);
   for (int r = 0; r < L.tp; ++r) bufs_[r].sym = mem.alloc(r, L.symBytes, rankName("sym", r));
@@ -136,7 +139,7 @@ void SimSession::allocate() {
     b.epoch = mem.alloc(r, 4, rankName("epoch", r));  // kept across launches, like the flags
     b.inject = mem.alloc(r, 8, rankName("inject", r));
     for (const char* n : kMoeArgs) b.moe[n] = mem.alloc(r, plan_.arg(n).bytes(), rankName(n, r));
-    if (knobsOf(plan_.key).trace) b.trace = mem.alloc(r, plan_.arg(arg::kTrace).bytes(), rankName("trace", r));
+    if (v_.knobs.trace) b.trace = mem.alloc(r, plan_.arg(arg::kTrace).bytes(), rankName("trace", r));
   }
   for (const ZeroOnce& z : zeroAtAllocation(plan_))
     for (int r = 0; r < L.tp; ++r) {
@@ -158,7 +161,7 @@ uint64_t SimSession::bufferOf(const std::string& name, int r) const {
 
 SimRun SimSession::launch(const TensorMap& inputs, const runtime::SimOptions& opts, const LaunchParams& params) {
   runtime::Device& dev = *dev_;
-  const Layout& L = layout_;
+  const Layout& L = v_.layout;
   SimRun run;
   const std::vector<int64_t> shape{L.rows, L.hidden};
   const int64_t rowBytes = int64_t{L.rows} * L.hidden * 2;
@@ -180,7 +183,7 @@ SimRun SimSession::launch(const TensorMap& inputs, const runtime::SimOptions& op
   for (int r = 0; r < L.tp; ++r) {
     const RankBuffers& b = bufs_[r];
     if (L.oproj) {  // o_proj in the launch: its input, weight and scales (part.rR is not read)
-      checkOprojCopy(cfg_, L.tp, inputs, r);  // refuses a layer without the rowwise-FP8 copy
+      checkOprojCopy(v_.cfg, L.tp, inputs, r);  // refuses a layer without the rowwise-FP8 copy
       const int64_t H = L.hidden, A = L.attnWidth;
       dev.upload(r, b.attn, need(inputs, rankName("attn", r), DType::BF16, {L.rows, A}).data.data(), L.rows * A * 2);
       dev.upload(r, b.wo, need(inputs, rankName("wo", r), DType::U8, {H, A}).data.data(), H * A);
@@ -200,7 +203,7 @@ SimRun SimSession::launch(const TensorMap& inputs, const runtime::SimOptions& op
       if (auto it = inputs.find(key); it != inputs.end()) {
         need(inputs, key, dtypeOf(ka.elem), ka.shape);
         if (n == std::string(arg::kS13) || n == std::string(arg::kS2))
-          checkDeclaredScales(it->second, key, knobsOf(plan_.key).scales);  // the same shape either way
+          checkDeclaredScales(it->second, key, v_.knobs.scales);  // the same shape either way
         dev.upload(r, b.moe.at(n), it->second.data.data(), ka.bytes());
       } else {
         zero(r, b.moe.at(n), ka.bytes());  // no MoE inputs: zero weights, every row valid (slot 0)
@@ -297,10 +300,10 @@ SimRun SimSession::launch(const TensorMap& inputs, const runtime::SimOptions& op
 void SimSession::readMoe(int r, int32_t tag, TensorMap& o) {
   const RankBuffers& b = bufs_[r];
   readMoeOutputs(
-      layout_, r, b.scratch, b.moe.at(arg::kOut),
+      v_.layout, r, b.scratch, b.moe.at(arg::kOut),
       [&](uint64_t addr, int64_t bytes) { return read(r, addr, bytes); }, o);
   // rank r's combined partial as rank 0 received it (FFN[src = r])
-  o[rankName("down", r)] = downPartial(layout_, r, tag, read(0, bufs_[0].sym + layout_.ffn.offset, layout_.ffn.bytes));
+  o[rankName("down", r)] = downPartial(v_.layout, r, tag, read(0, bufs_[0].sym + v_.layout.ffn.offset, v_.layout.ffn.bytes));
 }
 
 void readMoeOutputs(const Layout& L, int r, uint64_t scratch, uint64_t outAddr, const RankReader& read, TensorMap& o) {
@@ -382,16 +385,26 @@ runtime::TraceBuffers traceOf(const ir::Plan& plan, const SimRun& run) {
   return t;
 }
 
+SimRun runOnSim(const FfnVariant& v, const TensorMap& inputs, const runtime::SimOptions& opts,
+                const LaunchParams& params) {
+  SimSession s(v);
+  return s.launch(inputs, opts, params);
+}
+
 SimRun runOnSim(const ModelConfig& cfg, const ir::Key& key, const TensorMap& inputs, const runtime::SimOptions& opts,
                 const LaunchParams& params) {
-  SimSession s(cfg, key);
-  return s.launch(inputs, opts, params);
+  return runOnSim(FfnVariant::make(cfg, key), inputs, opts, params);
+}
+
+SimRun runOnDevice(runtime::Device& device, const FfnVariant& v, const TensorMap& inputs,
+                   const LaunchParams& params) {
+  SimSession s(v, device);
+  return s.launch(inputs, {}, params);
 }
 
 SimRun runOnDevice(runtime::Device& device, const ModelConfig& cfg, const ir::Key& key, const TensorMap& inputs,
                    const LaunchParams& params) {
-  SimSession s(cfg, key, device);
-  return s.launch(inputs, {}, params);
+  return runOnDevice(device, FfnVariant::make(cfg, key), inputs, params);
 }
 
 TensorMap referenceOutputs(const ModelConfig& cfg, int rows, int tp, const TensorMap& inputs) {
@@ -424,6 +437,10 @@ TensorMap launchReferenceOutputs(const ModelConfig& cfg, int rows, int tp, const
   for (auto& [name, t] : moeReferenceOutputs(cfg, rows, tp, inputs, want, experts, numerics)) want[name] = std::move(t);
   for (auto& [name, t] : oprojReferenceOutputs(cfg, rows, tp, inputs, numerics)) want[name] = std::move(t);
   return want;
+}
+
+TensorMap launchReferenceOutputs(const FfnVariant& v, const TensorMap& inputs, RefNumerics numerics) {
+  return launchReferenceOutputs(v.cfg, v.layout.rows, v.layout.tp, inputs, v.knobs.experts, numerics);
 }
 
 TensorMap oprojReferenceOutputs(const ModelConfig& cfg, int rows, int tp, const TensorMap& inputs, RefNumerics numerics) {

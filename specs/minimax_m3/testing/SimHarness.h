@@ -14,6 +14,7 @@
 #include "ir/Plan.h"
 #include "runtime/Device.h"
 #include "runtime/sim/SimDevice.h"
+#include "specs/minimax_m3/kernel/FfnVariant.h"
 #include "specs/minimax_m3/kernel/Knobs.h"
 #include "runtime/sim/SimDeviceAdapter.h"
 #include "runtime/Tensor.h"
@@ -77,12 +78,16 @@ std::vector<ZeroOnce> zeroAtAllocation(const ir::Plan& plan);
 class SimSession {
  public:
   /// On a Sim device of its own.
-  SimSession(const ModelConfig& cfg, const ir::Key& key);
+  explicit SimSession(const FfnVariant& v);
   /// On `device` (not owned: it must outlive the session). A device that runs code objects
   /// runs `code`; when empty, the session compiles the Plan (codegen::compile) once, here.
+  SimSession(const FfnVariant& v, runtime::Device& device, runtime::CodeObjectBytes code = {});
+  /// The same for FfnVariant::make(cfg, key) (the tests' way in).
+  SimSession(const ModelConfig& cfg, const ir::Key& key);
   SimSession(const ModelConfig& cfg, const ir::Key& key, runtime::Device& device, runtime::CodeObjectBytes code = {});
   const ir::Plan& plan() const { return plan_; }
-  const Layout& layout() const { return layout_; }
+  const FfnVariant& variant() const { return v_; }
+  const Layout& layout() const { return v_.layout; }
   /// The Sim device the session runs on; throws RuntimeError when it runs on another device.
   runtime::SimDevice& device();
   /// The device the session runs on.
@@ -103,9 +108,8 @@ class SimSession {
   void allocate();
   void readMoe(int rank, int32_t tag, runtime::TensorMap& outputs);
   std::vector<uint8_t> read(int rank, uint64_t addr, int64_t bytes);
-  ModelConfig cfg_;
+  FfnVariant v_;
   ir::Plan plan_;
-  Layout layout_;
   std::unique_ptr<runtime::SimDeviceAdapter> own_;  // the default device
   runtime::Device* dev_ = nullptr;
   runtime::CodeObjectBytes code_;
@@ -127,9 +131,13 @@ runtime::HostTensor downPartial(const Layout& L, int src, int32_t tag, const std
 runtime::TraceBuffers traceOf(const ir::Plan& plan, const SimRun& run);
 
 /// One launch on a fresh Sim device.
+SimRun runOnSim(const FfnVariant& v, const runtime::TensorMap& inputs, const runtime::SimOptions& opts,
+                const LaunchParams& params = {});
 SimRun runOnSim(const ModelConfig& cfg, const ir::Key& key, const runtime::TensorMap& inputs,
                 const runtime::SimOptions& opts, const LaunchParams& params = {});
 /// One launch on `device` (a new session's buffers; the Plan compiled if the device needs it).
+SimRun runOnDevice(runtime::Device& device, const FfnVariant& v, const runtime::TensorMap& inputs,
+                   const LaunchParams& params = {});
 SimRun runOnDevice(runtime::Device& device, const ModelConfig& cfg, const ir::Key& key,
                    const runtime::TensorMap& inputs, const LaunchParams& params = {});
 
@@ -148,6 +156,9 @@ runtime::TensorMap oprojReferenceOutputs(const ModelConfig& cfg, int rows, int t
 /// under `numerics` (RefNumerics.h: Ir for the Sim device, Gfx950Run for the executor).
 runtime::TensorMap launchReferenceOutputs(const ModelConfig& cfg, int rows, int tp, const runtime::TensorMap& inputs,
                                           MoeExperts experts = MoeExperts::All,
+                                          RefNumerics numerics = RefNumerics::Ir);
+/// The same for v's config, S, TP and experts knob.
+runtime::TensorMap launchReferenceOutputs(const FfnVariant& v, const runtime::TensorMap& inputs,
                                           RefNumerics numerics = RefNumerics::Ir);
 
 /// The Plan stage that writes each output a launch reads back (SimRun's and moeReferenceOutputs'
