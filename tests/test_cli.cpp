@@ -765,7 +765,7 @@ TEST_CASE("check --device sim --per-rank: one process a rank, a line per rank an
   CHECK(stray.out.find("take effect with --per-rank only") != std::string::npos);
 }
 
-TEST_CASE("an unknown --spec is refused listing the known ones; monogen specs lists them", "[cli][spec]") {
+TEST_CASE("an unknown --spec is refused listing the known ones, and monogen specs lists them", "[cli][spec]") {
   const TempDir d;
   const std::string co = (d.path / "x.co").string();
   for (const std::string& cmd : std::vector<std::string>{"dump --what plan --config reduced --rows 1 --tp 1",
