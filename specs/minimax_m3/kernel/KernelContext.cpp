@@ -15,8 +15,7 @@ using ir::Type;
 using ir::Val;
 
 KernelContext::KernelContext(const FfnVariant& v, const ir::Plan& plan, ir::Builder& b)
-    : variant(v), cfg(v.cfg), L(v.layout), knobs(v.knobs), b(b), experts(v.knobs.experts), scales(v.knobs.scales),
-      plan_(&plan), mutator_(v.knobs.mutation) {
+    : variant(v), cfg(v.cfg), L(v.layout), knobs(v.knobs), b(b), plan_(&plan), mutator_(v.knobs.mutation) {
   if (knobs.trace) {
     Val n = b.named(i32(0), "trace_stages");  // the stage count, set by finishTrace
     traceStages_ = n.v;
@@ -158,8 +157,8 @@ Val KernelContext::expertByte(Val weights, Val e, int64_t bytesPerExpert, Val of
 }
 
 Val KernelContext::scaleByte(Val tensor, Val e, Val row, Val kb, int64_t rows, int64_t kBlocks) {
-  const int64_t pn = heldScaleColumns(kBlocks, scales);
-  if (scales == ScaleLayout::RowMajor) return expertByte(tensor, e, rows * pn, row * i32(kBlocks) + kb);
+  const int64_t pn = heldScaleColumns(kBlocks, knobs.scales);
+  if (knobs.scales == ScaleLayout::RowMajor) return expertByte(tensor, e, rows * pn, row * i32(kBlocks) + kb);
   // e8m0ShuffledOffset: ((((row/32 * pn/8 + kb/8) * 4 + kb%4) * 16 + row%16) * 2 + (kb/4)%2) * 2 + (row/16)%2
   Val off = (((((row / i32(32)) * i32(pn / 8) + kb / i32(8)) * i32(4) + kb % i32(4)) * i32(16) + row % i32(16)) * i32(2) +
              (kb / i32(4)) % i32(2)) * i32(2) +

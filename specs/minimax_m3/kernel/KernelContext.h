@@ -59,8 +59,6 @@ struct KernelContext {
   ir::Val wave;                 // the thread's wave
   ir::Val red, tab, contrib;    // LDS pools
   ir::Val bstage;               // LDS pool: the GEMVs' staged B operands (when L.bstage.bytes > 0)
-  MoeExperts experts = MoeExperts::All;
-  ScaleLayout scales = ScaleLayout::E8m0Shuffle;  // the key's scales knob: how s13 / s2 are held
   /// Loads every rank's symmetric-buffer address (peers[0 .. TP)) into peerSym, for the stages
   /// that write to peers (push, down, epoch).
   void loadPeers();
@@ -118,7 +116,7 @@ struct KernelContext {
   ir::Val expertByte(ir::Val weights, ir::Val e, int64_t bytesPerExpert, ir::Val offset);
   /// The address of the e8m0 scale of row `row`, K block `kb` of expert e in a contract scale
   /// tensor (s13, s2) of `rows` rows an expert and kBlocks logical K blocks a row, held in the
-  /// key's layout (`scales`): scaleIndex(scales, row, kb, kBlocks) (WeightContract.h) in the IR,
+  /// key's layout (`knobs.scales`): scaleIndex(scales, row, kb, kBlocks) (WeightContract.h) in the IR,
   /// inside the expert's slab of rows x heldScaleColumns(kBlocks) bytes (expertByte). Every
   /// stage's scale load goes through here.
   ir::Val scaleByte(ir::Val tensor, ir::Val e, ir::Val row, ir::Val kb, int64_t rows, int64_t kBlocks);

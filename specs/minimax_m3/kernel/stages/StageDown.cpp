@@ -97,8 +97,8 @@ void stageDown(KernelContext& c, Val task) {
       for (int h = 0; h < 2; ++h) {
         Val r = r2 * 2 + c.i32(h);
         Val tot = b.f32(0.0);
-        if (c.experts != MoeExperts::Routed) tot = b.roundBf16(contribAt(K * S + t, r));
-        if (c.experts != MoeExperts::Shared)
+        if (c.knobs.experts != MoeExperts::Routed) tot = b.roundBf16(contribAt(K * S + t, r));
+        if (c.knobs.experts != MoeExperts::Shared)
           for (int k = 0; k < K; ++k) {
             Val w = b.bitcast(c.tabLd(W.pickW, t * K + c.i32(k)), Type::f32());
             Val v = contribAt(t * K + c.i32(k), r);
