@@ -68,6 +68,21 @@ constexpr IntField kHeads{"num_attention_heads", 1, 256, 1, "a sanity bound"};
 constexpr IntField kHeadDim{"head_dim", 1, 512, 1, "a sanity bound (Layout checks the width a rank)"};
 constexpr IntField kMaxRows{"maxRows", 1, 16, 1, "a slot's columns are the MFMA's 16"};
 constexpr int64_t kMaxMoeLayerFreq = 1024;
+// --- the attention side (docs/attention.md): each field's own range; the rules across fields are
+// validateAttention's, which only the attention launch calls (an FFN config is not refused for them).
+constexpr IntField kKvHeads{"num_key_value_heads", 1, 64, 1, "a sanity bound (it must divide the query heads)"};
+// rotary: pairs (d, d + rotary/2) on one head task's lanes of 4 channels: a multiple of 8.
+constexpr IntField kRotary{"rotary_dim", 8, 512, 8, "RoPE's channel pairs on lanes of 4 channels"};
+constexpr IntField kIndexHeads{"sparse_num_index_heads", 1, 64, 1, "one index head a KV head"};
+// head widths: the FP8 / bf16 MFMA's K steps of 32 and the page-16 layout's 16-channel groups.
+constexpr IntField kIndexDim{"sparse_index_dim", 32, 256, 32, "the MFMA's K steps of 32"};
+// the cache block, the scored block and the selection: what vLLM's and ATOM's kernels require.
+constexpr IntField kIndexBlock{"sparse_block_size", 128, 128, 1,
+                               "the KV cache block and the scored block: vLLM's and ATOM's kernels require 128"};
+constexpr IntField kIndexTopk{"sparse_topk_blocks", 16, 16, 1,
+                              "8 splits of 256 keys over 16 blocks: vLLM's and ATOM's kernels require 16"};
+constexpr IntField kIndexLocal{"sparse_local_block", 1, 1, 1, "vLLM's and ATOM's kernels require 1"};
+constexpr IntField kIndexInit{"sparse_init_block", 0, 0, 1, "vLLM's and ATOM's kernels require 0"};
 
 struct NumField {
   const char* name;
@@ -90,6 +105,8 @@ constexpr NumField kLimit{"swiglu_limit", 0, 1000, true, "gpt-oss and MiniMax-M3
 // SwiGLU-OAI's sigmoid slope: 0 makes sigmoid a constant 1/2, a negative slope flips it;
 // models use 1.702; at most 100: a typo guard.
 constexpr NumField kAlpha{"swiglu_alpha", 0, 100, true, "gpt-oss and MiniMax-M3 use 1.702"};
+// RoPE's base: models use 1e4 to 5e6 (MiniMax-M3); above 1 (theta^(-2i/d) must fall with i).
+constexpr NumField kTheta{"rope_theta", 1, 1e9, true, "models use 1e4 to 5e6"};
 
 std::string expectedText(const IntField& f) {
   std::string s = f.lo == f.hi ? fmt::format("the integer {}", f.lo) : fmt::format("an integer in {}..{}", f.lo, f.hi);
@@ -147,6 +164,15 @@ void check(const ModelConfig& c, const std::string& where, const Names& n) {
   numField(c.routedScale, kScale);
   numField(c.swigluLimit, kLimit);
   numField(c.swigluAlpha, kAlpha);
+  intField(c.kvHeads, kKvHeads, kKvHeads.name);
+  intField(c.rotaryDim, kRotary, kRotary.name);
+  intField(c.indexHeads, kIndexHeads, kIndexHeads.name);
+  intField(c.indexHeadDim, kIndexDim, kIndexDim.name);
+  intField(c.indexBlock, kIndexBlock, kIndexBlock.name);
+  intField(c.indexTopk, kIndexTopk, kIndexTopk.name);
+  intField(c.indexLocal, kIndexLocal, kIndexLocal.name);
+  intField(c.indexInit, kIndexInit, kIndexInit.name);
+  numField(c.ropeTheta, kTheta);
   if (c.firstSparseLayer >= c.layers)
     throw InputError(where, fieldText(kFirstSparse.name, std::to_string(c.firstSparseLayer),
                                       fmt::format("0..{}, below 'num_hidden_layers' = {}", c.layers - 1, c.layers)));
@@ -301,6 +327,66 @@ void readLayerPattern(const Reader& r, ModelConfig& c, bool haveLayers, bool hav
   c.sparseLayers = count;
 }
 
+/// sparse_attention_config's indexer fields, each checked for type and range where present.
+void readSparseAttention(const Reader& r, ModelConfig& c) {
+  if (!r.has("sparse_attention_config")) return;
+  const json& v = r.at("sparse_attention_config");
+  if (!v.is_object())
+    throw InputError(r.path(), fieldText("sparse_attention_config", shown(v), "an object (the indexer's fields)"));
+  const Reader s(v, r.path());
+  s.readInt({"sparse_num_index_heads"}, kIndexHeads, c.indexHeads, false);
+  s.readInt({"sparse_index_dim"}, kIndexDim, c.indexHeadDim, false);
+  s.readInt({"sparse_block_size"}, kIndexBlock, c.indexBlock, false);
+  s.readInt({"sparse_topk_blocks"}, kIndexTopk, c.indexTopk, false);
+  s.readInt({"sparse_local_block"}, kIndexLocal, c.indexLocal, false);
+  s.readInt({"sparse_init_block"}, kIndexInit, c.indexInit, false);
+}
+
+/// layer_types ("minimax_m3_sparse" / "full_attention", one a layer) and / or
+/// sparse_attention_config.sparse_attention_freq (a list of 0 / 1 a layer, 1: sparse), which must
+/// agree; neither: layers below first_k_dense_replace full, the rest sparse.
+void readLayerTypes(const Reader& r, ModelConfig& c) {
+  const std::string& path = r.path();
+  std::optional<std::vector<bool>> types, freq;
+  if (r.has("layer_types")) {
+    const json& v = r.at("layer_types");
+    const std::string expect = fmt::format(
+        "a list of num_hidden_layers ({}) strings, each \"minimax_m3_sparse\" or \"full_attention\"", c.layers);
+    if (!v.is_array() || v.size() != static_cast<size_t>(c.layers)) throw InputError(path, fieldText("layer_types", shown(v), expect));
+    types.emplace();
+    for (size_t i = 0; i < v.size(); ++i) {
+      const json& e = v[i];
+      if (!e.is_string() || (e != "minimax_m3_sparse" && e != "full_attention"))
+        throw InputError(path, fieldText(fmt::format("layer_types[{}]", i), shown(e),
+                                         "\"minimax_m3_sparse\" or \"full_attention\""));
+      types->push_back(e == "full_attention");
+    }
+  }
+  if (r.has("sparse_attention_config") && r.at("sparse_attention_config").contains("sparse_attention_freq")) {
+    const json& v = r.at("sparse_attention_config")["sparse_attention_freq"];
+    const std::string expect =
+        fmt::format("a list of num_hidden_layers ({}) integers 0 or 1 (1: a sparse layer)", c.layers);
+    if (!v.is_array() || v.size() != static_cast<size_t>(c.layers))
+      throw InputError(path, fieldText("sparse_attention_config.sparse_attention_freq", shown(v), expect));
+    freq.emplace();
+    for (size_t i = 0; i < v.size(); ++i) {
+      const json& e = v[i];
+      if (!e.is_number_integer() || (e != 0 && e != 1))
+        throw InputError(path, fieldText(fmt::format("sparse_attention_freq[{}]", i), shown(e), "the integer 0 or 1"));
+      freq->push_back(e == 0);
+    }
+  }
+  if (types && freq && *types != *freq) {
+    size_t i = 0;
+    while ((*types)[i] == (*freq)[i]) ++i;
+    throw InputError(path, fmt::format("fields 'layer_types' and 'sparse_attention_freq' disagree at layer {}: {} and {}",
+                                       i, (*types)[i] ? "full" : "sparse", (*freq)[i] ? "full" : "sparse"));
+  }
+  if (types) c.fullAttention = *types;
+  else if (freq) c.fullAttention = *freq;
+  else c.fullAttention = ModelConfig::defaultLayerTypes(c.layers, c.firstSparseLayer);
+}
+
 }  // namespace
 
 ModelConfig ModelConfig::reduced() {
@@ -311,7 +397,50 @@ ModelConfig ModelConfig::reduced() {
   c.blocks = 32;
   c.heads = 16;
   c.headDim = 64;
+  c.kvHeads = 4;
+  c.rotaryDim = 32;
+  c.indexHeads = 4;
+  c.indexHeadDim = 64;
   return c;
+}
+
+std::string ModelConfig::attentionCanonical() const {
+  std::string types;
+  for (bool f : fullAttention) types += f ? 'F' : 'S';
+  return fmt::format(
+      "{} kv_heads={} rotary={} theta={} index_heads={} index_dim={} block={} topk={} local={} init={} "
+      "layer_types={}",
+      canonical(), kvHeads, rotaryDim, ropeTheta, indexHeads, indexHeadDim, indexBlock, indexTopk, indexLocal,
+      indexInit, types);
+}
+
+bool ModelConfig::isFullAttention(int layer) const {
+  if (layer < 0 || layer >= static_cast<int>(fullAttention.size()))
+    throw InputError("layer types", fmt::format("layer {}: expected 0..{}", layer,
+                                                static_cast<int>(fullAttention.size()) - 1));
+  return fullAttention[static_cast<size_t>(layer)];
+}
+
+void ModelConfig::validateAttention(const std::string& where) const {
+  validate(where);
+  if (heads % kvHeads != 0)
+    throw InputError(where, fieldText(kKvHeads.name, std::to_string(kvHeads),
+                                      fmt::format("a divisor of num_attention_heads = {} (GQA groups)", heads)));
+  if (indexHeads != kvHeads)
+    throw InputError(where, fieldText(kIndexHeads.name, std::to_string(indexHeads),
+                                      fmt::format("num_key_value_heads = {}: one index head a KV head", kvHeads)));
+  if (headDim % 32 != 0 || headDim < 32 || headDim > 256)
+    throw InputError(where, fieldText(kHeadDim.name, std::to_string(headDim),
+                                      "a multiple of 32 in 32..256 (the FP8 MFMA's K steps; page-16 rows of 16)"));
+  if (rotaryDim > headDim)
+    throw InputError(where, fieldText(kRotary.name, std::to_string(rotaryDim),
+                                      fmt::format("at most head_dim = {}", headDim)));
+  if (hidden % 512 != 0)
+    throw InputError(where, fieldText(kHidden.name, std::to_string(hidden),
+                                      "a multiple of 512 (the QKV GEMV's 64-K chunks over 8 waves)"));
+  if (static_cast<int>(fullAttention.size()) != layers)
+    throw InputError(where, fmt::format("layer_types has {} entries: expected num_hidden_layers = {}",
+                                        fullAttention.size(), layers));
 }
 
 std::string ModelConfig::canonical() const {
@@ -371,6 +500,10 @@ ModelConfig ModelConfig::fromHfJsonText(const std::string& text, const std::stri
   r.readNum(kEps, c.rmsEps);
   r.readNum(kLimit, c.swigluLimit);
   r.readNum(kAlpha, c.swigluAlpha);
+  r.readInt({"num_key_value_heads"}, kKvHeads, c.kvHeads, false);
+  r.readInt({"rotary_dim"}, kRotary, c.rotaryDim, false);
+  r.readNum(kTheta, c.ropeTheta);
+  readSparseAttention(r, c);
   if (r.has("shared_intermediate_size")) {
     // the shared expert is fused as expert `experts`: it has the routed experts' intermediate
     const IntField f{"shared_intermediate_size", c.intermediate, c.intermediate, 1,
@@ -381,6 +514,7 @@ ModelConfig ModelConfig::fromHfJsonText(const std::string& text, const std::stri
     throw InputError(path, fieldText(kFirstSparse.name, std::to_string(c.firstSparseLayer),
                                      fmt::format("0..{}, below 'num_hidden_layers' = {}", c.layers - 1, c.layers)));
   readLayerPattern(r, c, haveLayers, haveFirst);
+  readLayerTypes(r, c);
   check(c, path, n);
   return c;
 }
