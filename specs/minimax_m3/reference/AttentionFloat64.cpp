@@ -8,6 +8,7 @@
 #include "ir/Numerics.h"
 #include "specs/minimax_m3/kernel/WeightContract.h"
 #include "specs/minimax_m3/reference/AttentionNumerics.h"
+#include "specs/minimax_m3/reference/AttentionPre.h"
 
 namespace monogen::specs::minimax_m3 {
 
@@ -70,13 +71,14 @@ AttentionFloat64Result attentionFloat64(const ModelConfig& cfg, const AttentionL
     // the launch's own keys, by (slot) and (index slot)
     std::map<int64_t, std::vector<double>> newK, newV, newIk;
     std::vector<std::vector<double>> iq(S);
+    const std::vector<float> w = decodeQkvWeights(in.weights.wQkv[r].data(), nRows, H);
     for (int t = 0; t < S; ++t) {
       if (!rows.live(t)) continue;
       std::vector<double> qkv(static_cast<size_t>(nRows));
       for (int row = 0; row < nRows; ++row) {
         double dot = 0;
         for (int k = 0; k < H; ++k)
-          dot += static_cast<double>(e4m3Value(in.weights.wQkv[r][shuffledOffset16x16(row, k, H)])) * xn[t][k];
+          dot += static_cast<double>(w[static_cast<size_t>(row) * H + k]) * xn[t][k];
         qkv[row] = dot * in.weights.sQkv[r][row];
       }
       const uint16_t* cs = &in.weights.cosSin[static_cast<size_t>(rows.positions[t]) * R];

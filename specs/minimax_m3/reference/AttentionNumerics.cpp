@@ -1,6 +1,8 @@
 #include "specs/minimax_m3/reference/AttentionNumerics.h"
 
+#include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <vector>
 
@@ -21,10 +23,8 @@ struct E4m3Tables {
     for (int c = 0; c <= 0x7e; ++c) positive[c] = value[c];
   }
 };
-const E4m3Tables& tables() {
-  static const E4m3Tables t;
-  return t;
-}
+const E4m3Tables kTables;
+const E4m3Tables& tables() { return kTables; }
 }  // namespace
 
 uint8_t e4m3Saturating(float x) {
@@ -32,15 +32,15 @@ uint8_t e4m3Saturating(float x) {
   const uint8_t sign = std::signbit(x) ? 0x80 : 0;
   const float a = std::fabs(x);
   if (a >= 448.0f) return sign | 0x7e;
-  const auto& p = tables().positive;
-  int lo = 0, hi = 0x7e;  // p[lo] <= a < p[hi]
-  while (hi - lo > 1) {
-    const int mid = (lo + hi) / 2;
-    (p[mid] <= a ? lo : hi) = mid;
+  if (a < 0.015625f) {  // below 2^-6: subnormal codes m 2^-9 (m = 8 is 2^-6, code 8)
+    const float m = std::nearbyint(a * 512.0f);  // exact scaling, RNE (the default rounding mode)
+    return static_cast<uint8_t>(sign | static_cast<int>(m));
   }
-  const float dl = a - p[lo], dh = p[hi] - a;  // exact: neighbours of a share its binade or less
-  int c = dl < dh ? lo : dh < dl ? hi : ((lo & 1) == 0 ? lo : hi);
-  return static_cast<uint8_t>(sign | c);
+  uint32_t b = std::bit_cast<uint32_t>(a);
+  b += 0x7ffffu + ((b >> 20) & 1u);  // RNE to 3 mantissa bits (a carry moves the exponent)
+  const int e = static_cast<int>(b >> 23) - 127 + 7;
+  const int code = (e << 3) | static_cast<int>((b >> 20) & 7u);
+  return static_cast<uint8_t>(sign | std::min(code, 0x7e));
 }
 
 uint8_t e4m3(float x) {
@@ -48,7 +48,11 @@ uint8_t e4m3(float x) {
   return e4m3Saturating(x);
 }
 
-float e4m3Value(uint8_t b) { return tables().value[b]; }
+const std::array<float, 256> kE4m3Values = [] {
+  std::array<float, 256> v{};
+  for (int c = 0; c < 256; ++c) v[c] = num::fp8E4m3ToF32(static_cast<uint32_t>(c));
+  return v;
+}();
 
 float butterflySum(const float* v, int n) {
   std::vector<float> a(v, v + n);

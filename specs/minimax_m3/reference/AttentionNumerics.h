@@ -2,6 +2,7 @@
 // "Numerics"): the E4M3 conversions of the serving stack's writers, its butterfly and chain
 // sums, and its constants. Every function is evaluated in f32 as written, no FMA contraction.
 #pragma once
+#include <array>
 #include <cstdint>
 
 #include "specs/minimax_m3/reference/RefNumerics.h"
@@ -19,8 +20,9 @@ uint8_t e4m3Saturating(float x);
 /// The serving stack's writers' conversion ("nonsaturating"): as e4m3Saturating, but |x| > 464
 /// (past 448's rounding interval) and +-Inf give NaN (0x7f / 0xff).
 uint8_t e4m3(float x);
-/// E4M3 byte -> f32, exact (a 256-entry table).
-float e4m3Value(uint8_t b);
+/// E4M3 byte -> f32, exact (ir::num::fp8E4m3ToF32's 256 values).
+extern const std::array<float, 256> kE4m3Values;
+inline float e4m3Value(uint8_t b) { return kE4m3Values[b]; }
 
 /// The sum a 2^k-lane xor butterfly leaves (offsets n/2, n/4, .., 1; lanes >= n hold 0):
 /// v_i = v_i + v_(i ^ off) each step, lane 0's value (every lane's: the adds commute).

@@ -54,8 +54,17 @@ NormedRow normRow(const uint16_t* x, const uint16_t* res, const uint16_t* gIn, i
   return r;
 }
 
-uint16_t qkvRow(const uint8_t* w, int row, const std::vector<uint8_t>& x8, float xScale, float wScale, int hidden) {
+std::vector<float> decodeQkvWeights(const uint8_t* w, int rows, int hidden) {
+  std::vector<float> out(static_cast<size_t>(rows) * hidden);
+  for (int r = 0; r < rows; ++r)
+    for (int k = 0; k < hidden; ++k) out[static_cast<size_t>(r) * hidden + k] = e4m3Value(w[shuffledOffset16x16(r, k, hidden)]);
+  return out;
+}
+
+uint16_t qkvRow(const float* wRow, const std::vector<uint8_t>& x8, float xScale, float wScale, int hidden) {
   const int chunksPerWave = hidden / 64 / 8;
+  float x[8192];
+  for (int k = 0; k < hidden; ++k) x[k] = e4m3Value(x8[k]);
   float tot = 0.0f;
   for (int wave = 0; wave < 8; ++wave) {
     float c = 0.0f;
@@ -65,7 +74,7 @@ uint16_t qkvRow(const uint8_t* w, int row, const std::vector<uint8_t>& x8, float
         for (int g = 0; g < 4; ++g)
           for (int e = 0; e < 8; ++e) {
             const int k = 64 * kc + 16 * g + 8 * h + e;
-            const float prod = e4m3Value(w[shuffledOffset16x16(row, k, hidden)]) * e4m3Value(x8[k]);  // exact
+            const float prod = wRow[k] * x[k];  // exact: E4M3 x E4M3
             c = c + prod;
           }
     }

@@ -23,12 +23,12 @@ NormedRow normRow(const uint16_t* x, const uint16_t* res, const uint16_t* gIn, i
 /// The sum of squares of acc [hidden] in that order (hidden a multiple of 256, at most 8192).
 float inputSumSquares(const float* acc, int hidden);
 
-/// One w_qkv row's output: bf16((dot x xScale) x wScale), dot over the (16,16)-shuffled E4M3 row
-/// `row` of w [rows, hidden] in the GEMV's order: per wave w of 8 its 64-K chunks
-/// w hidden/512 .., each as two 32-K MFMAs (K 64 kc + 16 g + 8 h + e, h outer, g, e inner),
-/// then 0 + wave_0 + .. + wave_7.
-uint16_t qkvRow(const uint8_t* wShuffled, int row, const std::vector<uint8_t>& x8, float xScale, float wScale,
-                int hidden);
+/// The (16,16)-shuffled E4M3 w [rows, hidden] decoded to row-major f32 (exact).
+std::vector<float> decodeQkvWeights(const uint8_t* wShuffled, int rows, int hidden);
+/// One w_qkv row's output: bf16((dot x xScale) x wScale), dot of the decoded row wRow [hidden]
+/// and x8 in the GEMV's order: per wave w of 8 its 64-K chunks w hidden/512 .., each as two
+/// 32-K MFMAs (K 64 kc + 16 g + 8 h + e: h outer, then g, then e), then 0 + wave_0 + .. + wave_7.
+uint16_t qkvRow(const float* wRow, const std::vector<uint8_t>& x8, float xScale, float wScale, int hidden);
 
 /// One head's Gemma RMSNorm (4 channels a lane, butterfly over the lanes, rsq(ss / D + eps),
 /// (x rstd)(1 + g)) and partial NeoX RoPE on channels 0 .. rotary-1 (fma(x, cos, -+ partner sin)),

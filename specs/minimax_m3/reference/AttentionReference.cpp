@@ -169,11 +169,12 @@ AttentionResult attentionReference(const ModelConfig& cfg, const AttentionLaunch
     rr.iq.assign(static_cast<size_t>(S) * sh.indexHeads * ID, 0);
     rr.attn.assign(static_cast<size_t>(S) * sh.attnWidth(), 0);
     // --- every row's projection, heads and inserts first
+    const std::vector<float> w = decodeQkvWeights(in.weights.wQkv[r].data(), nRows, H);
     for (int t = 0; t < S; ++t) {
       if (!rows.live(t)) continue;
       uint16_t* qkv = &rr.qkv[static_cast<size_t>(t) * nRows];
       for (int row = 0; row < nRows; ++row)
-        qkv[row] = qkvRow(in.weights.wQkv[r].data(), row, normed[t].x8, normed[t].xScale, in.weights.sQkv[r][row], H);
+        qkv[row] = qkvRow(&w[static_cast<size_t>(row) * H], normed[t].x8, normed[t].xScale, in.weights.sQkv[r][row], H);
       const uint16_t* cs = &in.weights.cosSin[static_cast<size_t>(rows.positions[t]) * R];
       for (int i = 0; i < sh.qHeads; ++i) {
         const auto out = headNormRope(qkv + sh.qOff + i * D, in.weights.gQ.data(), D, eps, cs, R);

@@ -1,6 +1,7 @@
 #include "specs/minimax_m3/reference/AttentionSplit.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "ir/Numerics.h"
 #include "specs/minimax_m3/kernel/OprojShape.h"
@@ -94,8 +95,11 @@ SplitPartial attentionSplit(const uint16_t* q, int G, const GatheredKeys& keys, 
           float cw = 0.0f;
           for (int kk = 0; kk < kKeysPerWave; ++kk) {
             const int i = w * kKeysPerWave + kk;
+            const float pv = e4m3Value(p8[h * kSplitKeys + i]);
+            if (pv == 0.0f && !valid[i]) continue;  // +-0 x 0: adds nothing (cw is never -0)
             const float v = valid[i] ? e4m3Value(keys.v[static_cast<size_t>(key0 + i) * D + d]) : 0.0f;
-            const float prod = e4m3Value(p8[h * kSplitKeys + i]) * v;
+            if (pv == 0.0f && std::isfinite(v)) continue;
+            const float prod = pv * v;
             cw = cw + prod;
           }
           acc = w == 0 ? cw : acc + cw;
