@@ -42,6 +42,7 @@ std::string errorOf(const std::function<void()>& f) {
 struct Agreement {
   double worst = 0, mean = 0;
   int heads = 0, skipped = 0;  // skipped: heads whose double scores select other blocks
+  double worstTie = 0;         // their largest -margin / the row's largest |score|
 };
 Agreement agreement(const ModelConfig& cfg, const AttentionLaunch& in, const AttentionResult& ref,
                     const AttentionFloat64Result& f) {
@@ -52,7 +53,10 @@ Agreement agreement(const ModelConfig& cfg, const AttentionLaunch& in, const Att
     for (int t = 0; t < in.S; ++t) {
       if (!in.rows.live(t)) continue;
       for (int h = 0; h < sh.qHeads; ++h) {
-        if (!f.ranks[r].sameSelection[static_cast<size_t>(t) * sh.kvHeads + sh.kvOfQ(h)]) {
+        const size_t sel = static_cast<size_t>(t) * sh.kvHeads + sh.kvOfQ(h);
+        if (!f.ranks[r].sameSelection[sel]) {
+          // the double scores rank other blocks: only a near tie may do that (kNearTie)
+          a.worstTie = std::max(a.worstTie, -f.ranks[r].margin[sel] / f.ranks[r].scoreScale[sel]);
           ++a.skipped;
           continue;
         }
@@ -79,6 +83,10 @@ Agreement agreement(const ModelConfig& cfg, const AttentionLaunch& in, const Att
 // root sum is 9%, the softmax's exp turns a score error of that size into about as much in P.
 // A head's relative L2 error past 4 x that (0.35) is a broken reference, not rounding.
 constexpr double kWorstRel = 0.35, kMeanRel = 0.12;
+// A selection the double scores disagree with must be a near tie: the block it keeps scores
+// within 10 % of the row's largest |score| below the one it drops. The reference's scores carry
+// x8's and (vllm) the index q's E4M3 roundings, 3.6 % RMS each: 5 % together, twice that.
+constexpr double kNearTie = 0.10;
 
 void checkAgreement(const ModelConfig& cfg, int S, int TP, CacheMode mode, bool full, int context, bool share,
                     int padded = 0, uint64_t seed = 7) {
@@ -93,9 +101,9 @@ void checkAgreement(const ModelConfig& cfg, int S, int TP, CacheMode mode, bool 
   const AttentionFloat64Result f = attentionFloat64(cfg, in, ref);
   const Agreement a = agreement(cfg, in, ref, f);
   INFO(o.describe() << " S=" << S << " TP=" << TP << ": worst " << a.worst << " mean " << a.mean << " over "
-                    << a.heads << " heads, " << a.skipped << " skipped");
+                    << a.heads << " heads, " << a.skipped << " skipped (worst tie " << a.worstTie << ")");
   REQUIRE(a.heads > 0);
-  CHECK(a.skipped * 4 <= a.heads);  // a selection the double scores disagree with is a near tie
+  CHECK(a.worstTie <= kNearTie);
   CHECK(a.worst < kWorstRel);
   CHECK(a.mean < kMeanRel);
   for (int t = 0; t < S; ++t) {

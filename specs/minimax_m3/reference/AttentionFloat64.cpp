@@ -68,6 +68,7 @@ AttentionFloat64Result attentionFloat64(const ModelConfig& cfg, const AttentionL
     out.attn.assign(static_cast<size_t>(S) * sh.attnWidth(), 0.0);
     out.sameSelection.assign(static_cast<size_t>(S) * sh.kvHeads, true);
     out.margin.assign(out.sameSelection.size(), std::numeric_limits<double>::infinity());
+    out.scoreScale.assign(out.sameSelection.size(), 0.0);
     // the launch's own keys, by (slot) and (index slot)
     std::map<int64_t, std::vector<double>> newK, newV, newIk;
     std::vector<std::vector<double>> iq(S);
@@ -141,9 +142,12 @@ AttentionFloat64Result attentionFloat64(const ModelConfig& cfg, const AttentionL
           std::vector<bool> chosen(static_cast<size_t>(nBlk), false);
           for (int b : sel->blocks)
             if (b >= 0) chosen[b] = true;
-          double minSel = INFINITY, maxUnsel = -INFINITY;
-          for (int b = cfg.indexInit; b < nBlk - cfg.indexLocal; ++b)
+          double minSel = INFINITY, maxUnsel = -INFINITY, scale = 0;
+          for (int b = cfg.indexInit; b < nBlk - cfg.indexLocal; ++b) {
             (chosen[b] ? minSel : maxUnsel) = chosen[b] ? std::min(minSel, score[b]) : std::max(maxUnsel, score[b]);
+            scale = std::max(scale, std::fabs(score[b]));
+          }
+          out.scoreScale[static_cast<size_t>(t) * sh.kvHeads + h] = scale;
           out.margin[static_cast<size_t>(t) * sh.kvHeads + h] = minSel - maxUnsel;
           out.sameSelection[static_cast<size_t>(t) * sh.kvHeads + h] = minSel >= maxUnsel;
         }

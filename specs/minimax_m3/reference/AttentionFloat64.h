@@ -18,6 +18,7 @@ struct AttentionFloat64Rank {
   /// (+inf when nothing is ranked by score).
   std::vector<bool> sameSelection;
   std::vector<double> margin;
+  std::vector<double> scoreScale;  // the largest |score| of the scored blocks (0: none scored)
 };
 struct AttentionFloat64Result {
   std::vector<double> rstd;  // [S]
