@@ -480,3 +480,9 @@ TEST_CASE("attention: a NaN cache entry reaches only the rows whose selection re
     CHECK(changed == reading * sh.qGroup);
   }
 }
+
+TEST_CASE("attention: the full dims, several thousand keys", "[attention][.slow]") {
+  const ModelConfig cfg = ModelConfig::flash();
+  for (CacheMode mode : {CacheMode::Vllm, CacheMode::Atom}) checkAgreement(cfg, 8, 4, mode, false, 3000, true);
+  checkAgreement(cfg, 2, 8, CacheMode::Vllm, true, 3000, false);
+}
