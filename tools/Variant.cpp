@@ -1,4 +1,5 @@
 #include "tools/Variant.h"
+#include "tools/NumericFlag.h"
 
 #include <fmt/format.h>
 
@@ -17,8 +18,9 @@ namespace mm = specs::minimax_m3;
 
 void addVariantOptions(CLI::App* app, VariantOptions& o, bool rowsTp) {
   if (rowsTp) {
-    app->add_option("--rows,-S", o.rows, "decode rows S, 1..16")->check(CLI::Range(1, 16))->capture_default_str();
+    app->add_option("--rows,-S", o.rows, "decode rows S, 1..16")->check(numeric(1, 16))->capture_default_str();
     app->add_option("--tp,-T", o.tp, "tensor-parallel size: 1, 2, 4 or 8")
+        ->check(numeric(1, 8))
         ->check(CLI::IsMember({1, 2, 4, 8}))
         ->capture_default_str();
   }
@@ -44,7 +46,7 @@ void addVariantOptions(CLI::App* app, VariantOptions& o, bool rowsTp) {
       ->capture_default_str();
   app->add_flag("--trace", o.trace, "per-CTA, per-stage timestamps (the trace knob)");
   app->add_option("--drop-mark", o.dropMark, "fault test: this CTA never marks the launch done")
-      ->check(CLI::Range(-1, 1023));
+      ->check(numeric(-1, 1023));
   app->add_flag("--no-cache", o.noCache, "compile without the code-object cache");
 }
 
@@ -68,17 +70,6 @@ BuiltVariant buildVariant(runtime::Generator& gen, const ir::Key& key) {
   codegen::checkLimits(b.info, b.variant->plan);
   b.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return b;
-}
-
-CLI::Validator nonNegativeInteger() {
-  return CLI::Validator(
-      [](std::string& v) -> std::string {
-        const size_t at = v.find_first_not_of(" \t");
-        if (at != std::string::npos && v[at] == '-')
-          return fmt::format("{}: expected a non-negative integer (0 .. 2^64 - 1)", v);
-        return {};
-      },
-      "UINT64");
 }
 
 void checkInjection(int injectRank, const CLI::Option& ticks) {
