@@ -227,12 +227,19 @@ void FfnRunner::launch(const py::dict& tensors, const py::dict& scalars, uint64_
   auto b = bound_.find(key);
   if (b == bound_.end()) {  // checked and packed once
     for (const auto& [name, layout] : mm::argLayouts(plan)) args.at(name).layout = layout;  // opts_.scales, declared
-    b = bound_.emplace(key, &rt_->bind(S, args)).first;
+    if (bound_.size() >= kMaxBound) {
+      auto oldest = std::min_element(bound_.begin(), bound_.end(),
+                                     [](const auto& x, const auto& y) { return x.second.used < y.second.used; });
+      rt_->unbind(*oldest->second.launch);
+      bound_.erase(oldest);
+    }
+    b = bound_.emplace(key, Bound{&rt_->bind(S, args), 0}).first;
   }
+  b->second.used = ++launches_;
 
   if (!sim()) {
     py::gil_scoped_release nogil;
-    rt_->launch(*b->second, reinterpret_cast<void*>(stream));
+    rt_->launch(*b->second.launch, reinterpret_cast<void*>(stream));
     return;
   }
   const specs::minimax_m3::RankIo& io = simIo_.at(S);
@@ -241,7 +248,7 @@ void FfnRunner::launch(const py::dict& tensors, const py::dict& scalars, uint64_
     if (a->role != ir::ArgRole::Output) dev_->upload(io.addr.at(a->name), reinterpret_cast<const void*>(v.ptr), v.bytes());
   int32_t epoch = 0;
   dev_->download(&epoch, rt_->buffer(S, mm::arg::kEpoch), 4);
-  rt_->launch(*b->second);  // the Sim runs it to its end; `stream` is ignored
+  rt_->launch(*b->second.launch);  // the Sim runs it to its end; `stream` is ignored
   dev_->synchronize(nullptr);
   for (const auto& [a, v] : views)
     if (a->role == ir::ArgRole::Output) dev_->download(reinterpret_cast<void*>(v.ptr), io.addr.at(a->name), v.bytes());
@@ -291,7 +298,8 @@ void bindFfnRunner(py::module_& m) {
       .def_property_readonly("rank", &FfnRunner::rank)
       .def_property_readonly("device_name", &FfnRunner::deviceName)
       .def_property_readonly("input", &FfnRunner::input)
-      .def_property_readonly("tensor_device", &FfnRunner::tensorDevice);
+      .def_property_readonly("tensor_device", &FfnRunner::tensorDevice)
+      .def_property_readonly("bound_count", &FfnRunner::boundCount);
 }
 
 }  // namespace monogen::python
