@@ -107,7 +107,7 @@ TEST_CASE("bad arguments are refused with a clear message", "[cli]") {
   }
 }
 
-TEST_CASE("numeric flags: one checked parser; the flag, value and range; no NaN, wrap, saturation or long echo",
+TEST_CASE("numeric flags: one checked parser naming the flag, value and range, no NaN, wrap, saturation or long echo",
           "[cli]") {
   const std::string digits(250, '9');
   struct Case {
@@ -158,6 +158,23 @@ TEST_CASE("numeric flags: one checked parser; the flag, value and range; no NaN,
   const Result ok = sh(kMonogen + " info --rows +2 --tp 4");
   CHECK(ok.code == 0);
   CHECK(ok.out.find("\n  2   4 ") != std::string::npos);
+}
+
+TEST_CASE("a --config path of a directory, a device or an oversized file is an InputError (exit 2) before it is read",
+          "[cli][files]") {
+  TempDir d;
+  const fs::path big = d.path / "big.json";
+  std::ofstream(big) << std::string(2 << 20, ' ');
+  for (const auto& [path, expect] :
+       {std::pair<std::string, std::string>{d.path.string(), "is not a regular file"},
+        {"/dev/zero", "'/dev/zero' is not a regular file"},
+        {big.string(), "holds 2097152 bytes: a config.json is at most 1048576 bytes"}}) {
+    INFO(path);
+    const Result r = sh("timeout 20 " + kMonogen + " info --rows 1 --tp 1 --config " + path);
+    CHECK(r.code == 2);
+    CHECK(r.out.find("--config: ") != std::string::npos);
+    CHECK(r.out.find(expect) != std::string::npos);
+  }
 }
 
 TEST_CASE("every command has --help", "[cli]") {

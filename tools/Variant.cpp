@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 
 #include "ir/Error.h"
 #include "support/AtomicFile.h"
@@ -52,7 +53,25 @@ void addVariantOptions(CLI::App* app, VariantOptions& o, bool rowsTp) {
 
 const SpecEntry& specOf(const VariantOptions& o) { return specNamed(o.spec); }
 
-mm::ModelConfig configOf(const VariantOptions& o) { return mm::ModelConfig::byName(o.config); }
+mm::ModelConfig configOf(const VariantOptions& o) {
+  // A path must be a regular file of a config's size: a directory, a device (/dev/zero) or a
+  // FIFO is refused before it is read.
+  constexpr uintmax_t kMaxConfigBytes = 1 << 20;
+  if (o.config != "full" && o.config != "reduced" && !o.config.empty()) {
+    std::error_code ec;
+    const std::filesystem::file_status st = std::filesystem::status(o.config, ec);
+    if (!ec && std::filesystem::exists(st)) {
+      if (!std::filesystem::is_regular_file(st))
+        throw InputError("--config", fmt::format("'{}' is not a regular file: expected full, reduced or a config.json "
+                                                 "path", o.config));
+      const uintmax_t bytes = std::filesystem::file_size(o.config, ec);
+      if (!ec && bytes > kMaxConfigBytes)
+        throw InputError("--config", fmt::format("'{}' holds {} bytes: a config.json is at most {} bytes", o.config,
+                                                 bytes, kMaxConfigBytes));
+    }
+  }
+  return mm::ModelConfig::byName(o.config);
+}
 
 ir::Key keyOf(const VariantOptions& o, const mm::ModelConfig& cfg, int rows, int tp) {
   return specOf(o).makeKey(o, cfg, rows, tp);
