@@ -177,6 +177,30 @@ TEST_CASE("a --config path of a directory, a device or an oversized file is an I
   }
 }
 
+TEST_CASE("docs/architecture.md's quote of monogen info for S=8 TP=4 is what the tool prints", "[cli][docs]") {
+  std::ifstream f(std::string(MONOGEN_SOURCE_DIR) + "/docs/architecture.md");
+  const std::string doc((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  int vgpr = -1, sgpr = -1;
+  long lds = -1;
+  const size_t at = doc.find("S=8 TP=4 uses ");
+  REQUIRE(at != std::string::npos);
+  REQUIRE(std::sscanf(doc.c_str() + at, "S=8 TP=4 uses %d VGPRs, %d SGPRs, %ld B of LDS", &vgpr, &sgpr, &lds) == 3);
+  TempDir d;
+  const Result r = sh(withCache(d) + kMonogen + " info --config full --rows 8 --tp 4");
+  REQUIRE(r.code == 0);
+  INFO(r.out);
+  // the row:  S  TP  VGPR  AGPR  SGPR  LDS B ...
+  std::istringstream row(r.out.substr(r.out.find('\n') + 1));
+  int S = 0, tp = 0, v = 0, agpr = 0, s = 0;
+  long l = 0;
+  row >> S >> tp >> v >> agpr >> s >> l;
+  CHECK(S == 8);
+  CHECK(tp == 4);
+  CHECK(v == vgpr);
+  CHECK(s == sgpr);
+  CHECK(l == lds);
+}
+
 TEST_CASE("every command has --help", "[cli]") {
   for (const char* cmd : {"", "emit", "dump", "sim", "info"}) {
     const Result r = sh(kMonogen + " " + cmd + " --help");
