@@ -219,6 +219,12 @@ BoundLaunch& RankRuntime::bind(int rows, const RankArgs& args) {
   return *bound_.back();
 }
 
+void RankRuntime::unbind(const BoundLaunch& b) {
+  const auto it = std::find_if(bound_.begin(), bound_.end(), [&](const auto& p) { return p.get() == &b; });
+  if (it == bound_.end()) throw InputError(where() + ", unbind", "not a launch this runtime bound (or unbound already)");
+  bound_.erase(it);
+}
+
 void RankRuntime::launch(BoundLaunch& b, void* stream) { dev_.launch(b.kernel, b.values, b.kernargs, stream); }
 
 uint64_t RankRuntime::buffer(int rows, const std::string& arg) const {

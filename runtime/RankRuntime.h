@@ -67,6 +67,9 @@ class RankRuntime {
   /// Plan, adds the runtime's buffers and packs them once. The result stays valid (and at the
   /// same address) until the runtime dies; bind again for another buffer set.
   BoundLaunch& bind(int rows, const RankArgs& args);
+  /// Forgets a BoundLaunch bind returned (it is invalid after): a caller binding fresh buffers
+  /// every step keeps a bounded set. InputError if it is not one of this runtime's.
+  void unbind(const BoundLaunch& b);
   /// Enqueues one launch of `b` on `stream`. Nothing here allocates, compiles, copies from the
   /// host or synchronizes (the Sim device runs the launch to its end before returning).
   void launch(BoundLaunch& b, void* stream = nullptr);

@@ -87,12 +87,12 @@ TEST_CASE("bad arguments are refused with a clear message", "[cli]") {
                         Case{"sim --config reduced --rows 2 --tp 2 --padded-rows 3", "--padded-rows: K = 3: expected 0..S"},
                         Case{"sim --config reduced --rows 2 --tp 2 --experts 4 --inputs /", "--inputs excludes --experts"},
                         // a negative seed is refused, not wrapped to 2^64 - 1
-                        Case{"sim --config reduced --rows 1 --tp 1 --seed -1", "--seed: -1: expected a non-negative"},
-                        Case{"trace --config reduced --rows 1 --tp 1 --seed -1 -o x.json", "--seed: -1"},
-                        Case{"bench --rows 1 --tp 1 --experts 4 --seed -1", "--seed: -1"},
+                        Case{"sim --config reduced --rows 1 --tp 1 --seed -1", "--seed: '-1' is not an integer in 0 .. 18446744073709551615"},
+                        Case{"trace --config reduced --rows 1 --tp 1 --seed -1 -o x.json", "--seed: '-1'"},
+                        Case{"bench --rows 1 --tp 1 --experts 4 --seed -1", "--seed: '-1'"},
                         // a wait's bound is at least one tick
-                        Case{"sim --config reduced --rows 1 --tp 1 --wait-ticks -5", "--wait-ticks: Value -5 not in range 1"},
-                        Case{"sim --config reduced --rows 1 --tp 1 --wait-ticks 0", "--wait-ticks: Value 0 not in range 1"},
+                        Case{"sim --config reduced --rows 1 --tp 1 --wait-ticks -5", "--wait-ticks: '-5' is out of range: expected an integer in 1 .. 9223372036854775807"},
+                        Case{"sim --config reduced --rows 1 --tp 1 --wait-ticks 0", "--wait-ticks: '0' is out of range: expected an integer in 1 .."},
                         Case{"trace --config reduced --rows 1 --tp 1 --wait-ticks -5 -o x.json", "--wait-ticks"},
                         // a stall with no rank to stall is refused, not silently ignored
                         Case{"sim --config reduced --rows 1 --tp 1 --inject-ticks 5", "--inject-ticks requires --inject-rank"},
@@ -102,9 +102,103 @@ TEST_CASE("bad arguments are refused with a clear message", "[cli]") {
                              "--inject-ticks requires --inject-rank"}}) {
     INFO(c.args);
     const Result r = sh(kMonogen + " " + c.args);
-    CHECK(r.code != 0);
+    CHECK(r.code == 2);  // every usage error, CLI11's own too
     CHECK(r.out.find(c.expect) != std::string::npos);
   }
+}
+
+TEST_CASE("numeric flags: one checked parser naming the flag, value and range, no NaN, wrap, saturation or long echo",
+          "[cli]") {
+  const std::string digits(250, '9');
+  struct Case {
+    std::string args, expect;
+  };
+  for (const Case& c : {
+           Case{"check --config reduced --device gfx950-run --timeout nan", "--timeout: 'nan' is not a finite number"},
+           Case{"check --config reduced --device gfx950-run --timeout inf", "--timeout: 'inf' is not a finite number"},
+           Case{"check --config reduced --device gfx950-run --timeout 0", "--timeout: '0' is out of range: expected a "
+                                                                          "number in 0.001 .. 86400"},
+           Case{"check --config reduced --per-rank --wait-seconds nan", "--wait-seconds: 'nan' is not a finite number"},
+           Case{"check --config reduced --per-rank --wait-seconds -nan", "--wait-seconds: '-nan'"},
+           Case{"check --config reduced --device gfx950-run --timeout " + digits,
+                "--timeout: '99999999999999999999999999999999...' (250 characters) is out of range: expected a "
+                "number in 0.001 .. 86400"},
+           Case{"cache prune --max-bytes " + digits, "--max-bytes: '99999999999999999999999999999999...' (250 "
+                                                     "characters) is out of range: expected an integer in 0 .. "
+                                                     "9223372036854775807"},
+           Case{"cache prune --max-bytes -1", "--max-bytes: '-1' is out of range"},
+           Case{"check --config reduced --seed -1", "--seed: '-1' is not an integer in 0 .. 18446744073709551615"},
+           Case{"sim --config reduced --rows 1 --tp 1 --seed 18446744073709551616",
+                "--seed: '18446744073709551616' is out of range: expected an integer in 0 .. 18446744073709551615"},
+           Case{"sim --config reduced --rows 1 --tp 1 --wait-ticks 9223372036854775808",
+                "--wait-ticks: '9223372036854775808' is out of range: expected an integer in 1 .. 9223372036854775807"},
+           Case{"sim --config reduced --rows 1 --tp 1 --inject-rank 0 --inject-ticks 4294967296",
+                "--inject-ticks: '4294967296' is out of range: expected an integer in 0 .. 1073741824"},
+           Case{"sim --config reduced --rows 1 --tp 1 --experts 4294967300", "--experts: '4294967300' is out of range"},
+           Case{"emit --rows 8x --tp 4 -o x.co", "--rows: '8x' is not an integer in 1 .. 16"},
+           Case{"emit --rows 0x8 --tp 4 -o x.co", "--rows: '0x8' is not an integer"},
+           Case{"emit --rows 8.0 --tp 4 -o x.co", "--rows: '8.0' is not an integer"},
+           Case{"emit --rows 8 --tp 4 -j 0 --all -o d", "--jobs: '0' is out of range: expected an integer in 1 .. 64"},
+           Case{"info --rows 1 99", "--rows: '99' is out of range"},
+           Case{"bench --rows 1-99999999999 --no-sim", "--rows: '99999999999' is out of range: expected an integer in "
+                                                      "0 .. 4096"},
+           // CLI11's own errors exit 2 as well (an unknown flag was 109, a missing value 114)
+           Case{"info --bogus", "was not expected: --bogus"},
+           Case{"emit --rows", "--rows"},
+           Case{"sim --races=maybe", "--races"},
+       }) {
+    INFO(c.args);
+    const Result r = sh(kMonogen + " " + c.args);
+    INFO(r.out);
+    CHECK(r.code == 2);
+    CHECK(r.out.find(c.expect) != std::string::npos);
+    CHECK(r.out.find(digits.substr(0, 40)) == std::string::npos);  // never the whole value
+  }
+  // in range, the value reaches the command as written
+  const Result ok = sh(kMonogen + " info --rows +2 --tp 4");
+  CHECK(ok.code == 0);
+  CHECK(ok.out.find("\n  2   4 ") != std::string::npos);
+}
+
+TEST_CASE("a --config path of a directory, a device or an oversized file is an InputError (exit 2) before it is read",
+          "[cli][files]") {
+  TempDir d;
+  const fs::path big = d.path / "big.json";
+  std::ofstream(big) << std::string(2 << 20, ' ');
+  for (const auto& [path, expect] :
+       {std::pair<std::string, std::string>{d.path.string(), "is not a regular file"},
+        {"/dev/zero", "'/dev/zero' is not a regular file"},
+        {big.string(), "holds 2097152 bytes: a config.json is at most 1048576 bytes"}}) {
+    INFO(path);
+    const Result r = sh("timeout 20 " + kMonogen + " info --rows 1 --tp 1 --config " + path);
+    CHECK(r.code == 2);
+    CHECK(r.out.find("--config: ") != std::string::npos);
+    CHECK(r.out.find(expect) != std::string::npos);
+  }
+}
+
+TEST_CASE("docs/architecture.md's quote of monogen info for S=8 TP=4 is what the tool prints", "[cli][docs]") {
+  std::ifstream f(std::string(MONOGEN_SOURCE_DIR) + "/docs/architecture.md");
+  const std::string doc((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  int vgpr = -1, sgpr = -1;
+  long lds = -1;
+  const size_t at = doc.find("S=8 TP=4 uses ");
+  REQUIRE(at != std::string::npos);
+  REQUIRE(std::sscanf(doc.c_str() + at, "S=8 TP=4 uses %d VGPRs, %d SGPRs, %ld B of LDS", &vgpr, &sgpr, &lds) == 3);
+  TempDir d;
+  const Result r = sh(withCache(d) + kMonogen + " info --config full --rows 8 --tp 4");
+  REQUIRE(r.code == 0);
+  INFO(r.out);
+  // the row:  S  TP  VGPR  AGPR  SGPR  LDS B ...
+  std::istringstream row(r.out.substr(r.out.find('\n') + 1));
+  int S = 0, tp = 0, v = 0, agpr = 0, s = 0;
+  long l = 0;
+  row >> S >> tp >> v >> agpr >> s >> l;
+  CHECK(S == 8);
+  CHECK(tp == 4);
+  CHECK(v == vgpr);
+  CHECK(s == sgpr);
+  CHECK(l == lds);
 }
 
 TEST_CASE("every command has --help", "[cli]") {

@@ -10,7 +10,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <cstring>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -211,8 +214,11 @@ TEST_CASE("rank runtime: a rank killed mid-launch leaves the others INVALID with
     const std::string v = d["verdict"];
     CHECK(v.rfind("INVALID: rank " + std::to_string(r) + ": error word", 0) == 0);
     // names the missing rank: the first wait past its bound may be a local one (the error word holds
-    // the first), so the verdict also lists the ranks whose pairs never came
-    CHECK(v.find(fmt::format("this launch's pairs never came from rank {} (", victim)) != std::string::npos);
+    // the first), so the verdict also lists the ranks whose pairs never came (after its first timeout
+    // a rank stops sleeping, so a live peer's late pairs may be listed too)
+    const size_t list = v.find("this launch's pairs never came from ");
+    REQUIRE(list != std::string::npos);
+    CHECK(v.find(fmt::format("rank {} (", victim), list) != std::string::npos);
     CHECK(o.status[r] == 1);
     // Every wait past the bound costs at most the bound of idle time, and the stages time out one
     // after another; a minute would mean the bound has no real-time meaning.
@@ -220,6 +226,133 @@ TEST_CASE("rank runtime: a rank killed mid-launch leaves the others INVALID with
     CHECK(endAfterKill[r] < 90);
     WARN(fmt::format("rank {} ended {:.2f} s after rank {} was killed: {}", r, endAfterKill[r], victim, v));
   }
+}
+
+namespace {
+
+/// A /proc/<pid>/status field in kB (VmHWM: the peak resident set), or -1.
+int64_t procStatusKb(const std::string& pid, const char* field) {
+  std::ifstream f("/proc/" + pid + "/status");
+  for (std::string line; std::getline(f, line);)
+    if (line.rfind(field, 0) == 0) return std::stoll(line.substr(std::strlen(field) + 1));
+  return -1;
+}
+
+/// Samples a child's peak RSS every 20 ms until destroyed; growthMb() is that peak less this
+/// process's resident set at the start (a forked child starts with its parent's pages).
+struct PeakRss {
+  explicit PeakRss(pid_t pid) : base_(procStatusKb("self", "VmRSS:")), th_([this, pid] {
+    while (!stop_) {
+      peak_ = std::max<int64_t>(peak_, procStatusKb(std::to_string(pid), "VmHWM:"));
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }) {}
+  ~PeakRss() {
+    stop_ = true;
+    th_.join();
+  }
+  double growthMb() const { return static_cast<double>(peak_ - base_) / 1024.0; }
+  int64_t base_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int64_t> peak_{0};
+  std::thread th_;
+};
+
+/// TP 2, one launch with a 3 s bound; `hurt` acts on rank 1 20 ms into it and `rank0Done` runs when
+/// rank 0 gives its verdict. Returns rank 0's verdict and the seconds from `hurt` to it.
+std::pair<std::string, double> hurtPeer(const std::function<void(runtime::RankProcesses&)>& hurt,
+                                        const std::function<void(runtime::RankProcesses&)>& rank0Done, Outcome* out,
+                                        double* growthMb) {
+  SimRankJob job;
+  job.rows = {2};
+  job.launches = 1;
+  job.seed = 5;
+  job.waitTicks = 300'000'000;  // 3 s of idle
+  bool hurtDone = false;
+  std::chrono::steady_clock::time_point at;
+  double after = -1;
+  std::unique_ptr<PeakRss> rss;
+  *out = runRanks(2, job, [&](runtime::RankProcesses& p, int r, const json& j) {
+    if (!rss) rss = std::make_unique<PeakRss>(p.pid(0));
+    if (!hurtDone && r == 1 && j["event"] == "start") {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // inside the launch
+      hurt(p);
+      hurtDone = true;
+      at = std::chrono::steady_clock::now();
+    }
+    if (hurtDone && r == 0 && j["event"] == "done") {
+      after = std::chrono::duration<double>(std::chrono::steady_clock::now() - at).count();
+      if (rank0Done) rank0Done(p);
+    }
+  });
+  REQUIRE(hurtDone);
+  *growthMb = rss->growthMb();
+  REQUIRE(out->done[0].size() == 1);
+  return {out->done[0][0]["verdict"].get<std::string>(), after};
+}
+
+}  // namespace
+
+// A wait re-checked on every idle poll used to add a watcher and a deadline each time (35 MB/s), and
+// every later wait slept its own bound; now memory stays flat and the verdict comes one bound (+ the
+// launch's own simulation, a few seconds under ctest -j2) after the peer went away.
+TEST_CASE("rank runtime: a killed peer: flat memory, INVALID within the bound + 5 s", "[rank]") {
+  Outcome o;
+  double mb = 0;
+  const auto [verdict, sec] = hurtPeer([](runtime::RankProcesses& p) { p.kill(1); }, {}, &o, &mb);
+  WARN(fmt::format("killed peer, 3 s bound: rank 0's verdict {:.2f} s after the kill, ranks grew {:.0f} MB: {}", sec,
+                   mb, verdict));
+  CHECK(o.status[1] == 128 + SIGKILL);
+  CHECK(verdict.find("this launch's pairs never came from rank 1 (") != std::string::npos);
+  CHECK(verdict.rfind("INVALID", 0) == 0);
+  CHECK(sec >= 3);
+  CHECK(sec < 3 + 5);
+  CHECK(mb < 50);
+}
+
+TEST_CASE("rank runtime: a peer stopped past the bound: flat memory, INVALID within the bound + 5 s", "[rank]") {
+  Outcome o;
+  double mb = 0;
+  const auto [verdict, sec] = hurtPeer([](runtime::RankProcesses& p) { ::kill(p.pid(1), SIGSTOP); },
+                                       [](runtime::RankProcesses& p) { ::kill(p.pid(1), SIGCONT); }, &o, &mb);
+  WARN(fmt::format("peer stopped until rank 0's verdict, 3 s bound: verdict after {:.2f} s, ranks grew {:.0f} MB: {}",
+                   sec, mb, verdict));
+  CHECK(verdict.rfind("INVALID", 0) == 0);
+  CHECK(sec >= 3);
+  CHECK(sec < 3 + 5);
+  CHECK(mb < 50);
+  CHECK(o.done[1].size() == 1);  // resumed, it ends its launch
+}
+
+TEST_CASE("rank runtime: a peer stopped 4 s within a 20 s bound: flat memory, bit-exact", "[rank]") {
+  SimRankJob job;
+  job.rows = {2};
+  job.launches = 1;
+  job.seed = 6;
+  job.waitTicks = 2'000'000'000;
+  std::thread resume;
+  std::unique_ptr<PeakRss> rss;
+  const Outcome o = runRanks(2, job, [&](runtime::RankProcesses& p, int r, const json& j) {
+    if (!rss) rss = std::make_unique<PeakRss>(p.pid(0));
+    if (r == 1 && j["event"] == "start" && !resume.joinable()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      const pid_t pid = p.pid(1);
+      ::kill(pid, SIGSTOP);
+      resume = std::thread([pid] {
+        std::this_thread::sleep_for(std::chrono::seconds(4));
+        ::kill(pid, SIGCONT);
+      });
+    }
+  });
+  if (resume.joinable()) resume.join();
+  REQUIRE(rss);
+  const double mb = rss->growthMb();
+  WARN(fmt::format("peer stopped 4 s: ranks grew {:.0f} MB", mb));
+  for (int r = 0; r < 2; ++r) {
+    REQUIRE(o.done[r].size() == 1);
+    CHECK(o.done[r][0]["verdict"] == "bit-exact");
+  }
+  CHECK(mb < 50);
 }
 
 namespace {

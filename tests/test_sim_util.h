@@ -1,5 +1,7 @@
 // Shared helpers for the Sim device tests: a minimal Plan built by hand with ir::Builder.
 #pragma once
+#include <bit>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -69,15 +71,8 @@ struct Kit {
   }
 };
 
-inline float f32FromBits(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-inline uint32_t bitsOf(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
+constexpr float f32FromBits(uint32_t u) { return std::bit_cast<float>(u); }
+constexpr uint32_t bitsOf(float f) { return std::bit_cast<uint32_t>(f); }
+static_assert(bitsOf(f32FromBits(0x3f9e0419u) ) == 0x3f9e0419u && bitsOf(-2.f) == 0xc0000000u);
 
 }  // namespace simtest

@@ -32,6 +32,13 @@ struct Kind {
 const Kind kKinds[] = {{ir::MfmaKind::F32_16x16x32_BF16, 4, Type::vec(Type::bf16(), 8)},
                        {ir::MfmaKind::F32_16x16x4_F32, 4, Type::f32()}};
 
+/// x with its low 16 bits cleared when `bf16` (a bf16 value, truncated); noinline, as the
+/// compiler check below needs a call it cannot fold.
+[[gnu::noinline]] float truncatedIf(float x, bool bf16) {
+  if (bf16) x = f32FromBits(bitsOf(x) & 0xffff0000u);
+  return x;
+}
+
 uint16_t bf16Bits(float x) { return static_cast<uint16_t>(bitsOf(x) >> 16); }  // x exact in bf16
 
 /// A K-contiguous 16 x stepK matrix (A, or B stored transposed: Bt[n][k] = B[k][n]) in the
@@ -63,8 +70,7 @@ Matrix makeMatrix(int cols, bool bf16, bool integers, uint32_t seed) {
   std::uniform_real_distribution<float> u(-2.f, 2.f);
   for (int i = 0; i < 16 * cols; ++i) {
     float x = integers ? static_cast<float>(static_cast<int>(rng() % 7) - 3) : u(rng);
-    const uint32_t bits = bitsOf(x) & (bf16 ? 0xffff0000u : 0xffffffffu);  // a bf16 value: truncated
-    m.v.push_back(f32FromBits(bits));
+    m.v.push_back(truncatedIf(x, bf16));
   }
   return m;
 }
@@ -75,6 +81,16 @@ Val elemPtr(ir::Builder& b, Val base, const MfmaTile& t, Val row, int cols, int 
 }
 
 }  // namespace
+
+// GCC 12.2 (x86-64, -O1 and up) compiled truncatedIf to a bare `ret`: its split of the `and` into a
+// 16-bit strict_low_part move dropped the result. cmake/HostCompilerChecks.cmake detects that and
+// turns the split off; this fails if a build lost that.
+TEST_CASE("tiles: the host compiler clears a bit-cast float's low 16 bits under a condition") {
+  volatile float in = 1.2345f;  // 0x3f9e0419
+  volatile bool yes = true, no = false;
+  CHECK(bitsOf(truncatedIf(in, yes)) == 0x3f9e0000u);
+  CHECK(bitsOf(truncatedIf(in, no)) == 0x3f9e0419u);
+}
 
 TEST_CASE("tiles: MfmaTile's lane (row, column) and K are ir/Mfma.h's declared layout on every lane") {
   for (const Kind& kd : kKinds) {

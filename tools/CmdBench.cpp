@@ -17,6 +17,7 @@
 #include "specs/minimax_m3/kernel/Spec.h"
 #include "tools/Commands.h"
 #include "tools/Variant.h"
+#include "tools/NumericFlag.h"
 
 namespace monogen::tools {
 
@@ -31,17 +32,12 @@ std::vector<int> parseList(const std::string& text, const char* option, bool all
   std::string item;
   auto num = [&](const std::string& s) {
     if (allowNatural && s == "natural") return 0;
-    size_t pos = 0;
-    int v = 0;
-    try {
-      v = std::stoi(s, &pos);
-    } catch (const std::exception&) {
-      pos = 0;
-    }
-    if (pos == 0 || pos != s.size() || v < 0)
-      throw InputError(option, fmt::format("'{}' in '{}': expected a list of numbers like 1,4,8 or 1-16{}", s, text,
+    std::string why;
+    const std::optional<int> v = parseNumeric(s, 0, 4096, &why);
+    if (!v)
+      throw InputError(option, fmt::format("{}: expected a list of numbers like 1,4,8 or 1-16{}", why,
                                            allowNatural ? " (natural: 0)" : ""));
-    return v;
+    return *v;
   };
   while (std::getline(ss, item, ',')) {
     if (item.empty()) continue;
@@ -84,7 +80,7 @@ Run addBench(CLI::App& app) {
                 "distinct routed experts the rows pick (router-bias steering); 0 or natural: unsteered. Cells "
                 "with N > min(E, S x top-k) are skipped")
       ->capture_default_str();
-  c->add_option("--seed", o->seed, "input and scheduler seed")->check(nonNegativeInteger())->capture_default_str();
+  c->add_option("--seed", o->seed, "input and scheduler seed")->check(numeric<uint64_t>(0, std::numeric_limits<uint64_t>::max()))->capture_default_str();
   c->add_flag("--breakdown", o->breakdown, "print each cell's minimum by tensor and its stages' bytes");
   c->add_flag("--no-sim", o->noSim, "the minimum alone (no Sim launch: quick at the full config)");
   c->add_option("--input", o->input, "the launch's input: attn (the attention rows, o_proj in the launch) or part (the o_proj partial)")

@@ -12,6 +12,7 @@
 #include "runtime/KeyHash.h"
 #include "tools/Commands.h"
 #include "tools/Variant.h"
+#include "tools/NumericFlag.h"
 
 namespace monogen::tools {
 
@@ -57,7 +58,7 @@ Run addCache(CLI::App& app) {
   CLI::App* prune = c->add_subcommand("prune", "remove the least recently used entries until the rest fit");
   prune->add_option("--max-bytes", o->maxBytes, "the size the entries may take, in bytes")
       ->required()
-      ->check(CLI::NonNegativeNumber);
+      ->check(numeric<int64_t>(0, std::numeric_limits<int64_t>::max()));
   return [o, key, ls, verify, clear, prune] {
     const std::filesystem::path dir = o->dir.empty() ? runtime::Cache::defaultDir() : std::filesystem::path(o->dir);
     if (key->parsed()) {

@@ -20,6 +20,7 @@
 #include "tools/Commands.h"
 #include "tools/Variant.h"
 #include "tools/Verdict.h"
+#include "tools/NumericFlag.h"
 
 namespace monogen::tools {
 
@@ -146,9 +147,11 @@ Run addCheck(CLI::App& app) {
                 "through the per-rank runtime (libamdhip64, or the library $MONOGEN_HIP_LIBRARY names)")
       ->check(CLI::IsMember({"sim", "gfx950-run", "hip"}))
       ->capture_default_str();
-  c->add_option("--seed", o->seed, "input seed (makeLaunchInputs; the Sim's scheduler seed too)")->capture_default_str();
+  c->add_option("--seed", o->seed, "input seed (makeLaunchInputs; the Sim's scheduler seed too)")
+      ->check(numeric<uint64_t>(0, std::numeric_limits<uint64_t>::max()))
+      ->capture_default_str();
   c->add_option("--timeout", o->timeout, "gfx950-run: seconds after which the launch is a hang")
-      ->check(CLI::PositiveNumber)
+      ->check(numeric(0.001, 86400.0))
       ->capture_default_str();
   c->add_option("--numerics", o->numerics,
                 "the reference's numerics profile: auto (the device's), ir (the IR's declared models) or "
@@ -160,12 +163,12 @@ Run addCheck(CLI::App& app) {
               "own rank's CTAs, symmetric buffers in POSIX shared memory, handles exchanged over pipes (--device hip "
               "always runs this way, a HipRankDevice a process)");
   c->add_option("--launches", o->launches, "--per-rank, hip: back-to-back launches of one bound argument set (the replay)")
-      ->check(CLI::Range(1, 100))
+      ->check(numeric(1, 100))
       ->capture_default_str();
   c->add_option("--wait-seconds", o->waitSeconds,
                 "--per-rank, hip: a wait's bound, real seconds while a rank's process idles (the kernel's wait_ticks at "
                 "100 MHz)")
-      ->check(CLI::Range(0.001, 3600.0))
+      ->check(numeric(0.001, 3600.0))
       ->capture_default_str();
   return [o] {
     const auto cfg = configOf(o->v);

@@ -11,6 +11,7 @@
 #include "support/AtomicFile.h"
 #include "tools/Commands.h"
 #include "tools/Variant.h"
+#include "tools/NumericFlag.h"
 
 namespace monogen::tools {
 
@@ -98,7 +99,7 @@ Run addEmit(CLI::App& app) {
   addVariantOptions(c, o->v, true);
   c->add_flag("--all", o->all, "every variant: S 1..16 x TP 1, 2, 4, 8 (with progress)");
   c->add_option("-o,--output", o->out, "the code object file (one variant) or directory (--all)")->required();
-  c->add_option("-j,--jobs", o->jobs, "parallel compiles for --all (default: the cores)")->check(CLI::Range(1, 64));
+  c->add_option("-j,--jobs", o->jobs, "parallel compiles for --all (default: the cores)")->check(numeric(1, 64));
   return [o] { return o->all ? emitAll(*o) : emitOne(*o); };
 }
 

@@ -3,6 +3,7 @@
 
 #include "tools/Commands.h"
 #include "tools/Variant.h"
+#include "tools/NumericFlag.h"
 
 namespace monogen::tools {
 
@@ -14,8 +15,8 @@ Run addInfo(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* c = app.add_subcommand("info", "the resource table of every variant (or the ones given)");
   addVariantOptions(c, o->v, false);
-  c->add_option("--rows,-S", o->rows, "rows to list (default 1..16)")->check(CLI::Range(1, 16));
-  c->add_option("--tp,-T", o->tps, "TP sizes to list (default 1 2 4 8)")->check(CLI::IsMember({1, 2, 4, 8}));
+  c->add_option("--rows,-S", o->rows, "rows to list (default 1..16)")->check(numeric(1, 16));
+  c->add_option("--tp,-T", o->tps, "TP sizes to list (default 1 2 4 8)")->check(numeric(1, 8))->check(CLI::IsMember({1, 2, 4, 8}));
   return [o] {
     const auto cfg = configOf(o->v);
     auto gen = generatorOf(o->v, cfg);

@@ -27,6 +27,7 @@
 #include "tools/Commands.h"
 #include "tools/Variant.h"
 #include "tools/Verdict.h"
+#include "tools/NumericFlag.h"
 
 namespace monogen::tools {
 
@@ -136,18 +137,20 @@ Run addSim(CLI::App& app) {
   CLI::App* c = app.add_subcommand("sim", "run a variant's whole launch on the Sim device and compare with the reference");
   addVariantOptions(c, o->v, true);
   c->add_option("--seed", o->seed, "scheduler seed (and input seed unless --inputs)")
-      ->check(nonNegativeInteger())
+      ->check(numeric<uint64_t>(0, std::numeric_limits<uint64_t>::max()))
       ->capture_default_str();
-  c->add_option("--seeds", o->seeds, "run this many scheduler seeds, seed .. seed + n - 1")->check(CLI::Range(1, 1000));
+  c->add_option("--seeds", o->seeds, "run this many scheduler seeds, seed .. seed + n - 1")->check(numeric(1, 1000));
   CLI::Option* inputs = c->add_option("--inputs", o->inputs,
                                       "the launch's inputs: a directory --save wrote, or an inputs .safetensors file")
                             ->check(CLI::ExistingPath);
   c->add_option("--experts,-N", o->experts,
                 "distinct routed experts the rows pick (router-bias steering): top-k .. min(experts, valid rows x "
                 "top-k); 0: natural routing")
+      ->check(numeric(std::numeric_limits<int>::min(), std::numeric_limits<int>::max()))  // range: below
       ->capture_default_str()
       ->excludes(inputs);
   c->add_option("--padded-rows", o->paddedRows, "the last K rows are padded (slot -1): 0..S")
+      ->check(numeric(0, 16))
       ->capture_default_str()
       ->excludes(inputs);
   c->add_option("--save", o->save,
@@ -155,7 +158,7 @@ Run addSim(CLI::App& app) {
                 "outputs.safetensors and reference.safetensors; their metadata holds the seed, inputs, variant and "
                 "verdict");
   c->add_option("--wait-ticks", o->launch.waitTicks, "a wait's bound in 100 MHz ticks, 1 or more")
-      ->check(CLI::Range(int64_t{1}, std::numeric_limits<int64_t>::max()))
+      ->check(numeric<int64_t>(1, std::numeric_limits<int64_t>::max()))
       ->capture_default_str();
   c->add_flag("--races", o->races,
               "run the Sim device's race detector (happens-before with scopes) and its uninitialized-read check: a "
@@ -165,10 +168,10 @@ Run addSim(CLI::App& app) {
   CLI::Option* rank = c->add_option("--inject-rank", o->launch.injectRank,
                                     "fault injection (implies --handshake): this rank stalls at the handshake, then "
                                     "fails")
-                          ->check(CLI::Range(-1, 7));
+                          ->check(numeric(-1, 7));
   CLI::Option* ticks = c->add_option("--inject-ticks", o->launch.injectTicks,
                                      "fault injection (needs --inject-rank): the stall in 100 MHz ticks")
-                           ->check(CLI::Range(0, 1 << 30))
+                           ->check(numeric(0, 1 << 30))
                            ->needs(rank);
   return [o, ticks] {
     checkInjection(o->launch.injectRank, *ticks);

@@ -13,6 +13,7 @@
 #include "specs/minimax_m3/testing/SimHarness.h"
 #include "tools/Commands.h"
 #include "tools/Variant.h"
+#include "tools/NumericFlag.h"
 
 namespace monogen::tools {
 
@@ -31,18 +32,18 @@ Run addTrace(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* c = app.add_subcommand("trace", "run the traced variant on the Sim device and write trace-event JSON");
   addVariantOptions(c, o->v, true);
-  c->add_option("--seed", o->seed, "scheduler and input seed")->check(nonNegativeInteger())->capture_default_str();
+  c->add_option("--seed", o->seed, "scheduler and input seed")->check(numeric<uint64_t>(0, std::numeric_limits<uint64_t>::max()))->capture_default_str();
   c->add_option("-o,--output", o->out, "the trace-event JSON file to write (chrome://tracing, ui.perfetto.dev)")
       ->required();
   c->add_flag("--handshake", o->handshake, "run it as the step's last launch (the ranks trade failure flags)");
   CLI::Option* rank =
       c->add_option("--inject-rank", o->injectRank, "fault injection: this rank stalls at the handshake, then fails")
-          ->check(CLI::Range(-1, 7));
+          ->check(numeric(-1, 7));
   CLI::Option* ticks = c->add_option("--inject-ticks", o->injectTicks, "fault injection: the stall in 100 MHz ticks")
-                           ->check(CLI::Range(0, 1 << 30))
+                           ->check(numeric(0, 1 << 30))
                            ->needs(rank);
   c->add_option("--wait-ticks", o->waitTicks, "a wait's bound in 100 MHz ticks, 1 or more")
-      ->check(CLI::Range(int64_t{1}, std::numeric_limits<int64_t>::max()))
+      ->check(numeric<int64_t>(1, std::numeric_limits<int64_t>::max()))
       ->capture_default_str();
   return [o, ticks] {
     checkInjection(o->injectRank, *ticks);

@@ -1,4 +1,5 @@
 #include "tools/Variant.h"
+#include "tools/NumericFlag.h"
 
 #include <fmt/format.h>
 
@@ -6,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 
 #include "ir/Error.h"
 #include "support/AtomicFile.h"
@@ -17,8 +19,9 @@ namespace mm = specs::minimax_m3;
 
 void addVariantOptions(CLI::App* app, VariantOptions& o, bool rowsTp) {
   if (rowsTp) {
-    app->add_option("--rows,-S", o.rows, "decode rows S, 1..16")->check(CLI::Range(1, 16))->capture_default_str();
+    app->add_option("--rows,-S", o.rows, "decode rows S, 1..16")->check(numeric(1, 16))->capture_default_str();
     app->add_option("--tp,-T", o.tp, "tensor-parallel size: 1, 2, 4 or 8")
+        ->check(numeric(1, 8))
         ->check(CLI::IsMember({1, 2, 4, 8}))
         ->capture_default_str();
   }
@@ -44,13 +47,31 @@ void addVariantOptions(CLI::App* app, VariantOptions& o, bool rowsTp) {
       ->capture_default_str();
   app->add_flag("--trace", o.trace, "per-CTA, per-stage timestamps (the trace knob)");
   app->add_option("--drop-mark", o.dropMark, "fault test: this CTA never marks the launch done")
-      ->check(CLI::Range(-1, 1023));
+      ->check(numeric(-1, 1023));
   app->add_flag("--no-cache", o.noCache, "compile without the code-object cache");
 }
 
 const SpecEntry& specOf(const VariantOptions& o) { return specNamed(o.spec); }
 
-mm::ModelConfig configOf(const VariantOptions& o) { return mm::ModelConfig::byName(o.config); }
+mm::ModelConfig configOf(const VariantOptions& o) {
+  // A path must be a regular file of a config's size: a directory, a device (/dev/zero) or a
+  // FIFO is refused before it is read.
+  constexpr uintmax_t kMaxConfigBytes = 1 << 20;
+  if (o.config != "full" && o.config != "reduced" && !o.config.empty()) {
+    std::error_code ec;
+    const std::filesystem::file_status st = std::filesystem::status(o.config, ec);
+    if (!ec && std::filesystem::exists(st)) {
+      if (!std::filesystem::is_regular_file(st))
+        throw InputError("--config", fmt::format("'{}' is not a regular file: expected full, reduced or a config.json "
+                                                 "path", o.config));
+      const uintmax_t bytes = std::filesystem::file_size(o.config, ec);
+      if (!ec && bytes > kMaxConfigBytes)
+        throw InputError("--config", fmt::format("'{}' holds {} bytes: a config.json is at most {} bytes", o.config,
+                                                 bytes, kMaxConfigBytes));
+    }
+  }
+  return mm::ModelConfig::byName(o.config);
+}
 
 ir::Key keyOf(const VariantOptions& o, const mm::ModelConfig& cfg, int rows, int tp) {
   return specOf(o).makeKey(o, cfg, rows, tp);
@@ -68,17 +89,6 @@ BuiltVariant buildVariant(runtime::Generator& gen, const ir::Key& key) {
   codegen::checkLimits(b.info, b.variant->plan);
   b.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return b;
-}
-
-CLI::Validator nonNegativeInteger() {
-  return CLI::Validator(
-      [](std::string& v) -> std::string {
-        const size_t at = v.find_first_not_of(" \t");
-        if (at != std::string::npos && v[at] == '-')
-          return fmt::format("{}: expected a non-negative integer (0 .. 2^64 - 1)", v);
-        return {};
-      },
-      "UINT64");
 }
 
 void checkInjection(int injectRank, const CLI::Option& ticks) {

@@ -59,10 +59,6 @@ runtime::Generator generatorOf(const VariantOptions& o, const specs::minimax_m3:
 /// the Plan and the target's limits (a cached file is checked like a fresh one).
 BuiltVariant buildVariant(runtime::Generator& gen, const ir::Key& key);
 
-/// Validates an unsigned option (--seed): a non-negative integer, so "-1" is refused rather
-/// than wrapped to 2^64 - 1 (CLI11 reads "-1" into a uint64_t as that).
-CLI::Validator nonNegativeInteger();
-
 /// --inject-ticks given (`ticks` counted) with --inject-rank -1 (none): the stall would be
 /// silently ignored, so it is refused (InputError). Without --inject-rank CLI11's needs() refuses it.
 void checkInjection(int injectRank, const CLI::Option& ticks);

@@ -32,7 +32,7 @@ test_targets=(monogen test_ir test_codegen test_codegen_numerics test_sim test_g
               test_runtime_cache test_runtime_device test_runtime_keyhash test_runtime_launch
               test_runtime_safetensors test_runtime_trace test_sim_adapter
               test_spec_allreduce test_spec_inputs test_spec_robust test_cli)
-fuzzers=(fuzz_safetensors fuzz_config fuzz_cache_entry)
+fuzzers=(fuzz_safetensors fuzz_config fuzz_cache_entry fuzz_numeric_flag)
 
 if ((do_build)); then
   step "configuring build-asan (clang++-22, MONOGEN_SANITIZE=ON, MONOGEN_FUZZ=ON)"

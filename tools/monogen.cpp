@@ -56,7 +56,8 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return finish(app.exit(e));  // --help prints to stdout
+    // --help prints to stdout and exits 0; every usage error (CLI11's own too) exits 2, as bad input does
+    return finish(app.exit(e) == 0 ? 0 : 2);
   }
   try {
     for (auto& [sub, run] : commands)

@@ -6,6 +6,7 @@
 
 #include "bindings/Bindings.h"
 #include "bindings/Config.h"
+#include "bindings/Input.h"
 #include "codegen/Toolchain.h"
 #include "runtime/Cache.h"
 #include "specs/minimax_m3/kernel/Generate.h"
@@ -54,20 +55,26 @@ void bindCodeCache(py::module_& m) {
       "Removes every entry (and the cache's lock, hit and temp files); returns how many entries went.");
   m.def(
       "cache_fill",
-      [](py::handle config, int tp, const std::vector<int>& rows, const std::string& dir) {
+      [](py::handle config, int tp, const std::vector<int>& rows, const std::string& dir, const std::string& scales,
+         py::handle input) {
         const mm::ModelConfig cfg = configOf(config);
+        mm::FfnKnobs knobs;  // as FfnRunner(scales=, input=) picks its variants
+        knobs.scales = mm::scaleLayoutOf(scales, "monogen.cache.fill, scales");
+        knobs.input = inputOf(input, "monogen.cache.fill, input");
         std::vector<std::pair<std::string, std::string>> made;
         py::gil_scoped_release nogil;
         auto cache = std::make_shared<runtime::Cache>(dirOf(dir), codegen::toolchainId());
         runtime::Generator gen(mm::makeGenerator(cfg, cache));
         for (int s : rows) {
-          const auto v = gen.variant(mm::makeKey(cfg, s, tp), true);
+          const auto v = gen.variant(mm::makeKey(cfg, s, tp, knobs), true);
           made.emplace_back(v->plan.key.variantName(), runtime::cacheSourceName(v->source));
         }
         return made;
       },
-      py::arg("config"), py::arg("tp"), py::arg("rows"), py::arg("dir") = "",
-      "Compiles (or finds) the code object of every S at TP `tp` into the cache; [(variant, source)].");
+      py::arg("config"), py::arg("tp"), py::arg("rows"), py::arg("dir") = "", py::arg("scales") = "e8m0_shuffle",
+      py::arg("input") = "attn",
+      "Compiles (or finds) the code object of every S at TP `tp` into the cache, the variants FfnRunner(scales=, "
+      "input=) launches; [(variant, source)].");
 }
 
 }  // namespace monogen::python

@@ -103,10 +103,12 @@ py::list FfnRunner::arguments(int rows) const {
       d["role"] = a.role == ir::ArgRole::Input ? "input" : a.role == ir::ArgRole::Output ? "output" : "weight";
       const auto dt = torchDtypesFor(a.elem);
       d["dtype"] = dt.empty() ? std::string("?") : dt[0];
+      d["dtypes"] = dt;  // every torch dtype accepted (byte views of FP8 / FP4 / E8M0 too)
       d["shape"] = py::tuple(py::cast(a.shape));
     } else {
       d["role"] = "scalar";
       d["dtype"] = a.elem == ir::Scalar::I64 ? "int64" : "int32";
+      d["dtypes"] = std::vector<std::string>{d["dtype"].cast<std::string>()};
       d["shape"] = py::tuple();
     }
     d["doc"] = a.doc;
@@ -116,6 +118,11 @@ py::list FfnRunner::arguments(int rows) const {
 }
 
 void FfnRunner::launch(const py::dict& tensors, const py::dict& scalars, uint64_t stream) {
+  std::unique_lock<std::mutex> one(launching_, std::try_to_lock);
+  if (!one.owns_lock()) {  // another thread is launching: wait without the GIL it may need
+    py::gil_scoped_release nogil;
+    one.lock();
+  }
   // S: the row count of the Plan's first Input tensor (attn or part: the launch's input).
   const ir::Plan& first = rt_->plan(rt_->rows().front());
   const auto lead = std::find_if(first.args.begin(), first.args.end(), [](const ir::KernelArg& a) {
@@ -163,7 +170,24 @@ void FfnRunner::launch(const py::dict& tensors, const py::dict& scalars, uint64_
     }
     TensorView v = readTensor(tensors[a.name.c_str()], aw);
     checkTensor(v, a, tensorDevice_, aw);
+    const int gpu = opts_.deviceOrdinal >= 0 ? opts_.deviceOrdinal : opts_.rank;  // HipRankDevice's choice
+    if (!sim() && v.deviceIndex >= 0 && v.deviceIndex != gpu)
+      throw InputError(aw, fmt::format("on {}: this runner launches on cuda:{}; expected the tensor there",
+                                       v.describe(), gpu));
     views.emplace_back(&a, std::move(v));
+  }
+  // No output may share memory with another tensor: the launch reads its inputs while it writes
+  // (on the Sim one copy-back would overwrite the other; on HIP they would race).
+  for (const auto& [a, v] : views) {
+    if (a->role != ir::ArgRole::Output) continue;
+    for (const auto& [b, u] : views) {
+      if (a == b || u.bytes() == 0 || v.bytes() == 0) continue;
+      if (v.ptr < u.ptr + static_cast<uint64_t>(u.bytes()) && u.ptr < v.ptr + static_cast<uint64_t>(v.bytes()))
+        throw InputError(fmt::format("{}, argument '{}'", at, a->name),
+                         fmt::format("shares memory with argument '{}' (data_ptr {:#x}, {} bytes and {:#x}, {} bytes): "
+                                     "an output must be a tensor of its own (no in-place launch)",
+                                     b->name, v.ptr, v.bytes(), u.ptr, u.bytes()));
+    }
   }
   // The scalars the runtime does not own.
   std::vector<std::string> scalarNames;
@@ -190,8 +214,7 @@ void FfnRunner::launch(const py::dict& tensors, const py::dict& scalars, uint64_
       throw InputError(at, fmt::format("unknown scalar '{}': the caller's scalars are {}", name, joined(scalarNames)));
   }
 
-  const bool sim = opts_.device == "sim";
-  if (sim) {
+  if (sim()) {
     auto io = simIo_.find(S);
     if (io == simIo_.end()) io = simIo_.emplace(S, mm::allocRankIo(*dev_, plan)).first;
     for (const auto& [a, v] : views) args[a->name] = LaunchArg::tensor(io->second.addr.at(a->name), *runtime::dtypeFor(a->elem), a->shape);
@@ -204,12 +227,19 @@ void FfnRunner::launch(const py::dict& tensors, const py::dict& scalars, uint64_
   auto b = bound_.find(key);
   if (b == bound_.end()) {  // checked and packed once
     for (const auto& [name, layout] : mm::argLayouts(plan)) args.at(name).layout = layout;  // opts_.scales, declared
-    b = bound_.emplace(key, &rt_->bind(S, args)).first;
+    if (bound_.size() >= kMaxBound) {
+      auto oldest = std::min_element(bound_.begin(), bound_.end(),
+                                     [](const auto& x, const auto& y) { return x.second.used < y.second.used; });
+      rt_->unbind(*oldest->second.launch);
+      bound_.erase(oldest);
+    }
+    b = bound_.emplace(key, Bound{&rt_->bind(S, args), 0}).first;
   }
+  b->second.used = ++launches_;
 
-  if (!sim) {
+  if (!sim()) {
     py::gil_scoped_release nogil;
-    rt_->launch(*b->second, reinterpret_cast<void*>(stream));
+    rt_->launch(*b->second.launch, reinterpret_cast<void*>(stream));
     return;
   }
   const specs::minimax_m3::RankIo& io = simIo_.at(S);
@@ -218,7 +248,7 @@ void FfnRunner::launch(const py::dict& tensors, const py::dict& scalars, uint64_
     if (a->role != ir::ArgRole::Output) dev_->upload(io.addr.at(a->name), reinterpret_cast<const void*>(v.ptr), v.bytes());
   int32_t epoch = 0;
   dev_->download(&epoch, rt_->buffer(S, mm::arg::kEpoch), 4);
-  rt_->launch(*b->second);  // the Sim runs it to its end; `stream` is ignored
+  rt_->launch(*b->second.launch);  // the Sim runs it to its end; `stream` is ignored
   dev_->synchronize(nullptr);
   for (const auto& [a, v] : views)
     if (a->role == ir::ArgRole::Output) dev_->download(reinterpret_cast<void*>(v.ptr), io.addr.at(a->name), v.bytes());
@@ -268,7 +298,8 @@ void bindFfnRunner(py::module_& m) {
       .def_property_readonly("rank", &FfnRunner::rank)
       .def_property_readonly("device_name", &FfnRunner::deviceName)
       .def_property_readonly("input", &FfnRunner::input)
-      .def_property_readonly("tensor_device", &FfnRunner::tensorDevice);
+      .def_property_readonly("tensor_device", &FfnRunner::tensorDevice)
+      .def_property_readonly("bound_count", &FfnRunner::boundCount);
 }
 
 }  // namespace monogen::python

@@ -7,6 +7,7 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,8 @@ class FfnRunner {
   void peersOpened() { rt_->peersOpened(); }
   /// The warm-up's progress lines (also passed to opts.progress as they come).
   std::vector<std::string> warmUp();
+  /// One launch. Serialized: a second thread's launch on this runner waits (GIL released) until
+  /// the first has ended (the Sim: run and copied back; HIP: enqueued).
   void launch(const py::dict& tensors, const py::dict& scalars, uint64_t stream);
 
   /// The caller's arguments of S's Plan, in Plan order: {name, role, dtype, shape, doc} dicts
@@ -63,9 +66,12 @@ class FfnRunner {
   const char* input() const { return specs::minimax_m3::ffnInputName(opts_.input); }
   /// "cpu" for the Sim, "cuda" for HIP (what torch calls a ROCm GPU).
   const std::string& tensorDevice() const { return tensorDevice_; }
+  /// Bound launches kept (at most kMaxBound), for tests.
+  size_t boundCount() const { return bound_.size(); }
 
  private:
   std::string where(const std::string& step) const;
+  bool sim() const { return opts_.device == "sim"; }
 
   specs::minimax_m3::ModelConfig cfg_;
   FfnRunnerOptions opts_;
@@ -75,7 +81,16 @@ class FfnRunner {
   std::unique_ptr<runtime::RankRuntime> rt_;  // after dev_ and gen_: destroyed first
   std::vector<std::string> progressLines_;                     // the last warm-up's
   std::map<int, specs::minimax_m3::RankIo> simIo_;               // sim: the Sim copies, per S
-  std::map<std::vector<int64_t>, runtime::BoundLaunch*> bound_;  // by (S, scalars[, data_ptrs])
+  /// Bound launches by (S, scalars[, data_ptrs]), the least recently used unbound past kMaxBound:
+  /// an eager caller passing fresh outputs every step stays bounded.
+  static constexpr size_t kMaxBound = 64;
+  struct Bound {
+    runtime::BoundLaunch* launch;
+    uint64_t used;
+  };
+  std::map<std::vector<int64_t>, Bound> bound_;
+  uint64_t launches_ = 0;
+  std::mutex launching_;  // held through launch(): one launch of this runner at a time
 };
 
 }  // namespace monogen::python

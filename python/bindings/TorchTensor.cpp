@@ -57,7 +57,9 @@ std::vector<std::string> torchDtypesFor(ir::Scalar s) {
     case ir::Scalar::F32: return {"torch.float32"};
     case ir::Scalar::I32: return {"torch.int32"};
     case ir::Scalar::I64: return {"torch.int64"};
-    case ir::Scalar::I8: return {"torch.uint8", "torch.int8", "torch.float8_e8m0fnu", "torch.float4_e2m1fn_x2"};
+    case ir::Scalar::I8:  // byte views, and torch's own names for what the bytes hold (FP8 e4m3 is SGLang's wo)
+      return {"torch.uint8",         "torch.int8",           "torch.float8_e4m3fn",
+              "torch.float8_e4m3fnuz", "torch.float8_e8m0fnu", "torch.float4_e2m1fn_x2"};
     default: return {};
   }
 }

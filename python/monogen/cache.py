@@ -49,7 +49,8 @@ def clear(dir=None):
     return _monogen.cache_clear(d) if os.path.isdir(d) else 0
 
 
-def fill(config, tp, rows, dir=None):
-    """Compiles (or finds) the code objects of S in `rows` at TP `tp`: [(variant, source)], source
+def fill(config, tp, rows, dir=None, scales="e8m0_shuffle", input="attn"):
+    """Compiles (or finds) the code objects of S in `rows` at TP `tp`, the variants
+    FfnRunner(config, tp, ..., scales=scales, input=input) launches: [(variant, source)], source
     "compiled", "disk" or "memory"."""
-    return _monogen.cache_fill(config, tp, [int(r) for r in rows], dir or "")
+    return _monogen.cache_fill(config, tp, [int(r) for r in rows], dir or "", scales, input)

@@ -115,6 +115,11 @@ class FfnRunner:
     def launch(self, x, res_in, out, res_out, weights, slots=None, stream=None, **scalars):
         """One launch: reads x, res_in, slots and weights; writes out and res_out.
 
+        Launches on one runner are serialized: a second thread's launch waits until the first has
+        ended (on the Sim: run and copied back; on HIP: enqueued). out and res_out must be tensors
+        of their own: one sharing memory with any other argument is refused (no in-place launch).
+        S must be one the runner warmed up (``rows``); ``pad`` pads a smaller batch to the next.
+
         x: the launch's input, bound to the Plan argument self.input: the attention rows (bf16
         [S, heads x head_dim / TP]) for "attn", the o_proj partial (bf16 [S, hidden]) for "part".
         S = x.shape[0]. weights: {argument name: tensor} (every tensor argument of the Plan but the
@@ -123,11 +128,57 @@ class FfnRunner:
         int handle; None: torch's current stream (HIP), ignored on the Sim. scalars: the Plan's
         caller scalars (wait_ticks, handshake), defaults as built.
         """
+        self.check_rows(x, "launch")  # before anything of S's size is made
         tensors = dict(weights)
         tensors.update({self.input: x, "res_in": res_in, "out": out, "res_out": res_out})
         if "slots" in self._names(x):
             tensors["slots"] = self._all_valid(x) if slots is None else slots
         self._c.launch(tensors, scalars, self._stream(x, stream))
+
+    def check_rows(self, x, step="launch"):
+        """S = x.shape[0] if x is a tensor whose S the runner warmed up; else monogen.InputError
+        naming the argument, the S and the warmed ones."""
+        at = f"input error at FfnRunner.{step}, rank {self.rank} of TP {self.tp}, argument '{self.input}'"
+        if not all(hasattr(x, a) for a in ("shape", "dtype", "device", "data_ptr")):
+            raise _monogen.InputError(f"{at}: a {type(x).__name__} was given: expected a torch.Tensor")
+        S = int(x.shape[0]) if len(x.shape) else 0
+        if S not in self.rows:
+            raise _monogen.InputError(
+                f"{at}: {x.dtype} {list(x.shape)} gives S = {S}: this runner serves S in "
+                f"{{{', '.join(map(str, self.rows))}}} (warmed up); pad the batch to one of them "
+                f"(FfnRunner.pad) or build the runner with rows=[...] for more")
+        return S
+
+    def padded_rows(self, n):
+        """The smallest warmed-up S >= n, or monogen.InputError naming n and the warmed ones."""
+        fits = [s for s in self.rows if s >= n]
+        if n < 1 or not fits:
+            raise _monogen.InputError(f"input error at FfnRunner.padded_rows, rank {self.rank} of TP {self.tp}: "
+                                      f"{n} rows: this runner serves S in {{{', '.join(map(str, self.rows))}}}; "
+                                      f"expected 1 .. {max(self.rows)} rows")
+        return min(fits)
+
+    def pad(self, x, res_in, slots=None):
+        """A batch of n rows padded to the next warmed-up S (padded_rows(n)): (x, res_in, slots)
+        with S rows, rows n.. zero and their slot -1 (a padded row: the kernel skips it; slots
+        None: rows 0..n-1 valid). Launch them with out / res_out of S rows and read rows [:n]."""
+        import torch
+        if not hasattr(x, "shape") or not len(x.shape):
+            raise _monogen.InputError(f"input error at FfnRunner.pad, argument '{self.input}': a "
+                                      f"{type(x).__name__} was given: expected a torch.Tensor of [n, ...] rows")
+        n = int(x.shape[0])
+        S = self.padded_rows(n)
+        def grow(t):
+            if t.shape[0] != n:
+                raise _monogen.InputError(f"input error at FfnRunner.pad: a tensor of {t.shape[0]} rows beside "
+                                          f"{self.input}'s {n}; expected {n}")
+            return torch.cat([t, t.new_zeros((S - n,) + tuple(t.shape[1:]))]) if S > n else t
+        if slots is None:
+            slots = torch.arange(n, dtype=torch.int64, device=x.device)
+        padded = grow(slots)
+        if S > n:
+            padded[n:] = -1
+        return grow(x), grow(res_in), padded
 
     # --- what the Plan asks for
     def arguments(self, rows):

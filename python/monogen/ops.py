@@ -17,7 +17,8 @@ torch 1.13 (Debian's python3-torch) has no torch.library.custom_op / register_fa
 torch.compile: the ops are defined with torch.library.Library("monogen", "DEF"), with kernels
 for CPU (the Sim device) and CUDA (a ROCm torch's GPU tensors: the HIP device; not run here) and
 a Meta kernel (shapes only: out and res_out as S's Plan declares them, [S, hidden], not x's
-shape; nothing read or written), also registered for AutogradMeta (1.13 has no autograd
+shape; nothing read or written; every tensor's dtype and shape checked as the real op checks them,
+and a real tensor among meta ones refused), also registered for AutogradMeta (1.13 has no autograd
 fallthrough for Meta; the ops have no gradient). They trace under torch.jit.trace (tests/test_torch_op.py); a traced graph holds the
 runner's handle as a constant, so it is valid in the process that built it.
 """
@@ -48,7 +49,7 @@ def _runner(key):
 
 
 def _weights_by_name(r, x, weights):
-    names = r.weight_names(x.shape[0]) if x.shape[0] in r.rows else []
+    names = r.weight_names(r.check_rows(x, "launch (torch.ops.monogen)"))
     if len(weights) != len(names):
         raise minimax_m3._monogen.InputError(
             f"input error at torch.ops.monogen, runner {r.handle}, S = {x.shape[0]}: {len(weights)} weight tensors; "
@@ -72,17 +73,44 @@ def _outputs(r, x, device):
 
 def _ffn(runner, x, res_in, weights, slots=None, stream=0):
     r = minimax_m3.runner(runner)
+    r.check_rows(x, "launch (torch.ops.monogen)")
     out, res_out = _outputs(r, x, x.device)
     _launch(runner, x, res_in, out, res_out, weights, slots, stream)
     return out, res_out
 
 
+def _check_meta(r, x, res_in, weights, slots, outputs=()):
+    """The Meta kernels check what the real op checks, shapes and dtypes by S's Plan, and that
+    every tensor is on meta: one real tensor among meta ones would launch nothing."""
+    S = r.check_rows(x, "launch (torch.ops.monogen, meta)")
+    named = {r.input: x, "res_in": res_in, **_weights_by_name(r, x, weights), **dict(outputs)}
+    if slots is not None:
+        named["slots"] = slots
+    at = f"input error at torch.ops.monogen (meta), runner {r.handle}, S = {S}"
+    real = [f"'{n}' on {t.device}" for n, t in named.items() if t.device.type != "meta"]
+    if real:
+        raise minimax_m3._monogen.InputError(
+            f"{at}: {', '.join(real)} among meta tensors: expected every tensor on meta (tracing shapes) "
+            f"or every one on the runner's device ({r.tensor_device}) to launch")
+    for a in r.arguments(S):
+        if a["role"] == "scalar" or a["name"] not in named:
+            continue
+        t = named[a["name"]]
+        if str(t.dtype) not in a["dtypes"] or tuple(t.shape) != tuple(a["shape"]):
+            raise minimax_m3._monogen.InputError(
+                f"{at}, argument '{a['name']}': expected {a['dtype']} {list(a['shape'])}; given {t.dtype} "
+                f"{list(t.shape)}")
+
+
 def _launch_meta(runner, x, res_in, out, res_out, weights, slots=None, stream=0):
-    minimax_m3.runner(runner)  # the handle must name a runner even when tracing shapes
+    r = minimax_m3.runner(runner)  # the handle must name a runner even when tracing shapes
+    _check_meta(r, x, res_in, weights, slots, outputs=(("out", out), ("res_out", res_out)))
 
 
 def _ffn_meta(runner, x, res_in, weights, slots=None, stream=0):
-    return _outputs(minimax_m3.runner(runner), x, "meta")
+    r = minimax_m3.runner(runner)
+    _check_meta(r, x, res_in, weights, slots)
+    return _outputs(r, x, "meta")
 
 
 for _key in ("CPU", "CUDA"):

@@ -2,6 +2,8 @@
 the C++ cache API, on a private temporary directory (never the user's cache)."""
 import os
 
+import pytest
+
 import monogen.cache as cache
 
 
@@ -32,3 +34,20 @@ def test_fill_list_verify_clear(tmp_path):
 
 def test_missing_directory(tmp_path):
     assert cache.list(str(tmp_path / "none")) == [] and cache.clear(str(tmp_path / "none")) == 0
+
+
+def test_the_package_imports_cache_and_fill_takes_the_runner_declarations(tmp_path):
+    """`import monogen` is enough for monogen.cache; fill compiles the variant a runner built with
+    scales= / input= launches (its name says so), not only the default one."""
+    import subprocess
+    import sys
+    code = "import monogen; print(monogen.cache.fill.__name__)"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ)
+    assert r.returncode == 0 and r.stdout.strip() == "fill", r.stderr
+    d = tmp_path / "cache"
+    d.mkdir(mode=0o700)
+    made = cache.fill("reduced", 1, [1], str(d), scales="rowmajor", input="part")
+    assert len(made) == 1 and "scales=rowmajor" in made[0][0] and "input=part" in made[0][0], made
+    import monogen
+    with pytest.raises(monogen.InputError, match=r"monogen.cache.fill, input"):
+        cache.fill("reduced", 1, [1], str(d), input="o_proj")

@@ -186,3 +186,77 @@ def test_inputs_and_reference_follow_the_declared_input(good):
         mm.rank_reference("reduced", S, 2, 0, attn_inputs, input="part")
     with pytest.raises(monogen.InputError, match=r"\"attn\" was declared, but 'attn\.r0' is not among the inputs"):
         mm.rank_reference("reduced", S, 2, 0, mm.make_launch_inputs("reduced", S, 2, 7, input="part"))
+
+
+def test_x_none_and_other_non_tensors_are_input_errors(runner, good):
+    for x in (None, 3, [1.0]):
+        with pytest.raises(monogen.InputError, match=rf"argument 'attn': a {type(x).__name__} was given: expected a torch\.Tensor"):
+            runner.launch(x, good["res_in"], torch.zeros_like(good["res_in"]), torch.zeros_like(good["res_in"]),
+                          {n: good[n] for n in runner.weight_names(S)})
+
+
+def test_s_is_checked_before_anything_of_its_size_is_made(runner, good):
+    """A huge first dimension (a stride-0 view: no memory) is refused naming S and the warmed S,
+    before the all-valid slots (torch.arange(S)) are made: no 8 TB allocation."""
+    huge = good["attn"][:1].expand(10**12, 512)
+    msg = refused(runner, {**{k: v for k, v in good.items() if k != "slots"}, "attn": huge},
+                  r"argument 'attn': torch\.bfloat16 \[1000000000000, 512\] gives S = 1000000000000: this runner "
+                  r"serves S in \{2\} \(warmed up\); pad the batch")
+    assert "FfnRunner.pad" in msg
+
+
+def test_an_s_not_warmed_names_it_and_the_warmed_ones_through_the_op(runner, good):
+    three = torch.cat([good["attn"], good["attn"][:1]])
+    with pytest.raises(monogen.InputError, match=r"gives S = 3: this runner serves S in \{2\}"):
+        torch.ops.monogen.ffn(runner.handle, three, good["res_in"], [good["w13"]] * 9, None)
+    with pytest.raises(monogen.InputError, match=r"gives S = 3: this runner serves S in \{2\}"):
+        torch.ops.monogen.ffn_launch(runner.handle, three, good["res_in"], good["res_in"], good["res_in"], [], None)
+
+
+def test_outputs_sharing_memory_are_refused(runner, good):
+    names = runner.weight_names(S)
+    w = {n: good[n] for n in names}
+    out = torch.zeros_like(good["res_in"])
+    with pytest.raises(monogen.InputError, match=r"argument '(res_)?out': shares memory with argument '(res_)?out'.*no in-place"):
+        runner.launch(good["attn"], good["res_in"], out, out, w, slots=good["slots"])
+    with pytest.raises(monogen.InputError, match=r"argument 'out': shares memory with argument 'res_in'"):
+        runner.launch(good["attn"], good["res_in"], good["res_in"], torch.zeros_like(out), w, slots=good["slots"])
+    both = torch.zeros((2,) + tuple(out.shape), dtype=out.dtype)  # two views of one buffer, apart: allowed
+    refused(runner, {**good, "out": both[0]}, r"bind\(\) before openPeers\(\)")
+
+
+def test_meta_kernels_check_devices_dtypes_and_shapes(runner, good):
+    names = runner.weight_names(S)
+    meta = {k: torch.empty_like(v, device="meta") for k, v in good.items()}
+    # one real tensor among meta ones: refused, not a silent no-op
+    with pytest.raises(monogen.InputError, match=r"'res_in' on cpu among meta tensors"):
+        torch.ops.monogen.ffn(runner.handle, meta["attn"], good["res_in"], [meta[n] for n in names], meta["slots"])
+    with pytest.raises(monogen.InputError, match=r"'out' on cpu among meta tensors"):
+        torch.ops.monogen.ffn_launch(runner.handle, meta["attn"], meta["res_in"], torch.zeros_like(good["res_in"]),
+                                     meta["res_in"].clone(), [meta[n] for n in names], meta["slots"])
+    # all on meta, as the real op checks them
+    with pytest.raises(monogen.InputError, match=r"argument 'res_in': expected torch\.bfloat16 \[2, 1536\]; given torch\.float32"):
+        torch.ops.monogen.ffn(runner.handle, meta["attn"], meta["res_in"].float(), [meta[n] for n in names], meta["slots"])
+    with pytest.raises(monogen.InputError, match=r"argument 'w13': expected torch\.uint8 \[17, \d+, 768\]; given torch\.uint8 \[17, 16, 768\]"):
+        torch.ops.monogen.ffn(runner.handle, meta["attn"], meta["res_in"],
+                              [meta[n][:, :16] if n == "w13" else meta[n] for n in names], meta["slots"])
+    out, res_out = torch.ops.monogen.ffn(runner.handle, meta["attn"], meta["res_in"], [meta[n] for n in names], meta["slots"])
+    assert out.device.type == "meta" and tuple(out.shape) == (2, 1536) and out.dtype == torch.bfloat16
+
+
+def test_fp8_weights_as_torch_holds_them(runner, good):
+    """wo (FP8 e4m3) as SGLang holds it: torch.float8_e4m3fn where this torch has it (1.13 has
+    not), and the uint8 / int8 byte views everywhere."""
+    for view in [torch.int8, torch.uint8] + [getattr(torch, n) for n in ("float8_e4m3fn",) if hasattr(torch, n)]:
+        refused(runner, {**good, "wo": good["wo"].view(view)}, r"bind\(\) before openPeers\(\)")
+    refused(runner, {**good, "wo": good["wo"].view(torch.int8).to(torch.int16)}, r"argument 'wo': dtype torch\.int16")
+
+
+def test_pad_to_the_next_warmed_s(runner, good):
+    x, res_in, slots = runner.pad(good["attn"][:1], good["res_in"][:1])
+    assert tuple(x.shape) == (2, 512) and tuple(res_in.shape) == (2, 1536)
+    assert slots.tolist() == [0, -1] and slots.dtype == torch.int64
+    assert torch.equal(x[0], good["attn"][0]) and not x[1].any() and not res_in[1].any()
+    assert runner.padded_rows(2) == 2
+    with pytest.raises(monogen.InputError, match=r"3 rows: this runner serves S in \{2\}; expected 1 \.\. 2 rows"):
+        runner.pad(torch.cat([good["attn"], good["attn"][:1]]), torch.cat([good["res_in"], good["res_in"][:1]]))

@@ -97,3 +97,40 @@ def test_tp1_in_one_process_with_a_progress_callback(scales, input):
                             scales=scales, input=input)
     assert not torch.equal(ffn_rank.bits(out), ffn_rank.bits(ref["out"])), "the two layouts' bytes gave the same out"
     r.close()
+
+
+def test_two_threads_on_one_runner_are_serialized():
+    """Two threads launching on one runner, each its own inputs: the launches are serialized
+    (FfnRunner.launch), so each thread's out is its own inputs' reference, bit for bit."""
+    import threading
+    import torch
+    import monogen.minimax_m3 as mm
+    r = mm.FfnRunner("reduced", 1, 0, rows=[1])
+    r.allocate()
+    r.open_peers([r.export_handle()])
+    r.peers_opened()
+    r.warm_up()
+    results, errors = {}, []
+
+    def worker(seed):
+        try:
+            inputs = mm.make_launch_inputs("reduced", 1, 1, seed)
+            m = mm.rank_inputs(inputs, 0)
+            ref = mm.rank_reference("reduced", 1, 1, 0, inputs)
+            same = []
+            for _ in range(2):
+                out, res_out = torch.zeros_like(m["res_in"]), torch.zeros_like(m["res_in"])
+                r.launch(m["attn"], m["res_in"], out, res_out, {n: m[n] for n in r.weight_names(1)})
+                same.append(torch.equal(ffn_rank.bits(out), ffn_rank.bits(ref["out"])) and bool(ffn_rank.bits(out).any()))
+            results[seed] = same
+        except Exception as e:  # noqa: BLE001 (reported below)
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=worker, args=(seed,)) for seed in (101, 102)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    r.close()
+    assert not errors, errors
+    assert results == {101: [True, True], 102: [True, True]}, results

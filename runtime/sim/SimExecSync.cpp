@@ -90,6 +90,10 @@ SimLaunch::Status SimLaunch::execWait(SimWave& w, const SimInst& in) {
     w.waitStart = now_;
     w.waitDone = 0;
   }
+  // A realtime poll's re-check keeps the wave's block (its watchers and deadline) unless a lane
+  // resolves: re-blocking on every poll would grow the watchers and deadlines without bound.
+  const bool recheck = w.recheck;
+  w.recheck = false;
   uint8_t* const fr = w.frame;
   const uint64_t exec = w.exec;
   SimRaceScope races = raceScope(w, *in.op);
@@ -110,7 +114,7 @@ SimLaunch::Status SimLaunch::execWait(SimWave& w, const SimInst& in) {
       continue;
     }
     next = std::min(next, deadline);
-    if (a.alloc) watch(a.alloc, a.addr, waveIndex(w), w.blockSeq + 1);
+    if (a.alloc && !recheck) watch(a.alloc, a.addr, waveIndex(w), w.blockSeq + 1);
   }
   countBytes(in, in.t0.space, 8 * static_cast<int64_t>(std::popcount(resolved)), 0);
   w.waitDone |= resolved;
@@ -118,6 +122,12 @@ SimLaunch::Status SimLaunch::execWait(SimWave& w, const SimInst& in) {
     w.inWait = false;
     ++w.pc;
     return kContinue;
+  }
+  if (recheck) {
+    w.state = SimWave::Wait;
+    removeRunnable(waveIndex(w));
+    if (resolved && next != INT64_MAX) deadlines_.push({next, waveIndex(w), w.blockSeq});  // the earliest went
+    return kBlocked;
   }
   block(w, SimWave::Wait);  // blockSeq becomes the one the watchers above recorded
   // A bound that saturates (INT64_MAX) is "forever": no deadline, so it can deadlock.

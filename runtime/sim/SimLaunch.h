@@ -25,6 +25,7 @@ struct SimWave {
   int32_t pc = 0;
   State state = Ready;
   bool inWait = false;       // a Wait op has started and not finished
+  bool recheck = false;      // made runnable by a realtime poll only: a re-check that resolves nothing keeps its block
   int32_t rank = 0, cta = 0, wave = 0;
   uint32_t ctaIndex = 0;     // rank * blocks + cta
   uint32_t blockSeq = 0;     // bumped on every block, to tell stale wake-ups

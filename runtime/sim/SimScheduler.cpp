@@ -175,7 +175,9 @@ void SimLaunch::wakeWatchers(SimMemory::Allocation* a, uint64_t addr, int n) {
     if (it == watch_.end()) continue;
     for (const auto& [wi, seq] : it->second.waiters) {
       SimWave& w = waves_[wi];
-      if (w.state == SimWave::Wait && w.blockSeq == seq) makeRunnable(wi);
+      if (w.blockSeq != seq) continue;
+      w.recheck = false;  // its watcher is gone: the wave's next block registers it again
+      if (w.state == SimWave::Wait) makeRunnable(wi);
     }
     --a->watched;
     watch_.erase(it);
@@ -191,7 +193,10 @@ bool SimLaunch::pollPeers() {
   const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   now_ += std::max<int64_t>(1, static_cast<int64_t>(sec * static_cast<double>(plan_.target().clockHz)));
   for (uint32_t wi = 0; wi < waves_.size(); ++wi)
-    if (waves_[wi].state == SimWave::Wait) makeRunnable(wi);  // re-check its pairs (and its deadline)
+    if (waves_[wi].state == SimWave::Wait) {  // re-check its pairs (and its deadline), keeping its block
+      waves_[wi].recheck = true;
+      makeRunnable(wi);
+    }
   wakeDue();
   return true;
 }
@@ -225,7 +230,10 @@ SimStats SimLaunch::run() {
         if ((w.state == SimWave::Wait || w.state == SimWave::Sleep) && w.blockSeq == d.seq) break;
         deadlines_.pop();
       }
-      if (opts_.realtimeWaits && pollPeers()) continue;
+      // Once a wait has timed out the launch is INVALID whatever follows: its later bounds are
+      // simulated ticks, not slept, so a dead or stopped peer costs one bound of real time.
+      const bool invalid = stats_.waitTimeouts > 0 && !deadlines_.empty();
+      if (opts_.realtimeWaits && !invalid && pollPeers()) continue;
       if (deadlines_.empty()) deadlock();
       now_ = std::max(now_, deadlines_.top().at);
       wakeDue();
