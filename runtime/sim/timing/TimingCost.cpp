@@ -2,6 +2,8 @@
 // -Werror=switch), so a new op must be given a cost class.
 #include "runtime/sim/timing/TimingCost.h"
 
+#include <unordered_map>
+
 namespace monogen::runtime::timing {
 
 CostClass costClassOf(uint16_t code) {
@@ -35,6 +37,31 @@ CostClass costClassOf(uint16_t code) {
       return CostClass::Salu;  // flattened away before the model sees them
   }
   return CostClass::Valu;
+}
+
+}  // namespace monogen::runtime::timing
+
+namespace monogen::runtime::timing {
+
+std::vector<int> constantDivisions(const SimProgram& prog) {
+  std::vector<int> r(prog.insts.size(), 0);
+  std::unordered_map<uint32_t, int64_t> consts;  // slot -> the ConstInt it holds at this point
+  for (size_t pc = 0; pc < prog.insts.size(); ++pc) {
+    const SimInst& in = prog.insts[pc];
+    if (in.code >= kSimIfBegin) {
+      if (in.res != kSimNoSlot) consts.erase(in.res);
+      continue;
+    }
+    const auto code = static_cast<ir::OpCode>(in.code);
+    if (code == ir::OpCode::Div || code == ir::OpCode::Rem || code == ir::OpCode::UDiv || code == ir::OpCode::URem) {
+      auto it = consts.find(in.opd[1]);
+      if (it != consts.end() && it->second > 0) r[pc] = (it->second & (it->second - 1)) == 0 ? 1 : 4;
+    }
+    if (in.res == kSimNoSlot) continue;
+    if (code == ir::OpCode::ConstInt) consts[in.res] = in.op->attrs.imm;
+    else consts.erase(in.res);
+  }
+  return r;
 }
 
 }  // namespace monogen::runtime::timing

@@ -2,6 +2,7 @@
 // many machine instructions it is, and its result latency (TimingModel.cpp charges them).
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "runtime/sim/SimProgram.h"
 
@@ -26,5 +27,10 @@ enum class CostClass : uint8_t {
 
 /// The cost class of flat instruction code `code` (an ir::OpCode or a SimCode pseudo-op).
 CostClass costClassOf(uint16_t code);
+
+/// Per flat instruction: for a Div/Rem/UDiv/URem by a constant, the instructions the compiler turns
+/// it into (a power of two: 1, a shift or mask; else 4, a multiply-high and shifts); 0 otherwise
+/// (a full division sequence).
+std::vector<int> constantDivisions(const SimProgram& prog);
 
 }  // namespace monogen::runtime::timing

@@ -37,6 +37,17 @@ TimingModel::TimingModel(const TimingParams& params, const ir::Plan& plan, const
   }
   class_.reserve(prog.insts.size());
   for (const SimInst& in : prog.insts) class_.push_back(costClassOf(in.code));
+  constDiv_ = constantDivisions(prog);
+  // Integer ops on wave-uniform values issue on the SALU (gfx950 has no scalar float ops).
+  const std::vector<bool> uni = uniformResults(prog);
+  scalar_.assign(prog.insts.size(), false);
+  for (size_t pc = 0; pc < prog.insts.size(); ++pc) {
+    const SimInst& in = prog.insts[pc];
+    const auto code = static_cast<ir::OpCode>(in.code);
+    scalar_[pc] = uni[pc] && (class_[pc] == CostClass::Valu || class_[pc] == CostClass::Divide) &&
+                  !in.rt.isFloat() && !in.t0.isFloat() && !in.t1.isFloat() && code != ir::OpCode::ReadFirstLane &&
+                  code != ir::OpCode::Ballot && code != ir::OpCode::Shuffle;
+  }
   ready_.assign(nWave * slotsPerWave_, 0.0);
   fromMem_.assign(nWave * slotsPerWave_, 0);
   pipes_.assign(static_cast<size_t>(ranks) * kXcds * kCusPerXcd * kSimdsPerCu * kPipes, 0.0);
@@ -123,12 +134,19 @@ bool TimingModel::issue(uint32_t wi, int32_t pc, double horizon) {
       p = kSalu, busy = c_.saluIssue, lat = c_.saluLatency;
       break;
     case CostClass::Realtime: p = kSalu, busy = c_.saluIssue, lat = c_.realtimeLatency; break;
-    case CostClass::Valu: count = regs(in.rt.bytes()); break;
+    case CostClass::Valu:
+      count = regs(in.rt.bytes());
+      if (scalar_[pc]) p = kSalu, busy = c_.saluIssue, lat = c_.saluLatency;
+      break;
     case CostClass::Trans: busy = c_.transIssue, lat = c_.transLatency, count = regs(in.rt.bytes()); break;
     case CostClass::Convert:
       busy = c_.cvtIssue, lat = c_.cvtLatency, count = regs(std::max(in.rt.bytes(), in.t0.bytes()));
       break;
-    case CostClass::Divide: busy = c_.divideIssue, lat = c_.divideIssue + c_.valuLatency; break;
+    case CostClass::Divide:
+      busy = c_.divideIssue, lat = c_.divideIssue + c_.valuLatency;
+      if (constDiv_[pc]) count = constDiv_[pc] * regs(in.rt.bytes()), busy = c_.valuIssue, lat = c_.valuLatency;
+      if (scalar_[pc]) p = kSalu;
+      break;
     case CostClass::Mfma:
       p = kXdl;
       if (at.mfma == ir::MfmaKind::F32_16x16x32_FP8) busy = c_.mfmaFp8Busy, lat = c_.mfmaFp8Latency;

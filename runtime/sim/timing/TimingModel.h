@@ -14,6 +14,7 @@
 #include "runtime/sim/SimProgram.h"
 #include "runtime/sim/timing/TimingCost.h"
 #include "runtime/sim/timing/TimingMemory.h"
+#include "runtime/sim/timing/TimingUniform.h"
 
 namespace monogen::runtime::timing {
 
@@ -97,6 +98,8 @@ class TimingModel {
   size_t slotsPerWave_;
   std::vector<Wave> w_;
   std::vector<CostClass> class_;  // per flat instruction
+  std::vector<int> constDiv_;     // per flat instruction: constantDivisions
+  std::vector<bool> scalar_;      // per flat instruction: an integer op on wave-uniform values (SALU)
   std::vector<double> ready_;
   std::vector<uint8_t> fromMem_;
   std::vector<double> pipes_;
