@@ -122,7 +122,8 @@ LaunchInputs readInputs(const std::string& path, const mm::ModelConfig& cfg, int
 
 /// The timing model's figures for one launch: every one labelled modeled.
 void printTimed(const runtime::SimTimedResult& t) {
-  fmt::print("    modeled launch time: {:.2f} us ({:.0f} cycles at the model's clock)\n", t.us, t.cycles);
+  fmt::print("    modeled launch time: {:.2f} us ({:.0f} cycles at the model's clock; {} machine instructions "
+             "issued, modeled)\n", t.us, t.cycles, t.instructions);
   fmt::print("    modeled critical path: ends in stage '{}' on rank {} CTA {} wave {}; its {:.2f} us: issue {:.2f}, "
              "memory stall {:.2f}, flag wait {:.2f}, barrier {:.2f} us\n",
              t.stage, t.rank, t.cta, t.wave, t.us, t.issueUs, t.memoryUs, t.flagUs, t.barrierUs);

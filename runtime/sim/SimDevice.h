@@ -125,6 +125,7 @@ struct SimTimedResult {
   double issueUs = 0, memoryUs = 0, flagUs = 0, barrierUs = 0;  // its whole time, split
   std::vector<SimTimedStage> stages;   // its stages in the order they started
   std::map<std::string, double> stageEndUs;  // per stage: when its last wave left it
+  int64_t instructions = 0;            // machine instructions the model issued, all waves
 };
 
 /// What a simulated launch did.

@@ -183,6 +183,7 @@ bool TimingModel::issue(uint32_t wi, int32_t pc, double horizon) {
   advance(wi, opReady, mem ? kMemory : kIssue);
   w.start = w.t;
   pf = w.start + count * busy;
+  instructions_ += count;
   advance(wi, w.start + count * c_.issueInterval, kIssue);
   if (in.res != kSimNoSlot) {
     ready(wi, in.res) = w.start + (count - 1) * std::max(busy, c_.issueInterval) + lat;
@@ -304,6 +305,7 @@ SimTimedResult TimingModel::result(const ir::Plan& plan) const {
     return s >= 0 && s < stages_ ? plan.stages[s].name : std::string("(no stage)");
   };
   r.cycles = w.end;
+  r.instructions = instructions_;
   r.us = w.end * us;
   r.rank = w.rank, r.cta = w.cta, r.wave = static_cast<int>(last % wavesPerCta_);
   r.stage = stageName(w.lastStage);

@@ -111,6 +111,7 @@ class TimingModel {
   };
   std::unordered_map<uint64_t, Pub> pubs_;
   std::unordered_set<const SimMemory::Allocation*> weights_;
+  int64_t instructions_ = 0;
 };
 
 }  // namespace monogen::runtime::timing
