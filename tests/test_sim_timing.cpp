@@ -6,6 +6,9 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <string>
+#include <sys/wait.h>
+#include <utility>
 
 #include "ir/Error.h"
 #include "runtime/sim/timing/TimingCost.h"
@@ -249,4 +252,33 @@ TEST_CASE("sim timing: parameters override from JSON, a fittable one only inside
   int fittable = 0;
   for (const auto& row : p.rows()) fittable += row.fittable();
   CHECK(fittable <= 3);
+}
+
+namespace {
+
+/// Runs a shell command; its exit code and stdout + stderr.
+std::pair<int, std::string> shell(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  REQUIRE(p != nullptr);
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  const int st = pclose(p);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+
+const std::string kMonogen = std::string(MONOGEN_BINARY_DIR) + "/tools/monogen";
+
+}  // namespace
+
+TEST_CASE("sim timing: monogen sim --timed prints the modeled time and critical path, verdict unchanged", "[cli]") {
+  const auto [code, out] = shell(kMonogen + " sim --rows 2 --tp 2 --config reduced --timed");
+  INFO(out);
+  CHECK(code == 0);
+  CHECK(out.find("modeled launch time: ") != std::string::npos);
+  CHECK(out.find("modeled critical path: ends in stage '") != std::string::npos);
+  CHECK(out.find("verdict: bit-exact under 1 seed") != std::string::npos);
+  const auto [code2, out2] = shell(kMonogen + " sim --rows 2 --tp 2 --config reduced --timing-params /dev/null");
+  CHECK(code2 != 0);
+  CHECK(out2.find("needs --timed") != std::string::npos);
 }
