@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <sys/wait.h>
@@ -281,4 +282,20 @@ TEST_CASE("sim timing: monogen sim --timed prints the modeled time and critical 
   const auto [code2, out2] = shell(kMonogen + " sim --rows 2 --tp 2 --config reduced --timing-params /dev/null");
   CHECK(code2 != 0);
   CHECK(out2.find("needs --timed") != std::string::npos);
+}
+
+TEST_CASE("sim timing: monogen bench --timed prints and writes the modeled cells", "[cli]") {
+  const std::string json = std::string(MONOGEN_BINARY_DIR) + "/test_sim_timing_bench.json";
+  std::remove(json.c_str());
+  const auto [code, out] = shell(kMonogen + " bench --rows 2 --tp 2 --experts 4 --timed --json " + json);
+  INFO(out);
+  CHECK(code == 0);
+  CHECK(out.find("modeled us") != std::string::npos);
+  std::ifstream f(json);
+  REQUIRE(f.good());
+  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  for (const char* key : {"\"rows\": 2", "\"tp\": 2", "\"experts\": 4", "\"input\": \"attn\"", "\"modeled_us\"",
+                          "\"floor_us\"", "\"seed_us\": null"})
+    CHECK(text.find(key) != std::string::npos);
+  std::remove(json.c_str());
 }
