@@ -6,11 +6,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 
 #include "ir/Error.h"
 #include "runtime/sim/SimDevice.h"
+#include "runtime/sim/timing/TimingParams.h"
 #include "specs/minimax_m3/testing/BytesModel.h"
 #include "specs/minimax_m3/testing/MoeInputs.h"
 #include "specs/minimax_m3/testing/SimHarness.h"
@@ -56,6 +59,13 @@ std::vector<int> parseList(const std::string& text, const char* option, bool all
 
 std::string kib(int64_t bytes) { return fmt::format("{:.1f}", static_cast<double>(bytes) / 1024.0); }
 
+/// The measured launch times of the FlyDSL FFN launch with o_proj on MI350X (TP4, 8 rows, weights
+/// streaming from HBM; median of 5 x 200 launches), by distinct experts; 0: none measured.
+double measuredUs(int s, int tp, int n) {
+  if (s != 8 || tp != 4) return 0;
+  return n == 8 ? 44.8 : n == 14 ? 51.8 : n == 18 ? 58.2 : 0;
+}
+
 const char* const kLaunchStages[] = {"push", "reduce", "norm", "router", "route", "table", "up", "down", "final"};
 
 }  // namespace
@@ -68,6 +78,9 @@ Run addBench(CLI::App& app) {
     bool breakdown = false;
     bool noSim = false;
     std::string input = "attn";
+    bool timed = false;        // --timed: the Sim's gfx950 timing model (docs/timing.md)
+    std::string timingParams;  // --timing-params FILE
+    std::string json;          // --json FILE: the timed cells
   };
   auto o = std::make_shared<Options>();
   CLI::App* c = app.add_subcommand(
@@ -86,7 +99,24 @@ Run addBench(CLI::App& app) {
   c->add_option("--input", o->input, "the launch's input: attn (the attention rows, o_proj in the launch) or part (the o_proj partial)")
       ->check(CLI::IsMember({"part", "attn"}))
       ->capture_default_str();
+  c->add_flag("--timed", o->timed,
+              "run each cell under the gfx950 timing model: modeled us, the measured figure where one exists, the "
+              "floor (a rank's minimum bytes / HBM bandwidth) and the ratio, and the critical path");
+  c->add_option("--timing-params", o->timingParams, "with --timed: JSON overrides of the timing parameters")
+      ->check(CLI::ExistingFile);
+  c->add_option("--json", o->json, "with --timed: write the cells as JSON objects "
+                                   "{rows, tp, experts, input, modeled_us, floor_us, seed_us}");
   return [o] {
+    if ((!o->timingParams.empty() || !o->json.empty()) && !o->timed)
+      throw InputError(o->json.empty() ? "--timing-params" : "--json", "needs --timed");
+    if (o->timed && o->noSim) throw InputError("--timed", "runs the Sim: it cannot go with --no-sim");
+    std::shared_ptr<runtime::timing::TimingParams> timing;
+    if (o->timed) {
+      timing = std::make_shared<runtime::timing::TimingParams>();
+      if (!o->timingParams.empty()) timing->load(o->timingParams);
+    }
+    nlohmann::json cellsJson = nlohmann::json::array();
+    std::vector<std::string> timedLines;
     const mm::ModelConfig cfg = mm::ModelConfig::byName(o->config);
     cfg.validate("--config");
     const std::vector<int> rowsList = parseList(o->rows, "--rows", false);
@@ -178,6 +208,7 @@ Run addBench(CLI::App& app) {
       }
       runtime::SimOptions so;
       so.seed = o->seed;
+      so.timing = timing;
       std::string row;
       try {
         const mm::SimRun run = session.launch(inputs, so);
@@ -208,6 +239,22 @@ Run addBench(CLI::App& app) {
                           cl.n ? std::to_string(cl.n) : "nat", picked, kib(perRank), kib(minB.total()),
                           static_cast<double>(perRank) / static_cast<double>(minB.total()), kib(haveMin),
                           haveMin ? static_cast<double>(perRank) / static_cast<double>(haveMin) : 0.0, top);
+        if (run.stats.timed.on) {
+          const runtime::SimTimedResult& t = run.stats.timed;
+          const double floorUs = static_cast<double>(minB.total()) / (timing->hbmBandwidth * 1e12) * 1e6;
+          const bool full = cfg.canonical() == mm::ModelConfig::byName("full").canonical();
+          const double seedUs = full ? measuredUs(cl.s, cl.tp, cl.n) : 0;  // measured at full dims only
+          timedLines.push_back(fmt::format(
+              "{:>3} {:>3} {:>4} {:>12.2f} {:>12} {:>10.2f} {:>7.2f}  ends: stage '{}' rank {} CTA {}; issue {:.2f}, "
+              "memory stall {:.2f}, flag wait {:.2f}, barrier {:.2f} us",
+              cl.s, cl.tp, cl.n ? std::to_string(cl.n) : "nat", t.us,
+              seedUs > 0 ? fmt::format("{:.1f}", seedUs) : std::string("-"), floorUs, t.us / floorUs, t.stage, t.rank,
+              t.cta, t.issueUs, t.memoryUs, t.flagUs, t.barrierUs));
+          nlohmann::json j = {{"rows", cl.s},        {"tp", cl.tp},          {"experts", cl.n},
+                              {"input", o->input},   {"modeled_us", t.us},   {"floor_us", floorUs}};
+          j["seed_us"] = seedUs > 0 ? nlohmann::json(seedUs) : nlohmann::json(nullptr);
+          cellsJson.push_back(j);
+        }
         if (o->breakdown) {
           row += "\n      minimum a rank:\n";
           std::istringstream d(minB.describe());
@@ -230,6 +277,19 @@ Run addBench(CLI::App& app) {
     fmt::print("{}\n", head);
     for (const std::string& l : lines)
       if (l.rfind("kernel stages", 0) != 0) fmt::print("{}\n", l);
+    if (o->timed) {
+      fmt::print("\ntimed (every us figure modeled by the Sim's gfx950 timing model, docs/timing.md, but 'measured': "
+                 "MI350X, the FlyDSL launch with o_proj; floor = a rank's minimum bytes / {} TB/s HBM)\n",
+                 timing->hbmBandwidth);
+      fmt::print("{:>3} {:>3} {:>4} {:>12} {:>12} {:>10} {:>7}  critical path (modeled)\n", "S", "TP", "N",
+                 "modeled us", "measured us", "floor us", "ratio");
+      for (const std::string& l : timedLines) fmt::print("{}\n", l);
+      if (!o->json.empty()) {
+        std::ofstream f(o->json);
+        f << cellsJson.dump(2) << "\n";
+        if (!f) throw RuntimeError(o->json, "cannot write the --json file");
+      }
+    }
     flushStdout();
     return bad ? 1 : 0;
   };

@@ -19,6 +19,7 @@
 
 #include "ir/Error.h"
 #include "runtime/Safetensors.h"
+#include "runtime/sim/timing/TimingParams.h"
 #include "specs/minimax_m3/kernel/Spec.h"
 #include "specs/minimax_m3/testing/MoeInputs.h"
 #include "specs/minimax_m3/reference/MoeReference.h"
@@ -120,6 +121,24 @@ LaunchInputs readInputs(const std::string& path, const mm::ModelConfig& cfg, int
   return in;
 }
 
+/// The timing model's figures for one launch: every one labelled modeled.
+void printTimed(const runtime::SimTimedResult& t) {
+  fmt::print("    modeled launch time: {:.2f} us ({:.0f} cycles at the model's clock; {} machine instructions "
+             "issued, modeled)\n", t.us, t.cycles, t.instructions);
+  fmt::print("    modeled critical path: ends in stage '{}' on rank {} CTA {} wave {}; its {:.2f} us: issue {:.2f}, "
+             "memory stall {:.2f}, flag wait {:.2f}, barrier {:.2f} us\n",
+             t.stage, t.rank, t.cta, t.wave, t.us, t.issueUs, t.memoryUs, t.flagUs, t.barrierUs);
+  for (const runtime::SimTimedStage& s : t.stages)
+    fmt::print("      {:<12} {:7.2f} .. {:7.2f} us: issue {:6.2f}, memory {:6.2f}, flag wait {:6.2f}, barrier {:6.2f}\n",
+               s.stage, s.startUs, s.endUs, s.issueUs, s.memoryUs, s.flagUs, s.barrierUs);
+  std::string ends;
+  std::vector<std::pair<double, std::string>> byEnd;
+  for (const auto& [name, us] : t.stageEndUs) byEnd.emplace_back(us, name);
+  std::sort(byEnd.begin(), byEnd.end());
+  for (const auto& [us, name] : byEnd) ends += fmt::format(" {} {:.2f}", name, us);
+  fmt::print("    modeled stage ends (us, the last wave to leave each):{}\n", ends);
+}
+
 }  // namespace
 
 Run addSim(CLI::App& app) {
@@ -130,6 +149,8 @@ Run addSim(CLI::App& app) {
     int experts = 0;     // --experts N: distinct routed experts the rows pick (0: natural routing)
     int paddedRows = 0;  // --padded-rows K: the last K rows get slot -1
     bool races = false;  // --races: the Sim's happens-before race detector
+    bool timed = false;  // --timed: the gfx950 timing model (docs/timing.md)
+    std::string timingParams;  // --timing-params FILE: JSON overrides of its parameters
     std::string inputs, save;
     mm::LaunchParams launch;
   };
@@ -164,6 +185,13 @@ Run addSim(CLI::App& app) {
               "run the Sim device's race detector (happens-before with scopes) and its uninitialized-read check: a "
               "race makes the verdict RACE, a read of LDS, scratch or an output no op of the launch wrote UNINIT; "
               "the first few are listed, naming the accesses and the missing edge or the region");
+  c->add_flag("--timed", o->timed,
+              "run under the gfx950 timing model (docs/timing.md): print the modeled launch time and the critical "
+              "path (the stage, CTA and rank that end last, split into issue, memory stall, flag wait and barrier)");
+  c->add_option("--timing-params", o->timingParams,
+                "with --timed: a JSON object {\"parameter\": value} overriding the timing model's parameters "
+                "(runtime/sim/timing/Gfx950Timing.def, in their units)")
+      ->check(CLI::ExistingFile);
   c->add_flag("--handshake", o->launch.handshake, "run it as the step's last launch (the ranks trade failure flags)");
   CLI::Option* rank = c->add_option("--inject-rank", o->launch.injectRank,
                                     "fault injection (implies --handshake): this rank stalls at the handshake, then "
@@ -186,6 +214,13 @@ Run addSim(CLI::App& app) {
     mm::LaunchInputOptions io = inputOptionsOf(cfg, S, o->experts, o->paddedRows);
     io.matchVariant(v.knobs);  // scales as it reads them; input=attn: attn.rR, wo.rR, wo_scale
     if (!o->save.empty()) mm::checkSaveDir(o->save, "--save");  // before the launch, not after it
+    if (!o->timingParams.empty() && !o->timed)
+      throw InputError("--timing-params", "sets the timing model's parameters: it needs --timed");
+    std::shared_ptr<runtime::timing::TimingParams> timing;
+    if (o->timed) {
+      timing = std::make_shared<runtime::timing::TimingParams>();
+      if (!o->timingParams.empty()) timing->load(o->timingParams);
+    }
     fmt::print("{} on the Sim device: {} ranks x {} CTAs x {} threads\n", key.variantName(), TP, cfg.blocks,
                cfg.threads);
     flushStdout();
@@ -222,6 +257,7 @@ Run addSim(CLI::App& app) {
       runtime::SimOptions so;
       so.seed = o->seed + static_cast<uint64_t>(i);
       so.races = o->races;
+      so.timing = timing;
       const auto t0 = std::chrono::steady_clock::now();
       // a long launch (full dims: minutes) reports on stderr every 20M ops
       so.progress = [&, seed = so.seed](const runtime::SimProgress& p) {
@@ -246,6 +282,7 @@ Run addSim(CLI::App& app) {
       const bool ok = verdict == "bit-exact";
       fmt::print("  seed {:<4} {:>10} ops {:>8} ticks {:6.2f} s ({:.1f} M ops/s)  {}\n", so.seed, run.stats.steps,
                  run.stats.ticks, sec, sec > 0 ? run.stats.steps / sec / 1e6 : 0.0, verdict);
+      if (run.stats.timed.on) printTimed(run.stats.timed);
       for (const std::string& r : run.stats.races) fmt::print("    {}\n", r);
       if (run.stats.raceCount > static_cast<int64_t>(run.stats.races.size()))
         fmt::print("    ... and {} more racing op pairs\n", run.stats.raceCount - static_cast<int64_t>(run.stats.races.size()));

@@ -12,6 +12,10 @@
 
 namespace monogen::runtime {
 
+namespace timing {
+struct TimingParams;
+}
+
 /// Fills [p, p + bytes) with the Sim's poison (what LDS and a fresh allocation hold before anyone
 /// writes them): NaNs, infinities, random and negative words from `seed`, rarely a valid launch
 /// tag. The pattern: docs/sim.md, "Execution model".
@@ -100,6 +104,28 @@ struct SimOptions {
   /// while it idles and no deadlock is reported while a wave waits (docs/sim.md).
   bool realtimeWaits = false;
   int pollMicros = 100;
+  /// The gfx950 timing model (runtime/sim/timing, docs/timing.md): waves run in the order of their
+  /// modeled clocks and SimStats::timed holds the modeled launch time. Null: off (the op-count clock).
+  std::shared_ptr<const timing::TimingParams> timing;
+};
+
+/// One stage of the wave that ends last, under the timing model (all modeled microseconds).
+struct SimTimedStage {
+  std::string stage;
+  double startUs = 0, endUs = 0;
+  double issueUs = 0, memoryUs = 0, flagUs = 0, barrierUs = 0;  // the stage's time, split
+};
+
+/// What the timing model says of a launch (SimOptions::timing), every figure modeled.
+struct SimTimedResult {
+  bool on = false;
+  double cycles = 0, us = 0;           // the launch's end: the last wave's last issue or store
+  int rank = -1, cta = -1, wave = -1;  // the wave that ends last
+  std::string stage;                   // its last stage
+  double issueUs = 0, memoryUs = 0, flagUs = 0, barrierUs = 0;  // its whole time, split
+  std::vector<SimTimedStage> stages;   // its stages in the order they started
+  std::map<std::string, double> stageEndUs;  // per stage: when its last wave left it
+  int64_t instructions = 0;            // machine instructions the model issued, all waves
 };
 
 /// What a simulated launch did.
@@ -125,6 +151,7 @@ struct SimStats {
   /// Races and uninitialized reads together: 0 when the launch is clean under SimOptions::races.
   int64_t findings() const { return raceCount + uninitCount; }
   int64_t raceChecks = 0;  // lane accesses the detector checked (0: it was off)
+  SimTimedResult timed;    // SimOptions::timing: the modeled time
 };
 
 /// Runs every CTA of every rank of a launch, interleaving waves with a seeded scheduler.

@@ -2,11 +2,13 @@
 // laneAccess (checks), its SimRaceScope (the race detector) and countBytes (the byte counters).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <bit>
 
 #include "runtime/sim/SimLanes.h"
 #include "runtime/sim/SimLaunch.h"
 #include "runtime/sim/SimShared.h"
+#include "runtime/sim/timing/TimingModel.h"
 
 namespace monogen::runtime {
 
@@ -59,8 +61,10 @@ void SimLaunch::execLoad(SimWave& w, const SimInst& in) {
   SimRaceScope races = raceScope(w, *in.op);
   uint64_t addrs[64];
   int na = 0;
+  const SimMemory::Allocation* first = nullptr;
   FOR_LANES(w.exec, l) {
     const SimLaneAccess a = laneAccess(w, in, l, in.opd[0], in.t0, n, atomic);
+    if (!na) first = a.alloc;
     addrs[na++] = a.addr;
     if (a.shared()) [[unlikely]]
       simshared::load(fr + in.res + n * l, a.p, n, atomic ? std::memory_order_acquire : std::memory_order_relaxed);
@@ -71,6 +75,22 @@ void SimLaunch::execLoad(SimWave& w, const SimInst& in) {
       for (int e = 0; e < in.rt.lanes; ++e) fr[in.res + n * l + e] &= 1;
   }
   if (in.t0.space != ir::AddrSpace::Lds) countBytes(in, in.t0.space, coalescedBytes(addrs, na, n), 0);
+  if (timing_) [[unlikely]]
+    timing_->memory(waveIndex(w), w.pc, timing::TimingModel::Access::Load, addrs, na, n, first);
+}
+
+void SimLaunch::timeAccess(const SimWave& w, const SimInst& in, int access, int n) {
+  // The op's active lanes' addresses, sorted, for the timing model's line count.
+  uint64_t addrs[64];
+  int na = 0;
+  const SimMemory::Allocation* first = nullptr;
+  FOR_LANES(w.exec, l) {
+    const uint64_t addr = ptrAt(w, in.opd[0], in.t0, l);
+    if (!na) first = in.t0.space == ir::AddrSpace::Lds ? nullptr : mem_.find(addr, 1);
+    addrs[na++] = addr;
+  }
+  if (in.t0.space != ir::AddrSpace::Lds) std::sort(addrs, addrs + na);
+  timing_->memory(waveIndex(w), w.pc, static_cast<timing::TimingModel::Access>(access), addrs, na, n, first);
 }
 
 void SimLaunch::execStore(SimWave& w, const SimInst& in) {
@@ -88,6 +108,7 @@ void SimLaunch::execStore(SimWave& w, const SimInst& in) {
     races.write(a.alloc, a.addr, n, atomic);
   }
   countBytes(in, in.t0.space, 0, static_cast<int64_t>(n) * std::popcount(w.exec));
+  if (timing_) [[unlikely]] timeAccess(w, in, static_cast<int>(timing::TimingModel::Access::Store), n);
 }
 
 void SimLaunch::execAtomicRmw(SimWave& w, const SimInst& in) {
@@ -114,6 +135,7 @@ void SimLaunch::execAtomicRmw(SimWave& w, const SimInst& in) {
   }
   const int64_t b = static_cast<int64_t>(n) * std::popcount(w.exec);
   countBytes(in, in.t0.space, b, b);
+  if (timing_) [[unlikely]] timeAccess(w, in, static_cast<int>(timing::TimingModel::Access::Atomic), n);
 }
 
 void SimLaunch::execCmpXchg(SimWave& w, const SimInst& in) {
@@ -135,6 +157,7 @@ void SimLaunch::execCmpXchg(SimWave& w, const SimInst& in) {
   }
   const int64_t b = static_cast<int64_t>(n) * std::popcount(w.exec);
   countBytes(in, in.t0.space, b, b);
+  if (timing_) [[unlikely]] timeAccess(w, in, static_cast<int>(timing::TimingModel::Access::Atomic), n);
 }
 
 }  // namespace monogen::runtime

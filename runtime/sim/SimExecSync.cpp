@@ -8,6 +8,7 @@
 #include "runtime/sim/SimLanes.h"
 #include "runtime/sim/SimLaunch.h"
 #include "runtime/sim/SimShared.h"
+#include "runtime/sim/timing/TimingModel.h"
 
 namespace monogen::runtime {
 
@@ -31,6 +32,7 @@ SimLaunch::Status SimLaunch::visitSync(SimWave& w, const SimInst& in) {
       SimCta& c = ctas_[w.ctaIndex];
       ++c.arrived;
       if (races_) [[unlikely]] races_->arrive(waveIndex(w));
+      if (timing_) [[unlikely]] timing_->arrive(waveIndex(w));
       if (c.arrived >= c.live) {
         releaseBarrier(c);
         return kContinue;
@@ -41,12 +43,14 @@ SimLaunch::Status SimLaunch::visitSync(SimWave& w, const SimInst& in) {
     case OpCode::Publish: execPublish(w, in); break;
     case OpCode::Wait: return execWait(w, in);
     case OpCode::Realtime: {
-      const int64_t t = opts_.clockStart + now_;
+      // timed: the modeled clock at the op's issue, in realtime ticks
+      const int64_t t = opts_.clockStart + (timing_ ? timing_->ticksAt(timing_->issuedAt(waveIndex(w))) : now_);
       FOR_LANES(w.exec, l) st<int64_t>(w.frame + in.res + 8 * l, t);
       break;
     }
     case OpCode::Sleep:
       ++w.pc;
+      if (timing_) return kContinue;  // the model advanced the wave's clock (TimingModel::issue)
       block(w, SimWave::Sleep);
       deadlines_.push({now_ + std::max<int64_t>(1, in.op->attrs.imm), waveIndex(w), w.blockSeq});
       return kBlocked;
@@ -80,6 +84,7 @@ void SimLaunch::execPublish(SimWave& w, const SimInst& in) {
     }
     wrote(a, 8);
     races.write(a.alloc, a.addr, 8, true);
+    if (timing_) [[unlikely]] timing_->publish(waveIndex(w), key, a.alloc ? a.alloc->rank : w.rank, !a.alloc);
   }
   countBytes(in, sp, 0, 8 * std::popcount(w.exec));
 }
@@ -108,6 +113,13 @@ SimLaunch::Status SimLaunch::execWait(SimWave& w, const SimInst& in) {
     const bool arrived = tag == ld<int32_t>(fr + in.opd[1] + 4 * l);
     if (arrived || now_ >= deadline) {  // a timed-out wait reads the stale pair: that is its protocol
       if (!arrived) waitTimeout(w, in, l);
+      if (timing_) [[unlikely]] {
+        const bool lds = in.t0.space == ir::AddrSpace::Lds;
+        if (arrived)
+          timing_->waitLane(waveIndex(w), lds ? ((1ull << 63) | (static_cast<uint64_t>(w.ctaIndex) << 32) | a.addr) : a.addr, lds);
+        else
+          timing_->waitTimedOut(waveIndex(w), deadline);
+      }
       st<int32_t>(fr + in.res + 4 * l, value);
       resolved |= 1ull << l;
       races.read(a.alloc, a.addr, 8, true, SimRaces::Use::WaitPair);
@@ -120,6 +132,7 @@ SimLaunch::Status SimLaunch::execWait(SimWave& w, const SimInst& in) {
   w.waitDone |= resolved;
   if ((exec & ~w.waitDone) == 0) {
     w.inWait = false;
+    if (timing_) [[unlikely]] timing_->waitEnd(waveIndex(w), w.pc);
     ++w.pc;
     return kContinue;
   }

@@ -4,10 +4,14 @@
 
 #include <fmt/format.h>
 
+#include "runtime/sim/timing/TimingModel.h"
+
 namespace monogen::runtime {
 
 SimLaunch::Status SimLaunch::step(SimWave& w) {
   const SimInst& in = prog_.insts[w.pc];
+  if (timing_) [[unlikely]]  // a resumed Wait was charged when it began
+    if (!w.inWait && !timing_->issue(waveIndex(w), w.pc, timedHorizon_)) return kYield;
   if (in.code >= kSimIfBegin) return visitControl(w, in);
   using ir::OpCode;
   switch (static_cast<OpCode>(in.code)) {

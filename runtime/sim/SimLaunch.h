@@ -16,6 +16,10 @@
 
 namespace monogen::runtime {
 
+namespace timing {
+class TimingModel;
+}
+
 /// One wave's state: pc, exec mask, the frame (registers, variables, mask stack) and what it is
 /// blocked on. A wave can yield at any blocking op and resume there.
 struct SimWave {
@@ -101,7 +105,18 @@ class SimLaunch {
   SimStats run();
 
  private:
-  enum Status { kContinue, kBlocked, kExited };
+  // SimOptions::timing: the run loop in modeled-clock order (SimTimingScheduler.cpp).
+  SimStats runTimed();
+  void pushTimed(uint32_t wi);
+  struct TimedEntry {
+    double t;
+    uint64_t prio;
+    uint32_t wave, seq;
+    bool operator>(const TimedEntry& o) const {
+      return t != o.t ? t > o.t : (prio != o.prio ? prio > o.prio : seq > o.seq);
+    }
+  };
+  enum Status { kContinue, kBlocked, kExited, kYield };  // kYield: timed, the op starts past timedHorizon_
   struct Deadline {
     int64_t at;
     uint32_t wave, seq;
@@ -135,6 +150,8 @@ class SimLaunch {
   Status visitSync(SimWave& w, const SimInst& in);       // SimExecSync.cpp: Barrier, Publish, Wait, Sleep, Realtime
   Status visitWaveOp(SimWave& w, const SimInst& in);     // SimExecWave.cpp: Shuffle..Mfma
   void execLoad(SimWave& w, const SimInst& in);
+  // SimOptions::timing: a store's or atomic's (access: TimingModel::Access) lanes to the model.
+  void timeAccess(const SimWave& w, const SimInst& in, int access, int n);
   void execStore(SimWave& w, const SimInst& in);
   void execAtomicRmw(SimWave& w, const SimInst& in);
   void execCmpXchg(SimWave& w, const SimInst& in);
@@ -203,6 +220,10 @@ class SimLaunch {
   SimMemory::Allocation* lastAlloc_ = nullptr;
   SimRng rng_;
   std::unique_ptr<SimRaces> races_;  // SimOptions::races, else null
+  std::unique_ptr<timing::TimingModel> timing_;  // SimOptions::timing, else null
+  std::priority_queue<TimedEntry, std::vector<TimedEntry>, std::greater<TimedEntry>> timedQueue_;
+  std::vector<uint32_t> timedSeq_;  // per wave: the seq of its live timedQueue_ entry
+  double timedHorizon_ = 0;         // the running wave may start ops up to this modeled cycle
 
   int64_t now_ = 0;       // simulated clock ticks since launch start
   int64_t tickAccum_ = 0; // ops not yet turned into ticks

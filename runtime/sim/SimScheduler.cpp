@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "ir/Error.h"
+#include "runtime/sim/timing/TimingModel.h"
 
 namespace monogen::runtime {
 
@@ -74,6 +75,16 @@ SimLaunch::SimLaunch(SimMemory& mem, const ir::Plan& plan, const SimProgram& pro
     }
   live_ = static_cast<int64_t>(nWave);
   if (opts_.races) setUpRaces();
+  if (opts_.timing) {
+    if (opts_.realtimeWaits)
+      throw SimError(v, "the timing model (SimOptions::timing) needs every rank in one process, not realtimeWaits");
+    timing_ = std::make_unique<timing::TimingModel>(*opts_.timing, plan, prog, tp_, blocks_, wavesPerCta_);
+    for (size_t i = 0; i < plan.args.size(); ++i)  // weights stream from HBM (docs/timing.md)
+      if (plan.args[i].isPointer && plan.args[i].role == ir::ArgRole::Weight)
+        for (int r = 0; r < tp_; ++r)
+          if (i < args_[r].size())
+            if (const SimMemory::Allocation* a = mem_.find(args_[r][i], 1)) timing_->weight(a);
+  }
   stageBytes_.assign(plan.stages.size() + 1, 0);
 }
 
@@ -114,6 +125,7 @@ void SimLaunch::makeRunnable(uint32_t wi) {
   if (w.runIdx >= 0) return;
   w.runIdx = static_cast<int32_t>(runnable_.size());
   runnable_.push_back(wi);
+  if (timing_) [[unlikely]] pushTimed(wi);
 }
 
 void SimLaunch::removeRunnable(uint32_t wi) {
@@ -135,6 +147,7 @@ void SimLaunch::block(SimWave& w, SimWave::State s) {
 void SimLaunch::releaseBarrier(SimCta& c) {
   c.arrived = 0;
   if (races_) races_->barrier(c.firstWave, c.waves);
+  if (timing_) timing_->releaseBarrier(c.firstWave, c.waves);
   for (uint32_t i = 0; i < c.waves; ++i) {
     const uint32_t wi = c.firstWave + i;
     if (waves_[wi].state == SimWave::Barrier) makeRunnable(wi);
@@ -144,6 +157,7 @@ void SimLaunch::releaseBarrier(SimCta& c) {
 void SimLaunch::exitWave(SimWave& w) {
   w.state = SimWave::Exited;
   removeRunnable(static_cast<uint32_t>(&w - waves_.data()));
+  if (timing_) timing_->exit(static_cast<uint32_t>(&w - waves_.data()));
   --live_;
   SimCta& c = ctas_[w.ctaIndex];
   --c.live;
@@ -221,6 +235,7 @@ void SimLaunch::deadlock() {
 }
 
 SimStats SimLaunch::run() {
+  if (timing_) return runTimed();
   nextProgress_ = std::max<int64_t>(opts_.progressEvery, 1);
   while (live_ > 0) {
     if (runnable_.empty()) {

@@ -1,0 +1,333 @@
+// TimingModel: per-wave issue, the scoreboard, drains, flag visibility and the modeled result.
+#include "runtime/sim/timing/TimingModel.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace monogen::runtime::timing {
+
+namespace {
+
+bool releases(ir::MemOrder o) {
+  return o == ir::MemOrder::Release || o == ir::MemOrder::AcqRel || o == ir::MemOrder::SeqCst;
+}
+bool acquires(ir::MemOrder o) {
+  return o == ir::MemOrder::Acquire || o == ir::MemOrder::AcqRel || o == ir::MemOrder::SeqCst;
+}
+int regs(int bytes) { return std::max(1, (bytes + 3) / 4); }
+
+}  // namespace
+
+TimingModel::TimingModel(const TimingParams& params, const ir::Plan& plan, const SimProgram& prog, int ranks,
+                         int blocks, int wavesPerCta)
+    : c_(params),
+      prog_(prog),
+      mem_(c_, ranks),
+      blocks_(blocks),
+      wavesPerCta_(wavesPerCta),
+      stages_(static_cast<int>(plan.stages.size())),
+      slotsPerWave_(prog.frameBytes / 64 + 1) {
+  const size_t nWave = static_cast<size_t>(ranks) * blocks * wavesPerCta;
+  w_.resize(nWave);
+  for (size_t wi = 0; wi < nWave; ++wi) {
+    const size_t ci = wi / wavesPerCta;
+    w_[wi].rank = static_cast<int32_t>(ci / blocks);
+    w_[wi].cta = static_cast<int32_t>(ci % blocks);
+    w_[wi].simd = static_cast<int32_t>((wi % wavesPerCta) % kSimdsPerCu);
+  }
+  class_.reserve(prog.insts.size());
+  for (const SimInst& in : prog.insts) class_.push_back(costClassOf(in.code));
+  constDiv_ = constantDivisions(prog);
+  // Integer ops on wave-uniform values issue on the SALU (gfx950 has no scalar float ops).
+  const std::vector<bool> uni = uniformResults(prog);
+  scalar_.assign(prog.insts.size(), false);
+  for (size_t pc = 0; pc < prog.insts.size(); ++pc) {
+    const SimInst& in = prog.insts[pc];
+    const auto code = static_cast<ir::OpCode>(in.code);
+    scalar_[pc] = uni[pc] && (class_[pc] == CostClass::Valu || class_[pc] == CostClass::Divide) &&
+                  !in.rt.isFloat() && !in.t0.isFloat() && !in.t1.isFloat() && code != ir::OpCode::ReadFirstLane &&
+                  code != ir::OpCode::Ballot && code != ir::OpCode::Shuffle;
+  }
+  ready_.assign(nWave * slotsPerWave_, 0.0);
+  fromMem_.assign(nWave * slotsPerWave_, 0);
+  pipes_.assign(static_cast<size_t>(ranks) * kXcds * kCusPerXcd * kSimdsPerCu * kPipes, 0.0);
+  splits_.assign(nWave * (stages_ + 1) * kSplits, 0.0);
+  for (size_t i = kFirst; i < splits_.size(); i += kSplits) splits_[i] = -1;
+  barrierAt_.assign(static_cast<size_t>(ranks) * blocks, 0.0);
+}
+
+double TimingModel::release(ir::MemScope s) const {
+  return s == ir::MemScope::System ? c_.releaseSystem : s == ir::MemScope::Agent ? c_.releaseAgent : 0;
+}
+double TimingModel::acquire(ir::MemScope s) const {
+  return s == ir::MemScope::System ? c_.acquireSystem : s == ir::MemScope::Agent ? c_.acquireAgent : 0;
+}
+double TimingModel::visibility(const TimingPlace& from, const TimingPlace& to) const {
+  if (from.rank != to.rank) return c_.visiblePeer;
+  return from.xcd != to.xcd ? c_.visibleOtherXcd : c_.visibleSameXcd;
+}
+
+void TimingModel::advance(uint32_t wi, double to, Split kind) {
+  Wave& w = w_[wi];
+  if (to <= w.t) return;
+  double* sp = split(wi, w.curStage);
+  sp[kind] += to - w.t;
+  w.t = to;
+  sp[kLast] = to;
+}
+
+bool TimingModel::issue(uint32_t wi, int32_t pc, double horizon) {
+  Wave& w = w_[wi];
+  const SimInst& in = prog_.insts[pc];
+  const CostClass cls = class_[pc];
+  if (in.stage != w.curStage) {
+    w.curStage = in.stage;
+    if (in.stage >= 0) w.lastStage = in.stage;
+  }
+  double* sp = split(wi, w.curStage);
+  if (sp[kFirst] < 0) sp[kFirst] = w.t;
+  // The operands' readiness (a variable is a register too).
+  double opReady = 0;
+  bool mem = false;
+  auto input = [&](uint32_t slot) {
+    if (slot == kSimNoSlot) return;
+    const double r = ready(wi, slot);
+    if (r > opReady) {
+      opReady = r;
+      mem = fromMemory(wi, slot) != 0;
+    }
+  };
+  for (uint32_t s : in.opd) input(s);
+  const auto code = static_cast<ir::OpCode>(in.code);
+  const bool isVarLoad = in.code < kSimIfBegin && code == ir::OpCode::VarLoad;
+  const bool isVarStore = in.code < kSimIfBegin && code == ir::OpCode::VarStore;
+  if (isVarLoad) input(in.var);
+  if (cls == CostClass::Free) {  // a register view: the value is ready when its inputs are
+    const uint32_t out = isVarStore ? in.var : in.res;
+    if (out != kSimNoSlot) {
+      ready(wi, out) = opReady;
+      fromMemory(wi, out) = mem;
+    }
+    return true;
+  }
+  const ir::Attrs& at = in.op->attrs;
+  if (cls == CostClass::Fence) {
+    if (at.scope != ir::MemScope::Workgroup) {
+      double to = w.t;
+      if (releases(at.order)) to = std::max(to, w.storesDone) + release(at.scope);
+      if (acquires(at.order)) to = std::max(to, w.loadsDone) + acquire(at.scope);
+      if (to > horizon) {
+        w.wake = to;
+        return false;
+      }
+      advance(wi, to, kMemory);
+    }
+    w.wake = 0;
+    return true;
+  }
+  Pipe p = kValu;
+  double busy = c_.valuIssue, lat = c_.valuLatency;
+  int count = 1;
+  switch (cls) {
+    case CostClass::Free: case CostClass::Fence: break;
+    case CostClass::Salu: case CostClass::Barrier: case CostClass::Sleep:
+      p = kSalu, busy = c_.saluIssue, lat = c_.saluLatency;
+      break;
+    case CostClass::Realtime: p = kSalu, busy = c_.saluIssue, lat = c_.realtimeLatency; break;
+    case CostClass::Valu:
+      count = regs(in.rt.bytes());
+      if (scalar_[pc]) p = kSalu, busy = c_.saluIssue, lat = c_.saluLatency;
+      break;
+    case CostClass::Trans: busy = c_.transIssue, lat = c_.transLatency, count = regs(in.rt.bytes()); break;
+    case CostClass::Convert:
+      busy = c_.cvtIssue, lat = c_.cvtLatency, count = regs(std::max(in.rt.bytes(), in.t0.bytes()));
+      break;
+    case CostClass::Divide:
+      busy = c_.divideIssue, lat = c_.divideIssue + c_.valuLatency;
+      if (constDiv_[pc]) count = constDiv_[pc] * regs(in.rt.bytes()), busy = c_.valuIssue, lat = c_.valuLatency;
+      if (scalar_[pc]) p = kSalu;
+      break;
+    case CostClass::Mfma:
+      p = kXdl;
+      if (at.mfma == ir::MfmaKind::F32_16x16x32_FP8) busy = c_.mfmaFp8Busy, lat = c_.mfmaFp8Latency;
+      else if (at.mfma == ir::MfmaKind::F32_16x16x4_F32) busy = c_.mfmaF32Busy, lat = c_.mfmaF32Latency;
+      else busy = c_.mfmaBf16Busy, lat = c_.mfmaBf16Latency;
+      break;
+    case CostClass::Memory: case CostClass::Publish: case CostClass::Wait: {
+      const bool lds = in.t0.space == ir::AddrSpace::Lds;
+      p = lds ? kLds : kVmem, busy = lds ? c_.ldsIssue : c_.vmemIssue, lat = 0;
+      if (cls == CostClass::Memory) {
+        const bool store = code == ir::OpCode::Store;
+        count = std::max(1, ((store ? in.t1.bytes() : in.rt.bytes()) + 15) / 16);
+        if (!lds && code != ir::OpCode::Load && releases(at.order) && at.scope != ir::MemScope::Workgroup &&
+            w.storesDone + release(at.scope) > opReady) {
+          opReady = w.storesDone + release(at.scope);
+          mem = true;
+        }
+      } else if (cls == CostClass::Publish && !lds && releases(at.order) && at.scope != ir::MemScope::Workgroup &&
+                 w.storesDone + release(at.scope) > opReady) {
+        opReady = w.storesDone + release(at.scope);
+        mem = true;
+      }
+      break;
+    }
+  }
+  double& pf = pipe(w, p);
+  const double start = std::max({w.t, pf, opReady});
+  if (start > horizon) {
+    w.wake = start;
+    return false;
+  }
+  w.wake = 0;
+  advance(wi, pf, kIssue);
+  advance(wi, opReady, mem ? kMemory : kIssue);
+  w.start = w.t;
+  pf = w.start + count * busy;
+  instructions_ += count;
+  advance(wi, w.start + count * c_.issueInterval, kIssue);
+  if (in.res != kSimNoSlot) {
+    ready(wi, in.res) = w.start + (count - 1) * std::max(busy, c_.issueInterval) + lat;
+    fromMemory(wi, in.res) = 0;
+  }
+  if (cls == CostClass::Sleep) advance(wi, w.t + static_cast<double>(std::max<int64_t>(1, at.imm)) * c_.sleepUnit, kFlag);
+  if (cls == CostClass::Wait) {
+    w.waitStart = w.start;
+    w.waitVisible = -1;
+  }
+  return true;
+}
+
+void TimingModel::memory(uint32_t wi, int32_t pc, Access kind, const uint64_t* addrs, int na, int n,
+                         const SimMemory::Allocation* alloc) {
+  Wave& w = w_[wi];
+  const SimInst& in = prog_.insts[pc];
+  const TimingPlace at = TimingPlace::of(w.rank, w.cta);
+  double done;
+  if (in.t0.space == ir::AddrSpace::Lds) {
+    done = mem_.lds(w.start, at, static_cast<double>(na) * n);
+  } else {
+    uint64_t lines[130];
+    int nl = 0;
+    for (int i = 0; i < na; ++i)
+      for (uint64_t l = addrs[i] / kLineBytes; l <= (addrs[i] + n - 1) / kLineBytes; ++l)
+        if (nl == 0 || lines[nl - 1] < l) {
+          if (nl == 130) break;
+          lines[nl++] = l;
+        }
+    const TimingTarget to{alloc ? alloc->rank : w.rank, alloc && weights_.count(alloc) != 0};
+    done = kind == Access::Load    ? mem_.load(w.start, at, to, lines, nl)
+           : kind == Access::Store ? mem_.store(w.start, at, to, lines, nl)
+                                   : mem_.atomic(w.start, at, to, lines, nl);
+  }
+  if (kind != Access::Store) {
+    if (acquires(in.op->attrs.order) && in.op->attrs.scope != ir::MemScope::Workgroup)
+      done = std::max(done, w.loadsDone) + acquire(in.op->attrs.scope);
+    if (in.res != kSimNoSlot) {
+      ready(wi, in.res) = done;
+      fromMemory(wi, in.res) = 1;
+    }
+    w.loadsDone = std::max(w.loadsDone, done);
+  }
+  if (kind != Access::Load) w.storesDone = std::max(w.storesDone, done);
+}
+
+void TimingModel::publish(uint32_t wi, uint64_t key, int owner, bool lds) {
+  Wave& w = w_[wi];
+  const TimingPlace at = TimingPlace::of(w.rank, w.cta);
+  pubs_[key] = Pub{w.start, at};
+  if (!lds) w.storesDone = std::max(w.storesDone, w.start + (owner != w.rank ? c_.visiblePeer : c_.storeLatency));
+}
+
+void TimingModel::waitLane(uint32_t wi, uint64_t key, bool lds) {
+  Wave& w = w_[wi];
+  auto it = pubs_.find(key);
+  if (it == pubs_.end()) return;  // published before the launch
+  const double v = it->second.t + (lds ? c_.ldsLatency : visibility(it->second.at, TimingPlace::of(w.rank, w.cta)));
+  w.waitVisible = std::max(w.waitVisible, v);
+}
+
+void TimingModel::waitTimedOut(uint32_t wi, int64_t deadlineTicks) {
+  w_[wi].waitVisible = std::max(w_[wi].waitVisible, cyclesAt(deadlineTicks));
+}
+
+void TimingModel::waitEnd(uint32_t wi, int32_t pc) {
+  Wave& w = w_[wi];
+  const SimInst& in = prog_.insts[pc];
+  const bool lds = in.t0.space == ir::AddrSpace::Lds;
+  const double period = lds ? c_.ldsLatency : c_.pollPeriod;
+  const double late = w.waitVisible - w.waitStart;
+  // the next poll after it became visible (a relative 1e-9 keeps an exact multiple from rounding up)
+  double done = w.waitStart + (late > 0 ? std::ceil(late / period - 1e-9) : 0) * period + period;
+  const ir::Attrs& at = in.op->attrs;
+  if (!lds && acquires(at.order) && at.scope != ir::MemScope::Workgroup)
+    done = std::max(done, w.loadsDone) + acquire(at.scope);
+  advance(wi, done, kFlag);
+  if (in.res != kSimNoSlot) {
+    ready(wi, in.res) = done;
+    fromMemory(wi, in.res) = 0;
+  }
+  w.loadsDone = std::max(w.loadsDone, done);
+}
+
+void TimingModel::arrive(uint32_t wi) {
+  w_[wi].atBarrier = true;
+  double& b = barrierAt_[wi / wavesPerCta_];
+  b = std::max(b, w_[wi].t);
+}
+
+void TimingModel::releaseBarrier(uint32_t firstWave, uint32_t waves) {
+  double& b = barrierAt_[firstWave / wavesPerCta_];
+  const double open = b + c_.barrierLatency;
+  for (uint32_t i = firstWave; i < firstWave + waves; ++i)
+    if (w_[i].atBarrier) {
+      advance(i, open, kBarrier);
+      w_[i].atBarrier = false;
+    }
+  b = 0;
+}
+
+void TimingModel::exit(uint32_t wi) {
+  Wave& w = w_[wi];
+  advance(wi, std::max(w.t, w.storesDone), kMemory);
+  w.end = w.t;
+}
+
+SimTimedResult TimingModel::result(const ir::Plan& plan) const {
+  SimTimedResult r;
+  r.on = true;
+  const double us = 1e6 / c_.clock;
+  size_t last = 0;
+  for (size_t i = 0; i < w_.size(); ++i)
+    if (w_[i].end > w_[last].end) last = i;
+  if (w_.empty()) return r;
+  const Wave& w = w_[last];
+  const auto stageName = [&](int s) {
+    return s >= 0 && s < stages_ ? plan.stages[s].name : std::string("(no stage)");
+  };
+  r.cycles = w.end;
+  r.instructions = instructions_;
+  r.us = w.end * us;
+  r.rank = w.rank, r.cta = w.cta, r.wave = static_cast<int>(last % wavesPerCta_);
+  r.stage = stageName(w.lastStage);
+  for (int s = -1; s < stages_; ++s) {
+    const double* sp = &splits_[(last * (stages_ + 1) + (s < 0 ? stages_ : s)) * kSplits];
+    if (sp[kFirst] < 0) continue;
+    SimTimedStage st{stageName(s), sp[kFirst] * us, sp[kLast] * us, sp[kIssue] * us, sp[kMemory] * us,
+                     sp[kFlag] * us, sp[kBarrier] * us};
+    r.issueUs += st.issueUs, r.memoryUs += st.memoryUs, r.flagUs += st.flagUs, r.barrierUs += st.barrierUs;
+    r.stages.push_back(st);
+  }
+  std::sort(r.stages.begin(), r.stages.end(), [](const SimTimedStage& a, const SimTimedStage& b) {
+    return a.startUs < b.startUs;
+  });
+  for (size_t i = 0; i < w_.size(); ++i)
+    for (int s = -1; s < stages_; ++s) {
+      const double* sp = &splits_[(i * (stages_ + 1) + (s < 0 ? stages_ : s)) * kSplits];
+      if (sp[kFirst] < 0) continue;
+      double& e = r.stageEndUs[stageName(s)];
+      e = std::max(e, sp[kLast] * us);
+    }
+  return r;
+}
+
+}  // namespace monogen::runtime::timing
