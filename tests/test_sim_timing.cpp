@@ -214,7 +214,7 @@ TEST_CASE("sim timing: a flag ping-pong between two ranks over xGMI") {
   CHECK(rt == Approx(2 * (c.visiblePeer + c.pollPeriod + c.acquireSystem)).margin(kExact));
 }
 
-TEST_CASE("sim timing: realtime reads the modeled clock; sleep advances it") {
+TEST_CASE("sim timing: realtime reads the modeled clock, and sleep advances it") {
   const gt::TimingParams p;
   const gt::TimingCycles c(p);
   Kit k(1, 64);

@@ -108,6 +108,9 @@ class SimLaunch {
   // SimOptions::timing: the run loop in modeled-clock order (SimTimingScheduler.cpp).
   SimStats runTimed();
   void pushTimed(uint32_t wi);
+  // Both run loops: progress and the maxSteps guard after each quantum, and the stats at the end.
+  void afterQuantum();
+  SimStats finishStats();
   struct TimedEntry {
     double t;
     uint64_t prio;

@@ -69,22 +69,11 @@ SimStats SimLaunch::runTimed() {
     }
     if (w.runIdx >= 0 && w.state == SimWave::Ready) pushTimed(wi);
     stats_.steps += n;
-    if (opts_.progress && stats_.steps >= nextProgress_) {
-      nextProgress_ = stats_.steps + std::max<int64_t>(opts_.progressEvery, 1);
-      opts_.progress(SimProgress{stats_.steps, now_, live_, static_cast<int64_t>(waves_.size())});
-    }
-    if (stats_.steps > opts_.maxSteps)
-      throw SimError(plan_.key.variantName(),
-                     fmt::format("ran past maxSteps ({} ops executed, {} waves still live at tick {})",
-                                 stats_.steps, live_, now_));
+    afterQuantum();
   }
   stats_.timed = timing_->result(plan_);
   stats_.ticks = timing_->ticksAt(stats_.timed.cycles);
-  if (races_) races_->finish(stats_);
-  for (size_t s = 0; s < plan_.stages.size(); ++s)
-    if (stageBytes_[s]) stats_.bytesLoadedByStage[plan_.stages[s].name] += stageBytes_[s];
-  if (stageBytes_.back()) stats_.bytesLoadedByStage["(no stage)"] += stageBytes_.back();
-  return stats_;
+  return finishStats();
 }
 
 }  // namespace monogen::runtime

@@ -9,6 +9,7 @@
 #include "ir/Error.h"
 #include "ir/Numerics.h"
 #include "runtime/sim/SimRng.h"
+#include "specs/minimax_m3/testing/InputRng.h"
 #include "specs/minimax_m3/kernel/WeightContract.h"
 #include "specs/minimax_m3/reference/AttentionNumerics.h"
 #include "specs/minimax_m3/reference/AttentionPre.h"
@@ -23,21 +24,7 @@ constexpr const char* kWhere = "attention inputs";
 
 uint64_t mix(uint64_t z) { return runtime::splitMix64Mix(z); }
 
-/// splitmix64 with exact f32 conversions: the same numbers on every host.
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : s_(seed) {}
-  uint64_t next() { return mix(s_ += 0x9e3779b97f4a7c15ull); }
-  float uniform() { return static_cast<float>(next() >> 40) * (1.0f / 16777216.0f); }
-  float normal() {
-    const float a = uniform(), b = uniform(), c = uniform(), d = uniform();
-    return ((a + b) + (c + d) - 2.0f) * 1.7320508f;
-  }
-  int below(int n) { return static_cast<int>(next() % static_cast<uint64_t>(n)); }
-
- private:
-  uint64_t s_;
-};
+using Rng = InputRng;
 Rng stream(uint64_t seed, uint64_t a, uint64_t b = 0, uint64_t c = 0) {
   return Rng(mix(mix(mix(seed ^ (a * 0xd1b54a32d192ed03ull)) ^ (b * 0x9e3779b97f4a7c15ull)) ^
                  (c * 0xc2b2ae3d27d4eb4full)));

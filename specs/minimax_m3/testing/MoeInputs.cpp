@@ -1,6 +1,7 @@
 #include "specs/minimax_m3/testing/MoeInputs.h"
 
 #include "runtime/sim/SimRng.h"
+#include "specs/minimax_m3/testing/InputRng.h"
 
 #include <fmt/format.h>
 
@@ -32,27 +33,7 @@ constexpr const char* kWhere = "moe inputs";
 
 uint64_t mix(uint64_t z) { return runtime::splitMix64Mix(z); }
 
-/// splitmix64 stream with exact f32 conversions only: the same numbers on every host.
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : s_(seed) {}
-  uint64_t next() { return mix(s_ += 0x9e3779b97f4a7c15ull); }
-  float uniform() { return static_cast<float>(next() >> 40) * (1.0f / 16777216.0f); }  // [0, 1), exact
-  /// Irwin-Hall(4) scaled to unit variance: about normal. (The draws are sequenced: the operands
-  /// of one expression may be evaluated in any order, and compilers differ.)
-  float normal() {
-    const float a = uniform(), b = uniform(), c = uniform(), d = uniform();
-    return ((a + b) + (c + d) - 2.0f) * 1.7320508f;
-  }
-  /// Uniform in [-a, a).
-  float sym(float a) { return (uniform() * 2.0f - 1.0f) * a; }
-  int below(int n) { return static_cast<int>(next() % static_cast<uint64_t>(n)); }
-  uint32_t ubelow(uint32_t n) { return static_cast<uint32_t>(next() % n); }
-  uint32_t bit() { return static_cast<uint32_t>(next() >> 63); }
-
- private:
-  uint64_t s_;
-};
+using Rng = InputRng;
 
 /// One stream a purpose, so changing one option never shifts another's numbers.
 Rng stream(uint64_t seed, uint64_t purpose) { return Rng(mix(seed * 0x100000001b3ull + purpose * 0x9e3779b97f4a7c15ull)); }
