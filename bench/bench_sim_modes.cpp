@@ -1,6 +1,6 @@
-// bench_races: the Sim's ops/s with the race detector off and on, interleaved in one run, for a
-// reduced launch and a full-dims one; one launch a benchmark, with CPU-time rates and peak RSS.
-// Usage and the measured table: docs/verification.md, "The race detector, tested".
+// bench_sim_modes: the Sim's ops/s plain, under the race detector and under the gfx950 timing model,
+// interleaved in one run, for a reduced launch and a full-dims one; one launch a benchmark, with
+// CPU-time rates and peak RSS. Usage and the measured tables: docs/sim.md and docs/timing.md.
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 #include <sys/resource.h>
@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "runtime/sim/SimDevice.h"
+#include "runtime/sim/timing/TimingParams.h"
 #include "specs/minimax_m3/kernel/ModelConfig.h"
 #include "specs/minimax_m3/testing/MoeInputs.h"
 #include "specs/minimax_m3/testing/SimHarness.h"
@@ -56,11 +57,15 @@ double peakMb() {
   return static_cast<double>(u.ru_maxrss) / 1024.0;  // KB on Linux
 }
 
-void launch(benchmark::State& st, Case c, bool races) {
+enum class Mode { plain, races, timed };
+const char* nameOf(Mode m) { return m == Mode::plain ? "plain" : m == Mode::races ? "races" : "timed"; }
+
+void launch(benchmark::State& st, Case c, Mode mode) {
   Inputs& x = inputsOf(c);
   const ir::Key key = mm::makeKey(x.cfg, c.rows, c.tp);
   runtime::SimOptions o;
-  o.races = races;
+  o.races = mode == Mode::races;
+  if (mode == Mode::timed) o.timing = std::make_shared<runtime::timing::TimingParams>();
   int64_t ops = 0, raceCount = 0;
   bool ok = true;
   double cpu = 0;
@@ -90,19 +95,18 @@ int envInt(const char* name, int def) {
 int main(int argc, char** argv) {
   Case reduced{"reduced", 8, 4};
   Case full{"full", 8, 4};
-  if (const char* f = std::getenv("MONOGEN_BENCH_RACES_FULL")) {
+  if (const char* f = std::getenv("MONOGEN_BENCH_SIM_FULL")) {
     std::istringstream s(f);
     s >> full.rows >> full.tp;
   }
-  const int reps = envInt("MONOGEN_BENCH_RACES_REPS", 0);
+  const int reps = envInt("MONOGEN_BENCH_SIM_REPS", 0);
   const int reducedReps = reps > 0 ? reps : 2, fullReps = reps > 0 ? reps : 1;
   for (int r = 0; r < std::max(reducedReps, fullReps); ++r) {
     for (const Case& c : {reduced, full}) {
       if (r >= (std::string(c.config) == "reduced" ? reducedReps : fullReps)) continue;
-      for (bool on : {false, true}) {
-        const std::string name =
-            fmt::format("{}_S{}_TP{}/races_{}/round{}", c.config, c.rows, c.tp, on ? "on" : "off", r + 1);
-        benchmark::RegisterBenchmark(name.c_str(), [c, on](benchmark::State& st) { launch(st, c, on); })
+      for (Mode m : {Mode::plain, Mode::races, Mode::timed}) {
+        const std::string name = fmt::format("{}_S{}_TP{}/{}/round{}", c.config, c.rows, c.tp, nameOf(m), r + 1);
+        benchmark::RegisterBenchmark(name.c_str(), [c, m](benchmark::State& st) { launch(st, c, m); })
             ->Iterations(1)
             ->Unit(benchmark::kSecond)
             ->UseRealTime();
