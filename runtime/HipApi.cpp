@@ -67,6 +67,11 @@ HipApi HipApi::load(const std::vector<std::string>& libraryNames, const std::str
   resolve(a, a.moduleLaunchKernel, "hipModuleLaunchKernel", who, n);
   resolve(a, a.streamSynchronize, "hipStreamSynchronize", who, n);
   resolve(a, a.deviceSynchronize, "hipDeviceSynchronize", who, n);
+  resolve(a, a.eventCreate, "hipEventCreate", who, n);
+  resolve(a, a.eventRecord, "hipEventRecord", who, n);
+  resolve(a, a.eventSynchronize, "hipEventSynchronize", who, n);
+  resolve(a, a.eventElapsedTime, "hipEventElapsedTime", who, n);
+  resolve(a, a.eventDestroy, "hipEventDestroy", who, n);
   if (n != kEntryPoints) throw std::logic_error("HipApi::kEntryPoints is not the number of entry points resolved");
   int version = 0;
   if (a.runtimeGetVersion(&version) == hip::kSuccess) a.runtimeVersion = version;

@@ -23,6 +23,7 @@ constexpr Error kErrorNoDevice = 100;  // hipErrorNoDevice
 using Module = void*;                  // hipModule_t
 using Function = void*;                // hipFunction_t
 using Stream = void*;                  // hipStream_t; nullptr: the null stream
+using Event = void*;                   // hipEvent_t
 enum MemcpyKind : int { HostToHost = 0, HostToDevice = 1, DeviceToHost = 2, DeviceToDevice = 3, Default = 4 };
 inline void* const kLaunchParamBufferPointer = reinterpret_cast<void*>(1);  // HIP_LAUNCH_PARAM_BUFFER_POINTER
 inline void* const kLaunchParamBufferSize = reinterpret_cast<void*>(2);     // HIP_LAUNCH_PARAM_BUFFER_SIZE
@@ -39,7 +40,7 @@ struct HipApi {
   /// MONOGEN_HIP_LIBRARY alone when it is set and not empty; else the libamdhip64 names above.
   static std::vector<std::string> defaultLibraryNames();
   /// How many entry points load() resolves (every one either HIP device uses).
-  static constexpr int kEntryPoints = 18;
+  static constexpr int kEntryPoints = 23;
 
   /// dlopens the first of `libraryNames` that loads and resolves every entry point. Throws
   /// RuntimeError (where: `who`) naming every library tried with dlerror's reason when none
@@ -47,7 +48,7 @@ struct HipApi {
   /// process (the HIP runtime does not support being unloaded: no dlclose).
   static HipApi load(const std::vector<std::string>& libraryNames, const std::string& who);
 
-  /// "HIP device (libamdhip64.so.5, runtime 50221151, 18 entry points resolved)", for messages.
+  /// "HIP device (libamdhip64.so.5, runtime 50221151, 23 entry points resolved)", for messages.
   std::string describe() const;
   /// hipGetDeviceCount: the number of GPUs. Throws RuntimeError (where: describe()) saying that
   /// no gfx950 GPU is present when there is no GPU at all, or (when `requireGfx950`, as both
@@ -81,6 +82,11 @@ struct HipApi {
                                    unsigned, hip::Stream, void**, void**) = nullptr;
   hip::Error (*streamSynchronize)(hip::Stream) = nullptr;
   hip::Error (*deviceSynchronize)() = nullptr;
+  hip::Error (*eventCreate)(hip::Event*) = nullptr;
+  hip::Error (*eventRecord)(hip::Event, hip::Stream) = nullptr;
+  hip::Error (*eventSynchronize)(hip::Event) = nullptr;
+  hip::Error (*eventElapsedTime)(float*, hip::Event, hip::Event) = nullptr;  // milliseconds
+  hip::Error (*eventDestroy)(hip::Event) = nullptr;
 };
 
 }  // namespace monogen::runtime

@@ -168,4 +168,27 @@ void HipRankDevice::synchronize(void* stream) {
   api_->check(api_->streamSynchronize(stream), "hipStreamSynchronize", name());
 }
 
+double HipRankDevice::elapsedMs(void* stream, const std::function<void()>& enqueue) {
+  hip::Event start = nullptr, stop = nullptr;
+  api_->check(api_->eventCreate(&start), "hipEventCreate", name());
+  const auto destroy = [&] {
+    if (start) api_->eventDestroy(start);
+    if (stop) api_->eventDestroy(stop);
+  };
+  try {
+    api_->check(api_->eventCreate(&stop), "hipEventCreate", name());
+    api_->check(api_->eventRecord(start, stream), "hipEventRecord", name());
+    enqueue();
+    api_->check(api_->eventRecord(stop, stream), "hipEventRecord", name());
+    api_->check(api_->eventSynchronize(stop), "hipEventSynchronize", name());
+    float ms = 0;
+    api_->check(api_->eventElapsedTime(&ms, start, stop), "hipEventElapsedTime", name());
+    destroy();
+    return ms;
+  } catch (...) {
+    destroy();
+    throw;
+  }
+}
+
 }  // namespace monogen::runtime

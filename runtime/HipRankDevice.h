@@ -2,6 +2,7 @@
 // symmetric buffer, launches on the caller's stream with nothing else on that path. Not run on a
 // GPU here: its HIP call sequence is checked against tests/fake_hip. docs/runtime.md.
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,6 +37,9 @@ class HipRankDevice : public RankDevice {
   void launch(const LoadedKernel& k, const std::vector<uint64_t>& values, std::vector<uint8_t>& kernargs,
               void* stream) override;
   void synchronize(void* stream) override;
+  /// What `enqueue` puts on `stream` took on the GPU, in ms: an event recorded before and after it,
+  /// the second synchronized, hipEventElapsedTime between them. Both events are destroyed.
+  double elapsedMs(void* stream, const std::function<void()>& enqueue);
 
   const std::string& library() const { return library_; }
   /// This rank's GPU as hipDeviceGetAttribute reports it (name with the arch, CU count, ...).

@@ -3,10 +3,13 @@
 // caller's stream, identical replayed kernargs), and `monogen check --device hip` against it.
 #include <catch2/catch.hpp>
 #include <dlfcn.h>
+#include <unistd.h>
 #include <fmt/format.h>
 
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "ir/Error.h"
 #include "runtime/HipApi.h"
@@ -203,6 +206,74 @@ TEST_CASE("hip rank on the fake HIP library: co-residency before the first launc
   CHECK(sent[0] == b.kernargs);
   CHECK(sent[1] == sent[0]);
   CHECK(sent[2] == sent[0]);
+}
+
+TEST_CASE("hip rank on the fake HIP library: elapsedMs brackets the launches with two events on the stream",
+          "[hip][fake]") {
+  const ModelConfig cfg = ModelConfig::reduced();
+  runtime::Generator gen = makeGenerator(cfg, nullptr);
+  FakeRank r0(gen, cfg, 0, 1, 1);
+  r0.rt.allocate();
+  r0.rt.openPeers({r0.rt.exportHandle()});
+  r0.rt.warmUp();
+  const RankIo io = allocRankIo(r0.dev, r0.rt.plan(1));
+  runtime::BoundLaunch& b = r0.rt.bind(1, rankArgs(r0.rt.plan(1), io, 1000));
+  void* const stream = reinterpret_cast<void*>(0x57ea'0002);
+  const size_t mark = fakeLog().size();
+  const double ms = r0.dev.elapsedMs(stream, [&] {
+    for (int k = 0; k < 3; ++k) r0.rt.launch(b, stream);
+  });
+  CHECK(ms >= 0);
+  std::vector<std::string> names;
+  for (const FakeHipCall& c : callsSince(mark)) {
+    names.push_back(c.name);
+    if (c.name == "hipEventRecord" || c.name == "hipModuleLaunchKernel") CHECK(c.stream == stream);
+  }
+  const std::vector<std::string> want{"hipEventCreate",        "hipEventCreate",        "hipEventRecord",
+                                      "hipModuleLaunchKernel", "hipModuleLaunchKernel", "hipModuleLaunchKernel",
+                                      "hipEventRecord",        "hipEventSynchronize",   "hipEventElapsedTime",
+                                      "hipEventDestroy",       "hipEventDestroy"};
+  CHECK(names == want);
+}
+
+TEST_CASE("bench --device hip on the fake HIP library: launches, times and reports each rank, the table and JSON",
+          "[hip][fake][cli]") {
+  char dir[] = "/tmp/monogen-bench-hip-XXXXXX";
+  REQUIRE(mkdtemp(dir));
+  const std::string json = std::string(dir) + "/hw.json";
+  const std::string env = "MONOGEN_HIP_LIBRARY=" + kFakeHip + " ";
+  const std::string cmd = kMonogen + " bench --device hip --config reduced --rows 2 --tp 2 --experts 4 --no-cache "
+                                     "--repeats 3 --launches 20 --json " + json;
+  int code = 0;
+  const std::string out = runShell(env + cmd, code);
+  INFO(out);
+  CHECK(code == 1);  // nothing ran on the fake: the checked launch is not bit-exact, so the cell is not clean
+  CHECK_THAT(out, Catch::Contains("the median of 3 x 20 launches timed by hipEvents"));
+  for (int r = 0; r < 2; ++r) CHECK_THAT(out, Catch::Contains(fmt::format("rank {} checked launch (tag 1): MISMATCH", r)));
+  CHECK_THAT(out, Catch::Contains("measured us"));
+  std::ifstream f(json);
+  const nlohmann::json cells = nlohmann::json::parse(f);
+  std::remove(json.c_str());
+  rmdir(dir);
+  REQUIRE(cells.size() == 1);
+  const nlohmann::json& c = cells[0];
+  CHECK(c["rows"] == 2);
+  CHECK(c["tp"] == 2);
+  CHECK(c["experts"] == 4);
+  CHECK(c["device"] == "hip");
+  CHECK(c["verdict"] == "MISMATCH");
+  REQUIRE(c["rank_us"].size() == 2);
+  CHECK(c["measured_us"].get<double>() == std::max(c["rank_us"][0].get<double>(), c["rank_us"][1].get<double>()));
+  CHECK(c["measured_us"].get<double>() > 0);
+  CHECK(c["floor_us"].get<double>() > 0);
+  CHECK(c["seed_us"].is_null());  // measured figures exist at full dims S8 TP4 only
+
+  const std::string mixed = runShell(env + kMonogen + " bench --device hip --timed --config reduced --rows 2 --tp 2", code);
+  CHECK(code == 2);
+  CHECK_THAT(mixed, Catch::Contains("cannot go with --timed"));
+  const std::string stray = runShell(kMonogen + " bench --config reduced --rows 2 --tp 2 --no-sim --repeats 3", code);
+  CHECK(code == 2);
+  CHECK_THAT(stray, Catch::Contains("--repeats") && Catch::Contains("--device hip only"));
 }
 
 TEST_CASE("check --device hip on the fake HIP library: past discovery, the devices and tags, a non-bit-exact verdict",

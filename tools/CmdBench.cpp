@@ -1,6 +1,6 @@
-// monogen bench: the bytes a launch asks from global memory on the Sim device, per (S, TP, distinct
-// experts), against the minimum a rank must read (specs/minimax_m3/testing/BytesModel.h). No timing: the
-// Sim's counts are exact.
+// monogen bench: per (S, TP, distinct experts), the bytes a launch asks from global memory on the Sim
+// device against the minimum a rank must read (specs/minimax_m3/testing/BytesModel.h); with --timed the
+// modeled time (docs/timing.md); with --device hip the measured time on the node's GPUs.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -18,6 +18,7 @@
 #include "specs/minimax_m3/testing/MoeInputs.h"
 #include "specs/minimax_m3/testing/SimHarness.h"
 #include "specs/minimax_m3/kernel/Spec.h"
+#include "tools/BenchHip.h"
 #include "tools/Commands.h"
 #include "tools/Variant.h"
 #include "tools/NumericFlag.h"
@@ -66,6 +67,14 @@ double measuredUs(int s, int tp, int n) {
   return n == 8 ? 44.8 : n == 14 ? 51.8 : n == 18 ? 58.2 : 0;
 }
 
+/// Writes `cells` to `path` (nothing when empty).
+void writeJson(const std::string& path, const nlohmann::json& cells) {
+  if (path.empty()) return;
+  std::ofstream f(path);
+  f << cells.dump(2) << "\n";
+  if (!f) throw RuntimeError(path, "cannot write the --json file");
+}
+
 const char* const kLaunchStages[] = {"push", "reduce", "norm", "router", "route", "table", "up", "down", "final"};
 
 }  // namespace
@@ -80,11 +89,16 @@ Run addBench(CLI::App& app) {
     std::string input = "attn";
     bool timed = false;        // --timed: the Sim's gfx950 timing model (docs/timing.md)
     std::string timingParams;  // --timing-params FILE
-    std::string json;          // --json FILE: the timed cells
+    std::string json;          // --json FILE: the timed or measured cells
+    std::string device = "sim";
+    mm::RankBenchJob hip;      // --device hip: copies, repeats, launches
+    double waitSeconds = 60;
+    bool noCache = false;
   };
   auto o = std::make_shared<Options>();
   CLI::App* c = app.add_subcommand(
-      "bench", "bytes a launch reads on the Sim device against the minimum, per rows, TP and distinct experts");
+      "bench", "per rows, TP and distinct experts: bytes a launch reads on the Sim device against the minimum, "
+               "its modeled time (--timed) or its measured time on the GPUs (--device hip)");
   c->add_option("--config", o->config, "model dims: reduced, full (MiniMax-M3.1-Flash) or a config.json path")
       ->capture_default_str();
   c->add_option("--rows,-S", o->rows, "rows S: a list like 1,4,8 or 1-16")->capture_default_str();
@@ -104,11 +118,37 @@ Run addBench(CLI::App& app) {
               "floor (a rank's minimum bytes / HBM bandwidth) and the ratio, and the critical path");
   c->add_option("--timing-params", o->timingParams, "with --timed: JSON overrides of the timing parameters")
       ->check(CLI::ExistingFile);
-  c->add_option("--json", o->json, "with --timed: write the cells as JSON objects "
-                                   "{rows, tp, experts, input, modeled_us, floor_us, seed_us}");
-  return [o] {
-    if ((!o->timingParams.empty() || !o->json.empty()) && !o->timed)
-      throw InputError(o->json.empty() ? "--timing-params" : "--json", "needs --timed");
+  c->add_option("--json", o->json, "with --timed or --device hip: write the cells as JSON objects "
+                                   "{rows, tp, experts, input, modeled_us | measured_us, floor_us, seed_us}");
+  c->add_option("--device", o->device,
+                "sim: bytes on the Sim device (and --timed: modeled time); hip: the launch timed on this node's "
+                "GPUs, one process a rank (weights rotating through --copies sets, hipEvents on the stream, the "
+                "median of --repeats runs of --launches launches, after one launch checked against the reference)")
+      ->check(CLI::IsMember({"sim", "hip"}))
+      ->capture_default_str();
+  c->add_option("--copies", o->hip.copies, "--device hip: buffer sets the launches rotate through")
+      ->check(numeric<int>(1, 64))
+      ->capture_default_str();
+  c->add_option("--repeats", o->hip.repeats, "--device hip: timed runs (the figure is their median)")
+      ->check(numeric<int>(1, 1000))
+      ->capture_default_str();
+  c->add_option("--launches", o->hip.launches, "--device hip: back-to-back launches a timed run")
+      ->check(numeric<int>(1, 100000))
+      ->capture_default_str();
+  c->add_option("--wait-seconds", o->waitSeconds, "--device hip: a wait's bound in the kernel, seconds")
+      ->check(numeric<double>(0.001, 3600))
+      ->capture_default_str();
+  c->add_flag("--no-cache", o->noCache, "--device hip: compile every variant, do not use the code-object cache");
+  return [o, c] {
+    const bool hip = o->device == "hip";
+    if (!o->json.empty() && !o->timed && !hip) throw InputError("--json", "needs --timed or --device hip");
+    if (!o->timingParams.empty() && !o->timed) throw InputError("--timing-params", "needs --timed");
+    if (hip && (o->timed || o->noSim || o->breakdown))
+      throw InputError("--device hip", "times the launch on the GPUs: it cannot go with --timed, --no-sim or "
+                                       "--breakdown (run those on the Sim device and compare the JSON)");
+    if (!hip)
+      for (const char* opt : {"--copies", "--repeats", "--launches", "--wait-seconds", "--no-cache"})
+        if (c->count(opt)) throw InputError(opt, "takes effect with --device hip only");
     if (o->timed && o->noSim) throw InputError("--timed", "runs the Sim: it cannot go with --no-sim");
     std::shared_ptr<runtime::timing::TimingParams> timing;
     if (o->timed) {
@@ -143,6 +183,65 @@ Run addBench(CLI::App& app) {
         }
     if (cells.empty()) throw InputError("bench", "no (rows, TP, experts) cell is valid");
 
+    const bool full = cfg.canonical() == mm::ModelConfig::byName("full").canonical();
+    const double hbmTbs = runtime::timing::TimingParams{}.hbmBandwidth;  // the floor's bandwidth, TB/s
+    if (hip) {
+      fmt::print("monogen bench --device hip: the launch timed on this node's GPUs (measured), one process a rank\n");
+      fmt::print("config: {}\n", cfg.canonical());
+      fmt::print("per cell: {} buffer sets rotating (weights stream from HBM), 1 launch checked against the reference, "
+                 "then the median of {} x {} launches timed by hipEvents on the stream; a cell's figure is its slowest "
+                 "rank's\n",
+                 o->hip.copies, o->hip.repeats, o->hip.launches);
+    }
+    int bad = 0;
+    std::vector<std::string> hipLines;
+    if (hip) {
+      for (size_t i = 0; i < cells.size(); ++i) {
+        const Cell& cl = cells[i];
+        fmt::print("[{}/{}] S={} TP={} N={}\n", i + 1, cells.size(), cl.s, cl.tp, cl.n ? std::to_string(cl.n) : "natural");
+        std::fflush(stdout);
+        mm::LaunchInputOptions io;
+        io.distinctExperts = cl.n;
+        mm::FfnKnobs knobs;
+        knobs.input = mm::ffnInputOf(o->input, "--input");
+        io.matchVariant(knobs);
+        const runtime::TensorMap inputs = mm::makeLaunchInputs(cfg, cl.s, cl.tp, o->seed, io);
+        const runtime::TensorMap want = mm::launchReferenceOutputs(cfg, cl.s, cl.tp, inputs, knobs.experts);
+        const runtime::TensorMap routing = mm::moeRouting(cfg, cl.s, cl.tp, inputs);
+        const int picked = static_cast<int>(mm::distinctPicked(routing.at("picks")).size());
+        mm::RankBenchJob job = o->hip;
+        job.rows = cl.s;
+        job.knobs = knobs;
+        job.waitTicks = static_cast<int64_t>(o->waitSeconds * 1e8);  // wait_ticks run at 100 MHz
+        const HipBenchCell r = benchHipCell(cfg, cl.tp, job, inputs, want, o->noCache);
+        if (!r.error.empty()) throw RuntimeError("bench --device hip", r.error);
+        if (r.verdict != "bit-exact") ++bad;
+        const double floorUs =
+            static_cast<double>(mm::minimumBytes(cfg, cl.s, cl.tp, picked, knobs.input).total()) / (hbmTbs * 1e12) * 1e6;
+        const double seedUs = full ? measuredUs(cl.s, cl.tp, cl.n) : 0;
+        std::string ranks;
+        for (double u : r.rankUs) ranks += fmt::format("{}{:.2f}", ranks.empty() ? "" : " ", u);
+        hipLines.push_back(fmt::format("{:>3} {:>3} {:>4} {:>12.2f} {:>12} {:>10.2f} {:>7.2f}  {}; ranks {}", cl.s,
+                                       cl.tp, cl.n ? std::to_string(cl.n) : "nat", r.us,
+                                       seedUs > 0 ? fmt::format("{:.1f}", seedUs) : std::string("-"), floorUs,
+                                       r.us / floorUs, r.verdict, ranks));
+        nlohmann::json j = {{"rows", cl.s},      {"tp", cl.tp},          {"experts", cl.n},   {"input", o->input},
+                            {"measured_us", r.us}, {"floor_us", floorUs}, {"rank_us", r.rankUs},
+                            {"verdict", r.verdict}, {"device", "hip"}};
+        j["seed_us"] = seedUs > 0 ? nlohmann::json(seedUs) : nlohmann::json(nullptr);
+        cellsJson.push_back(j);
+      }
+      fmt::print("\nmeasured on this node (us a launch; 'seed us': MI350X, the FlyDSL launch with o_proj; floor = a "
+                 "rank's minimum bytes / {} TB/s HBM)\n",
+                 hbmTbs);
+      fmt::print("{:>3} {:>3} {:>4} {:>12} {:>12} {:>10} {:>7}  checked launch; each rank's median\n", "S", "TP", "N",
+                 "measured us", "seed us", "floor us", "ratio");
+      for (const std::string& l : hipLines) fmt::print("{}\n", l);
+      writeJson(o->json, cellsJson);
+      flushStdout();
+      return bad ? 1 : 0;
+    }
+
     fmt::print("monogen bench: global-memory bytes a rank's launch reads on the Sim device vs the minimum\n");
     fmt::print("config: {}\n", cfg.canonical());
     fmt::print("a rank's bytes = SimStats::globalBytesLoaded / TP (all ranks run at once); KiB = 1024 bytes\n");
@@ -154,7 +253,6 @@ Run addBench(CLI::App& app) {
     const std::string head = fmt::format("{:>3} {:>3} {:>4} {:>6} {:>12} {:>12} {:>7} {:>12} {:>7}  {}", "S", "TP",
                                          "N", "picked", "sim KiB", "min KiB", "ratio", "have-min KiB", "ratio",
                                          "top stages (share of sim bytes)");
-    int bad = 0;
     for (size_t i = 0; i < cells.size(); ++i) {
       const Cell& cl = cells[i];
       const auto t0 = std::chrono::steady_clock::now();
@@ -242,7 +340,6 @@ Run addBench(CLI::App& app) {
         if (run.stats.timed.on) {
           const runtime::SimTimedResult& t = run.stats.timed;
           const double floorUs = static_cast<double>(minB.total()) / (timing->hbmBandwidth * 1e12) * 1e6;
-          const bool full = cfg.canonical() == mm::ModelConfig::byName("full").canonical();
           const double seedUs = full ? measuredUs(cl.s, cl.tp, cl.n) : 0;  // measured at full dims only
           timedLines.push_back(fmt::format(
               "{:>3} {:>3} {:>4} {:>12.2f} {:>12} {:>10.2f} {:>7.2f}  ends: stage '{}' rank {} CTA {}; issue {:.2f}, "
@@ -284,11 +381,7 @@ Run addBench(CLI::App& app) {
       fmt::print("{:>3} {:>3} {:>4} {:>12} {:>12} {:>10} {:>7}  critical path (modeled)\n", "S", "TP", "N",
                  "modeled us", "measured us", "floor us", "ratio");
       for (const std::string& l : timedLines) fmt::print("{}\n", l);
-      if (!o->json.empty()) {
-        std::ofstream f(o->json);
-        f << cellsJson.dump(2) << "\n";
-        if (!f) throw RuntimeError(o->json, "cannot write the --json file");
-      }
+      writeJson(o->json, cellsJson);
     }
     flushStdout();
     return bad ? 1 : 0;

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -272,6 +273,51 @@ int hipStreamSynchronize(void* stream) {
 int hipDeviceSynchronize() {
   std::lock_guard<std::mutex> g(mu);
   record("hipDeviceSynchronize");
+  return kSuccess;
+}
+
+// Events read the host's steady clock when recorded: an elapsed time is the host's enqueue time.
+struct FakeEvent {
+  double ms = -1;  // not recorded yet
+};
+
+int hipEventCreate(void** event) {
+  std::lock_guard<std::mutex> g(mu);
+  record("hipEventCreate");
+  if (!event) return kInvalidValue;
+  *event = new FakeEvent;
+  return kSuccess;
+}
+
+int hipEventRecord(void* event, void* stream) {
+  std::lock_guard<std::mutex> g(mu);
+  record("hipEventRecord").stream = stream;
+  if (!event) return kInvalidHandle;
+  static_cast<FakeEvent*>(event)->ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  return kSuccess;
+}
+
+int hipEventSynchronize(void* event) {
+  std::lock_guard<std::mutex> g(mu);
+  record("hipEventSynchronize");
+  return event ? kSuccess : kInvalidHandle;
+}
+
+int hipEventElapsedTime(float* ms, void* start, void* stop) {
+  std::lock_guard<std::mutex> g(mu);
+  record("hipEventElapsedTime");
+  if (!ms || !start || !stop) return kInvalidValue;
+  const FakeEvent *a = static_cast<FakeEvent*>(start), *b = static_cast<FakeEvent*>(stop);
+  if (a->ms < 0 || b->ms < 0) return kInvalidHandle;  // hipErrorInvalidHandle for an unrecorded event
+  *ms = static_cast<float>(b->ms - a->ms);
+  return kSuccess;
+}
+
+int hipEventDestroy(void* event) {
+  std::lock_guard<std::mutex> g(mu);
+  record("hipEventDestroy");
+  delete static_cast<FakeEvent*>(event);
   return kSuccess;
 }
 

@@ -190,6 +190,48 @@ SimRankData makeSimRankData(const ModelConfig& cfg, const SimRankJob& job, int t
   return d;
 }
 
+std::function<void(const std::string&)> reportProgress(runtime::RankChannel& ch) {
+  return [&ch](const std::string& line) {
+    ch.report(nlohmann::json{{"event", "progress"}, {"rank", ch.rank()}, {"line", line}}.dump());
+  };
+}
+
+void setUpRank(runtime::RankRuntime& rt, runtime::RankChannel& ch) {
+  rt.allocate();
+  rt.openPeers(ch.allGather(rt.exportHandle()));  // the framework's all_gather_object
+  ch.barrier();                                   // every rank has opened every handle
+  rt.peersOpened();
+  rt.warmUp();
+}
+
+std::string rankVerdict(const FfnVariant& v, runtime::RankRuntime& rt, const RankIo& io, int32_t tag,
+                        const TensorMap& want) {
+  const TensorMap got = readRankOutputs(v, rt, io, tag);
+  if (const std::string err = rankError(got, rt.rank()); !err.empty()) {
+    const std::string m = missingPeers(v, rt, tag);
+    return "INVALID: " + err + (m.empty() ? "" : "; " + m);
+  }
+  if (const auto m = firstMismatch(got, rankReference(want, rt.rank(), rt.tp()))) return "MISMATCH: " + describe(*m);
+  return "bit-exact";
+}
+
+int32_t nextTag(runtime::RankRuntime& rt, int rows) {
+  int32_t epoch = 0;
+  rt.device().download(&epoch, rt.buffer(rows, arg::kEpoch), 4);
+  return launchTagAfter(epoch);
+}
+
+void reportHipDevice(runtime::RankChannel& ch, runtime::HipRankDevice& dev) {
+  const runtime::DeviceLimits gpu = dev.limits();
+  ch.report(nlohmann::json{{"event", "device"},
+                           {"rank", ch.rank()},
+                           {"device", dev.name()},
+                           {"gpu", gpu.name},
+                           {"cus", gpu.computeUnits},
+                           {"runtime", dev.api().describe()}}
+                .dump());
+}
+
 int runRank(const ModelConfig& cfg, const SimRankJob& job, const SimRankData& data, runtime::RankChannel& ch,
             runtime::RankDevice& dev, runtime::Generator& gen, std::chrono::steady_clock::time_point started,
             const std::function<int64_t()>& ops, void* stream) {
@@ -200,15 +242,9 @@ int runRank(const ModelConfig& cfg, const SimRankJob& job, const SimRankData& da
         !data.want.count(s) || data.want.at(s).size() < static_cast<size_t>(job.launches))
       throw InputError("runRank", fmt::format("no inputs or references for S = {} x {} launches", s, job.launches));
   runtime::RankRuntimeOptions opts = rankRuntimeOptions(cfg, r, tp, job.rows, job.knobs);
-  opts.progress = [&](const std::string& line) {
-    ch.report(nlohmann::json{{"event", "progress"}, {"rank", r}, {"line", line}}.dump());
-  };
+  opts.progress = reportProgress(ch);
   runtime::RankRuntime rt(gen, dev, opts);
-  rt.allocate();
-  rt.openPeers(ch.allGather(rt.exportHandle()));  // the framework's all_gather_object
-  ch.barrier();                                   // every rank has opened every handle
-  rt.peersOpened();
-  rt.warmUp();
+  setUpRank(rt, ch);
   std::map<int, RankIo> io;
   std::map<int, runtime::BoundLaunch*> bound;
   std::map<int, FfnVariant> variant;  // by S, made once from the key the runtime built the Plan of
@@ -229,26 +265,18 @@ int runRank(const ModelConfig& cfg, const SimRankJob& job, const SimRankData& da
         const int32_t e = epochBefore(job.fixedTag);
         dev.upload(rt.buffer(s, arg::kEpoch), &e, 4);
       }
-      int32_t epoch = 0;
-      dev.download(&epoch, rt.buffer(s, arg::kEpoch), 4);
-      const int32_t tag = launchTagAfter(epoch);
+      const int32_t tag = nextTag(rt, s);
       ch.report(nlohmann::json{{"event", "start"}, {"rank", r}, {"rows", s}, {"launch", k}, {"tag", tag}}.dump());
       const auto l0 = clock::now();
       rt.launch(*bound[s], stream);
       dev.synchronize(stream);
       const double sec = std::chrono::duration<double>(clock::now() - l0).count();
-      const TensorMap got = readRankOutputs(variant.at(s), rt, io[s], tag);
-      const std::string err = rankError(got, r);
-      std::string verdict = "bit-exact";
-      if (!err.empty()) {
-        verdict = "INVALID: " + err;
-        if (const std::string m = missingPeers(variant.at(s), rt, tag); !m.empty()) verdict += "; " + m;
-      } else if (const auto m = firstMismatch(got, rankReference(data.want.at(s)[k], r, tp))) {
-        verdict = "MISMATCH: " + describe(*m);
-      }
+      const std::string verdict = rankVerdict(variant.at(s), rt, io[s], tag, data.want.at(s)[k]);
       allExact = allExact && verdict == "bit-exact";
-      nlohmann::json done{{"event", "done"}, {"rank", r},         {"rows", s},         {"launch", k},
-                          {"tag", tag},      {"valid", err.empty()}, {"verdict", verdict}, {"seconds", sec}};
+      nlohmann::json done{{"event", "done"}, {"rank", r},
+                          {"rows", s},       {"launch", k},
+                          {"tag", tag},      {"valid", verdict.rfind("INVALID", 0) != 0},
+                          {"verdict", verdict}, {"seconds", sec}};
       if (ops) done["ops"] = ops();
       ch.report(done.dump());
     }
@@ -267,14 +295,7 @@ int runHipRank(const ModelConfig& cfg, const SimRankJob& job, const SimRankData&
                std::shared_ptr<runtime::Cache> cache) {
   const auto started = std::chrono::steady_clock::now();
   runtime::HipRankDevice dev(ch.rank(), ch.tp());  // GPU `rank`; no library / entry point / gfx950: RuntimeError
-  const runtime::DeviceLimits gpu = dev.limits();
-  ch.report(nlohmann::json{{"event", "device"},
-                           {"rank", ch.rank()},
-                           {"device", dev.name()},
-                           {"gpu", gpu.name},
-                           {"cus", gpu.computeUnits},
-                           {"runtime", dev.api().describe()}}
-                .dump());
+  reportHipDevice(ch, dev);
   runtime::Generator gen = makeGenerator(cfg, std::move(cache));
   return runRank(cfg, job, data, ch, dev, gen, started, {}, nullptr);  // the null stream
 }

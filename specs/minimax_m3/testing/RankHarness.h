@@ -12,6 +12,7 @@
 
 #include "ir/Plan.h"
 #include "runtime/Cache.h"
+#include "runtime/HipRankDevice.h"
 #include "runtime/RankRuntime.h"
 #include "runtime/Tensor.h"
 #include "runtime/RankProcesses.h"
@@ -64,6 +65,19 @@ std::string rankError(const runtime::TensorMap& outputs, int rank);
 std::string missingPeers(const FfnVariant& v, runtime::RankRuntime& rt, int32_t tag);
 /// The same for the variant of rt's Plan for S = rows (the Python bindings' way in).
 std::string missingPeers(const ModelConfig& cfg, runtime::RankRuntime& rt, int rows, int32_t tag);
+
+/// A RankRuntimeOptions::progress that reports each line as {"event":"progress", "rank", "line"}.
+std::function<void(const std::string&)> reportProgress(runtime::RankChannel& ch);
+/// allocate, the handle exchange over ch (an all-gather, then a barrier), peersOpened, warmUp.
+void setUpRank(runtime::RankRuntime& rt, runtime::RankChannel& ch);
+/// "bit-exact", "INVALID: <rankError>; <missingPeers>" or "MISMATCH: <the first mismatch>" for the
+/// launch of `tag` on io, against `want` (launchReferenceOutputs, every rank's).
+std::string rankVerdict(const FfnVariant& v, runtime::RankRuntime& rt, const RankIo& io, int32_t tag,
+                        const runtime::TensorMap& want);
+/// The tag the next launch of S = rows runs on (read from the device's epoch).
+int32_t nextTag(runtime::RankRuntime& rt, int rows);
+/// Reports {"event":"device", "rank", "device", "gpu", "cus", "runtime"} for a HIP rank.
+void reportHipDevice(runtime::RankChannel& ch, runtime::HipRankDevice& dev);
 
 /// One rank's part of a multi-process run (the Sim's or the GPUs': `sim` is the Sim's only).
 struct SimRankJob {
