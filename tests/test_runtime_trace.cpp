@@ -140,6 +140,23 @@ TEST_CASE("monogen trace: the traced variant on the Sim device as trace-event JS
       prevEndTick = b;
     }
   }
+  // --timed: every stamp is the timing model's clock, so the last stage ends just before the modeled launch does
+  const std::string timed =
+      runShell(exe + " trace --rows 2 --tp 2 --config reduced --experts 4 --timed -o " + out, code);
+  INFO(timed);
+  REQUIRE(code == 0);
+  const size_t at = timed.find(" us modeled");
+  REQUIRE(at != std::string::npos);
+  const double modeledUs = std::stod(timed.substr(timed.rfind(", ", at) + 2));
+  std::ifstream ft(out);
+  const nlohmann::json jt = nlohmann::json::parse(ft);
+  CHECK(jt.at("otherData").at("clock").get<std::string>().rfind("modeled", 0) == 0);
+  double lastEnd = 0;
+  for (const auto& e : jt.at("traceEvents"))
+    if (e.at("ph") == "X") lastEnd = std::max(lastEnd, e.at("ts").get<double>() + e.at("dur").get<double>());
+  CHECK(modeledUs > 1);
+  CHECK(lastEnd <= modeledUs + 0.01);
+  CHECK(lastEnd >= 0.95 * modeledUs);
   // a dropped mark: the trace is still written, the verdict refuses the launch
   const std::string bad =
       runShell(exe + " trace --rows 2 --tp 2 --config reduced --drop-mark 1 --wait-ticks 20000 -o " + out, code);

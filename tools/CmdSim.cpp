@@ -36,31 +36,6 @@ namespace mm = specs::minimax_m3;
 
 namespace {
 
-/// The input options --experts N and --padded-rows K ask for, checked against the config and S:
-/// K in 0..S; N = 0 (natural routing) or top-k .. min(experts, valid rows x top-k).
-mm::LaunchInputOptions inputOptionsOf(const mm::ModelConfig& cfg, int S, int experts, int padded) {
-  if (padded < 0 || padded > S)
-    throw InputError("--padded-rows", fmt::format("K = {}: expected 0..S = 0..{} (the last K rows get slot -1)",
-                                                  padded, S));
-  const int valid = S - padded, K = cfg.topk;
-  if (experts != 0) {
-    if (valid < 1)
-      throw InputError("--experts", fmt::format("N = {}: steering needs a valid row, and all {} rows are padded "
-                                                "(--padded-rows {}); use 0 (natural routing)",
-                                                experts, S, padded));
-    const int most = std::min(cfg.experts, valid * K);
-    if (experts < K || experts > most)
-      throw InputError("--experts",
-                       fmt::format("N = {}: expected top-k {} .. min(experts {}, valid rows {} x top-k {}) = {}, or 0 "
-                                   "for natural routing",
-                                   experts, K, cfg.experts, valid, K, most));
-  }
-  mm::LaunchInputOptions o;
-  o.distinctExperts = experts;
-  o.paddedRows = padded;
-  return o;
-}
-
 /// A launch's inputs and where they came from.
 struct LaunchInputs {
   runtime::TensorMap tensors;

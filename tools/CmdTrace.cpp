@@ -1,7 +1,8 @@
 // monogen trace: runs the traced variant (the trace knob) on the Sim device, every CTA of every
 // rank, and writes its per-CTA, per-stage stamps as Chrome / Perfetto trace-event JSON: one
 // process a rank, one thread a CTA, one complete event a stage. On the Sim the stamps are the
-// simulated 100 MHz realtime clock. Exit 0 when the launch's outputs are valid and bit-exact.
+// simulated 100 MHz realtime clock; with --timed, the gfx950 timing model's (modeled) clock.
+// Exit 0 when the launch's outputs are valid and bit-exact.
 #include <fmt/format.h>
 
 #include <limits>
@@ -9,6 +10,7 @@
 #include "ir/Error.h"
 #include "support/AtomicFile.h"
 #include "runtime/Trace.h"
+#include "runtime/sim/timing/TimingParams.h"
 #include "specs/minimax_m3/kernel/Spec.h"
 #include "specs/minimax_m3/testing/SimHarness.h"
 #include "tools/Commands.h"
@@ -28,6 +30,9 @@ Run addTrace(CLI::App& app) {
     int injectRank = -1;
     int32_t injectTicks = 0;
     int64_t waitTicks = 100'000'000;
+    bool timed = false;
+    std::string timingParams;
+    int experts = 0;
   };
   auto o = std::make_shared<Options>();
   CLI::App* c = app.add_subcommand("trace", "run the traced variant on the Sim device and write trace-event JSON");
@@ -45,7 +50,17 @@ Run addTrace(CLI::App& app) {
   c->add_option("--wait-ticks", o->waitTicks, "a wait's bound in 100 MHz ticks, 1 or more")
       ->check(numeric<int64_t>(1, std::numeric_limits<int64_t>::max()))
       ->capture_default_str();
+  c->add_option("--experts,-N", o->experts,
+                "the rows pick exactly N distinct routed experts (router-bias steering); 0: natural routing")
+      ->check(numeric(0, 4096))
+      ->capture_default_str();
+  c->add_flag("--timed", o->timed,
+              "run under the gfx950 timing model (docs/timing.md): every timestamp is the model's clock, in "
+              "modeled microseconds");
+  c->add_option("--timing-params", o->timingParams, "with --timed: JSON overrides of the timing parameters")
+      ->check(CLI::ExistingFile);
   return [o, ticks] {
+    if (!o->timingParams.empty() && !o->timed) throw InputError("--timing-params", "needs --timed");
     checkInjection(o->injectRank, *ticks);
     const auto cfg = configOf(o->v);
     const ir::Key asked = keyOf(o->v, cfg, o->v.rows, o->v.tp);
@@ -57,7 +72,9 @@ Run addTrace(CLI::App& app) {
     if (o->injectRank >= TP)
       throw InputError("--inject-rank", fmt::format("rank {}: expected -1 (none) or 0..{}", o->injectRank, TP - 1));
     support::checkOutputFile(o->out, "-o");  // before the launch
-    const runtime::TensorMap inputs = mm::makeInputs(v, o->seed);
+    mm::LaunchInputOptions io = inputOptionsOf(cfg, v.layout.rows, o->experts, 0);
+    io.matchVariant(v.knobs);
+    const runtime::TensorMap inputs = mm::makeLaunchInputs(cfg, v.layout.rows, TP, o->seed, io);
     mm::LaunchParams p;
     p.handshake = o->handshake || o->injectRank >= 0;
     p.injectRank = o->injectRank;
@@ -65,23 +82,34 @@ Run addTrace(CLI::App& app) {
     p.waitTicks = o->waitTicks;
     runtime::SimOptions so;
     so.seed = o->seed;
+    if (o->timed) {
+      auto t = std::make_shared<runtime::timing::TimingParams>();
+      if (!o->timingParams.empty()) t->load(o->timingParams);
+      so.timing = t;
+    }
     mm::SimSession session(v);
     const mm::SimRun run = session.launch(inputs, so, p);
     const runtime::TraceBuffers tb = mm::traceOf(session.plan(), run);
-    const nlohmann::json j = runtime::chromeTrace(tb);
+    nlohmann::json j = runtime::chromeTrace(tb);
+    j["otherData"]["clock"] = o->timed ? "modeled: the Sim's gfx950 timing model (docs/timing.md)"
+                                       : "the Sim's op-count clock (not a time)";
     writeOutputFile(o->out, j.dump(1) + "\n");
     size_t spans = 0;
     for (const auto& e : j.at("traceEvents"))
       if (e.at("ph") == "X") ++spans;
-    fmt::print("{} on the Sim device: {} ranks x {} CTAs, {} stages, {} ticks ({:.2f} us)\n", key.variantName(),
-               TP, cfg.blocks, tb.stages.size(), run.stats.ticks,
-               static_cast<double>(run.stats.ticks) * 1e6 / static_cast<double>(tb.clockHz));
+    if (o->timed)
+      fmt::print("{} on the Sim device, timed: {} ranks x {} CTAs, {} stages, {:.2f} us modeled (timestamps modeled)\n",
+                 key.variantName(), TP, cfg.blocks, tb.stages.size(), run.stats.timed.us);
+    else
+      fmt::print("{} on the Sim device: {} ranks x {} CTAs, {} stages, {} ticks of the Sim's op-count clock (not a "
+                 "time: --timed models one)\n",
+                 key.variantName(), TP, cfg.blocks, tb.stages.size(), run.stats.ticks);
     fmt::print("wrote {} stage events to {}\n", spans, o->out);
     if (!run.valid) {
       fmt::print("verdict: INVALID: {}\n", run.error);
       return 1;
     }
-    const auto mismatch = mm::firstMismatch(run.outputs, mm::referenceOutputs(cfg, v.layout.rows, TP, inputs));
+    const auto mismatch = mm::firstMismatch(run.outputs, mm::launchReferenceOutputs(v, inputs));
     fmt::print("verdict: {}\n", mismatch ? "MISMATCH: " + mm::describe(*mismatch) : std::string("bit-exact"));
     return mismatch ? 1 : 0;
   };

@@ -109,4 +109,27 @@ void writeOutputFile(const std::string& path, std::string_view bytes) {
   support::writeFileAtomically(path, {bytes}, 0644);
 }
 
+specs::minimax_m3::LaunchInputOptions inputOptionsOf(const specs::minimax_m3::ModelConfig& cfg, int S, int experts, int padded) {
+  if (padded < 0 || padded > S)
+    throw InputError("--padded-rows", fmt::format("K = {}: expected 0..S = 0..{} (the last K rows get slot -1)",
+                                                  padded, S));
+  const int valid = S - padded, K = cfg.topk;
+  if (experts != 0) {
+    if (valid < 1)
+      throw InputError("--experts", fmt::format("N = {}: steering needs a valid row, and all {} rows are padded "
+                                                "(--padded-rows {}); use 0 (natural routing)",
+                                                experts, S, padded));
+    const int most = std::min(cfg.experts, valid * K);
+    if (experts < K || experts > most)
+      throw InputError("--experts",
+                       fmt::format("N = {}: expected top-k {} .. min(experts {}, valid rows {} x top-k {}) = {}, or 0 "
+                                   "for natural routing",
+                                   experts, K, cfg.experts, valid, K, most));
+  }
+  specs::minimax_m3::LaunchInputOptions o;
+  o.distinctExperts = experts;
+  o.paddedRows = padded;
+  return o;
+}
+
 }  // namespace monogen::tools

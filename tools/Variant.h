@@ -12,6 +12,7 @@
 #include "runtime/Cache.h"
 #include "runtime/Generator.h"
 #include "specs/minimax_m3/kernel/ModelConfig.h"
+#include "specs/minimax_m3/testing/MoeInputs.h"
 #include "tools/SpecRegistry.h"
 
 namespace monogen::tools {
@@ -70,5 +71,10 @@ void flushStdout();
 /// Writes a tool's output file (support::writeFileAtomically, mode 0644): never a half-written
 /// file, never through a symlink. Check the path with support::checkOutputFile before the work.
 void writeOutputFile(const std::string& path, std::string_view bytes);
+
+/// The input options --experts N and --padded-rows K ask for, checked against the config and S:
+/// K in 0..S; N = 0 (natural routing) or top-k .. min(experts, valid rows x top-k).
+specs::minimax_m3::LaunchInputOptions inputOptionsOf(const specs::minimax_m3::ModelConfig& cfg, int S, int experts,
+                                                     int padded);
 
 }  // namespace monogen::tools
