@@ -1,0 +1,33 @@
+// Runs the MiniMax-M3 attention launch on the Sim for every rank at once from an AttentionLaunch
+// (AttentionInputs.h) and reads back what it wrote, for a bit-exact comparison with the native
+// reference (AttentionReference.h).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "ir/Plan.h"
+#include "runtime/sim/SimDevice.h"
+#include "specs/minimax_m3/kernel/AttentionVariant.h"
+#include "specs/minimax_m3/reference/AttentionReference.h"
+
+namespace monogen::specs::minimax_m3 {
+
+/// One rank's results of an attention launch on the Sim.
+struct AttentionSimRank {
+  std::vector<uint16_t> h;       // bf16 [S, hidden]: res_out
+  std::vector<uint8_t> x8;       // E4M3 [S, hidden]: scratch X8
+  std::vector<float> xScale, rstd;  // [S]
+  std::vector<uint16_t> q;       // bf16 [S, qHeads, headDim]
+  AttentionCaches caches;        // after the launch's appends
+};
+struct AttentionSimRun {
+  std::vector<AttentionSimRank> ranks;
+  runtime::SimStats stats;
+};
+
+/// The launch of `plan` (buildAttentionPlan) on `in`, each rank fed qkv[r] (bf16 [S, w_qkv rows],
+/// the GEMV's rows until that stage is in the launch) and a copy of its caches.
+AttentionSimRun runAttentionOnSim(const ir::Plan& plan, const AttentionVariant& v, const AttentionLaunch& in,
+                                  const std::vector<std::vector<uint16_t>>& qkv, const runtime::SimOptions& opts = {});
+
+}  // namespace monogen::specs::minimax_m3
