@@ -1,5 +1,7 @@
 #include "specs/minimax_m3/kernel/AttentionContext.h"
 
+#include "specs/common/Pairs.h"
+
 namespace monogen::specs::minimax_m3 {
 
 using ir::AddrSpace;
@@ -18,8 +20,24 @@ void AttentionContext::stage(int index, const std::function<void()>& body) {
     wave = b.named(b.wave(), "wave");
     block = b.named(b.block(), "block");
     red = b.named(b.intToPtr(b.i32(0), AddrSpace::Lds), "red");
+    tag = b.arg(plan_->argIndex(attn_arg::kTag), Type::i32(), attn_arg::kTag);
+    waitTicks = b.arg(plan_->argIndex(attn_arg::kWaitTicks), Type::i64(), attn_arg::kWaitTicks);
+    err = arg(attn_arg::kErr);
     body();
   });
+}
+
+Val AttentionContext::pairAt(int64_t offset, Val index) {
+  return b.ptrAdd(arg(attn_arg::kScratch), b.i32(offset) + index * b.i32(8));
+}
+
+void AttentionContext::publish(Val pair) {
+  publishPair(b, pair, b.i32(1), tag, ir::MemOrder::Release, ir::MemScope::Agent, hooks_);
+}
+
+void AttentionContext::await(Val pair, int site, Val token) {
+  awaitPair(b, pair, tag, waitTicks, err, b.i32(site) | token << b.i32(16), site, ir::MemOrder::Acquire,
+            ir::MemScope::Agent, hooks_);
 }
 
 void AttentionContext::forEachTask(const Placement& p, const std::function<void(Val)>& body) {

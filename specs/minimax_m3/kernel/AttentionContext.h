@@ -15,10 +15,11 @@ namespace monogen::specs::minimax_m3 {
 /// The attention launch's kernel argument names.
 namespace attn_arg {
 inline constexpr const char *kX = "x", *kRes = "res", *kResOut = "res_out", *kGIn = "g_in", *kScratch = "scratch",
-                            *kQkv = "qkv", *kGQ = "g_q", *kGK = "g_k", *kGIk = "g_ik", *kCosSin = "cos_sin",
+                            *kGQ = "g_q", *kGK = "g_k", *kGIk = "g_ik", *kCosSin = "cos_sin",
                             *kPositions = "positions", *kSlots = "slots", *kIndexSlots = "index_slots",
                             *kKCache = "k_cache", *kVCache = "v_cache", *kKScale = "k_scale",
-                            *kVScale = "v_scale", *kIndexCache = "index_cache", *kQ = "q";
+                            *kVScale = "v_scale", *kIndexCache = "index_cache", *kQ = "q", *kWQkv = "w_qkv",
+                            *kSQkv = "s_qkv", *kErr = "err", *kTag = "tag", *kWaitTicks = "wait_ticks";
 }  // namespace attn_arg
 
 struct AttentionContext {
@@ -29,6 +30,7 @@ struct AttentionContext {
   ir::Builder& b;
   ir::Val tid, lane, wave, block;
   ir::Val red;  // LDS: f32 [32] group sums, then f32 [waves] wave maxima
+  ir::Val tag, waitTicks, err;  // the launch's tag (i32, never 0), a wait's bound (i64), the error word
 
   /// A global-pointer argument of the Plan, by name.
   ir::Val arg(const char* name);
@@ -40,6 +42,13 @@ struct AttentionContext {
   void forEachTask(const Placement& p, const std::function<void(ir::Val task)>& body);
   /// specs::ctaSync.
   void ctaSync(bool drain) { specs::ctaSync(b, drain, hooks_); }
+  /// Pair `index` of the scratch flag array at byte `offset`.
+  ir::Val pairAt(int64_t offset, ir::Val index);
+  /// Publishes the launch's tag to the pair (release, agent scope).
+  void publish(ir::Val pair);
+  /// Waits for the launch's tag at the pair (acquire, agent scope); past waitTicks the error word
+  /// gets site | token << 16.
+  void await(ir::Val pair, int site, ir::Val token);
 
  private:
   const ir::Plan* plan_;

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <tuple>
+
 #include "specs/minimax_m3/kernel/AttentionContext.h"
 #include "specs/minimax_m3/kernel/stages/AttentionStageDef.h"
 
@@ -38,8 +40,9 @@ std::vector<KernelArg> attentionArgs(const AttentionVariant& v) {
       tensor(n::kGIn, Scalar::BF16, {H}, ArgRole::Weight, "bf16 [hidden]: input_layernorm (1 + w)"),
       tensor(n::kScratch, Scalar::I8, {L.scratchBytes}, ArgRole::Scratch,
              "u8 [bytes]: this rank's scratch (x8 E4M3 [S, hidden], x_scale f32 [S], rstd f32 [S])"),
-      tensor(n::kQkv, Scalar::BF16, {S, L.qkvRows}, ArgRole::Input,
-             "bf16 [S, w_qkv rows]: the GEMV's rows (an input until the GEMV stage writes them)"),
+      tensor(n::kWQkv, Scalar::I8, {L.qkvRows, H}, ArgRole::Weight,
+             "e4m3 [w_qkv rows, hidden]: q | k | v | index q | index k, AITER (16,16)-shuffled"),
+      tensor(n::kSQkv, Scalar::F32, {L.qkvRows}, ArgRole::Weight, "f32 [w_qkv rows]: a scale a row"),
       tensor(n::kGQ, Scalar::BF16, {sh.headDim}, ArgRole::Weight, "bf16 [head_dim]: q_norm (1 + w)"),
       tensor(n::kGK, Scalar::BF16, {sh.headDim}, ArgRole::Weight, "bf16 [head_dim]: k_norm (1 + w)"),
       tensor(n::kGIk, Scalar::BF16, {sh.indexDim}, ArgRole::Weight, "bf16 [index_dim]: the index key's norm (1 + w)"),
@@ -61,6 +64,21 @@ std::vector<KernelArg> attentionArgs(const AttentionVariant& v) {
                         "e4m3 [blocks, block, index_dim]: the index-key cache"));
   args.push_back(tensor(n::kQ, Scalar::BF16, {S, sh.qHeads, sh.headDim}, ArgRole::Output,
                         "bf16 [S, q heads, head_dim]: q after norm + RoPE, as the split reads it"));
+  KernelArg err = tensor(n::kErr, Scalar::I32, {2}, ArgRole::Control,
+                         "i32 [2]: the error word (first failure: site | token << 16) and the failure count; zero it once");
+  err.align = 4;
+  args.push_back(err);
+  for (auto [name, elem, doc] : {std::tuple{n::kTag, Scalar::I32, "i32: this launch's tag, 1 .. 2^30, a new one each launch"},
+                                 std::tuple{n::kWaitTicks, Scalar::I64, "i64: a wait's bound in 100 MHz realtime ticks"}}) {
+    KernelArg a;
+    a.name = name;
+    a.isPointer = false;
+    a.elem = elem;
+    a.role = ArgRole::Control;
+    a.align = elem == Scalar::I64 ? 8 : 4;
+    a.doc = doc;
+    args.push_back(a);
+  }
   return args;
 }
 
@@ -83,7 +101,15 @@ ir::Plan buildAttentionPlan(const AttentionVariant& v) {
                                        "f32 [S]: each row's quant scale"});
   plan.regions.push_back(ir::MemRegion{"RSTD", attn_arg::kScratch, L.rstdOffset, 4 * int64_t{L.rows},
                                        "f32 [S]: each row's input-norm rstd"});
-  plan.pools.push_back(ir::LdsPool{"red", 0, L.ldsBytes, "", "f32 [32 + waves]: the norm's group sums, wave maxima"});
+  plan.regions.push_back(ir::MemRegion{"QKV", attn_arg::kScratch, L.qkvOffset, 2 * int64_t{L.rows} * L.qkvRows,
+                                       "bf16 [S, w_qkv rows]: the GEMV's rows"});
+  plan.regions.push_back(ir::MemRegion{"XRDY", attn_arg::kScratch, L.xrdyOffset, 8 * int64_t{L.rows},
+                                       "pairs [S]: a row's x8, x_scale and rstd are written"});
+  plan.regions.push_back(ir::MemRegion{"QRDY", attn_arg::kScratch, L.qrdyOffset, 8 * int64_t{L.qkvTiles},
+                                       "pairs [w_qkv tiles]: a 16-row tile of QKV is written"});
+  plan.flags.push_back(ir::FlagArray{"XRDY", "XRDY", L.rows, false, "attn_norm's rows", false});
+  plan.flags.push_back(ir::FlagArray{"QRDY", "QRDY", L.qkvTiles, false, "attn_gemv's tiles", false});
+  plan.pools.push_back(ir::LdsPool{"red", 0, L.ldsBytes, "", "f32: the norm's group sums and wave maxima; the GEMV's wave accumulators [waves][16][16]"});
   plan.ldsBytes = L.ldsBytes;
   for (const AttentionStageDef* d : attentionStages()) plan.stages.push_back(d->record(L));
   plan.facts = {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "ir/Error.h"
@@ -77,6 +78,9 @@ AttentionVariant AttentionVariant::make(const ModelConfig& cfg, const ir::Key& k
   L.threads = cfg.threads;
   L.waves = cfg.threads / 64;
   L.qkvRows = L.shape.rowsOf(v.knobs.fullLayer);
+  L.qkvTiles = L.qkvRows / 16;
+  if (L.hidden % (64 * L.waves) != 0)
+    throw InputError(where, fmt::format("hidden = {}: the GEMV expects a multiple of 64 x {} waves", L.hidden, L.waves));
   if (L.hidden % 256 != 0 || L.hidden / 256 > 32)
     throw InputError(where, fmt::format("hidden = {}: the norm expects a multiple of 256, at most 8192", L.hidden));
   if (L.shape.headDim / 4 > 32 || L.shape.indexDim / 4 > 32 || L.shape.rotaryDim % 8 != 0)
@@ -89,10 +93,14 @@ AttentionVariant AttentionVariant::make(const ModelConfig& cfg, const ir::Key& k
   L.x8Offset = 0;
   L.xScaleOffset = align(int64_t{L.rows} * L.hidden);
   L.rstdOffset = L.xScaleOffset + align(4 * int64_t{L.rows});
-  L.scratchBytes = L.rstdOffset + align(4 * int64_t{L.rows});
-  L.ldsBytes = 4 * (32 + L.waves);
+  L.qkvOffset = L.rstdOffset + align(4 * int64_t{L.rows});
+  L.xrdyOffset = L.qkvOffset + align(2 * int64_t{L.rows} * L.qkvRows);
+  L.qrdyOffset = L.xrdyOffset + align(8 * int64_t{L.rows});
+  L.scratchBytes = L.qrdyOffset + align(8 * int64_t{L.qkvTiles});
+  L.ldsBytes = std::max<int64_t>(4 * (32 + L.waves), 4 * int64_t{L.waves} * 16 * 16);
 
   L.norm = Placement{"attn_norm", L.rows, 0};
+  L.gemv = Placement{"attn_gemv", L.qkvTiles, 0};
   L.heads = Placement{"attn_heads", int64_t{L.rows} * L.headTasks, L.rows % L.blocks};
   return v;
 }

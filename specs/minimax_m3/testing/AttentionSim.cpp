@@ -31,7 +31,7 @@ std::vector<T> download(runtime::SimMemory& mem, uint64_t addr, size_t n) {
 }  // namespace
 
 AttentionSimRun runAttentionOnSim(const ir::Plan& plan, const AttentionVariant& v, const AttentionLaunch& in,
-                                  const std::vector<std::vector<uint16_t>>& qkv, const runtime::SimOptions& opts) {
+                                  const runtime::SimOptions& opts, int32_t tag, int64_t waitTicks) {
   namespace n = attn_arg;
   const AttentionLaunchLayout& L = v.layout;
   const std::string where = plan.key.variantName();
@@ -52,7 +52,13 @@ AttentionSimRun runAttentionOnSim(const ir::Plan& plan, const AttentionVariant& 
     m[n::kResOut] = mem.alloc(static_cast<int64_t>(SH * 2), r, n::kResOut);
     m[n::kGIn] = upload(mem, r, n::kGIn, in.weights.gIn);
     m[n::kScratch] = mem.alloc(L.scratchBytes, r, n::kScratch);
-    m[n::kQkv] = upload(mem, r, n::kQkv, qkv.at(r));
+    std::memset(mem.host(m[n::kScratch] + L.xrdyOffset, L.scratchBytes - L.xrdyOffset), 0,
+                static_cast<size_t>(L.scratchBytes - L.xrdyOffset));  // XRDY, QRDY: the flags
+    m[n::kWQkv] = upload(mem, r, n::kWQkv, in.weights.wQkv.at(r));
+    m[n::kSQkv] = upload(mem, r, n::kSQkv, in.weights.sQkv.at(r));
+    m[n::kErr] = upload(mem, r, n::kErr, std::vector<int32_t>{0, 0});
+    m[n::kTag] = static_cast<uint64_t>(static_cast<uint32_t>(tag));
+    m[n::kWaitTicks] = static_cast<uint64_t>(waitTicks);
     m[n::kGQ] = upload(mem, r, n::kGQ, in.weights.gQ);
     m[n::kGK] = upload(mem, r, n::kGK, in.weights.gK);
     m[n::kGIk] = upload(mem, r, n::kGIk, in.weights.gIk);
@@ -80,6 +86,8 @@ AttentionSimRun runAttentionOnSim(const ir::Plan& plan, const AttentionVariant& 
     AttentionSimRank k;
     k.h = download<uint16_t>(mem, m.at(n::kResOut), SH);
     k.q = download<uint16_t>(mem, m.at(n::kQ), qn);
+    k.qkv = download<uint16_t>(mem, m.at(n::kScratch) + L.qkvOffset, size_t(L.rows) * L.qkvRows);
+    run.errorWords.push_back(download<int32_t>(mem, m.at(n::kErr), 1)[0]);
     k.x8 = download<uint8_t>(mem, m.at(n::kScratch) + L.x8Offset, SH);
     k.xScale = download<float>(mem, m.at(n::kScratch) + L.xScaleOffset, L.rows);
     k.rstd = download<float>(mem, m.at(n::kScratch) + L.rstdOffset, L.rows);

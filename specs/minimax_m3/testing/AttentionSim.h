@@ -17,17 +17,20 @@ struct AttentionSimRank {
   std::vector<uint16_t> h;       // bf16 [S, hidden]: res_out
   std::vector<uint8_t> x8;       // E4M3 [S, hidden]: scratch X8
   std::vector<float> xScale, rstd;  // [S]
+  std::vector<uint16_t> qkv;     // bf16 [S, w_qkv rows]: scratch QKV
   std::vector<uint16_t> q;       // bf16 [S, qHeads, headDim]
   AttentionCaches caches;        // after the launch's appends
 };
 struct AttentionSimRun {
   std::vector<AttentionSimRank> ranks;
   runtime::SimStats stats;
+  std::vector<int32_t> errorWords;  // [TP]: each rank's error word (0: no wait timed out)
 };
 
-/// The launch of `plan` (buildAttentionPlan) on `in`, each rank fed qkv[r] (bf16 [S, w_qkv rows],
-/// the GEMV's rows until that stage is in the launch) and a copy of its caches.
+/// One launch of `plan` (buildAttentionPlan) on `in` (each rank a copy of its caches) with tag
+/// `tag`; the scratch's flag arrays and the error word are zeroed first, the rest left poisoned.
 AttentionSimRun runAttentionOnSim(const ir::Plan& plan, const AttentionVariant& v, const AttentionLaunch& in,
-                                  const std::vector<std::vector<uint16_t>>& qkv, const runtime::SimOptions& opts = {});
+                                  const runtime::SimOptions& opts = {}, int32_t tag = 0x2a5eed01,
+                                  int64_t waitTicks = 100'000'000);
 
 }  // namespace monogen::specs::minimax_m3

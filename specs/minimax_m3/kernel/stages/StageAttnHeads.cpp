@@ -108,7 +108,7 @@ RowView rowView(AttentionContext& c, Val t) {
   r.live = r.slot >= b.i64(0);
   Val pos = b.select(r.live, b.load(Type::i64(), b.ptrAdd(c.arg(a::kPositions), t * c.i32(8))), b.i64(0));
   r.cs = b.ptrAdd(c.arg(a::kCosSin), pos * b.i64(2 * c.L.shape.rotaryDim));
-  r.qkv = b.ptrAdd(c.arg(a::kQkv), t * c.i32(2 * c.L.qkvRows));
+  r.qkv = b.ptrAdd(c.arg(a::kScratch), c.i32(c.L.qkvOffset) + t * c.i32(2 * c.L.qkvRows));
   return r;
 }
 
@@ -199,7 +199,7 @@ void stageAttnHeads(AttentionContext& c, Val task) {
 
 extern const AttentionStageDef kAttnHeadsStage = {
     [](const AttentionLaunchLayout& L) { return L.heads; },
-    [](const AttentionLaunchLayout&) { return std::vector<ir::FlagUse>{}; },
+    [](const AttentionLaunchLayout& L) { return std::vector<ir::FlagUse>{{"QRDY", L.qkvTiles}}; },
     [](const AttentionLaunchLayout&) { return std::vector<ir::FlagUse>{}; },
     [](const AttentionLaunchLayout& L) {
       return fmt::format("{} tasks a row, a wave a head unit ({} q, {} K, {} V{}): norm + partial RoPE -> q; "
@@ -207,7 +207,19 @@ extern const AttentionStageDef kAttnHeadsStage = {
                          L.headTasks, L.shape.qHeads, L.shape.kvHeads, L.shape.kvHeads,
                          L.headUnits > L.shape.qHeads + 2 * L.shape.kvHeads ? ", the index key" : "");
     },
-    [](AttentionContext& c) { c.forEachTask(c.L.heads, [&](Val t) { stageAttnHeads(c, t); }); },
+    [](AttentionContext& c) {
+      // once a CTA that has heads tasks: every QRDY tile (thread i polls tiles i, i + threads, ..)
+      const AttentionLaunchLayout& L = c.L;
+      Val hasTasks = (c.block - c.i32(L.heads.base) + c.i32(L.blocks)) % c.i32(L.blocks) < c.i32(L.heads.tasks);
+      c.b.if_(hasTasks, [&] {
+        for (int j = 0; int64_t{j} * L.threads < L.qkvTiles; ++j) {
+          Val i = c.tid + c.i32(int64_t{j} * L.threads);
+          c.b.if_(i < c.i32(L.qkvTiles), [&] { c.await(c.pairAt(L.qrdyOffset, i), kSiteAttnHeads, i); });
+        }
+        c.ctaSync(false);
+      });
+      c.forEachTask(c.L.heads, [&](Val t) { stageAttnHeads(c, t); });
+    },
     "headNormRope, the inserts of attentionReference (AttentionPre.h, AttentionReference.h)",
 };
 

@@ -76,18 +76,22 @@ void stageAttnNorm(AttentionContext& c, Val t) {
   for (int w = 0; w < L.waves; ++w) cta = b.max(cta, b.load(Type::f32(), b.ptrAdd(c.red, int64_t{4} * (32 + w))));
   Val xScale = b.named(b.select(cta == c.f32(0), c.f32(1), cta / c.f32(448)), "x_scale");
 
-  // x8 = E4M3(n / xScale), 8 bytes a pack, to scratch; the row's scales
+  // x8 = E4M3(n / xScale), 8 bytes a pack, to scratch; the row's scales (a padded row: zeros,
+  // which the GEMV multiplies and the heads never append); then XRDY[t]
   for (size_t j = 0; j < ps.size(); ++j) {
     Val word = b.constInt(Type::i64(), 0);
     for (int e = 0; e < 8; ++e)
       word = word | (b.zext(e4m3Writer(b, n[j][e] / xScale), Type::i64()) << b.i64(8 * e));
-    b.if_(ps[j].ok & live, [&] { b.store(b.ptrAdd(scratch, c.i32(L.x8Offset) + ps[j].at), word); });
+    b.if_(ps[j].ok, [&] {
+      b.store(b.ptrAdd(scratch, c.i32(L.x8Offset) + ps[j].at), b.select(live, word, b.i64(0)));
+    });
   }
-  b.if_((c.tid == c.i32(0)) & live, [&] {
-    b.store(b.ptrAdd(scratch, c.i32(L.xScaleOffset) + t * c.i32(4)), xScale);
-    b.store(b.ptrAdd(scratch, c.i32(L.rstdOffset) + t * c.i32(4)), rstd);
+  b.if_(c.tid == c.i32(0), [&] {
+    b.store(b.ptrAdd(scratch, c.i32(L.xScaleOffset) + t * c.i32(4)), b.select(live, xScale, c.f32(0)));
+    b.store(b.ptrAdd(scratch, c.i32(L.rstdOffset) + t * c.i32(4)), b.select(live, rstd, c.f32(0)));
   });
-  c.ctaSync(false);  // red is rewritten by the CTA's next task
+  c.ctaSync(true);  // the row's stores before XRDY; red is rewritten by the CTA's next task
+  b.if_(c.tid == c.i32(0), [&] { c.publish(c.pairAt(L.xrdyOffset, t)); });
 }
 
 }  // namespace
@@ -95,10 +99,10 @@ void stageAttnNorm(AttentionContext& c, Val t) {
 extern const AttentionStageDef kAttnNormStage = {
     [](const AttentionLaunchLayout& L) { return L.norm; },
     [](const AttentionLaunchLayout&) { return std::vector<ir::FlagUse>{}; },
-    [](const AttentionLaunchLayout&) { return std::vector<ir::FlagUse>{}; },
+    [](const AttentionLaunchLayout& L) { return std::vector<ir::FlagUse>{{"XRDY", L.rows}}; },
     [](const AttentionLaunchLayout& L) {
       return fmt::format("row task: h = bf16(x + res) -> res_out; input RMSNorm of the f32 sum; x8, x_scale, rstd "
-                         "-> scratch ({} packs of 8 a row)",
+                         "-> scratch, XRDY ({} packs of 8 a row)",
                          L.hidden / 8);
     },
     [](AttentionContext& c) { c.forEachTask(c.L.norm, [&](Val t) { stageAttnNorm(c, t); }); },
