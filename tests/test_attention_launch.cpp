@@ -19,6 +19,7 @@
 #include "specs/minimax_m3/reference/AttentionReference.h"
 #include "specs/minimax_m3/testing/AttentionInputs.h"
 #include "specs/minimax_m3/testing/AttentionSim.h"
+#include "test_shell.h"
 
 using namespace monogen;
 using namespace monogen::specs::minimax_m3;
@@ -77,7 +78,9 @@ void runCase(const Case& k) {
     const AttentionRankResult& want = ref.ranks[r];
     CHECK(run.errorWords[r] == 0);
     CHECK(firstDiff(got.h, ref.h) == -1);
-    CHECK(firstDiff(got.qkv, want.qkv) == -1);
+    const long dq = firstDiff(got.qkv, want.qkv);
+    if (dq >= 0) UNSCOPED_INFO("qkv[" << dq << "]: got " << got.qkv[dq] << " want " << want.qkv[dq]);
+    CHECK(dq == -1);
     for (int t = 0; t < k.S; ++t) {
       INFO("row " << t);
       if (!in.rows.live(t)) {  // a padded row's x8 and scales are zeros
@@ -189,4 +192,20 @@ TEST_CASE("attention launch: the slow matrix", "[attention_launch][.slow]") {
               runCase(k);
             }
           }
+}
+
+TEST_CASE("attention launch: monogen sim --launch attention prints the verdict line", "[attention_launch]") {
+  const std::string monogen = std::string(MONOGEN_BINARY_DIR) + "/tools/monogen";
+  int code = -1;
+  const std::string out =
+      runShell(monogen + " sim --launch attention --config reduced --rows 8 --tp 4 --context 129", code);
+  INFO(out);
+  CHECK(code == 0);
+  CHECK(out.find("minimax_m3.attention-S8-TP4 on the Sim device") != std::string::npos);
+  CHECK(out.find("verdict: bit-exact under 1 seed") != std::string::npos);
+  const std::string bad = runShell(monogen + " sim --launch attention --config reduced --experts 4", code);
+  CHECK(code != 0);
+  CHECK(bad.find("is an option of the FFN launch") != std::string::npos);
+  runShell(monogen + " sim --config reduced --rows 1 --tp 1 --context 5", code);
+  CHECK(code != 0);
 }
