@@ -95,6 +95,7 @@ void runCase(const Case& k) {
       CHECK(std::memcmp(&got.x8[size_t(t) * H], nr.x8.data(), size_t(H)) == 0);
     }
     CHECK(firstDiff(got.q, want.q) == -1);
+    if (!k.full) CHECK(firstDiff(got.iq, want.iq) == -1);
     CHECK(firstDiff(got.caches.k, want.caches.k) == -1);
     CHECK(firstDiff(got.caches.v, want.caches.v) == -1);
     CHECK(firstDiff(got.caches.kScale, want.caches.kScale) == -1);

@@ -39,7 +39,8 @@ std::string firstMismatch(const mm::AttentionLaunch& in, const mm::AttentionResu
     const mm::AttentionRankResult& want = ref.ranks[r];
     for (const std::string& d :
          {diff("res_out", R, got.h, ref.h), diff("rstd", R, got.rstd, ref.rstd), diff("x_scale", R, got.xScale, ref.xScale),
-          diff("qkv", R, got.qkv, want.qkv), diff("q", R, got.q, want.q), diff("k_cache", R, got.caches.k, want.caches.k),
+          diff("qkv", R, got.qkv, want.qkv), diff("q", R, got.q, want.q),
+          diff("iq", R, got.iq, in.fullLayer ? got.iq : want.iq), diff("k_cache", R, got.caches.k, want.caches.k),
           diff("v_cache", R, got.caches.v, want.caches.v), diff("k_scale", R, got.caches.kScale, want.caches.kScale),
           diff("v_scale", R, got.caches.vScale, want.caches.vScale),
           diff("index_cache", R, got.caches.indexKeys, want.caches.indexKeys)})

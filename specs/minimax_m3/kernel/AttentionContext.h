@@ -15,7 +15,7 @@ namespace monogen::specs::minimax_m3 {
 /// The attention launch's kernel argument names.
 namespace attn_arg {
 inline constexpr const char *kX = "x", *kRes = "res", *kResOut = "res_out", *kGIn = "g_in", *kScratch = "scratch",
-                            *kGQ = "g_q", *kGK = "g_k", *kGIk = "g_ik", *kCosSin = "cos_sin",
+                            *kGQ = "g_q", *kGK = "g_k", *kGIk = "g_ik", *kGIq = "g_iq", *kIq = "iq", *kCosSin = "cos_sin",
                             *kPositions = "positions", *kSlots = "slots", *kIndexSlots = "index_slots",
                             *kKCache = "k_cache", *kVCache = "v_cache", *kKScale = "k_scale",
                             *kVScale = "v_scale", *kIndexCache = "index_cache", *kQ = "q", *kWQkv = "w_qkv",

@@ -45,6 +45,7 @@ std::vector<KernelArg> attentionArgs(const AttentionVariant& v) {
       tensor(n::kSQkv, Scalar::F32, {L.qkvRows}, ArgRole::Weight, "f32 [w_qkv rows]: a scale a row"),
       tensor(n::kGQ, Scalar::BF16, {sh.headDim}, ArgRole::Weight, "bf16 [head_dim]: q_norm (1 + w)"),
       tensor(n::kGK, Scalar::BF16, {sh.headDim}, ArgRole::Weight, "bf16 [head_dim]: k_norm (1 + w)"),
+      tensor(n::kGIq, Scalar::BF16, {sh.indexDim}, ArgRole::Weight, "bf16 [index_dim]: the index q's norm (1 + w)"),
       tensor(n::kGIk, Scalar::BF16, {sh.indexDim}, ArgRole::Weight, "bf16 [index_dim]: the index key's norm (1 + w)"),
       tensor(n::kCosSin, Scalar::BF16, {0, sh.rotaryDim}, ArgRole::Weight,
              "bf16 [max positions, rotary_dim]: cos then sin of each position (the caller's length)"),
@@ -64,6 +65,10 @@ std::vector<KernelArg> attentionArgs(const AttentionVariant& v) {
                         "e4m3 [blocks, block, index_dim]: the index-key cache"));
   args.push_back(tensor(n::kQ, Scalar::BF16, {S, sh.qHeads, sh.headDim}, ArgRole::Output,
                         "bf16 [S, q heads, head_dim]: q after norm + RoPE, as the split reads it"));
+  if (!v.knobs.fullLayer)
+    args.push_back(tensor(n::kIq, Scalar::BF16, {S, sh.indexHeads, sh.indexDim}, ArgRole::Output,
+                          "bf16 [S, index heads, index_dim]: the index q as the indexer scores with it (vllm: "
+                          "through E4M3 at unit scale)"));
   KernelArg err = tensor(n::kErr, Scalar::I32, {2}, ArgRole::Control,
                          "i32 [2]: the error word (first failure: site | token << 16) and the failure count; zero it once");
   err.align = 4;

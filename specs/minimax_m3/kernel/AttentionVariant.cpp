@@ -86,7 +86,7 @@ AttentionVariant AttentionVariant::make(const ModelConfig& cfg, const ir::Key& k
   if (L.shape.headDim / 4 > 32 || L.shape.indexDim / 4 > 32 || L.shape.rotaryDim % 8 != 0)
     throw InputError(where, fmt::format("head dims {} / {} and rotary {}: expected at most 128 and rotary a multiple of 8",
                                         L.shape.headDim, L.shape.indexDim, L.shape.rotaryDim));
-  L.headUnits = L.shape.qHeads + 2 * L.shape.kvHeads + (v.knobs.fullLayer ? 0 : 1);
+  L.headUnits = L.shape.qHeads + 2 * L.shape.kvHeads + (v.knobs.fullLayer ? 0 : L.shape.indexHeads + 1);
   L.headTasks = (L.headUnits + L.waves - 1) / L.waves;
 
   auto align = [](int64_t x) { return (x + 255) / 256 * 256; };

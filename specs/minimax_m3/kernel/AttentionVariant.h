@@ -35,7 +35,8 @@ struct AttentionLaunchLayout {
   AttentionShape shape;  // rank 0's (every rank's counts and offsets are the same)
   int qkvRows = 0;       // w_qkv rows a rank of this layer type
   int qkvTiles = 0;      // its 16-row tiles: attn_gemv's tasks
-  /// Head units a row: q heads, then K heads, V heads, then the index key (sparse layers).
+  /// Head units a row: q heads, then K heads, V heads, then (sparse layers) the index q heads and
+  /// the index key.
   int headUnits = 0;
   int headTasks = 0;  // tasks a row of the heads stage: ceil(headUnits / waves), one unit a wave
   // scratch (per rank): the norm's outputs the GEMV reads

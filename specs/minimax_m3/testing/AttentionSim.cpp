@@ -42,6 +42,7 @@ AttentionSimRun runAttentionOnSim(const ir::Plan& plan, const AttentionVariant& 
   runtime::SimMemory& mem = dev.memory();
   const size_t SH = static_cast<size_t>(L.rows) * L.hidden;
   const size_t qn = static_cast<size_t>(L.rows) * L.shape.qHeads * L.shape.headDim;
+  const size_t iqn = static_cast<size_t>(L.rows) * L.shape.indexHeads * L.shape.indexDim;
   std::vector<std::map<std::string, uint64_t>> at(static_cast<size_t>(L.tp));
   std::vector<std::vector<uint64_t>> args(static_cast<size_t>(L.tp));
   for (int r = 0; r < L.tp; ++r) {
@@ -62,6 +63,8 @@ AttentionSimRun runAttentionOnSim(const ir::Plan& plan, const AttentionVariant& 
     m[n::kGQ] = upload(mem, r, n::kGQ, in.weights.gQ);
     m[n::kGK] = upload(mem, r, n::kGK, in.weights.gK);
     m[n::kGIk] = upload(mem, r, n::kGIk, in.weights.gIk);
+    m[n::kGIq] = upload(mem, r, n::kGIq, in.weights.gIq);
+    m[n::kIq] = mem.alloc(static_cast<int64_t>(iqn * 2), r, n::kIq);
     m[n::kCosSin] = upload(mem, r, n::kCosSin, in.weights.cosSin);
     m[n::kPositions] = upload(mem, r, n::kPositions, in.rows.positions);
     m[n::kSlots] = upload(mem, r, n::kSlots, in.rows.slots);
@@ -86,6 +89,7 @@ AttentionSimRun runAttentionOnSim(const ir::Plan& plan, const AttentionVariant& 
     AttentionSimRank k;
     k.h = download<uint16_t>(mem, m.at(n::kResOut), SH);
     k.q = download<uint16_t>(mem, m.at(n::kQ), qn);
+    if (!v.knobs.fullLayer) k.iq = download<uint16_t>(mem, m.at(n::kIq), iqn);
     k.qkv = download<uint16_t>(mem, m.at(n::kScratch) + L.qkvOffset, size_t(L.rows) * L.qkvRows);
     run.errorWords.push_back(download<int32_t>(mem, m.at(n::kErr), 1)[0]);
     k.x8 = download<uint8_t>(mem, m.at(n::kScratch) + L.x8Offset, SH);

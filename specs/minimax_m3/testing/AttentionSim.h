@@ -19,6 +19,7 @@ struct AttentionSimRank {
   std::vector<float> xScale, rstd;  // [S]
   std::vector<uint16_t> qkv;     // bf16 [S, w_qkv rows]: scratch QKV
   std::vector<uint16_t> q;       // bf16 [S, qHeads, headDim]
+  std::vector<uint16_t> iq;      // bf16 [S, indexHeads, indexDim] (sparse layers; empty on full ones)
   AttentionCaches caches;        // after the launch's appends
 };
 struct AttentionSimRun {

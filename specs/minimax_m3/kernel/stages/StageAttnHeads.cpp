@@ -1,6 +1,7 @@
 // attn_heads: a wave a head unit of one row: the q heads (Gemma norm + partial NeoX RoPE ->
 // bf16 q), the K heads (the same with g_k, appended as E4M3 to the K cache), the V heads (no
-// norm, appended to the V cache: row 0's units, every row) and the index key (g_ik). The head's D
+// norm, appended to the V cache: row 0's units, every row), the index q heads (g_iq -> iq) and the
+// index key (g_ik). The head's D
 // channels sit 4 a lane on lanes 0 .. D/4 - 1 (AttentionPre.h, headNormRope; AttentionReference).
 #include "specs/minimax_m3/kernel/stages/AttentionStageDef.h"
 
@@ -181,8 +182,23 @@ void stageAttnHeads(AttentionContext& c, Val task) {
     });
   });
   if (c.variant.knobs.fullLayer) return;
+  // the index q heads: bf16(out) (atom), or bf16 through E4M3 at unit scale and back (vllm)
+  Val iqBase = c.i32(sh.qHeads + 2 * sh.kvHeads);
+  b.if_((unit >= iqBase) & (unit < iqBase + c.i32(sh.indexHeads)), [&] {
+    Val g = unit - iqBase;
+    auto out = normRope(c, r, loadHead(c, r, c.i32(sh.iqOff) + g * c.i32(ID), ID), c.arg(a::kGIq), ID);
+    Val iq = c.arg(a::kIq);
+    b.if_(c.lane < c.i32(ID / 4), [&] {
+      for (int j = 0; j < 4; ++j) {
+        Val v = b.roundBf16(out[j]);
+        if (!atom) v = b.fp8ToF32(e4m3Writer(b, v));
+        b.store(b.ptrAdd(iq, ((r.t * c.i32(sh.indexHeads) + g) * c.i32(ID) + d0 + c.i32(j)) * c.i32(2)),
+                b.f32ToBf16(b.select(r.live, v, c.f32(0))));
+      }
+    });
+  });
   // the index key: E4M3(bf16(out)) at index slot x indexDim + channel
-  b.if_(unit == c.i32(sh.qHeads + 2 * sh.kvHeads), [&] {
+  b.if_(unit == c.i32(sh.qHeads + 2 * sh.kvHeads + sh.indexHeads), [&] {
     auto out = normRope(c, r, loadHead(c, r, c.i32(sh.ikOff), ID), c.arg(a::kGIk), ID);
     Val islot = atom ? r.slot : b.load(Type::i64(), b.ptrAdd(c.arg(a::kIndexSlots), r.t * c.i32(8)));
     std::vector<Val> codes;
@@ -205,7 +221,7 @@ extern const AttentionStageDef kAttnHeadsStage = {
       return fmt::format("{} tasks a row, a wave a head unit ({} q, {} K, {} V{}): norm + partial RoPE -> q; "
                          "E4M3 appends -> the caches",
                          L.headTasks, L.shape.qHeads, L.shape.kvHeads, L.shape.kvHeads,
-                         L.headUnits > L.shape.qHeads + 2 * L.shape.kvHeads ? ", the index key" : "");
+                         L.headUnits > L.shape.qHeads + 2 * L.shape.kvHeads ? fmt::format(", {} index q, the index key", L.shape.indexHeads) : "");
     },
     [](AttentionContext& c) {
       // once a CTA that has heads tasks: every QRDY tile (thread i polls tiles i, i + threads, ..)
