@@ -166,6 +166,11 @@ TEST_CASE("attention launch: bit-exact on the Sim in atom mode and a full layer 
     k.kvScale = 0.25f / 448.0f;
     runCase(k);
   }
+  SECTION("atom race detector S 3 TP 8") {
+    k.TP = 8;
+    k.races = true;
+    runCase(k);
+  }
   SECTION("vllm race detector S 8 TP 4") {
     k.mode = CacheMode::Vllm;
     k.S = 8;
