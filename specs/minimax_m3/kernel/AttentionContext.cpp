@@ -1,0 +1,47 @@
+#include "specs/minimax_m3/kernel/AttentionContext.h"
+
+#include "specs/common/Pairs.h"
+
+namespace monogen::specs::minimax_m3 {
+
+using ir::AddrSpace;
+using ir::Type;
+using ir::Val;
+
+AttentionContext::AttentionContext(const AttentionVariant& v, const ir::Plan& plan, ir::Builder& b)
+    : variant(v), L(v.layout), b(b), plan_(&plan) {}
+
+Val AttentionContext::arg(const char* name) { return b.arg(plan_->argIndex(name), Type::ptr(AddrSpace::Global), name); }
+
+void AttentionContext::stage(int index, const std::function<void()>& body) {
+  b.stage(index, [&] {
+    tid = b.named(b.tid(), "tid");
+    lane = b.named(b.lane(), "lane");
+    wave = b.named(b.wave(), "wave");
+    block = b.named(b.block(), "block");
+    red = b.named(b.intToPtr(b.i32(0), AddrSpace::Lds), "red");
+    tag = b.arg(plan_->argIndex(attn_arg::kTag), Type::i32(), attn_arg::kTag);
+    waitTicks = b.arg(plan_->argIndex(attn_arg::kWaitTicks), Type::i64(), attn_arg::kWaitTicks);
+    err = arg(attn_arg::kErr);
+    body();
+  });
+}
+
+Val AttentionContext::pairAt(int64_t offset, Val index) {
+  return b.ptrAdd(arg(attn_arg::kScratch), b.i32(offset) + index * b.i32(8));
+}
+
+void AttentionContext::publish(Val pair) {
+  publishPair(b, pair, b.i32(1), tag, ir::MemOrder::Release, ir::MemScope::Agent, hooks_);
+}
+
+void AttentionContext::await(Val pair, int site, Val token) {
+  awaitPair(b, pair, tag, waitTicks, err, b.i32(site) | token << b.i32(16), site, ir::MemOrder::Acquire,
+            ir::MemScope::Agent, hooks_);
+}
+
+void AttentionContext::forEachTask(const Placement& p, const std::function<void(Val)>& body) {
+  specs::forEachTask(b, block, p.base, p.tasks, L.blocks, body);
+}
+
+}  // namespace monogen::specs::minimax_m3

@@ -1,0 +1,58 @@
+// What every stage of the MiniMax-M3 attention launch reads: the variant, the builder, the CTA's
+// ids and the kernel arguments by name, bound afresh in each stage (stages talk through memory).
+#pragma once
+#include <functional>
+
+#include "ir/Builder.h"
+#include "ir/Plan.h"
+#include "specs/common/CtaSync.h"
+#include "specs/common/SyncHooks.h"
+#include "specs/common/TaskLoop.h"
+#include "specs/minimax_m3/kernel/AttentionVariant.h"
+
+namespace monogen::specs::minimax_m3 {
+
+/// The attention launch's kernel argument names.
+namespace attn_arg {
+inline constexpr const char *kX = "x", *kRes = "res", *kResOut = "res_out", *kGIn = "g_in", *kScratch = "scratch",
+                            *kGQ = "g_q", *kGK = "g_k", *kGIk = "g_ik", *kGIq = "g_iq", *kIq = "iq", *kCosSin = "cos_sin",
+                            *kPositions = "positions", *kSlots = "slots", *kIndexSlots = "index_slots",
+                            *kKCache = "k_cache", *kVCache = "v_cache", *kKScale = "k_scale",
+                            *kVScale = "v_scale", *kIndexCache = "index_cache", *kQ = "q", *kWQkv = "w_qkv",
+                            *kSQkv = "s_qkv", *kErr = "err", *kTag = "tag", *kWaitTicks = "wait_ticks";
+}  // namespace attn_arg
+
+struct AttentionContext {
+  AttentionContext(const AttentionVariant& v, const ir::Plan& plan, ir::Builder& b);
+
+  const AttentionVariant& variant;
+  const AttentionLaunchLayout& L;
+  ir::Builder& b;
+  ir::Val tid, lane, wave, block;
+  ir::Val red;  // LDS: f32 [32] group sums, then f32 [waves] wave maxima
+  ir::Val tag, waitTicks, err;  // the launch's tag (i32, never 0), a wait's bound (i64), the error word
+
+  /// A global-pointer argument of the Plan, by name.
+  ir::Val arg(const char* name);
+  ir::Val i32(int64_t v) { return b.i32(v); }
+  ir::Val f32(double v) { return b.f32(v); }
+  /// Plan stage `index`'s body with this stage's ids bound.
+  void stage(int index, const std::function<void()>& body);
+  /// specs::forEachTask over p.
+  void forEachTask(const Placement& p, const std::function<void(ir::Val task)>& body);
+  /// specs::ctaSync.
+  void ctaSync(bool drain) { specs::ctaSync(b, drain, hooks_); }
+  /// Pair `index` of the scratch flag array at byte `offset`.
+  ir::Val pairAt(int64_t offset, ir::Val index);
+  /// Publishes the launch's tag to the pair (release, agent scope).
+  void publish(ir::Val pair);
+  /// Waits for the launch's tag at the pair (acquire, agent scope); past waitTicks the error word
+  /// gets site | token << 16.
+  void await(ir::Val pair, int site, ir::Val token);
+
+ private:
+  const ir::Plan* plan_;
+  SyncHooks hooks_;
+};
+
+}  // namespace monogen::specs::minimax_m3

@@ -1,0 +1,138 @@
+#include "specs/minimax_m3/kernel/AttentionSpec.h"
+
+#include <fmt/format.h>
+
+#include <tuple>
+
+#include "specs/minimax_m3/kernel/AttentionContext.h"
+#include "specs/minimax_m3/kernel/stages/AttentionStageDef.h"
+
+namespace monogen::specs::minimax_m3 {
+
+using ir::ArgRole;
+using ir::KernelArg;
+using ir::Scalar;
+
+namespace {
+
+KernelArg tensor(const char* name, Scalar elem, std::vector<int64_t> shape, ArgRole role, std::string doc) {
+  KernelArg a;
+  a.name = name;
+  a.isPointer = true;
+  a.elem = elem;
+  a.shape = std::move(shape);
+  a.role = role;
+  a.align = 16;
+  a.doc = std::move(doc);
+  return a;
+}
+
+std::vector<KernelArg> attentionArgs(const AttentionVariant& v) {
+  namespace n = attn_arg;
+  const AttentionLaunchLayout& L = v.layout;
+  const AttentionShape& sh = L.shape;
+  const int64_t S = L.rows, H = L.hidden;
+  const bool atom = v.knobs.mode == CacheMode::Atom;
+  std::vector<KernelArg> args = {
+      tensor(n::kX, Scalar::BF16, {S, H}, ArgRole::Input, "bf16 [S, hidden]: the previous layer's all-reduced output"),
+      tensor(n::kRes, Scalar::BF16, {S, H}, ArgRole::Input, "bf16 [S, hidden]: its residual"),
+      tensor(n::kResOut, Scalar::BF16, {S, H}, ArgRole::Output, "bf16 [S, hidden]: the new residual bf16(x + res)"),
+      tensor(n::kGIn, Scalar::BF16, {H}, ArgRole::Weight, "bf16 [hidden]: input_layernorm (1 + w)"),
+      tensor(n::kScratch, Scalar::I8, {L.scratchBytes}, ArgRole::Scratch,
+             "u8 [bytes]: this rank's scratch (x8 E4M3 [S, hidden], x_scale f32 [S], rstd f32 [S])"),
+      tensor(n::kWQkv, Scalar::I8, {L.qkvRows, H}, ArgRole::Weight,
+             "e4m3 [w_qkv rows, hidden]: q | k | v | index q | index k, AITER (16,16)-shuffled"),
+      tensor(n::kSQkv, Scalar::F32, {L.qkvRows}, ArgRole::Weight, "f32 [w_qkv rows]: a scale a row"),
+      tensor(n::kGQ, Scalar::BF16, {sh.headDim}, ArgRole::Weight, "bf16 [head_dim]: q_norm (1 + w)"),
+      tensor(n::kGK, Scalar::BF16, {sh.headDim}, ArgRole::Weight, "bf16 [head_dim]: k_norm (1 + w)"),
+      tensor(n::kGIq, Scalar::BF16, {sh.indexDim}, ArgRole::Weight, "bf16 [index_dim]: the index q's norm (1 + w)"),
+      tensor(n::kGIk, Scalar::BF16, {sh.indexDim}, ArgRole::Weight, "bf16 [index_dim]: the index key's norm (1 + w)"),
+      tensor(n::kCosSin, Scalar::BF16, {0, sh.rotaryDim}, ArgRole::Weight,
+             "bf16 [max positions, rotary_dim]: cos then sin of each position (the caller's length)"),
+      tensor(n::kPositions, Scalar::I64, {S}, ArgRole::Input, "i64 [S]: each row's position"),
+      tensor(n::kSlots, Scalar::I64, {S}, ArgRole::Input, "i64 [S]: each row's cache slot (-1: padded)"),
+      tensor(n::kIndexSlots, Scalar::I64, {S}, ArgRole::Input, "i64 [S]: each row's index-cache slot (vllm)"),
+      tensor(n::kKCache, Scalar::I8, {0}, ArgRole::Output,
+             atom ? "e4m3 [pages, 16, head_dim]: the K cache (the caller's blocks)"
+                  : "e4m3: the packed main cache, K then V half a block (the caller's blocks)"),
+  };
+  if (atom) args.push_back(tensor(n::kVCache, Scalar::I8, {0}, ArgRole::Output, "e4m3 [pages, head_dim, 16]: the V cache"));
+  args.push_back(tensor(n::kKScale, Scalar::F32, {atom ? 0 : 1}, atom ? ArgRole::Output : ArgRole::Input,
+                        atom ? "f32 [pages x 16]: K's per-token scales, written" : "f32 [1]: K's scale"));
+  args.push_back(tensor(n::kVScale, Scalar::F32, {atom ? 0 : 1}, atom ? ArgRole::Output : ArgRole::Input,
+                        atom ? "f32 [pages x 16]: V's per-token scales, written" : "f32 [1]: V's scale"));
+  args.push_back(tensor(n::kIndexCache, Scalar::I8, {0}, ArgRole::Output,
+                        "e4m3 [blocks, block, index_dim]: the index-key cache"));
+  args.push_back(tensor(n::kQ, Scalar::BF16, {S, sh.qHeads, sh.headDim}, ArgRole::Output,
+                        "bf16 [S, q heads, head_dim]: q after norm + RoPE, as the split reads it"));
+  if (!v.knobs.fullLayer)
+    args.push_back(tensor(n::kIq, Scalar::BF16, {S, sh.indexHeads, sh.indexDim}, ArgRole::Output,
+                          "bf16 [S, index heads, index_dim]: the index q as the indexer scores with it (vllm: "
+                          "through E4M3 at unit scale)"));
+  KernelArg err = tensor(n::kErr, Scalar::I32, {2}, ArgRole::Control,
+                         "i32 [2]: the error word (first failure: site | token << 16) and the failure count; zero it once");
+  err.align = 4;
+  args.push_back(err);
+  for (auto [name, elem, doc] : {std::tuple{n::kTag, Scalar::I32, "i32: this launch's tag, 1 .. 2^30, a new one each launch"},
+                                 std::tuple{n::kWaitTicks, Scalar::I64, "i64: a wait's bound in 100 MHz realtime ticks"}}) {
+    KernelArg a;
+    a.name = name;
+    a.isPointer = false;
+    a.elem = elem;
+    a.role = ArgRole::Control;
+    a.align = elem == Scalar::I64 ? 8 : 4;
+    a.doc = doc;
+    args.push_back(a);
+  }
+  return args;
+}
+
+}  // namespace
+
+ir::Plan buildAttentionPlan(const ModelConfig& cfg, const ir::Key& key) {
+  return buildAttentionPlan(AttentionVariant::make(cfg, key));
+}
+
+ir::Plan buildAttentionPlan(const AttentionVariant& v) {
+  const AttentionLaunchLayout& L = v.layout;
+  ir::Plan plan;
+  plan.key = v.key;
+  plan.ranks = L.tp;
+  plan.grid = ir::Grid{L.blocks, L.threads};
+  plan.args = attentionArgs(v);
+  plan.regions.push_back(ir::MemRegion{"X8", attn_arg::kScratch, L.x8Offset, int64_t{L.rows} * L.hidden,
+                                       "E4M3 [S, hidden]: the quantized normed rows"});
+  plan.regions.push_back(ir::MemRegion{"XSCALE", attn_arg::kScratch, L.xScaleOffset, 4 * int64_t{L.rows},
+                                       "f32 [S]: each row's quant scale"});
+  plan.regions.push_back(ir::MemRegion{"RSTD", attn_arg::kScratch, L.rstdOffset, 4 * int64_t{L.rows},
+                                       "f32 [S]: each row's input-norm rstd"});
+  plan.regions.push_back(ir::MemRegion{"QKV", attn_arg::kScratch, L.qkvOffset, 2 * int64_t{L.rows} * L.qkvRows,
+                                       "bf16 [S, w_qkv rows]: the GEMV's rows"});
+  plan.regions.push_back(ir::MemRegion{"XRDY", attn_arg::kScratch, L.xrdyOffset, 8 * int64_t{L.rows},
+                                       "pairs [S]: a row's x8, x_scale and rstd are written"});
+  plan.regions.push_back(ir::MemRegion{"QRDY", attn_arg::kScratch, L.qrdyOffset, 8 * int64_t{L.qkvTiles},
+                                       "pairs [w_qkv tiles]: a 16-row tile of QKV is written"});
+  plan.flags.push_back(ir::FlagArray{"XRDY", "XRDY", L.rows, false, "attn_norm's rows", false});
+  plan.flags.push_back(ir::FlagArray{"QRDY", "QRDY", L.qkvTiles, false, "attn_gemv's tiles", false});
+  plan.pools.push_back(ir::LdsPool{"red", 0, L.ldsBytes, "", "f32: the norm's group sums and wave maxima; the GEMV's wave accumulators [waves][16][16]"});
+  plan.ldsBytes = L.ldsBytes;
+  for (const AttentionStageDef* d : attentionStages()) plan.stages.push_back(d->record(L));
+  plan.facts = {
+      {"hidden", std::to_string(L.hidden)},
+      {"S", std::to_string(L.rows)},
+      {"TP", std::to_string(L.tp)},
+      {"cache mode", cacheModeName(v.knobs.mode)},
+      {"layer", v.knobs.fullLayer ? "full" : "sparse"},
+      {"heads a rank", fmt::format("{} q, {} KV, {} index", L.shape.qHeads, L.shape.kvHeads, L.shape.indexHeads)},
+      {"w_qkv rows a rank", std::to_string(L.qkvRows)},
+      {"head units a row", fmt::format("{} in {} tasks of {} waves", L.headUnits, L.headTasks, L.waves)},
+  };
+  plan.kernel.name = "monogen_minimax_m3_attention";
+  ir::Builder b(plan.kernel);
+  AttentionContext c(v, plan, b);
+  for (const AttentionStageDef* d : attentionStages())
+    c.stage(plan.stageIndex(d->placement(L).name), [&] { d->body(c); });
+  return plan;
+}
+
+}  // namespace monogen::specs::minimax_m3

@@ -1,0 +1,108 @@
+#include "specs/minimax_m3/kernel/AttentionVariant.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include "ir/Error.h"
+#include "specs/minimax_m3/kernel/Spec.h"
+
+namespace monogen::specs::minimax_m3 {
+
+std::string AttentionKnobs::canonical() const {
+  std::string s;
+  if (mode != CacheMode::Vllm) s += fmt::format("cache={}", cacheModeName(mode));
+  if (fullLayer) s += std::string(s.empty() ? "" : ",") + "layer=full";
+  return s;
+}
+
+AttentionKnobs AttentionKnobs::parse(const std::string& text, const std::string& where) {
+  AttentionKnobs k;
+  std::stringstream ss(text);
+  std::string tok;
+  while (std::getline(ss, tok, ',')) {
+    if (tok.empty()) continue;
+    const auto eq = tok.find('=');
+    const std::string name = tok.substr(0, eq), value = eq == std::string::npos ? "" : tok.substr(eq + 1);
+    if (name == "cache") {
+      k.mode = cacheModeOf(value, where);
+    } else if (name == "layer" && (value == "full" || value == "sparse")) {
+      k.fullLayer = value == "full";
+    } else {
+      throw InputError(where, fmt::format("knob '{}': expected cache=vllm|atom or layer=sparse|full", tok));
+    }
+  }
+  return k;
+}
+
+ir::Key makeAttentionKey(const ModelConfig& cfg, int rows, int tp, const AttentionKnobs& knobs) {
+  ir::Key k;
+  k.spec = kAttentionSpecId;
+  k.specVersion = kAttentionSpecVersion;
+  k.params = {{kParamRows, rows}, {kParamTp, tp}};
+  k.target = ir::gfx950();
+  k.knobs = knobs.canonical();
+  k.config = cfg.attentionCanonical();
+  return k;
+}
+
+AttentionVariant AttentionVariant::make(const ModelConfig& cfg, const ir::Key& keyIn) {
+  AttentionVariant v;
+  v.cfg = cfg;
+  v.key = keyIn;
+  const std::string where = keyIn.variantName();
+  if (keyIn.spec != kAttentionSpecId || keyIn.specVersion != kAttentionSpecVersion)
+    throw InputError(where, fmt::format("spec {} v{}: expected {} v{}", keyIn.spec, keyIn.specVersion, kAttentionSpecId,
+                                        kAttentionSpecVersion));
+  if (keyIn.params.size() != 2 || keyIn.params[0].name != kParamRows || keyIn.params[1].name != kParamTp)
+    throw InputError(where, "expected the parameters (S, TP)");
+  cfg.validate(where);
+  cfg.validateAttention(where);
+  const std::string canon = cfg.attentionCanonical();
+  if (v.key.config.empty()) v.key.config = canon;
+  if (v.key.config != canon)
+    throw InputError(where, fmt::format("the key's config '{}' is not the model config's '{}'", v.key.config, canon));
+  v.knobs = AttentionKnobs::parse(keyIn.knobs, where);
+  if (v.knobs.canonical() != keyIn.knobs)
+    throw InputError(where, fmt::format("knobs '{}' are not canonical ('{}')", keyIn.knobs, v.knobs.canonical()));
+
+  AttentionLaunchLayout& L = v.layout;
+  L.rows = rowsOf(keyIn);
+  L.tp = tpOf(keyIn);
+  if (L.rows < 1 || L.rows > cfg.maxRows)
+    throw InputError(where, fmt::format("S = {} rows: expected 1..{}", L.rows, cfg.maxRows));
+  L.shape = AttentionShape::make(cfg, L.tp, 0, where);
+  L.hidden = cfg.hidden;
+  L.blocks = cfg.blocks;
+  L.threads = cfg.threads;
+  L.waves = cfg.threads / 64;
+  L.qkvRows = L.shape.rowsOf(v.knobs.fullLayer);
+  L.qkvTiles = L.qkvRows / 16;
+  if (L.hidden % (64 * L.waves) != 0)
+    throw InputError(where, fmt::format("hidden = {}: the GEMV expects a multiple of 64 x {} waves", L.hidden, L.waves));
+  if (L.hidden % 256 != 0 || L.hidden / 256 > 32)
+    throw InputError(where, fmt::format("hidden = {}: the norm expects a multiple of 256, at most 8192", L.hidden));
+  if (L.shape.headDim / 4 > 32 || L.shape.indexDim / 4 > 32 || L.shape.rotaryDim % 8 != 0)
+    throw InputError(where, fmt::format("head dims {} / {} and rotary {}: expected at most 128 and rotary a multiple of 8",
+                                        L.shape.headDim, L.shape.indexDim, L.shape.rotaryDim));
+  L.headUnits = L.shape.qHeads + 2 * L.shape.kvHeads + (v.knobs.fullLayer ? 0 : L.shape.indexHeads + 1);
+  L.headTasks = (L.headUnits + L.waves - 1) / L.waves;
+
+  auto align = [](int64_t x) { return (x + 255) / 256 * 256; };
+  L.x8Offset = 0;
+  L.xScaleOffset = align(int64_t{L.rows} * L.hidden);
+  L.rstdOffset = L.xScaleOffset + align(4 * int64_t{L.rows});
+  L.qkvOffset = L.rstdOffset + align(4 * int64_t{L.rows});
+  L.xrdyOffset = L.qkvOffset + align(2 * int64_t{L.rows} * L.qkvRows);
+  L.qrdyOffset = L.xrdyOffset + align(8 * int64_t{L.rows});
+  L.scratchBytes = L.qrdyOffset + align(8 * int64_t{L.qkvTiles});
+  L.ldsBytes = std::max<int64_t>(4 * (32 + L.waves), 4 * int64_t{L.waves} * 16 * 16);
+
+  L.norm = Placement{"attn_norm", L.rows, 0};
+  L.gemv = Placement{"attn_gemv", L.qkvTiles, 0};
+  L.heads = Placement{"attn_heads", int64_t{L.rows} * L.headTasks, L.rows % L.blocks};
+  return v;
+}
+
+}  // namespace monogen::specs::minimax_m3

@@ -1,0 +1,70 @@
+// One variant of the MiniMax-M3 attention launch, made and checked once: the config, the key
+// (spec minimax_m3.attention: S, TP, the cache mode and the layer type), a rank's shape, and the
+// launch's memory and placements. The attention plan builder and its stages read only this.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "ir/Plan.h"
+#include "specs/minimax_m3/kernel/AttentionLayout.h"
+#include "specs/minimax_m3/kernel/Layout.h"
+#include "specs/minimax_m3/kernel/ModelConfig.h"
+
+namespace monogen::specs::minimax_m3 {
+
+inline constexpr const char* kAttentionSpecId = "minimax_m3.attention";
+inline constexpr int kAttentionSpecVersion = 1;
+/// The attention launch's wait sites (the error word: site | token << 16; Sites.h's encoding).
+inline constexpr int32_t kSiteAttnGemv = 32;   // attn_gemv: XRDY of every row
+inline constexpr int32_t kSiteAttnHeads = 33;  // attn_heads: QRDY of every w_qkv row tile
+
+/// The attention launch's knobs: the cache mode (vllm, the default, or atom) and the layer type
+/// (sparse, the default, or full: no index rows, no index key).
+struct AttentionKnobs {
+  CacheMode mode = CacheMode::Vllm;
+  bool fullLayer = false;
+  /// "cache=atom", "layer=full", comma-joined; "" at the defaults.
+  std::string canonical() const;
+  /// Parses canonical() text; InputError at `where` naming the token and what is allowed.
+  static AttentionKnobs parse(const std::string& text, const std::string& where);
+};
+
+/// Where the launch's tasks run and what it keeps between stages.
+struct AttentionLaunchLayout {
+  int rows = 0, tp = 1, hidden = 0, blocks = 0, threads = 0, waves = 0;
+  AttentionShape shape;  // rank 0's (every rank's counts and offsets are the same)
+  int qkvRows = 0;       // w_qkv rows a rank of this layer type
+  int qkvTiles = 0;      // its 16-row tiles: attn_gemv's tasks
+  /// Head units a row: q heads, then K heads, V heads, then (sparse layers) the index q heads and
+  /// the index key.
+  int headUnits = 0;
+  int headTasks = 0;  // tasks a row of the heads stage: ceil(headUnits / waves), one unit a wave
+  // scratch (per rank): the norm's outputs the GEMV reads
+  int64_t x8Offset = 0;      // E4M3 [S, hidden]
+  int64_t xScaleOffset = 0;  // f32 [S]
+  int64_t rstdOffset = 0;    // f32 [S]
+  int64_t qkvOffset = 0;     // bf16 [S, qkvRows]: the GEMV's rows
+  int64_t xrdyOffset = 0;    // pairs [S]: attn_norm's row done (x8, x_scale, rstd)
+  int64_t qrdyOffset = 0;    // pairs [qkvTiles]: attn_gemv's tile done
+  int64_t scratchBytes = 0;
+  // LDS "red": the norm's group sums (32 f32) and wave maxima (waves f32); the GEMV's wave
+  // accumulators f32 [waves][16 rows][16 tokens]
+  int64_t ldsBytes = 0;
+  Placement norm, gemv, heads;
+};
+
+struct AttentionVariant {
+  ModelConfig cfg;
+  ir::Key key;  // key.config is cfg.attentionCanonical()
+  AttentionKnobs knobs;
+  AttentionLaunchLayout layout;
+
+  /// Checks key against cfg once (spec id and version, parameters S and TP, config text, knobs,
+  /// validateAttention); InputError naming the variant.
+  static AttentionVariant make(const ModelConfig& cfg, const ir::Key& key);
+};
+
+/// A key of the attention launch for (S, TP) on cfg.
+ir::Key makeAttentionKey(const ModelConfig& cfg, int rows, int tp, const AttentionKnobs& knobs = {});
+
+}  // namespace monogen::specs::minimax_m3

@@ -1,0 +1,109 @@
+#include "specs/minimax_m3/testing/AttentionSim.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <map>
+#include <string>
+
+#include "ir/Error.h"
+#include "specs/minimax_m3/kernel/AttentionContext.h"
+
+namespace monogen::specs::minimax_m3 {
+
+namespace {
+
+template <class T>
+uint64_t upload(runtime::SimMemory& mem, int rank, const std::string& name, const std::vector<T>& v) {
+  const int64_t bytes = static_cast<int64_t>(v.size() * sizeof(T));
+  const uint64_t addr = mem.alloc(bytes > 0 ? bytes : 16, rank, name);
+  if (bytes > 0) std::memcpy(mem.host(addr, bytes), v.data(), static_cast<size_t>(bytes));
+  return addr;
+}
+
+template <class T>
+std::vector<T> download(runtime::SimMemory& mem, uint64_t addr, size_t n) {
+  std::vector<T> v(n);
+  if (n > 0) std::memcpy(v.data(), mem.host(addr, static_cast<int64_t>(n * sizeof(T))), n * sizeof(T));
+  return v;
+}
+
+}  // namespace
+
+AttentionSimRun runAttentionOnSim(const ir::Plan& plan, const AttentionVariant& v, const AttentionLaunch& in,
+                                  const runtime::SimOptions& opts, int32_t tag, int64_t waitTicks) {
+  namespace n = attn_arg;
+  const AttentionLaunchLayout& L = v.layout;
+  const std::string where = plan.key.variantName();
+  if (in.S != L.rows || in.TP != L.tp || in.mode != v.knobs.mode || in.fullLayer != v.knobs.fullLayer)
+    throw InputError(where, fmt::format("the inputs (S {}, TP {}, {}) are not the variant's", in.S, in.TP,
+                                        cacheModeName(in.mode)));
+  runtime::SimDevice dev;
+  runtime::SimMemory& mem = dev.memory();
+  const size_t SH = static_cast<size_t>(L.rows) * L.hidden;
+  const size_t qn = static_cast<size_t>(L.rows) * L.shape.qHeads * L.shape.headDim;
+  const size_t iqn = static_cast<size_t>(L.rows) * L.shape.indexHeads * L.shape.indexDim;
+  std::vector<std::map<std::string, uint64_t>> at(static_cast<size_t>(L.tp));
+  std::vector<std::vector<uint64_t>> args(static_cast<size_t>(L.tp));
+  for (int r = 0; r < L.tp; ++r) {
+    const AttentionCaches& c = in.caches[r];
+    auto& m = at[r];
+    m[n::kX] = upload(mem, r, n::kX, in.x);
+    m[n::kRes] = upload(mem, r, n::kRes, in.res);
+    m[n::kResOut] = mem.alloc(static_cast<int64_t>(SH * 2), r, n::kResOut);
+    m[n::kGIn] = upload(mem, r, n::kGIn, in.weights.gIn);
+    m[n::kScratch] = mem.alloc(L.scratchBytes, r, n::kScratch);
+    std::memset(mem.host(m[n::kScratch] + L.xrdyOffset, L.scratchBytes - L.xrdyOffset), 0,
+                static_cast<size_t>(L.scratchBytes - L.xrdyOffset));  // XRDY, QRDY: the flags
+    m[n::kWQkv] = upload(mem, r, n::kWQkv, in.weights.wQkv.at(r));
+    m[n::kSQkv] = upload(mem, r, n::kSQkv, in.weights.sQkv.at(r));
+    m[n::kErr] = upload(mem, r, n::kErr, std::vector<int32_t>{0, 0});
+    m[n::kTag] = static_cast<uint64_t>(static_cast<uint32_t>(tag));
+    m[n::kWaitTicks] = static_cast<uint64_t>(waitTicks);
+    m[n::kGQ] = upload(mem, r, n::kGQ, in.weights.gQ);
+    m[n::kGK] = upload(mem, r, n::kGK, in.weights.gK);
+    m[n::kGIk] = upload(mem, r, n::kGIk, in.weights.gIk);
+    m[n::kGIq] = upload(mem, r, n::kGIq, in.weights.gIq);
+    m[n::kIq] = mem.alloc(static_cast<int64_t>(iqn * 2), r, n::kIq);
+    m[n::kCosSin] = upload(mem, r, n::kCosSin, in.weights.cosSin);
+    m[n::kPositions] = upload(mem, r, n::kPositions, in.rows.positions);
+    m[n::kSlots] = upload(mem, r, n::kSlots, in.rows.slots);
+    m[n::kIndexSlots] = upload(mem, r, n::kIndexSlots, in.rows.indexSlots);
+    m[n::kKCache] = upload(mem, r, n::kKCache, c.k);
+    m[n::kVCache] = upload(mem, r, n::kVCache, c.v);
+    m[n::kKScale] = upload(mem, r, n::kKScale, c.kScale);
+    m[n::kVScale] = upload(mem, r, n::kVScale, c.vScale);
+    m[n::kIndexCache] = upload(mem, r, n::kIndexCache, c.indexKeys);
+    m[n::kQ] = mem.alloc(static_cast<int64_t>(qn * 2), r, n::kQ);
+    for (const ir::KernelArg& a : plan.args) {
+      auto it = m.find(a.name);
+      if (it == m.end()) throw InputError(where, fmt::format("no buffer for argument '{}'", a.name));
+      args[r].push_back(it->second);
+    }
+  }
+  AttentionSimRun run;
+  run.stats = dev.run(plan, args, opts);
+  for (int r = 0; r < L.tp; ++r) {
+    const auto& m = at[r];
+    const AttentionCaches& c = in.caches[r];
+    AttentionSimRank k;
+    k.h = download<uint16_t>(mem, m.at(n::kResOut), SH);
+    k.q = download<uint16_t>(mem, m.at(n::kQ), qn);
+    if (!v.knobs.fullLayer) k.iq = download<uint16_t>(mem, m.at(n::kIq), iqn);
+    k.qkv = download<uint16_t>(mem, m.at(n::kScratch) + L.qkvOffset, size_t(L.rows) * L.qkvRows);
+    run.errorWords.push_back(download<int32_t>(mem, m.at(n::kErr), 1)[0]);
+    k.x8 = download<uint8_t>(mem, m.at(n::kScratch) + L.x8Offset, SH);
+    k.xScale = download<float>(mem, m.at(n::kScratch) + L.xScaleOffset, L.rows);
+    k.rstd = download<float>(mem, m.at(n::kScratch) + L.rstdOffset, L.rows);
+    k.caches = c;
+    k.caches.k = download<uint8_t>(mem, m.at(n::kKCache), c.k.size());
+    k.caches.v = download<uint8_t>(mem, m.at(n::kVCache), c.v.size());
+    k.caches.kScale = download<float>(mem, m.at(n::kKScale), c.kScale.size());
+    k.caches.vScale = download<float>(mem, m.at(n::kVScale), c.vScale.size());
+    k.caches.indexKeys = download<uint8_t>(mem, m.at(n::kIndexCache), c.indexKeys.size());
+    run.ranks.push_back(std::move(k));
+  }
+  return run;
+}
+
+}  // namespace monogen::specs::minimax_m3

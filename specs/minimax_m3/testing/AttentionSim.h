@@ -1,0 +1,37 @@
+// Runs the MiniMax-M3 attention launch on the Sim for every rank at once from an AttentionLaunch
+// (AttentionInputs.h) and reads back what it wrote, for a bit-exact comparison with the native
+// reference (AttentionReference.h).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "ir/Plan.h"
+#include "runtime/sim/SimDevice.h"
+#include "specs/minimax_m3/kernel/AttentionVariant.h"
+#include "specs/minimax_m3/reference/AttentionReference.h"
+
+namespace monogen::specs::minimax_m3 {
+
+/// One rank's results of an attention launch on the Sim.
+struct AttentionSimRank {
+  std::vector<uint16_t> h;       // bf16 [S, hidden]: res_out
+  std::vector<uint8_t> x8;       // E4M3 [S, hidden]: scratch X8
+  std::vector<float> xScale, rstd;  // [S]
+  std::vector<uint16_t> qkv;     // bf16 [S, w_qkv rows]: scratch QKV
+  std::vector<uint16_t> q;       // bf16 [S, qHeads, headDim]
+  std::vector<uint16_t> iq;      // bf16 [S, indexHeads, indexDim] (sparse layers; empty on full ones)
+  AttentionCaches caches;        // after the launch's appends
+};
+struct AttentionSimRun {
+  std::vector<AttentionSimRank> ranks;
+  runtime::SimStats stats;
+  std::vector<int32_t> errorWords;  // [TP]: each rank's error word (0: no wait timed out)
+};
+
+/// One launch of `plan` (buildAttentionPlan) on `in` (each rank a copy of its caches) with tag
+/// `tag`; the scratch's flag arrays and the error word are zeroed first, the rest left poisoned.
+AttentionSimRun runAttentionOnSim(const ir::Plan& plan, const AttentionVariant& v, const AttentionLaunch& in,
+                                  const runtime::SimOptions& opts = {}, int32_t tag = 0x2a5eed01,
+                                  int64_t waitTicks = 100'000'000);
+
+}  // namespace monogen::specs::minimax_m3

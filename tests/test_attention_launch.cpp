@@ -1,0 +1,217 @@
+// The MiniMax-M3 attention launch on the Sim against the native reference, bit for bit: the new
+// residual, the norm's x8 / x_scale / rstd, q after norm + RoPE, and every byte and scale of the
+// caches after the appends (docs/attention.md, "The launch").
+#include <catch2/catch.hpp>
+
+#include <bit>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "ir/Error.h"
+#include "ir/Verifier.h"
+#include "specs/minimax_m3/kernel/AttentionSpec.h"
+#include "specs/minimax_m3/kernel/AttentionVariant.h"
+#include "specs/minimax_m3/kernel/ModelConfig.h"
+#include "specs/minimax_m3/kernel/Spec.h"
+#include "specs/minimax_m3/reference/AttentionPre.h"
+#include "specs/minimax_m3/reference/AttentionReference.h"
+#include "specs/minimax_m3/testing/AttentionInputs.h"
+#include "specs/minimax_m3/testing/AttentionSim.h"
+#include "test_shell.h"
+
+using namespace monogen;
+using namespace monogen::specs::minimax_m3;
+
+namespace {
+
+struct Case {
+  int S = 1, TP = 1;
+  CacheMode mode = CacheMode::Vllm;
+  bool full = false;
+  bool share = true;
+  int context = 128;
+  int padded = 0;
+  bool races = false;
+  float kvScale = 8.0f / 448.0f;  // vllm's scalar K / V scales
+};
+
+/// The first index where a and b differ in bits, or -1.
+template <class T>
+long firstDiff(const std::vector<T>& a, const std::vector<T>& b) {
+  if (a.size() != b.size()) return 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (std::memcmp(&a[i], &b[i], sizeof(T)) != 0) return static_cast<long>(i);
+  return -1;
+}
+
+void runCase(const Case& k) {
+  const ModelConfig cfg = ModelConfig::reduced();
+  AttentionKnobs knobs;
+  knobs.mode = k.mode;
+  knobs.fullLayer = k.full;
+  const AttentionVariant v = AttentionVariant::make(cfg, makeAttentionKey(cfg, k.S, k.TP, knobs));
+  const ir::Plan plan = buildAttentionPlan(v);
+  ir::verify(plan);
+  AttentionInputOptions o;
+  o.mode = k.mode;
+  o.fullLayer = k.full;
+  o.context = k.context;
+  o.shareSequence = k.share;
+  o.paddedRows = k.padded;
+  o.kScale = o.vScale = k.kvScale;
+  const AttentionLaunch in = makeAttentionLaunch(cfg, k.S, k.TP, 7 + k.S + 16 * k.TP, o);
+  const AttentionResult ref = attentionReference(cfg, in);
+  runtime::SimOptions opts;
+  opts.races = k.races;
+  const AttentionSimRun run = runAttentionOnSim(plan, v, in, opts);
+  if (k.races) {
+    for (const std::string& f : run.stats.races) UNSCOPED_INFO(f);
+    for (const std::string& f : run.stats.uninit) UNSCOPED_INFO(f);
+    CHECK(run.stats.findings() == 0);
+  }
+  const int H = cfg.hidden;
+  for (int r = 0; r < k.TP; ++r) {
+    INFO("rank " << r);
+    const AttentionSimRank& got = run.ranks[r];
+    const AttentionRankResult& want = ref.ranks[r];
+    CHECK(run.errorWords[r] == 0);
+    CHECK(firstDiff(got.h, ref.h) == -1);
+    const long dq = firstDiff(got.qkv, want.qkv);
+    if (dq >= 0) UNSCOPED_INFO("qkv[" << dq << "]: got " << got.qkv[dq] << " want " << want.qkv[dq]);
+    CHECK(dq == -1);
+    for (int t = 0; t < k.S; ++t) {
+      INFO("row " << t);
+      if (!in.rows.live(t)) {  // a padded row's x8 and scales are zeros
+        CHECK(got.rstd[t] == 0.0f);
+        CHECK(got.xScale[t] == 0.0f);
+        continue;
+      }
+      const NormedRow nr = normRow(&in.x[size_t(t) * H], &in.res[size_t(t) * H], in.weights.gIn.data(), H,
+                                   static_cast<float>(cfg.rmsEps));
+      CHECK(std::bit_cast<uint32_t>(got.rstd[t]) == std::bit_cast<uint32_t>(ref.rstd[t]));
+      CHECK(std::bit_cast<uint32_t>(got.xScale[t]) == std::bit_cast<uint32_t>(ref.xScale[t]));
+      CHECK(std::memcmp(&got.x8[size_t(t) * H], nr.x8.data(), size_t(H)) == 0);
+    }
+    CHECK(firstDiff(got.q, want.q) == -1);
+    if (!k.full) CHECK(firstDiff(got.iq, want.iq) == -1);
+    CHECK(firstDiff(got.caches.k, want.caches.k) == -1);
+    CHECK(firstDiff(got.caches.v, want.caches.v) == -1);
+    CHECK(firstDiff(got.caches.kScale, want.caches.kScale) == -1);
+    CHECK(firstDiff(got.caches.vScale, want.caches.vScale) == -1);
+    CHECK(firstDiff(got.caches.indexKeys, want.caches.indexKeys) == -1);
+    // the appends did write: the caches differ from the launch's inputs
+    if (in.rows.live(0)) CHECK(firstDiff(got.caches.k, in.caches[r].k) != -1);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("attention launch: its own key and plan and the FFN key unchanged", "[attention_launch]") {
+  const ModelConfig cfg = ModelConfig::reduced();
+  const ir::Key k = makeAttentionKey(cfg, 8, 4);
+  CHECK(k.spec == kAttentionSpecId);
+  CHECK(k.knobs.empty());
+  CHECK(makeKey(cfg, 8, 4).spec != k.spec);
+  AttentionKnobs atom;
+  atom.mode = CacheMode::Atom;
+  atom.fullLayer = true;
+  CHECK(atom.canonical() == "cache=atom,layer=full");
+  CHECK(AttentionKnobs::parse(atom.canonical(), "t").canonical() == atom.canonical());
+  CHECK_THROWS_AS(AttentionKnobs::parse("cache=paged", "t"), InputError);
+  ir::Key bad = k;
+  bad.knobs = "layer=half";
+  CHECK_THROWS_AS(AttentionVariant::make(cfg, bad), InputError);
+  const ir::Plan plan = buildAttentionPlan(cfg, k);
+  ir::verify(plan);
+  REQUIRE(plan.stages.size() == 3);
+  CHECK(plan.stages[0].name == "attn_norm");
+  CHECK(plan.stages[1].name == "attn_gemv");
+  CHECK(plan.stages[2].name == "attn_heads");
+}
+
+TEST_CASE("attention launch: bit-exact on the Sim for S x TP in vllm mode across a block edge", "[attention_launch]") {
+  for (int S : {1, 3, 8})
+    for (int TP : {1, 4, 8}) {
+      Case k;
+      k.S = S;
+      k.TP = TP;
+      k.context = 128 - S / 2;  // the rows' positions straddle the first block edge
+      DYNAMIC_SECTION("S" << S << " TP" << TP) { runCase(k); }
+    }
+}
+
+TEST_CASE("attention launch: bit-exact on the Sim in atom mode and a full layer and a padded batch", "[attention_launch]") {
+  Case k;
+  k.S = 3;
+  k.TP = 4;
+  k.mode = CacheMode::Atom;
+  k.context = 127;
+  SECTION("atom") { runCase(k); }
+  SECTION("atom full layer TP 1") {
+    k.TP = 1;
+    k.full = true;
+    runCase(k);
+  }
+  SECTION("vllm batch with a padded row TP 8") {
+    k.mode = CacheMode::Vllm;
+    k.TP = 8;
+    k.share = false;
+    k.padded = 1;
+    runCase(k);
+  }
+  SECTION("vllm scales small enough that the writers give NaN past 464") {
+    k.mode = CacheMode::Vllm;
+    k.kvScale = 0.25f / 448.0f;
+    runCase(k);
+  }
+  SECTION("atom race detector S 3 TP 8") {
+    k.TP = 8;
+    k.races = true;
+    runCase(k);
+  }
+  SECTION("vllm race detector S 8 TP 4") {
+    k.mode = CacheMode::Vllm;
+    k.S = 8;
+    k.races = true;
+    runCase(k);
+  }
+}
+
+TEST_CASE("attention launch: the slow matrix", "[attention_launch][.slow]") {
+  for (CacheMode mode : {CacheMode::Vllm, CacheMode::Atom})
+    for (bool full : {false, true})
+      for (int S : {1, 2, 9, 16})
+        for (int TP : {1, 2, 4, 8})
+          for (int context : {1, 126, 255}) {
+            Case k;
+            k.S = S;
+            k.TP = TP;
+            k.mode = mode;
+            k.full = full;
+            k.context = context;
+            k.share = S % 2 == 0;
+            k.padded = S > 2 ? 1 : 0;
+            DYNAMIC_SECTION(cacheModeName(mode) << (full ? " full" : " sparse") << " S" << S << " TP" << TP << " ctx"
+                                                << context) {
+              runCase(k);
+            }
+          }
+}
+
+TEST_CASE("attention launch: monogen sim --launch attention prints the verdict line", "[attention_launch]") {
+  const std::string monogen = std::string(MONOGEN_BINARY_DIR) + "/tools/monogen";
+  int code = -1;
+  const std::string out =
+      runShell(monogen + " sim --launch attention --config reduced --rows 8 --tp 4 --context 129", code);
+  INFO(out);
+  CHECK(code == 0);
+  CHECK(out.find("minimax_m3.attention-S8-TP4 on the Sim device") != std::string::npos);
+  CHECK(out.find("verdict: bit-exact under 1 seed") != std::string::npos);
+  const std::string bad = runShell(monogen + " sim --launch attention --config reduced --experts 4", code);
+  CHECK(code != 0);
+  CHECK(bad.find("is an option of the FFN launch") != std::string::npos);
+  runShell(monogen + " sim --config reduced --rows 1 --tp 1 --context 5", code);
+  CHECK(code != 0);
+}

@@ -1,0 +1,114 @@
+#include "tools/SimAttention.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "ir/Error.h"
+#include "ir/Verifier.h"
+#include "specs/minimax_m3/kernel/AttentionSpec.h"
+#include "specs/minimax_m3/reference/AttentionPre.h"
+#include "specs/minimax_m3/reference/AttentionReference.h"
+#include "specs/minimax_m3/testing/AttentionInputs.h"
+#include "specs/minimax_m3/testing/AttentionSim.h"
+
+namespace monogen::tools {
+
+namespace mm = specs::minimax_m3;
+
+namespace {
+
+/// "" when a and b hold the same bits, else what differs first: "name[i]".
+template <class T>
+std::string diff(const char* name, int rank, const std::vector<T>& a, const std::vector<T>& b) {
+  if (a.size() != b.size()) return fmt::format("{}.r{}: {} elements, expected {}", name, rank, a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i)
+    if (std::memcmp(&a[i], &b[i], sizeof(T)) != 0) return fmt::format("{}.r{}[{}]", name, rank, i);
+  return "";
+}
+
+/// The first output of the run that is not the reference's, or "".
+std::string firstMismatch(const mm::AttentionLaunch& in, const mm::AttentionResult& ref,
+                          const mm::AttentionSimRun& run, int hidden, float eps) {
+  for (size_t r = 0; r < run.ranks.size(); ++r) {
+    const int R = static_cast<int>(r);
+    const mm::AttentionSimRank& got = run.ranks[r];
+    const mm::AttentionRankResult& want = ref.ranks[r];
+    for (const std::string& d :
+         {diff("res_out", R, got.h, ref.h), diff("rstd", R, got.rstd, ref.rstd), diff("x_scale", R, got.xScale, ref.xScale),
+          diff("qkv", R, got.qkv, want.qkv), diff("q", R, got.q, want.q),
+          diff("iq", R, got.iq, in.fullLayer ? got.iq : want.iq), diff("k_cache", R, got.caches.k, want.caches.k),
+          diff("v_cache", R, got.caches.v, want.caches.v), diff("k_scale", R, got.caches.kScale, want.caches.kScale),
+          diff("v_scale", R, got.caches.vScale, want.caches.vScale),
+          diff("index_cache", R, got.caches.indexKeys, want.caches.indexKeys)})
+      if (!d.empty()) return d;
+    for (int t = 0; t < in.S; ++t) {
+      if (!in.rows.live(t)) continue;
+      const mm::NormedRow nr = mm::normRow(&in.x[size_t(t) * hidden], &in.res[size_t(t) * hidden],
+                                           in.weights.gIn.data(), hidden, eps);
+      if (std::memcmp(&got.x8[size_t(t) * hidden], nr.x8.data(), size_t(hidden)) != 0)
+        return fmt::format("x8.r{} row {}", R, t);
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+int simAttention(const mm::ModelConfig& cfg, const SimAttentionOptions& o) {
+  mm::AttentionKnobs knobs;
+  knobs.mode = mm::cacheModeOf(o.cache, "--cache");
+  if (o.layer != "sparse" && o.layer != "full")
+    throw InputError("--layer", fmt::format("'{}': expected sparse or full", o.layer));
+  knobs.fullLayer = o.layer == "full";
+  const mm::AttentionVariant v = mm::AttentionVariant::make(cfg, mm::makeAttentionKey(cfg, o.rows, o.tp, knobs));
+  const ir::Plan plan = mm::buildAttentionPlan(v);
+  ir::verify(plan);
+  mm::AttentionInputOptions io;
+  io.mode = knobs.mode;
+  io.fullLayer = knobs.fullLayer;
+  io.context = o.context;
+  io.shareSequence = o.share;
+  io.paddedRows = o.paddedRows;
+  fmt::print("{} on the Sim device: {} ranks x {} CTAs x {} threads\n", plan.key.variantName(), o.tp, cfg.blocks,
+             cfg.threads);
+  const mm::AttentionLaunch in = mm::makeAttentionLaunch(cfg, o.rows, o.tp, o.seed, io);
+  const mm::AttentionResult ref = mm::attentionReference(cfg, in);
+  fmt::print("inputs: seed {}, {}\n", o.seed, io.describe());
+  std::fflush(stdout);
+  int bad = 0;
+  for (int i = 0; i < o.seeds; ++i) {
+    runtime::SimOptions so;
+    so.seed = o.seed + static_cast<uint64_t>(i);
+    so.races = o.races;
+    const auto t0 = std::chrono::steady_clock::now();
+    const mm::AttentionSimRun run = mm::runAttentionOnSim(plan, v, in, so);
+    const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::string verdict;
+    for (size_t r = 0; r < run.errorWords.size() && verdict.empty(); ++r)
+      if (run.errorWords[r] != 0)
+        verdict = fmt::format("INVALID: rank {}: error word {:#x} (site {}, token {})", r, run.errorWords[r],
+                              run.errorWords[r] & 0xff, (run.errorWords[r] >> 16) & 0xffff);
+    if (verdict.empty()) {
+      const std::string m = firstMismatch(in, ref, run, cfg.hidden, static_cast<float>(cfg.rmsEps));
+      verdict = m.empty() ? "bit-exact" : "MISMATCH: " + m;
+    }
+    if (run.stats.findings() > 0)
+      verdict = fmt::format("{}: {} racing op pairs, {} ops reading uninitialized memory (outputs: {})",
+                            run.stats.raceCount > 0 ? "RACE" : "UNINIT", run.stats.raceCount, run.stats.uninitCount,
+                            verdict);
+    fmt::print("  seed {:<4} {:>10} ops {:>8} ticks {:6.2f} s  {}\n", so.seed, run.stats.steps, run.stats.ticks, sec,
+               verdict);
+    for (const std::string& r : run.stats.races) fmt::print("    {}\n", r);
+    for (const std::string& r : run.stats.uninit) fmt::print("    {}\n", r);
+    if (verdict != "bit-exact") ++bad;
+  }
+  fmt::print("verdict: {}\n", bad ? fmt::format("MISMATCH or INVALID under {} of {} seeds", bad, o.seeds)
+                                  : fmt::format("bit-exact under {} seed{}", o.seeds, o.seeds > 1 ? "s" : ""));
+  return bad ? 1 : 0;
+}
+
+}  // namespace monogen::tools

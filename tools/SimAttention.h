@@ -1,0 +1,27 @@
+// monogen sim --launch attention: the MiniMax-M3 attention launch on the Sim against the native
+// reference, bit for bit, with the verdict line of the FFN launch's `sim`.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "specs/minimax_m3/kernel/ModelConfig.h"
+
+namespace monogen::tools {
+
+struct SimAttentionOptions {
+  int rows = 8, tp = 4;
+  int context = 128;           // keys each sequence holds before the launch
+  std::string cache = "vllm";  // the cache mode knob
+  std::string layer = "sparse";
+  bool share = false;          // the rows share one sequence (speculative verify)
+  int paddedRows = 0;
+  uint64_t seed = 1;
+  int seeds = 1;
+  bool races = false;
+};
+
+/// Runs it, prints the Sim line per scheduler seed and "verdict: ...". Returns the exit code: 0
+/// only when every seed's run is bit-exact, its error words 0, and (--races) clean.
+int simAttention(const specs::minimax_m3::ModelConfig& cfg, const SimAttentionOptions& o);
+
+}  // namespace monogen::tools
