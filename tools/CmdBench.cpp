@@ -14,6 +14,7 @@
 #include "ir/Error.h"
 #include "runtime/sim/SimDevice.h"
 #include "runtime/sim/timing/TimingParams.h"
+#include "tools/TimedIsa.h"
 #include "specs/minimax_m3/testing/BytesModel.h"
 #include "specs/minimax_m3/testing/MoeInputs.h"
 #include "specs/minimax_m3/testing/SimHarness.h"
@@ -80,6 +81,7 @@ Run addBench(CLI::App& app) {
     std::string input = "attn";
     bool timed = false;        // --timed: the Sim's gfx950 timing model (docs/timing.md)
     std::string timingParams;  // --timing-params FILE
+    bool irIssue = false;      // --ir-issue: issue by IR op class
     std::string json;          // --json FILE: the timed cells
   };
   auto o = std::make_shared<Options>();
@@ -102,6 +104,7 @@ Run addBench(CLI::App& app) {
   c->add_flag("--timed", o->timed,
               "run each cell under the gfx950 timing model: modeled us, the measured figure where one exists, the "
               "floor (a rank's minimum bytes / HBM bandwidth) and the ratio, and the critical path");
+  c->add_flag("--ir-issue", o->irIssue, "with --timed: charge issue by IR op class, not by the compiled ISA");
   c->add_option("--timing-params", o->timingParams, "with --timed: JSON overrides of the timing parameters")
       ->check(CLI::ExistingFile);
   c->add_option("--json", o->json, "with --timed: write the cells as JSON objects "
@@ -209,6 +212,11 @@ Run addBench(CLI::App& app) {
       runtime::SimOptions so;
       so.seed = o->seed;
       so.timing = timing;
+      if (timing && !o->irIssue) {  // this variant's compiled ISA
+        auto withIsa = std::make_shared<runtime::timing::TimingParams>(*timing);
+        withIsa->isa = timedIsa(session.plan());
+        so.timing = withIsa;
+      }
       std::string row;
       try {
         const mm::SimRun run = session.launch(inputs, so);
