@@ -1,6 +1,7 @@
 // gfx950 code objects from a Plan: lowering to LLVM IR, an LLVM IR pipeline (Pipeline) and AMDGPU
 // codegen in-process, an in-process lld link, and the read-back of the code object's metadata.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -42,6 +43,7 @@ const char* pipelineName(Pipeline p);
 /// How to compile. The default is what the generator uses.
 struct CompileOptions {
   Pipeline pipeline = Pipeline::Fast;
+  bool attributeOps = false;  // debug lines = IR op numbers (attributeIsa); the .text stays the same
 };
 
 /// Seconds spent in each phase of one compile.
@@ -80,6 +82,26 @@ CodeObjectInfo readMetadata(const std::vector<uint8_t>& codeObject);
 /// Throws CodegenError (naming the variant) on scratch/spills, LDS or registers over the
 /// limits for the Plan's CTA size, or a kernarg layout other than the Plan's.
 void checkLimits(const CodeObjectInfo& info, const ir::Plan& plan);
+/// The class of one gfx950 machine instruction, as the Sim's timing model charges it.
+enum class IsaClass : uint8_t { Salu, Smem, Valu, Trans, Cvt, MfmaBf16, MfmaFp8, MfmaF32, Mfma, Vmem, Lds, Branch, Waitcnt, Other };
+inline constexpr int kIsaClasses = 14;
+const char* isaClassName(IsaClass c);
+/// The class of a machine instruction by its LLVM opcode name (e.g. "V_MFMA_F32_16X16X32_BF16_vi").
+IsaClass isaClassOf(const std::string& opcodeName);
+
+/// The kernel's ISA instructions, each attributed to the IR op LLVM's debug line gives it.
+struct IsaAttribution {
+  /// Index: the op's 1-based preorder number (SimInst::opNum); 0: no owner (prologue, line 0).
+  std::vector<std::array<int32_t, kIsaClasses>> byOp;
+  std::vector<uint8_t> text;  // the relocatable object's .text (the instruction stream)
+  int64_t instructions = 0;
+};
+/// Compiles with CompileOptions::attributeOps, reads the object's .debug_line back (LLVM's DWARF
+/// library) and disassembles .text: each instruction counts to the op of the row covering it.
+IsaAttribution attributeIsa(const ir::Plan& plan, CompileOptions opts = {});
+/// The relocatable object's .text bytes of a compile with `opts` (to compare attributed and not).
+std::vector<uint8_t> textBytes(const ir::Plan& plan, const CompileOptions& opts = {});
+
 /// The kernel symbol every monogen code object exports.
 std::string kernelSymbol(const ir::Plan& plan);
 

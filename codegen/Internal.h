@@ -20,8 +20,9 @@ namespace monogen::codegen::detail {
 
 /// Lowering.cpp: the Plan's kernel IR as one kernel in a fresh module (data layout and triple
 /// taken from `tm`). Throws CodegenError naming the variant (and op) on what it cannot lower.
+/// `attributeOps`: each instruction's debug line is its IR op's preorder number (Attribution.cpp).
 std::unique_ptr<llvm::Module> lower(const ir::Plan& plan, const TargetInfo& target, llvm::LLVMContext& ctx,
-                                    llvm::TargetMachine& tm);
+                                    llvm::TargetMachine& tm, bool attributeOps = false);
 
 /// Pipeline.cpp: the target's TargetMachine (the AMDGPU target is initialized once per process).
 std::unique_ptr<llvm::TargetMachine> makeTargetMachine(const TargetInfo& target, const std::string& where);

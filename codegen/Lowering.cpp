@@ -8,6 +8,7 @@
 #include <llvm/ADT/APFloat.h>
 #include <llvm/ADT/APInt.h>
 #include <llvm/IR/Constants.h>
+#include <llvm/IR/DIBuilder.h>
 #include <llvm/IR/DerivedTypes.h>
 #include <llvm/IR/Function.h>
 #include <llvm/IR/GlobalVariable.h>
@@ -42,12 +43,14 @@ using ir::Scalar;
 
 class Lowerer {
  public:
-  Lowerer(const ir::Plan& plan, const TargetInfo& target, llvm::LLVMContext& ctx, llvm::Module& m)
+  Lowerer(const ir::Plan& plan, const TargetInfo& target, llvm::LLVMContext& ctx, llvm::Module& m, bool attribute)
       : plan_(plan), fn_(plan.kernel), tg_(target), as_(target.addressSpaces()), ctx_(ctx), m_(m), b_(ctx),
-        where_(plan.key.variantName()) {}
+        where_(plan.key.variantName()), attribute_(attribute) {}
 
   void run() {
     buildSignature();
+    std::unique_ptr<llvm::DIBuilder> dib;
+    if (attribute_) dib = attributeOps();
     llvm::BasicBlock* entry = llvm::BasicBlock::Create(ctx_, "entry", f_);
     b_.SetInsertPoint(entry);
     vals_.assign(fn_.values.size(), nullptr);
@@ -58,6 +61,7 @@ class Lowerer {
     }
     region(fn_.body);
     b_.CreateRetVoid();
+    if (dib) dib->finalize();
   }
 
  private:
@@ -177,7 +181,16 @@ class Lowerer {
   }
 
   void region(const ir::Region& r) {
-    for (const ir::Op& op : r.ops) lowerOp(op);
+    if (!sp_) {
+      for (const ir::Op& op : r.ops) lowerOp(op);
+      return;
+    }
+    const llvm::DebugLoc outer = b_.getCurrentDebugLocation();  // the enclosing op's, restored after
+    for (const ir::Op& op : r.ops) {
+      b_.SetCurrentDebugLocation(llvm::DILocation::get(ctx_, static_cast<unsigned>(opCounter_++), 0, sp_));
+      lowerOp(op);
+    }
+    b_.SetCurrentDebugLocation(outer);
   }
 
   llvm::Value* intrinsic(llvm::Intrinsic::ID id, llvm::ArrayRef<llvm::Type*> tys, llvm::ArrayRef<llvm::Value*> args) {
@@ -640,6 +653,22 @@ class Lowerer {
     return b_.CreateTrunc(word, b_.getInt32Ty());
   }
 
+  /// CompileOptions::attributeOps: a line-tables-only compile unit and the kernel's subprogram;
+  /// region() then gives each op's instructions the line of its 1-based preorder number.
+  std::unique_ptr<llvm::DIBuilder> attributeOps() {
+    auto dib = std::make_unique<llvm::DIBuilder>(m_);
+    llvm::DIFile* file = dib->createFile(f_->getName(), ".");
+    dib->createCompileUnit(llvm::DISourceLanguageName(llvm::dwarf::DW_LANG_C), file, "monogen", true, "", 0, "",
+                           llvm::DICompileUnit::LineTablesOnly);
+    sp_ = dib->createFunction(file, f_->getName(), f_->getName(), file, 0,
+                              dib->createSubroutineType(dib->getOrCreateTypeArray({})), 0, llvm::DINode::FlagZero,
+                              llvm::DISubprogram::SPFlagDefinition);
+    f_->setSubprogram(sp_);
+    m_.addModuleFlag(llvm::Module::Warning, "Debug Info Version", llvm::DEBUG_METADATA_VERSION);
+    m_.addModuleFlag(llvm::Module::Max, "Dwarf Version", 5);
+    return dib;
+  }
+
   // --- control flow ---
   void lowerIf(const ir::Op& op, llvm::Value* c) {
     if (op.regions.size() != 2) fail(op, "an if needs a then and an else region");
@@ -704,17 +733,20 @@ class Lowerer {
   std::vector<bool> e8m0Results_ = std::vector<bool>(fn_.values.size(), false);  // by value id: an E8m0ToF32 result
   std::vector<int> kernargOffsets_ = plan_.kernargOffsets();
   llvm::Value* stageKernarg_ = nullptr;  // the current stage's kernarg pointer (opaqueKernargPtr)
+  bool attribute_ = false;               // CompileOptions::attributeOps
+  llvm::DISubprogram* sp_ = nullptr;     // attribute_: the kernel's subprogram
+  int opCounter_ = 1;                    // 1-based preorder, as ir/Verifier and the Sim number ops
 };
 
 }  // namespace
 
 std::unique_ptr<llvm::Module> detail::lower(const ir::Plan& plan, const TargetInfo& target, llvm::LLVMContext& ctx,
-                                            llvm::TargetMachine& tm) {
+                                            llvm::TargetMachine& tm, bool attributeOps) {
   auto m = std::make_unique<llvm::Module>(kernelSymbol(plan), ctx);
   m->setTargetTriple(tm.getTargetTriple());
   m->setDataLayout(tm.createDataLayout());
   target.configureModule(*m);
-  Lowerer(plan, target, ctx, *m).run();
+  Lowerer(plan, target, ctx, *m, attributeOps).run();
   std::string msg;
   llvm::raw_string_ostream os(msg);
   if (llvm::verifyModule(*m, &os))

@@ -91,6 +91,27 @@ double mfmaCycles(int n, const gt::TimingParams& p) {
   return runTimed(k, {{g, o}}, p).timed.cycles;
 }
 
+/// A chain of `n` dependent integer adds on one wave; `isa` (null: IR classes) as TimingParams::isa.
+runtime::SimTimedResult addChain(int n, std::shared_ptr<const gt::IsaCounts> isa) {
+  Kit k(1, 64);
+  auto& b = k.b;
+  Val out = k.gptr(0);
+  Val l = b.lane(), x = l;
+  for (int i = 0; i < n; ++i) x = x + l;
+  b.store(b.ptrAdd(out, b.sext(l * 4, Type::i64())), x);
+  gt::TimingParams p;
+  p.isa = std::move(isa);
+  return runTimed(k, {{k.alloc(256, "out")}}, p).timed;
+}
+
+/// Every op attributed `valu` VALU instructions.
+std::shared_ptr<const gt::IsaCounts> everyOpValu(int valu) {
+  auto c = std::make_shared<gt::IsaCounts>();
+  c->byOp.assign(64, {});
+  for (auto& op : c->byOp) op[gt::kIsaValu] = valu;
+  return c;
+}
+
 /// `rounds` of a flag ping-pong: CTA 0 publishes ping i and waits for pong i, CTA 1 waits for
 /// ping i and publishes pong i. With `ranks` 2 the two CTAs are CTA 0 of rank 0 and of rank 1 (the
 /// pairs live in the waiter's memory, published through the peer pointer), else CTAs 0 and 1 of one
@@ -191,6 +212,21 @@ TEST_CASE("sim timing: a dependent MFMA chain costs the MFMA latency each") {
   const gt::TimingParams p;
   const gt::TimingCycles c(p);
   CHECK((mfmaCycles(16, p) - mfmaCycles(8, p)) / 8 == Approx(c.mfmaBf16Latency).margin(kExact));
+}
+
+TEST_CASE("sim timing: with the compiled ISA an ALU op costs its attributed instructions") {
+  const gt::TimingCycles c{gt::TimingParams{}};
+  // IR classes: one VALU instruction an add, its latency a hop.
+  CHECK(addChain(16, nullptr).cycles - addChain(8, nullptr).cycles == Approx(8 * c.valuLatency).margin(kExact));
+  CHECK(addChain(8, nullptr).isaInstructions == -1);
+  // Three VALU instructions an add: issued back to back, the result ready after the last.
+  const auto three = everyOpValu(3);
+  const runtime::SimTimedResult a16 = addChain(16, three), a8 = addChain(8, three);
+  CHECK(a16.cycles - a8.cycles == Approx(8 * (2 * c.issueInterval + c.valuLatency)).margin(kExact));
+  CHECK(a16.isaInstructions - a8.isaInstructions == 8 * 3);
+  // Folded away (no instruction): the chain costs nothing.
+  const auto none = everyOpValu(0);
+  CHECK(addChain(16, none).cycles - addChain(8, none).cycles == Approx(0).margin(kExact));
 }
 
 TEST_CASE("sim timing: a flag ping-pong between CTAs on two XCDs") {

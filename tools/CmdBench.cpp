@@ -14,6 +14,7 @@
 #include "ir/Error.h"
 #include "runtime/sim/SimDevice.h"
 #include "runtime/sim/timing/TimingParams.h"
+#include "tools/TimedIsa.h"
 #include "specs/minimax_m3/testing/BytesModel.h"
 #include "specs/minimax_m3/testing/MoeInputs.h"
 #include "specs/minimax_m3/testing/SimHarness.h"
@@ -89,6 +90,7 @@ Run addBench(CLI::App& app) {
     std::string input = "attn";
     bool timed = false;        // --timed: the Sim's gfx950 timing model (docs/timing.md)
     std::string timingParams;  // --timing-params FILE
+    bool irIssue = false;      // --ir-issue: issue by IR op class
     std::string json;          // --json FILE: the timed or measured cells
     std::string device = "sim";
     mm::RankBenchJob hip;      // --device hip: copies, repeats, launches
@@ -116,6 +118,7 @@ Run addBench(CLI::App& app) {
   c->add_flag("--timed", o->timed,
               "run each cell under the gfx950 timing model: modeled us, the measured figure where one exists, the "
               "floor (a rank's minimum bytes / HBM bandwidth) and the ratio, and the critical path");
+  c->add_flag("--ir-issue", o->irIssue, "with --timed: charge issue by IR op class, not by the compiled ISA");
   c->add_option("--timing-params", o->timingParams, "with --timed: JSON overrides of the timing parameters")
       ->check(CLI::ExistingFile);
   c->add_option("--json", o->json, "with --timed or --device hip: write the cells as JSON objects "
@@ -143,6 +146,7 @@ Run addBench(CLI::App& app) {
     const bool hip = o->device == "hip";
     if (!o->json.empty() && !o->timed && !hip) throw InputError("--json", "needs --timed or --device hip");
     if (!o->timingParams.empty() && !o->timed) throw InputError("--timing-params", "needs --timed");
+    if (o->irIssue && !o->timed) throw InputError("--ir-issue", "sets how the timing model issues: it needs --timed");
     if (hip && (o->timed || o->noSim || o->breakdown))
       throw InputError("--device hip", "times the launch on the GPUs: it cannot go with --timed, --no-sim or "
                                        "--breakdown (run those on the Sim device and compare the JSON)");
@@ -307,6 +311,11 @@ Run addBench(CLI::App& app) {
       runtime::SimOptions so;
       so.seed = o->seed;
       so.timing = timing;
+      if (timing && !o->irIssue) {  // this variant's compiled ISA
+        auto withIsa = std::make_shared<runtime::timing::TimingParams>(*timing);
+        withIsa->isa = timedIsa(session.plan());
+        so.timing = withIsa;
+      }
       std::string row;
       try {
         const mm::SimRun run = session.launch(inputs, so);

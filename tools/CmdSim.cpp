@@ -26,6 +26,7 @@
 #include "specs/minimax_m3/testing/SaveLaunch.h"
 #include "specs/minimax_m3/testing/SimHarness.h"
 #include "tools/Commands.h"
+#include "tools/TimedIsa.h"
 #include "tools/Variant.h"
 #include "tools/SimAttention.h"
 #include "tools/Verdict.h"
@@ -101,6 +102,9 @@ LaunchInputs readInputs(const std::string& path, const mm::ModelConfig& cfg, int
 void printTimed(const runtime::SimTimedResult& t) {
   fmt::print("    modeled launch time: {:.2f} us ({:.0f} cycles at the model's clock; {} machine instructions "
              "issued, modeled)\n", t.us, t.cycles, t.instructions);
+  if (t.isaInstructions >= 0)
+    fmt::print("    issue by the compiled ISA: {} ISA instructions executed (modeled: the ops' attributed ones, {} "
+               "unowned a wave counted once each)\n", t.isaInstructions, t.isaUnowned);
   fmt::print("    modeled critical path: ends in stage '{}' on rank {} CTA {} wave {}; its {:.2f} us: issue {:.2f}, "
              "memory stall {:.2f}, flag wait {:.2f}, barrier {:.2f} us\n",
              t.stage, t.rank, t.cta, t.wave, t.us, t.issueUs, t.memoryUs, t.flagUs, t.barrierUs);
@@ -127,6 +131,7 @@ Run addSim(CLI::App& app) {
     bool races = false;  // --races: the Sim's happens-before race detector
     bool timed = false;  // --timed: the gfx950 timing model (docs/timing.md)
     std::string timingParams;  // --timing-params FILE: JSON overrides of its parameters
+    bool irIssue = false;      // --ir-issue: charge issue by IR op class, not the compiled ISA
     std::string inputs, save;
     mm::LaunchParams launch;
     std::string launchName = "ffn";  // --launch: ffn or attention (SimAttention.h)
@@ -166,6 +171,8 @@ Run addSim(CLI::App& app) {
   c->add_flag("--timed", o->timed,
               "run under the gfx950 timing model (docs/timing.md): print the modeled launch time and the critical "
               "path (the stage, CTA and rank that end last, split into issue, memory stall, flag wait and barrier)");
+  c->add_flag("--ir-issue", o->irIssue,
+              "with --timed: charge each op's issue by its IR class, not by the compiled ISA LLVM attributes to it");
   c->add_option("--timing-params", o->timingParams,
                 "with --timed: a JSON object {\"parameter\": value} overriding the timing model's parameters "
                 "(runtime/sim/timing/Gfx950Timing.def, in their units)")
@@ -224,7 +231,9 @@ Run addSim(CLI::App& app) {
     if (o->timed) {
       timing = std::make_shared<runtime::timing::TimingParams>();
       if (!o->timingParams.empty()) timing->load(o->timingParams);
+      if (!o->irIssue) timing->isa = timedIsa(mm::buildPlan(v));
     }
+    if (o->irIssue && !o->timed) throw InputError("--ir-issue", "sets how the timing model issues: it needs --timed");
     fmt::print("{} on the Sim device: {} ranks x {} CTAs x {} threads\n", key.variantName(), TP, cfg.blocks,
                cfg.threads);
     flushStdout();

@@ -14,6 +14,7 @@
 #include "specs/minimax_m3/kernel/Spec.h"
 #include "specs/minimax_m3/testing/SimHarness.h"
 #include "tools/Commands.h"
+#include "tools/TimedIsa.h"
 #include "tools/Variant.h"
 #include "tools/NumericFlag.h"
 
@@ -33,6 +34,7 @@ Run addTrace(CLI::App& app) {
     bool timed = false;
     std::string timingParams;
     int experts = 0;
+    bool irIssue = false;
   };
   auto o = std::make_shared<Options>();
   CLI::App* c = app.add_subcommand("trace", "run the traced variant on the Sim device and write trace-event JSON");
@@ -59,8 +61,10 @@ Run addTrace(CLI::App& app) {
               "modeled microseconds");
   c->add_option("--timing-params", o->timingParams, "with --timed: JSON overrides of the timing parameters")
       ->check(CLI::ExistingFile);
+  c->add_flag("--ir-issue", o->irIssue, "with --timed: charge issue by IR op class, not by the compiled ISA");
   return [o, ticks] {
     if (!o->timingParams.empty() && !o->timed) throw InputError("--timing-params", "needs --timed");
+    if (o->irIssue && !o->timed) throw InputError("--ir-issue", "sets how the timing model issues: it needs --timed");
     checkInjection(o->injectRank, *ticks);
     const auto cfg = configOf(o->v);
     const ir::Key asked = keyOf(o->v, cfg, o->v.rows, o->v.tp);
@@ -82,12 +86,13 @@ Run addTrace(CLI::App& app) {
     p.waitTicks = o->waitTicks;
     runtime::SimOptions so;
     so.seed = o->seed;
+    mm::SimSession session(v);
     if (o->timed) {
       auto t = std::make_shared<runtime::timing::TimingParams>();
       if (!o->timingParams.empty()) t->load(o->timingParams);
+      if (!o->irIssue) t->isa = timedIsa(session.plan());  // issue by the compiled ISA, as sim --timed
       so.timing = t;
     }
-    mm::SimSession session(v);
     const mm::SimRun run = session.launch(inputs, so, p);
     const runtime::TraceBuffers tb = mm::traceOf(session.plan(), run);
     nlohmann::json j = runtime::chromeTrace(tb);

@@ -126,6 +126,9 @@ struct SimTimedResult {
   std::vector<SimTimedStage> stages;   // its stages in the order they started
   std::map<std::string, double> stageEndUs;  // per stage: when its last wave left it
   int64_t instructions = 0;            // machine instructions the model issued, all waves
+  // TimingParams::isa (else -1): the compiled ISA's instructions the executed ops stand for, all
+  // waves, each wave's unowned ones (prologue, line 0) counted once; and the unowned ones a wave.
+  int64_t isaInstructions = -1, isaUnowned = -1;
 };
 
 /// What a simulated launch did.

@@ -79,16 +79,8 @@ void SimLaunch::execLoad(SimWave& w, const SimInst& in) {
     timing_->memory(waveIndex(w), w.pc, timing::TimingModel::Access::Load, addrs, na, n, first);
 }
 
-void SimLaunch::timeAccess(const SimWave& w, const SimInst& in, int access, int n) {
-  // The op's active lanes' addresses, sorted, for the timing model's line count.
-  uint64_t addrs[64];
-  int na = 0;
-  const SimMemory::Allocation* first = nullptr;
-  FOR_LANES(w.exec, l) {
-    const uint64_t addr = ptrAt(w, in.opd[0], in.t0, l);
-    if (!na) first = in.t0.space == ir::AddrSpace::Lds ? nullptr : mem_.find(addr, 1);
-    addrs[na++] = addr;
-  }
+void SimLaunch::timeAccess(const SimWave& w, const SimInst& in, int access, uint64_t* addrs, int na,
+                           int n, const SimMemory::Allocation* first) {
   if (in.t0.space != ir::AddrSpace::Lds) std::sort(addrs, addrs + na);
   timing_->memory(waveIndex(w), w.pc, static_cast<timing::TimingModel::Access>(access), addrs, na, n, first);
 }
@@ -98,8 +90,13 @@ void SimLaunch::execStore(SimWave& w, const SimInst& in) {
   const int n = in.t1.bytes();
   const bool atomic = in.op->attrs.order != ir::MemOrder::Plain;
   SimRaceScope races = raceScope(w, *in.op);
+  uint64_t addrs[64];
+  int na = 0;
+  const SimMemory::Allocation* first = nullptr;
   FOR_LANES(w.exec, l) {
     const SimLaneAccess a = laneAccess(w, in, l, in.opd[0], in.t0, n, atomic);
+    if (!na) first = a.alloc;
+    addrs[na++] = a.addr;
     if (a.shared()) [[unlikely]]
       simshared::store(a.p, fr + in.opd[1] + n * l, n, atomic ? std::memory_order_release : std::memory_order_relaxed);
     else
@@ -108,7 +105,7 @@ void SimLaunch::execStore(SimWave& w, const SimInst& in) {
     races.write(a.alloc, a.addr, n, atomic);
   }
   countBytes(in, in.t0.space, 0, static_cast<int64_t>(n) * std::popcount(w.exec));
-  if (timing_) [[unlikely]] timeAccess(w, in, static_cast<int>(timing::TimingModel::Access::Store), n);
+  if (timing_) [[unlikely]] timeAccess(w, in, static_cast<int>(timing::TimingModel::Access::Store), addrs, na, n, first);
 }
 
 void SimLaunch::execAtomicRmw(SimWave& w, const SimInst& in) {
@@ -117,8 +114,13 @@ void SimLaunch::execAtomicRmw(SimWave& w, const SimInst& in) {
   const bool isF = in.rt.scalar == Scalar::F32;
   const ir::RmwOp rop = in.op->attrs.rmw;
   SimRaceScope races = raceScope(w, *in.op);
+  uint64_t addrs[64];
+  int na = 0;
+  const SimMemory::Allocation* first = nullptr;
   FOR_LANES(w.exec, l) {
     const SimLaneAccess a = laneAccess(w, in, l, in.opd[0], in.t0, n, true);
+    if (!na) first = a.alloc;
+    addrs[na++] = a.addr;
     const uint64_t v = ldN(fr + in.opd[1] + n * l, n);
     const auto apply = [&](uint64_t old) { return rmwApply(rop, isF, n * 8, old, v); };
     uint64_t old;
@@ -135,15 +137,20 @@ void SimLaunch::execAtomicRmw(SimWave& w, const SimInst& in) {
   }
   const int64_t b = static_cast<int64_t>(n) * std::popcount(w.exec);
   countBytes(in, in.t0.space, b, b);
-  if (timing_) [[unlikely]] timeAccess(w, in, static_cast<int>(timing::TimingModel::Access::Atomic), n);
+  if (timing_) [[unlikely]] timeAccess(w, in, static_cast<int>(timing::TimingModel::Access::Atomic), addrs, na, n, first);
 }
 
 void SimLaunch::execCmpXchg(SimWave& w, const SimInst& in) {
   uint8_t* const fr = w.frame;
   const int n = in.rt.bytes();
   SimRaceScope races = raceScope(w, *in.op);
+  uint64_t addrs[64];
+  int na = 0;
+  const SimMemory::Allocation* first = nullptr;
   FOR_LANES(w.exec, l) {
     const SimLaneAccess a = laneAccess(w, in, l, in.opd[0], in.t0, n, true);
+    if (!na) first = a.alloc;
+    addrs[na++] = a.addr;
     const uint64_t expected = ldN(fr + in.opd[1] + n * l, n), desired = ldN(fr + in.opd[2] + n * l, n);
     if (a.shared() && n != 4 && n != 8) fail(w, in, l, fmt::format("a {}-byte cmpxchg on shared memory (4 or 8 only)", n));
     const uint64_t old = a.shared() ? simshared::cas(a.p, n, expected, desired) : ldN(a.p, n);
@@ -157,7 +164,7 @@ void SimLaunch::execCmpXchg(SimWave& w, const SimInst& in) {
   }
   const int64_t b = static_cast<int64_t>(n) * std::popcount(w.exec);
   countBytes(in, in.t0.space, b, b);
-  if (timing_) [[unlikely]] timeAccess(w, in, static_cast<int>(timing::TimingModel::Access::Atomic), n);
+  if (timing_) [[unlikely]] timeAccess(w, in, static_cast<int>(timing::TimingModel::Access::Atomic), addrs, na, n, first);
 }
 
 }  // namespace monogen::runtime

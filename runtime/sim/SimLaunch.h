@@ -153,8 +153,10 @@ class SimLaunch {
   Status visitSync(SimWave& w, const SimInst& in);       // SimExecSync.cpp: Barrier, Publish, Wait, Sleep, Realtime
   Status visitWaveOp(SimWave& w, const SimInst& in);     // SimExecWave.cpp: Shuffle..Mfma
   void execLoad(SimWave& w, const SimInst& in);
-  // SimOptions::timing: a store's or atomic's (access: TimingModel::Access) lanes to the model.
-  void timeAccess(const SimWave& w, const SimInst& in, int access, int n);
+  // SimOptions::timing: a store's or atomic's (access: TimingModel::Access) active lanes to the model,
+  // as laneAccess resolved them (`first`: the first lane's allocation); sorts a global/peer op's addrs.
+  void timeAccess(const SimWave& w, const SimInst& in, int access, uint64_t* addrs, int na, int n,
+                  const SimMemory::Allocation* first);
   void execStore(SimWave& w, const SimInst& in);
   void execAtomicRmw(SimWave& w, const SimInst& in);
   void execCmpXchg(SimWave& w, const SimInst& in);

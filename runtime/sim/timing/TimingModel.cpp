@@ -48,6 +48,32 @@ TimingModel::TimingModel(const TimingParams& params, const ir::Plan& plan, const
                   !in.rt.isFloat() && !in.t0.isFloat() && !in.t1.isFloat() && code != ir::OpCode::ReadFirstLane &&
                   code != ir::OpCode::Ballot && code != ir::OpCode::Shuffle;
   }
+  if (params.isa) {
+    // An ALU op (and a loop's or if's check) charges its op's attributed SALU / VALU / trans / cvt
+    // instructions; memory, MFMA and sync ops keep their class cost; other pseudo-ops are free.
+    const IsaCounts& ic = *params.isa;
+    isaUnowned_ = ic.total(0);
+    isa_.resize(prog.insts.size());
+    for (size_t pc = 0; pc < prog.insts.size(); ++pc) {
+      const SimInst& in = prog.insts[pc];
+      const CostClass k = class_[pc];
+      const bool pseudo = in.code >= kSimIfBegin;
+      const bool check = in.code == kSimIfBegin || in.code == kSimForCheck || in.code == kSimWhileCheck;
+      const bool alu = !pseudo && (k == CostClass::Free || k == CostClass::Salu || k == CostClass::Valu ||
+                                   k == CostClass::Trans || k == CostClass::Convert || k == CostClass::Divide);
+      IsaCharge& ch = isa_[pc];
+      if (!pseudo || check) ch.all = ic.total(static_cast<size_t>(in.opNum));
+      if (!(alu || pseudo)) continue;
+      ch.use = true;
+      if (pseudo && !check) continue;
+      if (static_cast<size_t>(in.opNum) >= ic.byOp.size()) continue;
+      const auto& n = ic.byOp[static_cast<size_t>(in.opNum)];
+      ch.s = n[kIsaSalu] + n[kIsaSmem] + n[kIsaBranch] + n[kIsaWaitcnt] + n[kIsaOther];
+      ch.t = n[kIsaTrans];
+      ch.c = n[kIsaCvt];
+      ch.v = ch.all - ch.s - ch.t - ch.c;  // VALU, and any VMEM / LDS / MFMA LLVM gave an ALU op
+    }
+  }
   ready_.assign(nWave * slotsPerWave_, 0.0);
   fromMem_.assign(nWave * slotsPerWave_, 0);
   pipes_.assign(static_cast<size_t>(ranks) * kXcds * kCusPerXcd * kSimdsPerCu * kPipes, 0.0);
@@ -77,6 +103,12 @@ void TimingModel::advance(uint32_t wi, double to, Split kind) {
 }
 
 bool TimingModel::issue(uint32_t wi, int32_t pc, double horizon) {
+  const bool issued = issueOp(wi, pc, horizon);
+  if (issued && !isa_.empty()) isaInstructions_ += isa_[pc].all;  // a deferred op counts when it issues
+  return issued;
+}
+
+bool TimingModel::issueOp(uint32_t wi, int32_t pc, double horizon) {
   Wave& w = w_[wi];
   const SimInst& in = prog_.insts[pc];
   const CostClass cls = class_[pc];
@@ -102,6 +134,7 @@ bool TimingModel::issue(uint32_t wi, int32_t pc, double horizon) {
   const bool isVarLoad = in.code < kSimIfBegin && code == ir::OpCode::VarLoad;
   const bool isVarStore = in.code < kSimIfBegin && code == ir::OpCode::VarStore;
   if (isVarLoad) input(in.var);
+  if (!isa_.empty() && isa_[pc].use) return issueIsa(wi, in, isa_[pc], opReady, mem, horizon);
   if (cls == CostClass::Free) {  // a register view: the value is ready when its inputs are
     const uint32_t out = isVarStore ? in.var : in.res;
     if (out != kSimNoSlot) {
@@ -193,6 +226,44 @@ bool TimingModel::issue(uint32_t wi, int32_t pc, double horizon) {
   if (cls == CostClass::Wait) {
     w.waitStart = w.start;
     w.waitVisible = -1;
+  }
+  return true;
+}
+
+bool TimingModel::issueIsa(uint32_t wi, const SimInst& in, const IsaCharge& ch, double opReady, bool mem,
+                           double horizon) {
+  Wave& w = w_[wi];
+  const auto code = static_cast<ir::OpCode>(in.code);
+  const uint32_t out = in.code < kSimIfBegin && code == ir::OpCode::VarStore ? in.var : in.res;
+  const int n = ch.s + ch.v + ch.t + ch.c;
+  if (n == 0) {  // folded away: the value is ready when its inputs are
+    if (out != kSimNoSlot) {
+      ready(wi, out) = opReady;
+      fromMemory(wi, out) = mem;
+    }
+    return true;
+  }
+  const int vec = ch.v + ch.t + ch.c;
+  double pf = 0;
+  if (ch.s) pf = std::max(pf, pipe(w, kSalu));
+  if (vec) pf = std::max(pf, pipe(w, kValu));
+  const double start = std::max({w.t, pf, opReady});
+  if (start > horizon) {
+    w.wake = start;
+    return false;
+  }
+  w.wake = 0;
+  advance(wi, pf, kIssue);
+  advance(wi, opReady, mem ? kMemory : kIssue);
+  w.start = w.t;
+  if (ch.s) pipe(w, kSalu) = w.start + ch.s * c_.saluIssue;
+  if (vec) pipe(w, kValu) = w.start + ch.v * c_.valuIssue + ch.t * c_.transIssue + ch.c * c_.cvtIssue;
+  instructions_ += n;
+  advance(wi, w.start + n * c_.issueInterval, kIssue);
+  if (out != kSimNoSlot) {
+    const double lat = ch.t ? c_.transLatency : ch.c ? c_.cvtLatency : ch.v ? c_.valuLatency : c_.saluLatency;
+    ready(wi, out) = w.start + (n - 1) * c_.issueInterval + lat;
+    fromMemory(wi, out) = 0;
   }
   return true;
 }
@@ -306,6 +377,8 @@ SimTimedResult TimingModel::result(const ir::Plan& plan) const {
   };
   r.cycles = w.end;
   r.instructions = instructions_;
+  r.isaInstructions = isa_.empty() ? -1 : isaInstructions_ + isaUnowned_ * static_cast<int64_t>(w_.size());
+  r.isaUnowned = isa_.empty() ? -1 : isaUnowned_;
   r.us = w.end * us;
   r.rank = w.rank, r.cta = w.cta, r.wave = static_cast<int>(last % wavesPerCta_);
   r.stage = stageName(w.lastStage);

@@ -100,6 +100,16 @@ class TimingModel {
   std::vector<CostClass> class_;  // per flat instruction
   std::vector<int> constDiv_;     // per flat instruction: constantDivisions
   std::vector<bool> scalar_;      // per flat instruction: an integer op on wave-uniform values (SALU)
+  // TimingParams::isa: per flat instruction, the attributed instructions its issue charges (use:
+  // instead of its class cost) by pipe, and `all` its op's attributed instructions (the ISA count).
+  struct IsaCharge {
+    bool use = false;
+    int32_t s = 0, v = 0, t = 0, c = 0, all = 0;
+  };
+  std::vector<IsaCharge> isa_;
+  int64_t isaInstructions_ = 0, isaUnowned_ = 0;
+  bool issueOp(uint32_t wi, int32_t pc, double horizon);
+  bool issueIsa(uint32_t wi, const SimInst& in, const IsaCharge& ch, double opReady, bool mem, double horizon);
   std::vector<double> ready_;
   std::vector<uint8_t> fromMem_;
   std::vector<double> pipes_;

@@ -1,8 +1,11 @@
 // The gfx950 timing model's parameters (Gfx950Timing.def): each in its source's unit, converted to
 // engine cycles and bytes a cycle for the model; overridable by name from a JSON file.
 #pragma once
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "runtime/sim/timing/TimingIsa.h"
 
 namespace monogen::runtime::timing {
 
@@ -22,6 +25,10 @@ struct TimingParams {
 #define TIMING_PARAM(id, value, unit, kind, lo, hi, source) double id = value;
 #include "runtime/sim/timing/Gfx950Timing.def"
 #undef TIMING_PARAM
+
+  /// The compiled kernel's instructions per IR op: an ALU op's issue is its attributed ISA
+  /// (TimingModel::issue). Null: every op costs its IR class (the microkernel tests).
+  std::shared_ptr<const IsaCounts> isa;
 
   /// The table's rows with this object's values.
   std::vector<TimingParamInfo> rows() const;

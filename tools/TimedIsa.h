@@ -1,0 +1,21 @@
+// `--timed`: the variant's compiled ISA attributed to its IR ops (codegen::attributeIsa), for the
+// timing model's issue (TimingParams::isa).
+#pragma once
+#include <memory>
+
+#include "codegen/Compiler.h"
+#include "runtime/sim/timing/TimingIsa.h"
+
+namespace monogen::tools {
+
+inline std::shared_ptr<const runtime::timing::IsaCounts> timedIsa(const ir::Plan& plan) {
+  static_assert(codegen::kIsaClasses == runtime::timing::kIsaKinds, "IsaClass and IsaKind differ");
+  const codegen::IsaAttribution a = codegen::attributeIsa(plan);
+  auto c = std::make_shared<runtime::timing::IsaCounts>();
+  c->byOp.resize(a.byOp.size());
+  for (size_t i = 0; i < a.byOp.size(); ++i)
+    for (int k = 0; k < codegen::kIsaClasses; ++k) c->byOp[i][k] = a.byOp[i][k];
+  return c;
+}
+
+}  // namespace monogen::tools
