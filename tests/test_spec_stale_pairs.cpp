@@ -5,9 +5,10 @@
 #include <fmt/format.h>
 
 #include <cstdint>
-#include <cstring>
 #include <limits>
+#include <vector>
 
+#include "runtime/Gfx950RunDevice.h"
 #include "runtime/sim/SimDevice.h"
 #include "specs/minimax_m3/kernel/Layout.h"
 #include "specs/minimax_m3/kernel/Sites.h"
@@ -27,17 +28,41 @@ int32_t garbageValue(int64_t i, int experts) {
   return v[i % 10];
 }
 
+int32_t errWord(const SimRun& run, int r) { return run.outputs.at(fmt::format("err.r{}", r)).as<int32_t>()[0]; }
+
 /// Writes pair i = {value(i), tag(i)} over [offset, offset + bytes) of rank r's `buffer`.
 template <class Value, class Tag>
 void plant(SimSession& s, const std::string& buffer, int r, int64_t offset, int64_t bytes, Value value, Tag tag) {
-  uint8_t* p = s.device().memory().host(s.bufferOf(buffer, r) + offset, bytes);
-  for (int64_t i = 0; i < bytes / kPairBytes; ++i) {
-    const int32_t pair[2] = {value(i), tag(i)};
-    std::memcpy(p + i * kPairBytes, pair, sizeof pair);
+  std::vector<int32_t> pairs(static_cast<size_t>(bytes / kPairBytes) * 2);
+  for (size_t i = 0; i < pairs.size() / 2; ++i) {
+    pairs[2 * i] = value(static_cast<int64_t>(i));
+    pairs[2 * i + 1] = tag(static_cast<int64_t>(i));
   }
+  s.target().upload(r, s.bufferOf(buffer, r) + offset, pairs.data(), static_cast<int64_t>(pairs.size() * 4));
 }
 
-int32_t errWord(const SimRun& run, int r) { return run.outputs.at(fmt::format("err.r{}", r)).as<int32_t>()[0]; }
+/// ROUTE's pairs (picks, then weights, a row) of both halves with the launch's own tag and
+/// garbage values, before route publishes them: a CTA that reaches the table first takes them.
+void plantRoute(SimSession& s, int tp, int32_t tag, int experts) {
+  const Layout& L = s.layout();
+  for (int r = 0; r < tp; ++r)
+    plant(
+        s, "scratch", r, L.routeA.offset, L.routeA.bytes, [&](int64_t i) { return garbageValue(i, experts); },
+        [&](int64_t) { return tag; });
+}
+
+/// Every rank's error word names site pick for one of its rows, and the error says so.
+void checkPickSite(const SimRun& run, int S, int TP) {
+  INFO(run.error);
+  CHECK_FALSE(run.valid);  // (the CTAs' tables then differ, so later waits may time out too)
+  for (int r = 0; r < TP; ++r) {
+    const int32_t w = errWord(run, r);
+    CHECK(errorSite(w) == kSitePick);
+    CHECK(errorRank(w) == r);
+    CHECK(errorToken(w) < S);
+  }
+  CHECK(run.error.find("came with an expert id out of range") != std::string::npos);
+}
 
 /// Launches, turning a SimError (an access out of bounds) into a failed check with its text.
 SimRun launchChecked(SimSession& s, const TensorMap& in, const runtime::SimOptions& o, const LaunchParams& p) {
@@ -93,24 +118,26 @@ TEST_CASE("stale pairs: a pick that comes with its tag and no expert id drops it
       const int S = 5;
       INFO(fmt::format("S={} TP={} scheduler seed {}", S, TP, sched));
       SimSession session(cfg, partKey(cfg, S, TP));
-      const Layout& L = session.layout();
       LaunchParams p;
       p.tag = 4098;
-      // ROUTE's pairs (picks, then weights, a row) of this launch's half carry the launch's own
-      // tag before route publishes them: a CTA that reaches the table first takes them
-      for (int r = 0; r < TP; ++r)
-        plant(
-            session, "scratch", r, L.routeA.offset, L.routeA.bytes,
-            [&](int64_t i) { return garbageValue(i, cfg.experts); }, [&](int64_t) { return p.tag; });
-      const SimRun run = launchChecked(session, makeInputs(cfg, S, TP, 21), schedSeed(sched), p);
-      INFO(run.error);
-      CHECK_FALSE(run.valid);  // (the CTAs' tables then differ, so later waits may time out too)
-      for (int r = 0; r < TP; ++r) {
-        const int32_t w = errWord(run, r);
-        CHECK(errorSite(w) == kSitePick);
-        CHECK(errorRank(w) == r);
-        CHECK(errorToken(w) < S);
-      }
-      CHECK(run.error.find("came with an expert id out of range") != std::string::npos);
+      plantRoute(session, TP, p.tag, cfg.experts);
+      checkPickSite(launchChecked(session, makeInputs(cfg, S, TP, 21), schedSeed(sched), p), S, TP);
     }
+}
+
+TEST_CASE("stale pairs on gfx950-run: the machine code drops a pick with no expert id and names site pick",
+          "[spec][stale][gfx950run]") {
+  if (!runtime::Gfx950RunDevice::toolAvailable()) {
+    WARN("gfx950-run not found at '" << runtime::Gfx950RunDevice::defaultToolPath()
+                                     << "' (set MONOGEN_GFX950_RUN): skipped");
+    return;
+  }
+  const ModelConfig cfg = ModelConfig::reduced();
+  const int S = 2, TP = 1;
+  runtime::Gfx950RunDevice dev;
+  SimSession session(cfg, partKey(cfg, S, TP), dev);
+  LaunchParams p;
+  p.tag = 4098;
+  plantRoute(session, TP, p.tag, cfg.experts);
+  checkPickSite(launchChecked(session, makeInputs(cfg, S, TP, 21), {}, p), S, TP);
 }
