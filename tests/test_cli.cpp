@@ -443,6 +443,7 @@ TEST_CASE("sim --races: the reduced launch is race-free under the Sim's race det
   CHECK(r.out.find("UNINIT") == std::string::npos);  // and reads nothing the launch did not write
   CHECK(r.out.find("uninitialized read") == std::string::npos);
   CHECK(r.out.find("verdict: bit-exact under 1 seed") != std::string::npos);
+  CHECK(r.out.find("race detector: on, clean") != std::string::npos);  // a clean run says the detector ran
 }
 
 TEST_CASE("sim --sum: the stage-parity knob sums one side and stays bit-exact", "[cli]") {

@@ -343,6 +343,7 @@ TEST_CASE("monogen sim: a launch with an error word set is never called bit-exac
   CHECK(out.find("INVALID: rank 0: error word") != std::string::npos);
   CHECK(out.find("site 9") != std::string::npos);
   CHECK(out.find("verdict: bit-exact") == std::string::npos);
+  CHECK(out.find("\nverdict: INVALID under 1 of 1 seed\n") != std::string::npos);  // says which, not "or"
 }
 
 TEST_CASE("robust sim: the handshake under many interleavings, every TP", "[spec][robust][sim]") {

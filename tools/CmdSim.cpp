@@ -263,6 +263,7 @@ Run addSim(CLI::App& app) {
     flushStdout();
 
     int bad = 0;
+    std::map<std::string, int> badKinds;  // "INVALID", "MISMATCH", "RACE", "UNINIT" -> seeds
     std::optional<mm::SimRun> saved;  // the first failing run, else the last
     std::string savedVerdict;
     uint64_t savedSeed = 0;
@@ -303,18 +304,26 @@ Run addSim(CLI::App& app) {
       if (run.stats.uninitCount > static_cast<int64_t>(run.stats.uninit.size()))
         fmt::print("    ... and {} more ops reading uninitialized memory\n",
                    run.stats.uninitCount - static_cast<int64_t>(run.stats.uninit.size()));
+      if (o->races && nr == 0 && nu == 0)
+        fmt::print("    race detector: on, clean: no racing op pair, no read of unwritten memory ({} lane accesses checked)\n",
+                   run.stats.raceChecks);
       if (o->races && run.stats.raceUncheckedWrites)
         fmt::print("    ({} writes hit a word whose shadow read set had overflowed: a write-after-read race there "
                    "may go unseen)\n", run.stats.raceUncheckedWrites);
       flushStdout();
-      if (!ok) ++bad;
+      if (!ok) {
+        ++bad;
+        ++badKinds[verdict.substr(0, verdict.find(':'))];
+      }
       if (!saved || savedVerdict == "bit-exact") {  // keep the first failing run
         saved = std::move(run);
         savedVerdict = verdict;
         savedSeed = so.seed;
       }
     }
-    std::string overall = bad ? fmt::format("MISMATCH or INVALID under {} of {} seeds", bad, o->seeds)
+    std::string kinds;  // "INVALID under 1, MISMATCH under 2"
+    for (const auto& [kind, n] : badKinds) kinds += fmt::format("{}{} under {}", kinds.empty() ? "" : ", ", kind, n);
+    std::string overall = bad ? fmt::format("{} of {} seed{}", kinds, o->seeds, o->seeds > 1 ? "s" : "")
                               : fmt::format("bit-exact under {} seed{}", o->seeds, o->seeds > 1 ? "s" : "");
     if (steeringMissed)
       overall += fmt::format("; steering missed: {} distinct experts picked, {} asked", picked.size(),

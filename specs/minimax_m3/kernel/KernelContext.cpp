@@ -176,6 +176,10 @@ Val KernelContext::await(Val pair, Val code, int site, ir::MemOrder o, ir::MemSc
   return awaitPair(b, pair, tag, waitTicks, err, code, site, o, s, mutator_);
 }
 
+AwaitedPair KernelContext::awaitChecked(Val pair, Val code, int site, ir::MemOrder o, ir::MemScope s) {
+  return awaitPairChecked(b, pair, tag, waitTicks, err, code, site, o, s, mutator_);
+}
+
 Val KernelContext::errorCode(int site, Val token) {
   return i32(minimax_m3::errorCode(site, 0, 0)) | rank << i32(8) | token << i32(16);
 }

@@ -129,6 +129,10 @@ struct KernelContext {
   /// The wait is for this launch's tag, bounded by waitTicks; on a timeout it fails with `code`.
   ir::Val await(ir::Val pair, ir::Val code, int site, ir::MemOrder o = ir::MemOrder::Acquire,
                 ir::MemScope s = ir::MemScope::Agent);
+  /// await() with whether the pair came (specs::awaitPairChecked): for a value that reaches an
+  /// address, an index or a bound, which must then not be used under !ok.
+  AwaitedPair awaitChecked(ir::Val pair, ir::Val code, int site, ir::MemOrder o = ir::MemOrder::Acquire,
+                           ir::MemScope s = ir::MemScope::Agent);
   /// errorCode(site, rank, token) (Sites.h) in the IR: a wait by this rank for row `token`, for
   /// row 0, or for rank `owner`'s pair of row `token`.
   ir::Val errorCode(int site, ir::Val token);

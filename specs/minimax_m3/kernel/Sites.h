@@ -1,4 +1,5 @@
-// Wait site ids of the MiniMax-M3 FFN launch and the error code a wait past its bound writes.
+// Wait site ids of the MiniMax-M3 FFN launch and the error code a wait past its bound (or a
+// pair whose value is out of range) writes.
 //
 // The error word holds the first failure of a launch: site | rank << 8 | token << 16, where
 // `rank` is the rank that owed the missing pair (the source rank for a peer wait, this rank
@@ -24,6 +25,8 @@ enum Site : int32_t {
   kSiteInject = 10, // fault injection (qualification; rank: the stalled rank, this one)
   kSiteHandshake = 11,  // the step's last launch: a rank's failure flag (rank: the failed rank,
                         // token: the site in its error word, 0 when its flag never came)
+  kSitePick = 12,       // table: a pick that came with its tag but no expert id (row: token)
+  kSiteLast = kSitePick,
 };
 
 /// The error word's value for a wait at `site` on a pair `rank` owed for row `token`.
@@ -37,8 +40,9 @@ constexpr int32_t errorToken(int32_t code) { return (code >> 16) & 0xffff; }
 /// The stage a wait site is in ("reduce", ...; "site N" for an unknown one).
 inline std::string siteName(int32_t site) {
   static const char* const names[] = {"?",     "reduce", "norm",  "router", "route",    "table",
-                                      "up",    "down",   "final", "epoch",  "inject",   "handshake"};
-  return site >= 1 && site <= kSiteHandshake ? names[site] : fmt::format("site {}", site);
+                                      "up",    "down",   "final", "epoch",  "inject",   "handshake",
+                                      "pick"};
+  return site >= 1 && site <= kSiteLast ? names[site] : fmt::format("site {}", site);
 }
 
 /// What an error word says, in words, naming the rank at fault: "reduce waited past its bound for
@@ -52,6 +56,9 @@ inline std::string errorMeaning(int32_t code) {
     case kSiteHandshake:
       return token ? fmt::format("handshake: rank {} failed ({} in its error word)", rank, siteName(token))
                    : fmt::format("handshake: rank {}'s failure flag never came (rank {} is missing)", rank, rank);
+    case kSitePick:
+      return fmt::format("table: row {}'s pick on rank {} came with an expert id out of range; the row was dropped",
+                         token, rank);
     default: return fmt::format("{} waited past its bound for rank {}'s pair (row {})", siteName(site), rank, token);
   }
 }

@@ -12,7 +12,11 @@ using ir::Val;
 
 // Every CTA once: waits for ROUTE's picks and weights (site table) and builds the slot table in
 // LDS: slot 0 the shared expert over the valid rows, then each picked expert's rows ascending;
-// CTA 0 copies it to TABDUMP. The construction: docs/minimax-m3-kernel.md, "table".
+// CTA 0 copies it to TABDUMP. The construction: docs/minimax-m3-kernel.md, "table". A pick
+// that did not come, or came outside [-1, E) (site pick), is never an index: it drops its row
+// (the row's bit leaves the valid mask: no slot 0 column, no combine), and the launch is INVALID.
+constexpr int32_t kLostPick = -2;
+
 void stageTable(KernelContext& c) {
   ir::Builder& b = c.b;
   const Layout& L = c.L;
@@ -24,9 +28,11 @@ void stageTable(KernelContext& c) {
     Val t = c.tid / K, k = c.tid % K;
     Val code = c.errorCode(kSiteTable, t);
     Val at = t * (2 * K) + k;
-    Val e = c.await(c.pairAt(c.scratch, L.routeA, at), code, kSiteTable);
-    Val w = c.await(c.pairAt(c.scratch, L.routeA, at + K), code, kSiteTable);
-    c.tabSt(W.pickE, c.tid, e);
+    AwaitedPair e = c.awaitChecked(c.pairAt(c.scratch, L.routeA, at), code, kSiteTable);
+    Val w = c.await(c.pairAt(c.scratch, L.routeA, at + K), code, kSiteTable);  // a weight: data only
+    AwaitedPair pick = guardIndex(b, e, -1, E, c.i32(kLostPick));
+    b.if_(e.ok & !pick.ok, [&] { c.fail(c.errorCode(kSitePick, t)); });  // it came, out of range
+    c.tabSt(W.pickE, c.tid, pick.value);
     c.tabSt(W.pickW, c.tid, w);
   });
   b.if_(c.tid < E, [&] { c.tabSt(W.mask, c.tid, c.i32(0)); });
@@ -45,6 +51,10 @@ void stageTable(KernelContext& c) {
     Val e = c.tabLd(W.pickE, c.tid);
     b.if_(e >= 0, [&] {
       b.atomicRmw(RmwOp::Or, c.tabAt(W.mask, e), c.i32(1) << (c.tid / K), MemOrder::Relaxed,
+                  MemScope::Workgroup);
+    });
+    b.if_(e == kLostPick, [&] {  // the row leaves the valid mask
+      b.atomicRmw(RmwOp::And, c.tabAt(W.misc, c.i32(1)), c.i32(-1) ^ (c.i32(1) << (c.tid / K)), MemOrder::Relaxed,
                   MemScope::Workgroup);
     });
   });
