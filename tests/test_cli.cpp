@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <array>
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -749,6 +751,45 @@ TEST_CASE("sim --inputs DIR needs only the inputs: no outputs.safetensors or ref
   CHECK(r.code == 0);
   CHECK(r.out.find("experts=4 (from ") != std::string::npos);
   CHECK(r.out.find("verdict: bit-exact under 1 seed") != std::string::npos);
+}
+
+TEST_CASE("sim --inputs refuses a save of the other --input kind before it runs and names both", "[cli][files]") {
+  TempDir d;
+  const fs::path attn = d.path / "attn", part = d.path / "part";
+  REQUIRE(sh(kMonogen + " sim" + kSmall + "--save " + attn.string()).code == 0);
+  REQUIRE(sh(kMonogen + " sim" + kSmall + "--input part --save " + part.string()).code == 0);
+  CHECK(mm::loadLaunch(attn).metadata.at("input") == "attn");
+  CHECK(mm::loadLaunch(part).metadata.at("input") == "part");
+  for (const auto& [dir, given, held] : {std::tuple{attn, "part", "attn"}, std::tuple{part, "attn", "part"}}) {
+    const Result r = sh(kMonogen + " sim" + kSmall + "--input " + given + " --inputs " + dir.string());
+    INFO(r.out);
+    CHECK(r.code == 2);
+    CHECK(r.out.find(fmt::format("holds a launch of --input {}, not --input {}: pass --input {}", held, given, held)) !=
+          std::string::npos);
+    CHECK(r.out.find("seed 1 ") == std::string::npos);  // nothing ran
+  }
+}
+
+TEST_CASE("sim --inputs: an edited attention row (a NaN) replays bit-exact with its derived tensors made again",
+          "[cli][files]") {
+  TempDir d;
+  const fs::path save = d.path / "run";
+  REQUIRE(sh(kMonogen + " sim" + kSmall + "--save " + save.string()).code == 0);
+  mm::SavedLaunch s = mm::loadLaunch(save);
+  monogen::runtime::HostTensor& attn = s.inputs.at("attn.r0");
+  const uint16_t nan = 0x7fc0;
+  std::memcpy(attn.data.data() + 2 * 7, &nan, 2);  // row 0, column 7
+  monogen::runtime::writeSafetensors(save / "inputs.safetensors", s.inputs, s.metadata);
+  const Result r = sh(kMonogen + " sim" + kSmall + "--inputs " + save.string());
+  INFO(r.out);
+  CHECK(r.code == 0);
+  CHECK(r.out.find("inputs: part.r0, sres, ssq made again from the inputs the kernel reads") != std::string::npos);
+  CHECK(r.out.find("verdict: bit-exact under 1 seed") != std::string::npos);
+  // an unedited save replays without a word about it
+  REQUIRE(sh(kMonogen + " sim" + kSmall + "--save " + (d.path / "clean").string()).code == 0);
+  const Result c = sh(kMonogen + " sim" + kSmall + "--inputs " + (d.path / "clean").string());
+  CHECK(c.code == 0);
+  CHECK(c.out.find("made again") == std::string::npos);
 }
 
 TEST_CASE("monogen cache: ls, verify, prune and clear, MONOGEN_RUN_ONLY, MONOGEN_CACHE=off and MONOGEN_DUMP_DIR",

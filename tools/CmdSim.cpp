@@ -74,6 +74,9 @@ LaunchInputs readInputs(const std::string& path, const mm::ModelConfig& cfg, int
   if (!config.empty() && config != cfg.canonical())
     throw InputError("--inputs", fmt::format("'{}' holds a launch of config '{}', not '{}': pass its --config", path,
                                              config, cfg.canonical()));
+  if (const std::string kind = mm::savedInputKind(in.tensors, in.metadata); kind != mm::ffnInputName(input))
+    throw InputError("--inputs", fmt::format("'{}' holds a launch of --input {}, not --input {}: pass --input {}", path,
+                                             kind, mm::ffnInputName(input), kind));
   std::vector<std::string> needed;
   for (int r = 0; r < TP; ++r) needed.push_back(mm::rankName("part", r));
   for (const char* n : {"res_in", "slots", "norm_w", "router_w", "bias"}) needed.push_back(n);
@@ -95,6 +98,11 @@ LaunchInputs readInputs(const std::string& path, const mm::ModelConfig& cfg, int
                                    attn ? "; a launch saved from an --input part variant has no attention rows: "
                                           "replay it with --input part"
                                         : ""));
+  // The reference follows what the kernel reads: o_proj's partials, sres and ssq made again.
+  const std::vector<std::string> stale = mm::rederiveDerivedInputs(cfg, S, TP, input, in.tensors);
+  if (!stale.empty())
+    fmt::print("inputs: {} made again from the inputs the kernel reads (the saved ones disagreed)\n",
+               fmt::join(stale, ", "));
   return in;
 }
 

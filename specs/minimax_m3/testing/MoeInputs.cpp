@@ -412,6 +412,42 @@ void rederiveOprojPartials(const ModelConfig& cfg, int S, int TP, TensorMap& m, 
   }
 }
 
+std::vector<std::string> rederiveDerivedInputs(const ModelConfig& cfg, int S, int TP, FfnInput input, TensorMap& m,
+                                               RefNumerics numerics) {
+  // What the derivations read, checked first (they index the raw bytes).
+  const char* where = "saved launch inputs";
+  const int H = cfg.hidden;
+  if (input == FfnInput::Attn) {
+    const int64_t K = Layout::make(cfg, S, TP, FfnInput::Attn).attnWidth;
+    runtime::requireTensor(m, "wo_scale", DType::F32, {H}, where);
+    for (int r = 0; r < TP; ++r) {
+      runtime::requireTensor(m, rankName("attn", r), DType::BF16, {S, K}, where);
+      runtime::requireTensor(m, rankName("wo", r), DType::U8, {H, K}, where);
+    }
+  }
+  const bool allReduce = m.count("sres") || m.count("ssq");
+  if (allReduce) {
+    runtime::requireTensor(m, "res_in", DType::BF16, {S, H}, where);
+    if (input != FfnInput::Attn)
+      for (int r = 0; r < TP; ++r) runtime::requireTensor(m, rankName("part", r), DType::BF16, {S, H}, where);
+  }
+  std::vector<std::string> derived;
+  if (input == FfnInput::Attn)
+    for (int r = 0; r < TP; ++r) derived.push_back(rankName("part", r));
+  if (allReduce) derived.insert(derived.end(), {"sres", "ssq"});
+  TensorMap before;  // the derived tensors alone (never the weights)
+  for (const std::string& n : derived)
+    if (auto it = m.find(n); it != m.end()) before.emplace(n, it->second);
+  if (input == FfnInput::Attn) rederiveOprojPartials(cfg, S, TP, m, numerics);
+  if (allReduce) addAllReduceResults(S, TP, H, m);
+  std::vector<std::string> changed;
+  for (const std::string& n : derived) {
+    auto it = before.find(n);
+    if (it == before.end() || it->second.shape != m.at(n).shape || it->second.data != m.at(n).data) changed.push_back(n);
+  }
+  return changed;
+}
+
 TensorMap makeLaunchInputs(const ModelConfig& cfg, int S, int TP, uint64_t seed, const LaunchInputOptions& opt) {
   const RoutingPlan p = planRouting(cfg, S, TP, seed, opt);
   const int H = cfg.hidden, E = cfg.experts, K = cfg.topk;

@@ -63,6 +63,13 @@ runtime::TensorMap makeLaunchInputs(const ModelConfig& cfg, int S, int TP, uint6
 void rederiveOprojPartials(const ModelConfig& cfg, int S, int TP, runtime::TensorMap& m,
                            RefNumerics numerics = RefNumerics::Ir);
 
+/// A saved launch's derived tensors made again from what the kernel reads, so a replay's reference
+/// follows an edited input: with input Attn, part.rR from attn.rR, wo.rR and wo_scale (as above);
+/// then sres and ssq (when m holds them) from part.rR and res_in. Returns the names of the tensors
+/// whose bits changed (empty when m was consistent).
+std::vector<std::string> rederiveDerivedInputs(const ModelConfig& cfg, int S, int TP, FfnInput input,
+                                               runtime::TensorMap& m, RefNumerics numerics = RefNumerics::Ir);
+
 /// The all-reduce's inputs alone, EdgeCases values: part.rR and res_in, the same tensors as in
 /// makeLaunchInputs's EdgeCases map for the same arguments (the input=part variant's: the edge
 /// cases are in the partials). With input Attn also o_proj's inputs (attn.rR, wo.rR, wo_scale),

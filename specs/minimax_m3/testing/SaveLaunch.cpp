@@ -28,6 +28,11 @@ std::string savedScaleLayout(const runtime::TensorMap& inputs) {
   return layout;
 }
 
+std::string savedInputKind(const runtime::TensorMap& inputs, const std::map<std::string, std::string>& metadata) {
+  if (auto it = metadata.find("input"); it != metadata.end()) return it->second;
+  return inputs.count("attn.r0") ? "attn" : "part";
+}
+
 void declareSavedScales(runtime::TensorMap& tensors, const std::map<std::string, std::string>& metadata) {
   auto it = metadata.find("scales");
   if (it == metadata.end()) return;
@@ -44,6 +49,7 @@ void saveLaunch(const std::filesystem::path& dir, const ModelConfig& cfg, int S,
   meta["rows"] = std::to_string(S);
   meta["tp"] = std::to_string(TP);
   if (const std::string scales = savedScaleLayout(inputs); !scales.empty()) meta["scales"] = scales;
+  meta["input"] = savedInputKind(inputs, metadata);
   runtime::writeSafetensors(dir / "inputs.safetensors", inputs, meta);
   runtime::writeSafetensors(dir / "outputs.safetensors", outputs, meta);
   if (!reference.empty()) runtime::writeSafetensors(dir / "reference.safetensors", reference, meta);

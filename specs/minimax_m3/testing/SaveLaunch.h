@@ -1,6 +1,6 @@
 // Saves one whole launch as .safetensors (runtime/Safetensors.h) in DIR: inputs.safetensors,
 // outputs.safetensors and, when given, reference.safetensors, each with the launch description in
-// __metadata__ ("config", "rows", "tp", "scales", the caller's); docs/minimax-m3-kernel.md.
+// __metadata__ ("config", "rows", "tp", "scales", "input", the caller's); docs/minimax-m3-kernel.md.
 #pragma once
 #include <filesystem>
 #include <map>
@@ -31,6 +31,10 @@ std::string savedScaleLayout(const runtime::TensorMap& inputs);
 /// Declares metadata["scales"] (when present) on every s13.* / s2.* tensor of `tensors`, as
 /// loadLaunch and loadLaunchInputs do; without it they stay undeclared (a launch refuses them).
 void declareSavedScales(runtime::TensorMap& tensors, const std::map<std::string, std::string>& metadata);
+
+/// The launch input a saved launch was made for, "attn" or "part": its metadata "input" (saveLaunch
+/// writes it), else "attn" when it holds attn.r0 (o_proj's input), else "part".
+std::string savedInputKind(const runtime::TensorMap& inputs, const std::map<std::string, std::string>& metadata);
 
 /// Refuses, before the launch runs, a `dir` saveLaunch could not write (support/AtomicFile.h):
 /// an existing non-directory (e.g. a regular file), a directory (or the nearest existing parent
