@@ -46,24 +46,49 @@ uint64_t getLe(const std::string& s, size_t at, int bytes) {
   return v;
 }
 
-void checkPrivateDir(const fs::path& dir) {
+const std::regex& tempName();
+
+/// A file name a cache keeps in its directory: an entry, its lock or hit count, a temp file.
+bool isCacheFileName(const std::string& name) {
+  static const std::regex own("[0-9a-f]{64}\\.(co|hits|lock)");
+  return std::regex_match(name, own) || std::regex_match(name, tempName());
+}
+
+/// How to make `dir` private: chmod it when it holds only the cache's own files; otherwise it is
+/// another directory (a home, /etc), which must not be chmodded: use a directory of its own.
+std::string privateDirHint(const fs::path& dir) {
+  std::error_code ec;
+  for (const auto& de : fs::directory_iterator(dir, ec)) {
+    const std::string name = de.path().filename().string();
+    if (!isCacheFileName(name))
+      return "It also holds '" + name + "', which is not a cache file: it is not the cache's own directory, so do "
+             "not chmod it; set MONOGEN_CACHE_DIR (or --dir) to a directory of its own, e.g. ~/.cache/monogen";
+  }
+  return "Fix it with: chmod 700 " + dir.string();
+}
+
+/// "" when `dir` is a directory this user owns that group and others cannot access; else why not.
+std::string privateDirProblem(const fs::path& dir) {
   struct stat st {};
-  const std::string where = "cache directory " + dir.string();
   if (::stat(dir.c_str(), &st) != 0) {
     const int err = errno;
-    throw RuntimeError(where, std::string("cannot stat it: ") + std::strerror(err));
+    return std::string("cannot stat it: ") + std::strerror(err);
   }
-  if (!S_ISDIR(st.st_mode)) throw RuntimeError(where, "exists but is not a directory");
+  if (!S_ISDIR(st.st_mode)) return "exists but is not a directory";
   if (st.st_uid != ::geteuid())
-    throw RuntimeError(where, "is owned by uid " + std::to_string(st.st_uid) + ", not by you (uid " +
-                                  std::to_string(::geteuid()) +
-                                  "); refusing to load code objects from it. Use a directory you own "
-                                  "(set MONOGEN_CACHE_DIR) with mode 0700");
+    return "is owned by uid " + std::to_string(st.st_uid) + ", not by you (uid " + std::to_string(::geteuid()) +
+           "); refusing to load code objects from it. Use a directory you own (set MONOGEN_CACHE_DIR) with mode 0700";
   // Private, as the README says: others must neither plant code objects nor read the ones here.
   if (st.st_mode & (S_IRWXG | S_IRWXO))
-    throw RuntimeError(where, "has mode " + octalMode(st.st_mode) +
-                                  ": group or others can access it (anyone who can write could plant a code "
-                                  "object); expected 0700 (owner only). Fix it with: chmod 700 " + dir.string());
+    return "has mode " + octalMode(st.st_mode) +
+           ": group or others can access it (anyone who can write could plant a code object); expected 0700 (owner "
+           "only). " + privateDirHint(dir);
+  return {};
+}
+
+void checkPrivateDir(const fs::path& dir) {
+  if (const std::string problem = privateDirProblem(dir); !problem.empty())
+    throw RuntimeError("cache directory " + dir.string(), problem);
 }
 
 /// An exclusive flock on "<digest>.lock" in a cache directory, held while it lives. The kernel
@@ -286,6 +311,11 @@ ReadResult readCacheFile(const fs::path& p, std::string& out, std::string& why) 
     why = "owned by uid " + std::to_string(st.st_uid) + ", not by you";
     return ReadResult::Error;
   }
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) {  // written 0600: anyone else who can write it could swap the code
+    ::close(fd);
+    why = "has mode " + octalMode(st.st_mode) + ": group or others can write it; expected 0600";
+    return ReadResult::Error;
+  }
   out.clear();
   out.reserve(static_cast<size_t>(st.st_size));
   char buf[1 << 16];
@@ -445,6 +475,8 @@ std::shared_ptr<const CacheEntry> Cache::get(const ir::Key& key, const CompileFn
 }
 
 // ---------------------------------------------------------------- the directory's files
+
+std::string Cache::unsafeDirReason(const fs::path& dir) { return privateDirProblem(dir); }
 
 int Cache::removeStaleTemps(const fs::path& dir) {
   int removed = 0;

@@ -97,6 +97,9 @@ class Cache {
   /// Every "<digest>.co" in a cache directory, each checked like a load would check it, oldest
   /// first. Read only: takes no locks, changes nothing.
   static std::vector<CacheFileInfo> scan(const std::filesystem::path& dir);
+  /// "" when `dir` is private as a cache needs it (a directory you own, mode 0700 or stricter);
+  /// else why not, with a fix that never chmods a directory holding other than cache files.
+  static std::string unsafeDirReason(const std::filesystem::path& dir);
   /// Removes the temp files killed writers left (those whose lock is free); returns how many.
   static int removeStaleTemps(const std::filesystem::path& dir);
   /// Removes every file a cache keeps in dir (entries, locks, hit counts, stale temps; nothing

@@ -739,6 +739,30 @@ TEST_CASE("a cache directory group or others can access (0755) is refused", "[cl
   CHECK((st.st_mode & 0777) == 0700);
 }
 
+TEST_CASE("cache ls and verify report a 0777 cache directory and a 0666 entry as unsafe", "[cli][files][cache]") {
+  TempDir d;
+  const fs::path cache = d.path / "cache";
+  REQUIRE(sh(withCache(d) + kMonogen + " emit" + kSmall + "-o " + (d.path / "v.co").string()).code == 0);
+  const std::string dir = " cache --dir " + cache.string();
+  REQUIRE(chmod(cache.c_str(), 0777) == 0);
+  Result r = sh(kMonogen + dir + " ls");
+  INFO(r.out);
+  CHECK(r.out.find("UNSAFE  cache directory " + cache.string() + ": has mode 0777") != std::string::npos);
+  CHECK(r.out.find("chmod 700 " + cache.string() + "\n") != std::string::npos);
+  r = sh(kMonogen + dir + " verify");
+  CHECK(r.code == 1);
+  CHECK(r.out.find("has mode 0777") != std::string::npos);
+  CHECK(r.out.find("1 good, 0 bad; the directory is UNSAFE") != std::string::npos);
+  REQUIRE(chmod(cache.c_str(), 0700) == 0);
+  r = sh(kMonogen + dir + " verify");
+  CHECK(r.code == 0);
+  for (const auto& e : fs::directory_iterator(cache))
+    if (e.path().extension() == ".co") REQUIRE(chmod(e.path().c_str(), 0666) == 0);
+  r = sh(kMonogen + dir + " verify");
+  CHECK(r.code == 1);
+  CHECK(r.out.find("has mode 0666: group or others can write it") != std::string::npos);
+}
+
 TEST_CASE("sim --inputs DIR needs only the inputs: no outputs.safetensors or reference.safetensors", "[cli][files]") {
   TempDir d;
   const fs::path save = d.path / "run";

@@ -281,6 +281,41 @@ TEST_CASE("cache: a directory group or others can access is refused") {
   CHECK_NOTHROW(Cache(t.path, kToolchain));
 }
 
+TEST_CASE("cache: unsafeDirReason calls a 0777 directory unsafe and never hints a chmod of another directory") {
+  TempDir t;
+  populate(t.path);
+  CHECK(Cache::unsafeDirReason(t.path).empty());
+  REQUIRE(::chmod(t.path.c_str(), 0777) == 0);
+  const std::string own = Cache::unsafeDirReason(t.path);
+  CHECK_THAT(own, Catch::Contains("has mode 0777") && Catch::Contains("chmod 700 " + t.path.string()));
+  // The same mode on a directory that also holds another file (a home, /etc): no chmod hint for it.
+  writeAll(t.path / "notes.txt", "mine");
+  for (const std::string& msg : {Cache::unsafeDirReason(t.path), [&] {
+         try {
+           Cache c(t.path, kToolchain);
+         } catch (const RuntimeError& e) {
+           return std::string(e.what());
+         }
+         return std::string("accepted");
+       }()}) {
+    INFO(msg);
+    CHECK_THAT(msg, Catch::Contains("has mode 0777") && Catch::Contains("'notes.txt'"));
+    CHECK_THAT(msg, !Catch::Contains("chmod 700"));
+  }
+}
+
+TEST_CASE("cache: an entry group or others can write is rejected then recompiled and rewritten 0600") {
+  TempDir t;
+  const fs::path f = populate(t.path);
+  const mode_t mode = GENERATE(0620, 0602, 0666);
+  REQUIRE(::chmod(f.c_str(), mode) == 0);
+  const auto files = Cache::scan(t.path);
+  REQUIRE(files.size() == 1);
+  CHECK_THAT(files[0].problem, Catch::Contains("group or others can write it"));
+  expectRejectedAndRegenerated(t.path, f);
+  CHECK(modeOf(f) == 0600);
+}
+
 TEST_CASE("cache: a path that is a file is refused") {
   TempDir t;
   fs::create_directories(t.path);

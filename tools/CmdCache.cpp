@@ -1,6 +1,7 @@
 // monogen cache: the code-object cache on disk (runtime/Cache.h). `key` prints the text and
 // digest a variant is cached under; `ls` every entry with its variant, size, age, hits and key
-// text; `verify` checks every file as a load would and says which are bad (exit 1 if any);
+// text; `verify` checks every file as a load would and says which are bad (exit 1 if any, or if
+// the directory is unsafe: not private; `ls` reports that too);
 // `clear` removes the cache's files; `prune --max-bytes N` removes the least recently used
 // entries until the rest fit in N bytes.
 #include <fmt/format.h>
@@ -91,6 +92,8 @@ Run addCache(CLI::App& app) {
     }
     runtime::Cache::removeStaleTemps(dir);
     const auto files = runtime::Cache::scan(dir);
+    const std::string unsafe = runtime::Cache::unsafeDirReason(dir);  // a load would refuse the directory
+    if (!unsafe.empty()) fmt::print("UNSAFE  cache directory {}: {}\n", dir.string(), unsafe);
     if (ls->parsed()) {
       fmt::print("{:<16}  {:<26} {:>10} {:>8} {:>6}  {}\n", "digest", "variant", "bytes", "age", "hits", "status");
       int64_t total = 0;
@@ -113,8 +116,9 @@ Run addCache(CLI::App& app) {
       ++bad;
       fmt::print("BAD  {}: {}\n", f.path.string(), f.problem);
     }
-    fmt::print("{} entries checked in {}: {} good, {} bad\n", files.size(), dir.string(), files.size() - bad, bad);
-    return bad ? 1 : 0;
+    fmt::print("{} entries checked in {}: {} good, {} bad{}\n", files.size(), dir.string(), files.size() - bad, bad,
+               unsafe.empty() ? "" : "; the directory is UNSAFE");
+    return bad || !unsafe.empty() ? 1 : 0;
   };
 }
 
