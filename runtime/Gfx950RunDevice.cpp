@@ -1,6 +1,7 @@
 #include "runtime/Gfx950RunDevice.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,8 +16,10 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <mutex>
 #include <set>
 #include <sstream>
+#include <thread>
 #include <tuple>
 
 #include "ir/Error.h"
@@ -99,22 +102,39 @@ struct TempDir {
   }
 };
 
-/// Runs argv with stdout / stderr to files; returns the exit code (128 + signal if killed).
-int runTool(const std::vector<std::string>& argv, const fs::path& out, const fs::path& err) {
+/// Runs argv (in a process group of its own) with stdout / stderr to files; returns the exit code
+/// (128 + signal if killed). With timeoutSeconds > 0, kills the group then and returns -1.
+int runTool(const std::vector<std::string>& argv, const fs::path& out, const fs::path& err,
+            double timeoutSeconds = 0) {
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   pid_t pid = 0;
-  const int rc = posix_spawn(&pid, args[0], &fa, nullptr, args.data(), environ);
+  const int rc = posix_spawn(&pid, args[0], &fa, &attr, args.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
   if (rc != 0) throw RuntimeError(kWhere, fmt::format("cannot run '{}': {}", argv[0], std::strerror(rc)));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeoutSeconds);
   int st = 0;
-  while (::waitpid(pid, &st, 0) < 0)
-    if (errno != EINTR) throw RuntimeError(kWhere, fmt::format("waitpid: {}", std::strerror(errno)));
+  for (;;) {
+    const pid_t w = ::waitpid(pid, &st, timeoutSeconds > 0 ? WNOHANG : 0);
+    if (w == pid) break;
+    if (w < 0 && errno != EINTR) throw RuntimeError(kWhere, fmt::format("waitpid: {}", std::strerror(errno)));
+    if (w == 0 && std::chrono::steady_clock::now() > deadline) {
+      ::kill(-pid, SIGKILL);
+      while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+      return -1;
+    }
+    if (w == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   if (WIFEXITED(st)) return WEXITSTATUS(st);
   return 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 }
@@ -160,6 +180,29 @@ std::string Gfx950RunDevice::defaultToolPath() {
 bool Gfx950RunDevice::toolAvailable(const std::string& path) {
   const std::string p = path.empty() ? defaultToolPath() : path;
   return ::access(p.c_str(), X_OK) == 0 && fs::is_regular_file(p);
+}
+
+void Gfx950RunDevice::checkTool(const std::string& path, double seconds) {
+  static std::mutex mu;
+  static std::set<std::string> passed;  // the tools that answered, once a process each
+  std::lock_guard<std::mutex> g(mu);
+  if (passed.count(path)) return;
+  TempDir dir;
+  dir.keep = false;
+  const int rc = runTool({path, "--version"}, dir.path / "version.txt", dir.path / "stderr.txt", seconds);
+  const std::string text = readText(dir.path / "version.txt");
+  const std::string first = text.substr(0, text.find('\n'));
+  if (rc == 0 && first.rfind("gfx950-run ", 0) == 0) {
+    passed.insert(path);
+    return;
+  }
+  const std::string got = rc < 0 ? fmt::format("did not exit within {} s", seconds)
+                          : first.empty() ? fmt::format("exited with code {} and printed no line", rc)
+                                          : fmt::format("exited with code {} and printed '{}'", rc, first.substr(0, 80));
+  throw RuntimeError(kWhere, fmt::format("'{}' is not the gfx950-run simulator: `{} --version` {}; expected exit 0 and "
+                                         "a first line 'gfx950-run <version>' (shared/tools/gfx950-run.md). Set "
+                                         "MONOGEN_GFX950_RUN to the gfx950-run binary",
+                                         path, path, got));
 }
 
 Gfx950RunDevice::Gfx950RunDevice(Gfx950RunOptions opts) : opts_(std::move(opts)) {}
@@ -218,6 +261,7 @@ void Gfx950RunDevice::launchPacked(const ir::Plan& plan, const CodeObjectBytes& 
                                           tool));
   if (code.empty())
     throw RuntimeError(where, "no code object: this device runs the machine code (compile the variant first)");
+  checkTool(tool);  // a wrong tool fails here in seconds, not as a hang after --timeout
   const int tp = static_cast<int>(args.kernargs.size());
   if (tp < 1 || tp > 16) throw RuntimeError(where, fmt::format("{} ranks: the tool runs 1..16 GPUs", tp));
 

@@ -34,6 +34,11 @@ class Gfx950RunDevice : public Device {
   /// Whether the tool at `path` (default: defaultToolPath()) exists and is executable.
   static bool toolAvailable(const std::string& path = {});
 
+  /// The handshake a launch makes first: `path --version` must exit 0 within `seconds` with a first
+  /// line "gfx950-run <version>". Else RuntimeError naming the path, what it did and what was
+  /// expected. A tool that passed is not asked again by this process.
+  static void checkTool(const std::string& path, double seconds = 5);
+
   /// Does not check the tool: a launch does (so a device can be made and filled without it).
   explicit Gfx950RunDevice(Gfx950RunOptions opts = {});
 

@@ -459,7 +459,8 @@ TEST_CASE("gfx950-run device: a tool that dies without result.json is a RuntimeE
                                                                         std::to_string(::getpid()))).string();
   {
     std::ofstream f(script);
-    f << "#!/bin/sh\necho 'fake tool: out of memory' >&2\nexit 3\n";
+    f << "#!/bin/sh\n[ \"$1\" = --version ] && echo 'gfx950-run 1.0 (a fake: dies on a launch)' && exit 0\n"
+         "echo 'fake tool: out of memory' >&2\nexit 3\n";
   }
   std::filesystem::permissions(script, std::filesystem::perms::owner_all);
   const ModelConfig cfg = ModelConfig::reduced();
@@ -479,4 +480,34 @@ TEST_CASE("gfx950-run device: a tool that dies without result.json is a RuntimeE
     CHECK(msg.find("fake tool: out of memory") != std::string::npos);
   }
   std::filesystem::remove(script);
+}
+
+TEST_CASE("monogen check: a MONOGEN_GFX950_RUN that is not gfx950-run fails its handshake in seconds and is named",
+          "[gfx950run][cli]") {
+  const std::string bin = std::string(MONOGEN_BINARY_DIR) + "/tools/monogen";
+  const std::string args = " check --config reduced --rows 1 --tp 1 --device gfx950-run --timeout 600";
+  const std::filesystem::path sleeper =
+      std::filesystem::temp_directory_path() / ("monogen-sleeping-tool-" + std::to_string(::getpid()));
+  {
+    std::ofstream f(sleeper);
+    f << "#!/bin/sh\nsleep 600\n";
+  }
+  std::filesystem::permissions(sleeper, std::filesystem::perms::owner_all);
+  struct Case {
+    std::string tool, did;
+  };
+  for (const Case& c : {Case{"/bin/cat", "exited with code 0 and printed 'cat (GNU coreutils)"},
+                        Case{sleeper.string(), "did not exit within 5 s"}}) {
+    const auto t0 = std::chrono::steady_clock::now();
+    int code = -1;
+    const std::string out = runShell("MONOGEN_GFX950_RUN=" + c.tool + " " + bin + args, code);
+    const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    INFO(out);
+    CHECK(code == 2);
+    CHECK(sec < 30);  // the handshake's 5 s and a compile, never the 600 s --timeout
+    CHECK(out.find("'" + c.tool + "' is not the gfx950-run simulator: `" + c.tool + " --version` " + c.did) !=
+          std::string::npos);
+    CHECK(out.find("expected exit 0 and a first line 'gfx950-run <version>'") != std::string::npos);
+  }
+  std::filesystem::remove(sleeper);
 }
