@@ -65,6 +65,8 @@ HipApi HipApi::load(const std::vector<std::string>& libraryNames, const std::str
   resolve(a, a.moduleLoadData, "hipModuleLoadData", who, n);
   resolve(a, a.moduleGetFunction, "hipModuleGetFunction", who, n);
   resolve(a, a.moduleLaunchKernel, "hipModuleLaunchKernel", who, n);
+  resolve(a, a.streamCreate, "hipStreamCreate", who, n);
+  resolve(a, a.streamDestroy, "hipStreamDestroy", who, n);
   resolve(a, a.streamSynchronize, "hipStreamSynchronize", who, n);
   resolve(a, a.deviceSynchronize, "hipDeviceSynchronize", who, n);
   resolve(a, a.eventCreate, "hipEventCreate", who, n);

@@ -40,7 +40,7 @@ struct HipApi {
   /// MONOGEN_HIP_LIBRARY alone when it is set and not empty; else the libamdhip64 names above.
   static std::vector<std::string> defaultLibraryNames();
   /// How many entry points load() resolves (every one either HIP device uses).
-  static constexpr int kEntryPoints = 23;
+  static constexpr int kEntryPoints = 25;
 
   /// dlopens the first of `libraryNames` that loads and resolves every entry point. Throws
   /// RuntimeError (where: `who`) naming every library tried with dlerror's reason when none
@@ -48,7 +48,7 @@ struct HipApi {
   /// process (the HIP runtime does not support being unloaded: no dlclose).
   static HipApi load(const std::vector<std::string>& libraryNames, const std::string& who);
 
-  /// "HIP device (libamdhip64.so.5, runtime 50221151, 23 entry points resolved)", for messages.
+  /// "HIP device (libamdhip64.so.5, runtime 50221151, 25 entry points resolved)", for messages.
   std::string describe() const;
   /// hipGetDeviceCount: the number of GPUs. Throws RuntimeError (where: describe()) saying that
   /// no gfx950 GPU is present when there is no GPU at all, or (when `requireGfx950`, as both
@@ -80,6 +80,8 @@ struct HipApi {
   hip::Error (*moduleGetFunction)(hip::Function*, hip::Module, const char*) = nullptr;
   hip::Error (*moduleLaunchKernel)(hip::Function, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                                    unsigned, hip::Stream, void**, void**) = nullptr;
+  hip::Error (*streamCreate)(hip::Stream*) = nullptr;
+  hip::Error (*streamDestroy)(hip::Stream) = nullptr;
   hip::Error (*streamSynchronize)(hip::Stream) = nullptr;
   hip::Error (*deviceSynchronize)() = nullptr;
   hip::Error (*eventCreate)(hip::Event*) = nullptr;

@@ -164,6 +164,24 @@ void HipRankDevice::launch(const LoadedKernel& k, const std::vector<uint64_t>&, 
               "hipModuleLaunchKernel", name());
 }
 
+void* HipRankDevice::createStream() {
+  select("hipStreamCreate");
+  hip::Stream s = nullptr;
+  api_->check(api_->streamCreate(&s), "hipStreamCreate", name());
+  return s;
+}
+
+void HipRankDevice::destroyStream(void* stream) {
+  api_->check(api_->streamDestroy(stream), "hipStreamDestroy", name());
+}
+
+HipStream::~HipStream() {
+  try {
+    device_.destroyStream(stream_);
+  } catch (const std::exception&) {  // a destructor does not throw; the process is ending its use of the GPU
+  }
+}
+
 void HipRankDevice::synchronize(void* stream) {
   api_->check(api_->streamSynchronize(stream), "hipStreamSynchronize", name());
 }

@@ -41,6 +41,11 @@ class HipRankDevice : public RankDevice {
   /// the second synchronized, hipEventElapsedTime between them. Both events are destroyed.
   double elapsedMs(void* stream, const std::function<void()>& enqueue);
 
+  /// A stream of this rank's GPU (hipStreamCreate), for a caller that launches on its own stream;
+  /// destroyStream (hipStreamDestroy) ends it. RuntimeError naming the call when HIP refuses.
+  void* createStream();
+  void destroyStream(void* stream);
+
   const std::string& library() const { return library_; }
   /// This rank's GPU as hipDeviceGetAttribute reports it (name with the arch, CU count, ...).
   DeviceLimits limits() const;
@@ -57,6 +62,20 @@ class HipRankDevice : public RankDevice {
   int64_t symBytes_ = 0;
   std::vector<void*> allocations_, opened_, modules_;
   std::vector<CodeObjectBytes> codes_;  // a loaded module's bytes stay alive with it
+};
+
+/// A stream created on `device` and destroyed with this object (errors at destruction ignored).
+class HipStream {
+ public:
+  explicit HipStream(HipRankDevice& device) : device_(device), stream_(device.createStream()) {}
+  ~HipStream();
+  HipStream(const HipStream&) = delete;
+  HipStream& operator=(const HipStream&) = delete;
+  void* get() const { return stream_; }
+
+ private:
+  HipRankDevice& device_;
+  void* stream_;
 };
 
 }  // namespace monogen::runtime

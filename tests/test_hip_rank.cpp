@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "ir/Error.h"
@@ -297,4 +299,36 @@ TEST_CASE("check --device hip on the fake HIP library: past discovery, the devic
   INFO(refused);
   CHECK(code == 2);
   CHECK_THAT(refused, Catch::Contains("the device has 16 CUs") && Catch::Contains("could not start"));
+}
+
+TEST_CASE("check --device hip launches on a stream each rank creates and destroys, never the null stream",
+          "[hip][fake][cli]") {
+  char dir[] = "/tmp/monogen-streams-XXXXXX";
+  REQUIRE(mkdtemp(dir));
+  const std::string log = std::string(dir) + "/streams.log";
+  int code = 0;
+  const std::string out = runShell("MONOGEN_HIP_LIBRARY=" + kFakeHip + " MONOGEN_FAKE_HIP_STREAM_LOG=" + log + " " +
+                                       kMonogen + " check --device hip --config reduced --rows 1 --tp 2 --no-cache",
+                                   code);
+  INFO(out);
+  CHECK(code == 1);  // the fake launches nothing: a MISMATCH verdict, not an error
+  std::ifstream f(log);
+  std::map<std::string, std::set<std::string>> created, destroyed;  // by process
+  std::vector<std::pair<std::string, std::string>> launches;        // (process, stream)
+  std::string pid, what, stream;
+  while (f >> pid >> what >> stream) {
+    if (what == "create") created[pid].insert(stream);
+    if (what == "destroy") destroyed[pid].insert(stream);
+    if (what == "launch") launches.emplace_back(pid, stream);
+  }
+  std::remove(log.c_str());
+  rmdir(dir);
+  REQUIRE(launches.size() == 2);  // one launch a rank, each in its own process
+  CHECK(launches[0].first != launches[1].first);
+  for (const auto& [p, s] : launches) {
+    INFO("process " << p << " launched on stream " << s);
+    CHECK(s != "(nil)");
+    CHECK(created[p].count(s) == 1);
+  }
+  CHECK(created == destroyed);  // every stream created is destroyed, in the process that made it
 }

@@ -67,6 +67,19 @@ void* mapSegment(const std::string& name, size_t size, bool create) {
   return p;
 }
 
+// A stream is a unique handle; MONOGEN_FAKE_HIP_STREAM_LOG=FILE appends "create|launch|destroy
+// <handle>" lines to FILE (every process of a run: a test reads what its ranks did).
+void streamLog(const char* what, void* stream) {
+  const char* path = std::getenv("MONOGEN_FAKE_HIP_STREAM_LOG");
+  if (!path || !*path) return;
+  const int fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0600);
+  if (fd < 0) return;
+  char line[96];
+  const int n = std::snprintf(line, sizeof line, "%d %s %p\n", static_cast<int>(getpid()), what, stream);
+  if (write(fd, line, static_cast<size_t>(n)) != n) {}
+  close(fd);
+}
+
 }  // namespace
 
 extern "C" {
@@ -261,6 +274,26 @@ int hipModuleLaunchKernel(void* fn, unsigned gx, unsigned, unsigned, unsigned bx
   }
   if (!fn || !buf) return kInvalidValue;
   c.kernargs.assign(buf, buf + size);
+  streamLog("launch", stream);
+  return kSuccess;
+}
+
+int hipStreamCreate(void** stream) {
+  std::lock_guard<std::mutex> g(mu);
+  FakeHipCall& c = record("hipStreamCreate");
+  if (!stream) return kInvalidValue;
+  *stream = new int(0);
+  c.stream = *stream;
+  streamLog("create", *stream);
+  return kSuccess;
+}
+
+int hipStreamDestroy(void* stream) {
+  std::lock_guard<std::mutex> g(mu);
+  record("hipStreamDestroy").stream = stream;
+  if (!stream) return kInvalidHandle;
+  streamLog("destroy", stream);
+  delete static_cast<int*>(stream);
   return kSuccess;
 }
 

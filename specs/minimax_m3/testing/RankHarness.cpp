@@ -297,7 +297,8 @@ int runHipRank(const ModelConfig& cfg, const SimRankJob& job, const SimRankData&
   runtime::HipRankDevice dev(ch.rank(), ch.tp());  // GPU `rank`; no library / entry point / gfx950: RuntimeError
   reportHipDevice(ch, dev);
   runtime::Generator gen = makeGenerator(cfg, std::move(cache));
-  return runRank(cfg, job, data, ch, dev, gen, started, {}, nullptr);  // the null stream
+  const runtime::HipStream stream(dev);  // a stream of its own, as a serving caller launches on
+  return runRank(cfg, job, data, ch, dev, gen, started, {}, stream.get());
 }
 
 }  // namespace monogen::specs::minimax_m3

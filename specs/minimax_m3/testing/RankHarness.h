@@ -111,7 +111,7 @@ int runRank(const ModelConfig& cfg, const SimRankJob& job, const SimRankData& da
 int runSimRank(const ModelConfig& cfg, const SimRankJob& job, const SimRankData& data, runtime::RankChannel& ch);
 
 /// runRank on a HipRankDevice on GPU ch.rank() (runtime/HipRankDevice.h; the library HipApi
-/// loads, MONOGEN_HIP_LIBRARY included), code objects from `cache` (or compiled), the null stream.
+/// loads, MONOGEN_HIP_LIBRARY included), code objects from `cache` (or compiled), on a stream it creates (HipStream) and destroys.
 /// Constructing the device is what finds no library, a missing entry point or no gfx950 GPU: a
 /// RuntimeError before anything is reported. Then first reports
 ///   {"event":"device", "rank", "device", "gpu": "HIP device 0 (gfx950)", "cus", "runtime": HipApi::describe()}.
