@@ -16,6 +16,8 @@
 #include <fstream>
 #include <iterator>
 #include <sstream>
+#include <set>
+#include <regex>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -271,6 +273,84 @@ TEST_CASE("the cache: a miss compiles, the next process loads from disk, a bad f
   r = sh(emit);
   CHECK(r.code != 0);
   CHECK(r.out.find((d.path / "cache").string()) != std::string::npos);
+}
+
+namespace {
+
+/// The paragraph of `doc` (under the source dir) that starts with `start`, up to its blank line,
+/// its line breaks and runs of spaces made one space.
+std::string docParagraph(const std::string& doc, const std::string& start) {
+  std::ifstream f(std::string(MONOGEN_SOURCE_DIR) + "/" + doc);
+  const std::string text{std::istreambuf_iterator<char>(f), {}};
+  const size_t at = text.find(start);
+  if (at == std::string::npos) return "";
+  return std::regex_replace(text.substr(at, text.find("\n\n", at) - at), std::regex("\\s+"), " ");  // one line
+}
+
+/// The last non-empty line of a command's output.
+std::string lastLine(const std::string& out) {
+  std::string s = out;
+  while (!s.empty() && s.back() == '\n') s.pop_back();
+  return s.substr(s.rfind('\n') + 1);
+}
+
+}  // namespace
+
+TEST_CASE("the exit codes README.md and docs/cli.md quote are the ones monogen returns", "[cli][docs]") {
+  // README: "0 when ... 1 for ... 2 for ... 3 for": those four codes and no other.
+  const std::string readme = docParagraph("README.md", "Exit codes:");
+  INFO(readme);
+  REQUIRE_FALSE(readme.empty());
+  std::set<int> quoted;
+  const std::regex codeSaid("(\\d+) (when|for) "), exitSaid("exit (\\d+)");
+  for (std::sregex_iterator it(readme.begin(), readme.end(), codeSaid), end; it != end; ++it)
+    quoted.insert(std::stoi((*it)[1]));
+  CHECK(quoted == std::set<int>{0, 1, 2, 3});
+  // What each code is said to cover, as run below.
+  const auto said = [&](const char* from, const char* to) {
+    const size_t a = readme.find(from), b = readme.find(to);
+    return a == std::string::npos || b == std::string::npos ? std::string() : readme.substr(a, b - a);
+  };
+  const std::string one = said("1 for", "2 for"), two = said("2 for", "3 for");
+  for (const char* w : {"MISMATCH", "INVALID", "RACE", "UNINIT", "ERROR", "cache verify"}) CHECK_THAT(one, Catch::Contains(w));
+  for (const char* w : {"usage", "input error", "runtime error", "could not start"}) CHECK_THAT(two, Catch::Contains(w));
+  const std::string verdicts = docParagraph("docs/cli.md", "`bit-exact` (exit 0)");
+  std::set<int> cliCodes;
+  for (std::sregex_iterator it(verdicts.begin(), verdicts.end(), exitSaid), end; it != end; ++it)
+    cliCodes.insert(std::stoi((*it)[1]));
+  CHECK(cliCodes == std::set<int>{0, 1, 2, 3});
+
+  // 0: the command did what it says; for sim every output bit-exact.
+  const std::string small = " --config reduced --rows 1 --tp 1 ";
+  Result r = sh(kMonogen + " sim" + small);
+  CHECK(r.code == 0);
+  CHECK(lastLine(r.out) == "verdict: bit-exact under 1 seed");
+  // 1: any other verdict, named on the last line.
+  r = sh(kMonogen + " sim" + small + "--drop-mark 0");
+  CHECK(r.code == 1);
+  CHECK(lastLine(r.out) == "verdict: INVALID under 1 of 1 seed");
+  // 1: a bad entry found by cache verify.
+  TempDir d;
+  const fs::path cache = d.path / "cache";
+  fs::create_directories(cache);
+  fs::permissions(cache, fs::perms::owner_all, fs::perm_options::replace);
+  std::ofstream(cache / (std::string(64, 'a') + ".co")) << "not a code object";
+  r = sh(kMonogen + " cache --dir " + cache.string() + " verify");
+  CHECK(r.code == 1);
+  CHECK(lastLine(r.out).find("0 good, 1 bad") != std::string::npos);
+  // 2: a usage error (CLI11's own too), an input error, a runtime error (a cache others can access).
+  for (const std::string& args : {std::string(" sim --bogus-flag"), std::string(" sim --rows"),
+                                  std::string(" sim --config /nonexistent.json")}) {
+    r = sh(kMonogen + args);
+    INFO(args << ": " << r.out);
+    CHECK(r.code == 2);
+  }
+  fs::permissions(cache, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec,
+                  fs::perm_options::replace);
+  r = sh("MONOGEN_CACHE_DIR=" + cache.string() + " " + kMonogen + " emit" + small + "-o " + (d.path / "v.co").string());
+  CHECK(r.code == 2);
+  CHECK(r.out.find("runtime error at cache directory") != std::string::npos);
+  // 3, an internal error, is a bug in monogen: no input is meant to reach it, so none is run here.
 }
 
 TEST_CASE("dump prints the plan, kernel IR, LLVM IR and ISA", "[cli]") {
