@@ -93,6 +93,9 @@ IsaClass isaClassOf(const std::string& opcodeName);
 struct IsaAttribution {
   /// Index: the op's 1-based preorder number (SimInst::opNum); 0: no owner (prologue, line 0).
   std::vector<std::array<int32_t, kIsaClasses>> byOp;
+  /// byOp split by loop depth: byDepth[op][d] counts the op's instructions that d natural loops of
+  /// the compiled code's control-flow graph enclose (LLVM hoists loop-invariant code out of loops).
+  std::vector<std::vector<std::array<int32_t, kIsaClasses>>> byDepth;
   std::vector<uint8_t> text;  // the relocatable object's .text (the instruction stream)
   int64_t instructions = 0;
 };

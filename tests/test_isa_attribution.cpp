@@ -39,6 +39,28 @@ TEST_CASE("attributed compiles emit the same instruction stream", "[codegen][att
   WARN(fmt::format("{} instructions, {} with an owner op, {} bf16 MFMAs", a.instructions, owned, mfma));
 }
 
+TEST_CASE("attributed instructions split by the compiled code's loop depth", "[codegen][attribution]") {
+  const codegen::IsaAttribution a = codegen::attributeIsa(reducedPlan());
+  REQUIRE(a.byDepth.size() == a.byOp.size());
+  int maxDepth = 0;
+  int64_t mfmaOutside = 0, mfmaInside = 0;
+  for (size_t op = 0; op < a.byOp.size(); ++op) {
+    std::array<int32_t, codegen::kIsaClasses> sum{};
+    for (size_t d = 0; d < a.byDepth[op].size(); ++d)
+      for (int c = 0; c < codegen::kIsaClasses; ++c) {
+        sum[c] += a.byDepth[op][d][c];
+        if (a.byDepth[op][d][c]) maxDepth = std::max(maxDepth, static_cast<int>(d));
+      }
+    CHECK(sum == a.byOp[op]);
+    const int mfma = static_cast<int>(codegen::IsaClass::MfmaBf16);
+    for (size_t d = 0; d < a.byDepth[op].size(); ++d) (d ? mfmaInside : mfmaOutside) += a.byDepth[op][d][mfma];
+  }
+  // down's task, slot and K-step loops nest three deep; up's and down's GEMVs run in task loops
+  CHECK(maxDepth >= 3);
+  CHECK(mfmaOutside == 0);
+  CHECK(mfmaInside > 0);
+}
+
 TEST_CASE("instruction classes by opcode name", "[codegen][attribution]") {
   using codegen::IsaClass;
   CHECK(codegen::isaClassOf("V_MFMA_F32_16X16X32_BF16_vi") == IsaClass::MfmaBf16);

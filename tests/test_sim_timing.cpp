@@ -112,6 +112,34 @@ std::shared_ptr<const gt::IsaCounts> everyOpValu(int valu) {
   return c;
 }
 
+/// `iters` iterations of a loop of dependent adds on one wave; `isa` as TimingParams::isa.
+runtime::SimTimedResult addLoop(int iters, std::shared_ptr<const gt::IsaCounts> isa) {
+  Kit k(1, 64);
+  auto& b = k.b;
+  Val out = k.gptr(0);
+  Val l = b.lane();
+  ir::Var x = b.var(l, "x");
+  b.for_(b.i32(0), b.i32(iters), b.i32(1), [&](Val) { b.set(x, b.get(x) + l); });
+  b.store(b.ptrAdd(out, b.sext(l * 4, Type::i64())), b.get(x));
+  gt::TimingParams p;
+  p.isa = std::move(isa);
+  return runTimed(k, {{k.alloc(256, "out")}}, p).timed;
+}
+
+/// Every op attributed `inLoop` VALU instructions at loop depth 1 and `hoisted` at depth 0 (out of
+/// any loop).
+std::shared_ptr<const gt::IsaCounts> everyOpByDepth(int inLoop, int hoisted) {
+  auto c = std::make_shared<gt::IsaCounts>();
+  c->byOp.assign(64, {});
+  c->byDepth.assign(64, std::vector<std::array<int32_t, gt::kIsaKinds>>(2));
+  for (size_t op = 0; op < c->byOp.size(); ++op) {
+    c->byOp[op][gt::kIsaValu] = inLoop + hoisted;
+    c->byDepth[op][0][gt::kIsaValu] = hoisted;
+    c->byDepth[op][1][gt::kIsaValu] = inLoop;
+  }
+  return c;
+}
+
 /// `rounds` of a flag ping-pong: CTA 0 publishes ping i and waits for pong i, CTA 1 waits for
 /// ping i and publishes pong i. With `ranks` 2 the two CTAs are CTA 0 of rank 0 and of rank 1 (the
 /// pairs live in the waiter's memory, published through the peer pointer), else CTAs 0 and 1 of one
@@ -227,6 +255,23 @@ TEST_CASE("sim timing: with the compiled ISA an ALU op costs its attributed inst
   // Folded away (no instruction): the chain costs nothing.
   const auto none = everyOpValu(0);
   CHECK(addChain(16, none).cycles - addChain(8, none).cycles == Approx(0).margin(kExact));
+}
+
+TEST_CASE("sim timing: an instruction hoisted out of a loop issues once, not each iteration") {
+  // 1 VALU instruction an op in the loop: each iteration costs the same with 3 more hoisted an op
+  // (they issue once a wave), and the ops outside the loop charge both parts every execution.
+  const auto inLoop = everyOpByDepth(1, 0), hoisted = everyOpByDepth(1, 3);
+  const runtime::SimTimedResult a16 = addLoop(16, inLoop), a8 = addLoop(8, inLoop);
+  const runtime::SimTimedResult h16 = addLoop(16, hoisted), h8 = addLoop(8, hoisted);
+  CHECK(h16.isaInstructions - h8.isaInstructions == a16.isaInstructions - a8.isaInstructions);
+  CHECK(h16.cycles - h8.cycles == Approx(a16.cycles - a8.cycles).margin(kExact));
+  CHECK(h16.isaInstructions - a16.isaInstructions == h8.isaInstructions - a8.isaInstructions);
+  CHECK(h8.isaInstructions > a8.isaInstructions);
+  // Without the split every instruction issues each execution: 4 an op an iteration.
+  auto flat = std::make_shared<gt::IsaCounts>(*hoisted);
+  flat->byDepth.clear();
+  CHECK(addLoop(16, flat).isaInstructions - addLoop(8, flat).isaInstructions ==
+        4 * (a16.isaInstructions - a8.isaInstructions));
 }
 
 TEST_CASE("sim timing: a flag ping-pong between CTAs on two XCDs") {

@@ -15,6 +15,12 @@ inline std::shared_ptr<const runtime::timing::IsaCounts> timedIsa(const ir::Plan
   c->byOp.resize(a.byOp.size());
   for (size_t i = 0; i < a.byOp.size(); ++i)
     for (int k = 0; k < codegen::kIsaClasses; ++k) c->byOp[i][k] = a.byOp[i][k];
+  c->byDepth.resize(a.byDepth.size());
+  for (size_t i = 0; i < a.byDepth.size(); ++i)
+    for (const auto& d : a.byDepth[i]) {
+      auto& out = c->byDepth[i].emplace_back();
+      for (int k = 0; k < codegen::kIsaClasses; ++k) out[k] = d[k];
+    }
   return c;
 }
 

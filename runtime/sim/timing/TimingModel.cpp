@@ -48,12 +48,39 @@ TimingModel::TimingModel(const TimingParams& params, const ir::Plan& plan, const
                   !in.rt.isFloat() && !in.t0.isFloat() && !in.t1.isFloat() && code != ir::OpCode::ReadFirstLane &&
                   code != ir::OpCode::Ballot && code != ir::OpCode::Shuffle;
   }
+  // IR loop depths: a for spans its check .. its step, a while its condition .. its back jump.
+  std::vector<int32_t> delta(prog.insts.size() + 1, 0);
+  loopStart_.assign(prog.insts.size(), 0);
+  for (size_t pc = 0; pc < prog.insts.size(); ++pc) {
+    const SimInst& in = prog.insts[pc];
+    if ((in.code == kSimForStep || in.code == kSimJump) && in.target >= 0 && static_cast<size_t>(in.target) <= pc) {
+      ++delta[static_cast<size_t>(in.target)];
+      --delta[pc + 1];
+      loopStart_[static_cast<size_t>(in.target)] = 1;
+    }
+  }
+  irDepth_.assign(prog.insts.size(), 0);
+  for (size_t pc = 0, d = 0; pc < prog.insts.size(); ++pc) {
+    d += delta[pc];
+    irDepth_[pc] = static_cast<int32_t>(d);
+    if (loopStart_[pc]) loopStart_[pc] = irDepth_[pc];
+    maxIrDepth_ = std::max(maxIrDepth_, irDepth_[pc]);
+  }
   if (params.isa) {
     // An ALU op (and a loop's or if's check) charges its op's attributed SALU / VALU / trans / cvt
     // instructions; memory, MFMA and sync ops keep their class cost; other pseudo-ops are free.
     const IsaCounts& ic = *params.isa;
     isaUnowned_ = ic.total(0);
     isa_.resize(prog.insts.size());
+    const auto part = [](const std::array<int32_t, kIsaKinds>& n) {
+      IsaPart p;
+      for (int32_t k : n) p.all += k;
+      p.s = n[kIsaSalu] + n[kIsaSmem] + n[kIsaBranch] + n[kIsaWaitcnt] + n[kIsaOther];
+      p.t = n[kIsaTrans];
+      p.c = n[kIsaCvt];
+      p.v = p.all - p.s - p.t - p.c;  // VALU, and any VMEM / LDS / MFMA LLVM gave an ALU op
+      return p;
+    };
     for (size_t pc = 0; pc < prog.insts.size(); ++pc) {
       const SimInst& in = prog.insts[pc];
       const CostClass k = class_[pc];
@@ -62,17 +89,29 @@ TimingModel::TimingModel(const TimingParams& params, const ir::Plan& plan, const
       const bool alu = !pseudo && (k == CostClass::Free || k == CostClass::Salu || k == CostClass::Valu ||
                                    k == CostClass::Trans || k == CostClass::Convert || k == CostClass::Divide);
       IsaCharge& ch = isa_[pc];
-      if (!pseudo || check) ch.all = ic.total(static_cast<size_t>(in.opNum));
-      if (!(alu || pseudo)) continue;
-      ch.use = true;
-      if (pseudo && !check) continue;
-      if (static_cast<size_t>(in.opNum) >= ic.byOp.size()) continue;
-      const auto& n = ic.byOp[static_cast<size_t>(in.opNum)];
-      ch.s = n[kIsaSalu] + n[kIsaSmem] + n[kIsaBranch] + n[kIsaWaitcnt] + n[kIsaOther];
-      ch.t = n[kIsaTrans];
-      ch.c = n[kIsaCvt];
-      ch.v = ch.all - ch.s - ch.t - ch.c;  // VALU, and any VMEM / LDS / MFMA LLVM gave an ALU op
+      ch.use = alu || pseudo;
+      if (pseudo && !check) continue;  // free: its op's instructions count at its check
+      const auto op = static_cast<size_t>(in.opNum);
+      if (op >= ic.byOp.size()) continue;
+      if (op >= ic.byDepth.size() || ic.byDepth[op].empty()) {
+        ch.every = part(ic.byOp[op]);
+        continue;
+      }
+      const auto& byDepth = ic.byDepth[op];
+      for (size_t d = 0; d < byDepth.size(); ++d) {
+        IsaPart p = part(byDepth[d]);
+        if (p.all == 0) continue;
+        if (static_cast<int32_t>(d) >= irDepth_[pc]) {
+          ch.every += p;
+        } else {
+          p.depth = static_cast<int32_t>(d);
+          p.stamp = hoistedParts_++;
+          ch.hoisted.push_back(p);
+        }
+      }
     }
+    epochs_.assign(nWave * (static_cast<size_t>(maxIrDepth_) + 1), 0);
+    stamps_.assign(nWave * static_cast<size_t>(hoistedParts_), -1);
   }
   ready_.assign(nWave * slotsPerWave_, 0.0);
   fromMem_.assign(nWave * slotsPerWave_, 0);
@@ -103,9 +142,24 @@ void TimingModel::advance(uint32_t wi, double to, Split kind) {
 }
 
 bool TimingModel::issue(uint32_t wi, int32_t pc, double horizon) {
-  const bool issued = issueOp(wi, pc, horizon);
-  if (issued && !isa_.empty()) isaInstructions_ += isa_[pc].all;  // a deferred op counts when it issues
-  return issued;
+  if (!issueOp(wi, pc, horizon)) return false;
+  if (isa_.empty()) return true;
+  isaInstructions_ += isaDue(wi, pc, true).all;  // a deferred op counts when it issues
+  if (loopStart_[pc]) ++epochs_[wi * (static_cast<size_t>(maxIrDepth_) + 1) + loopStart_[pc]];
+  return true;
+}
+
+TimingModel::IsaPart TimingModel::isaDue(uint32_t wi, int32_t pc, bool take) {
+  const IsaCharge& ch = isa_[pc];
+  IsaPart due = ch.every;
+  for (const IsaPart& h : ch.hoisted) {
+    const int64_t epoch = epochs_[wi * (static_cast<size_t>(maxIrDepth_) + 1) + h.depth];
+    int64_t& stamp = stamps_[wi * static_cast<size_t>(hoistedParts_) + h.stamp];
+    if (stamp == epoch) continue;
+    due += h;
+    if (take) stamp = epoch;
+  }
+  return due;
 }
 
 bool TimingModel::issueOp(uint32_t wi, int32_t pc, double horizon) {
@@ -134,7 +188,7 @@ bool TimingModel::issueOp(uint32_t wi, int32_t pc, double horizon) {
   const bool isVarLoad = in.code < kSimIfBegin && code == ir::OpCode::VarLoad;
   const bool isVarStore = in.code < kSimIfBegin && code == ir::OpCode::VarStore;
   if (isVarLoad) input(in.var);
-  if (!isa_.empty() && isa_[pc].use) return issueIsa(wi, in, isa_[pc], opReady, mem, horizon);
+  if (!isa_.empty() && isa_[pc].use) return issueIsa(wi, pc, in, opReady, mem, horizon);
   if (cls == CostClass::Free) {  // a register view: the value is ready when its inputs are
     const uint32_t out = isVarStore ? in.var : in.res;
     if (out != kSimNoSlot) {
@@ -230,9 +284,9 @@ bool TimingModel::issueOp(uint32_t wi, int32_t pc, double horizon) {
   return true;
 }
 
-bool TimingModel::issueIsa(uint32_t wi, const SimInst& in, const IsaCharge& ch, double opReady, bool mem,
-                           double horizon) {
+bool TimingModel::issueIsa(uint32_t wi, int32_t pc, const SimInst& in, double opReady, bool mem, double horizon) {
   Wave& w = w_[wi];
+  const IsaPart ch = isaDue(wi, pc, false);
   const auto code = static_cast<ir::OpCode>(in.code);
   const uint32_t out = in.code < kSimIfBegin && code == ir::OpCode::VarStore ? in.var : in.res;
   const int n = ch.s + ch.v + ch.t + ch.c;

@@ -102,14 +102,34 @@ class TimingModel {
   std::vector<bool> scalar_;      // per flat instruction: an integer op on wave-uniform values (SALU)
   // TimingParams::isa: per flat instruction, the attributed instructions its issue charges (use:
   // instead of its class cost) by pipe, and `all` its op's attributed instructions (the ISA count).
+  // `every` issue each execution; a hoisted part (compiled at loop depth `depth`, below the op's
+  // IR depth) issues at the op's first execution in each iteration of its depth-`depth` loop.
+  struct IsaPart {
+    int32_t s = 0, v = 0, t = 0, c = 0, all = 0;
+    int32_t depth = 0, stamp = 0;  // hoisted: the loop depth it runs at, its index in stamps_
+    IsaPart& operator+=(const IsaPart& o) {
+      s += o.s, v += o.v, t += o.t, c += o.c, all += o.all;
+      return *this;
+    }
+  };
   struct IsaCharge {
     bool use = false;
-    int32_t s = 0, v = 0, t = 0, c = 0, all = 0;
+    IsaPart every;
+    std::vector<IsaPart> hoisted;
   };
   std::vector<IsaCharge> isa_;
   int64_t isaInstructions_ = 0, isaUnowned_ = 0;
+  // The flat program's loops: per instruction its IR loop depth, and the depth of the loop whose
+  // iteration it starts (a for's check, a while's first condition op; else 0). Per wave: epochs_
+  // counts the iterations started at each depth, stamps_ the epoch each hoisted part last issued in.
+  std::vector<int32_t> irDepth_, loopStart_;
+  int maxIrDepth_ = 0, hoistedParts_ = 0;
+  std::vector<int64_t> epochs_, stamps_;
+  // The ISA instructions wave wi's instruction `pc` issues now (the hoisted parts due marked issued
+  // when `take`).
+  IsaPart isaDue(uint32_t wi, int32_t pc, bool take);
   bool issueOp(uint32_t wi, int32_t pc, double horizon);
-  bool issueIsa(uint32_t wi, const SimInst& in, const IsaCharge& ch, double opReady, bool mem, double horizon);
+  bool issueIsa(uint32_t wi, int32_t pc, const SimInst& in, double opReady, bool mem, double horizon);
   std::vector<double> ready_;
   std::vector<uint8_t> fromMem_;
   std::vector<double> pipes_;
