@@ -213,6 +213,40 @@ TEST_CASE("attention launch: bit-exact on the Sim in atom mode and a full layer 
   }
 }
 
+TEST_CASE("attention launch: a NaN V byte reaches only the row and heads that read it", "[attention_launch]") {
+  // a full layer, a batch (each row its own sequence): V of key 5, channel 3 of row 0's sequence
+  // on rank 1 (its KV head) := NaN reaches exactly channel 3 of row 0's query heads on rank 1
+  const ModelConfig cfg = ModelConfig::reduced();
+  const int S = 3, TP = 4;
+  AttentionKnobs knobs;
+  knobs.fullLayer = true;
+  const AttentionVariant v = AttentionVariant::make(cfg, makeAttentionKey(cfg, S, TP, knobs));
+  const ir::Plan plan = buildAttentionPlan(v);
+  AttentionInputOptions o;
+  o.fullLayer = true;
+  o.context = 130;
+  AttentionLaunch in = makeAttentionLaunch(cfg, S, TP, 11, o);
+  const AttentionResult clean = attentionReference(cfg, in);
+  AttentionCaches& c = in.caches[1];
+  const auto pt = c.kv.pageOfKey(in.rows.tables[0], 5, 0);
+  c.vView()[c.kv.vByte(pt.page, pt.token, 3)] = 0x7f;
+  const AttentionResult ref = attentionReference(cfg, in);
+  const AttentionSimRun run = runAttentionOnSim(plan, v, in);
+  const int D = cfg.headDim, width = v.layout.shape.attnWidth();
+  for (int r = 0; r < TP; ++r) {
+    INFO("rank " << r);
+    CHECK(firstDiff(run.ranks[r].attn, ref.ranks[r].attn) == -1);
+    for (int t = 0; t < S; ++t)
+      for (int i = 0; i < width; ++i) {
+        const bool reached = r == 1 && t == 0 && i % D == 3;
+        const uint16_t got = run.ranks[r].attn[size_t(t) * width + i], was = clean.ranks[r].attn[size_t(t) * width + i];
+        INFO("row " << t << " column " << i);
+        if (reached) CHECK((got & 0x7fff) > 0x7f80);  // NaN
+        else if (got != was) CHECK(got == was);  // one CHECK a changed cell
+      }
+  }
+}
+
 TEST_CASE("attention launch: S x TP in vllm mode across a block edge, every pair", "[attention_launch][.slow]") {
   for (int S : {1, 3, 8})
     for (int TP : {1, 4, 8}) {
