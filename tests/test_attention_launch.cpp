@@ -108,6 +108,13 @@ void runCase(const Case& k) {
     CHECK(firstDiff(got.caches.indexKeys, want.caches.indexKeys) == -1);
     // the appends did write: the caches differ from the launch's inputs
     if (in.rows.live(0)) CHECK(firstDiff(got.caches.k, in.caches[r].k) != -1);
+    // each live (row, KV head)'s selection on sparse layers: blocks in slot order, sparse length
+    for (size_t i = 0; i < want.selections.size(); ++i) {
+      if (want.selections[i].blocks.empty()) continue;
+      INFO("selection " << i);
+      CHECK(got.selections[i].blocks == want.selections[i].blocks);
+      CHECK(got.selections[i].nCtx == want.selections[i].nCtx);
+    }
     // each live row's splits (o / l, m, l) and the attention rows
     REQUIRE(got.splits.size() == want.splits.size());
     for (size_t i = 0; i < want.splits.size(); ++i) {
@@ -142,12 +149,13 @@ TEST_CASE("attention launch: its own key and plan and the FFN key unchanged", "[
   CHECK_THROWS_AS(AttentionVariant::make(cfg, bad), InputError);
   const ir::Plan plan = buildAttentionPlan(cfg, k);
   ir::verify(plan);
-  REQUIRE(plan.stages.size() == 5);
+  REQUIRE(plan.stages.size() == 6);
   CHECK(plan.stages[0].name == "attn_norm");
   CHECK(plan.stages[1].name == "attn_gemv");
   CHECK(plan.stages[2].name == "attn_heads");
-  CHECK(plan.stages[3].name == "attn_split");
-  CHECK(plan.stages[4].name == "attn_merge");
+  CHECK(plan.stages[3].name == "attn_index");
+  CHECK(plan.stages[4].name == "attn_split");
+  CHECK(plan.stages[5].name == "attn_merge");
 }
 
 TEST_CASE("attention launch: bit-exact on the Sim for S x TP in vllm mode across a block edge", "[attention_launch]") {
@@ -198,9 +206,15 @@ TEST_CASE("attention launch: bit-exact on the Sim in atom mode and a full layer 
     k.kvScale = 0.25f / 448.0f;
     runCase(k);
   }
-  SECTION("atom race detector S 2 TP 8") {
+  SECTION("vllm sparse past 16 blocks S 3 TP 4") {
+    k.mode = CacheMode::Vllm;
+    k.context = 2049;  // 17 blocks: scored, the local block pinned, the top 16 (the tail last)
+    runCase(k);
+  }
+  SECTION("atom race detector S 2 TP 8 past 16 blocks") {
     k.S = 2;
     k.TP = 8;
+    k.context = 2100;
     k.races = true;
     runCase(k);
   }
@@ -247,7 +261,7 @@ TEST_CASE("attention launch: a NaN V byte reaches only the row and heads that re
   }
 }
 
-TEST_CASE("attention launch: S x TP in vllm mode across a block edge, every pair", "[attention_launch][.slow]") {
+TEST_CASE("attention launch: every S x TP pair in vllm mode across a block edge", "[attention_launch][.slow]") {
   for (int S : {1, 3, 8})
     for (int TP : {1, 4, 8}) {
       Case k;
@@ -258,12 +272,23 @@ TEST_CASE("attention launch: S x TP in vllm mode across a block edge, every pair
     }
 }
 
+TEST_CASE("attention launch: a long request past 512 blocks", "[attention_launch][.slow]") {
+  for (CacheMode mode : {CacheMode::Vllm, CacheMode::Atom}) {
+    Case k;
+    k.S = 2;
+    k.TP = 4;
+    k.mode = mode;
+    k.context = 513 * 128 + 5;
+    DYNAMIC_SECTION(cacheModeName(mode)) { runCase(k); }
+  }
+}
+
 TEST_CASE("attention launch: the slow matrix", "[attention_launch][.slow]") {
   for (CacheMode mode : {CacheMode::Vllm, CacheMode::Atom})
     for (bool full : {false, true})
       for (int S : {1, 2, 9, 16})
         for (int TP : {1, 2, 4, 8})
-          for (int context : {1, 126, 255, 383}) {
+          for (int context : {1, 126, 255, 383, 2047, 2300}) {
             Case k;
             k.S = S;
             k.TP = TP;

@@ -21,7 +21,8 @@ inline constexpr const char *kX = "x", *kRes = "res", *kResOut = "res_out", *kGI
                             *kVScale = "v_scale", *kIndexCache = "index_cache", *kQ = "q", *kWQkv = "w_qkv",
                             *kSQkv = "s_qkv", *kErr = "err", *kTag = "tag", *kWaitTicks = "wait_ticks",
                             *kSeqLens = "seq_lens", *kBlockTables = "block_tables", *kTableStride = "table_stride",
-                            *kAttn = "attn", *kHeadsCount = "heads_count";
+                            *kAttn = "attn", *kHeadsCount = "heads_count",
+                            *kIndexTables = "index_block_tables";
 }  // namespace attn_arg
 
 struct AttentionContext {

@@ -74,6 +74,9 @@ std::vector<KernelArg> attentionArgs(const AttentionVariant& v) {
     args.push_back(tensor(n::kIq, Scalar::BF16, {S, sh.indexHeads, sh.indexDim}, ArgRole::Output,
                           "bf16 [S, index heads, index_dim]: the index q as the indexer scores with it (vllm: "
                           "through E4M3 at unit scale)"));
+  if (!atom && !v.knobs.fullLayer)
+    args.push_back(tensor(n::kIndexTables, Scalar::I32, {S, 0}, ArgRole::Input,
+                          "i32 [S, table_stride]: each row's index block-table row (physical index pages)"));
   args.push_back(tensor(n::kAttn, Scalar::BF16, {S, sh.attnWidth()}, ArgRole::Output,
                         "bf16 [S, q heads x head_dim]: the attention rows (the attn.rR slice o_proj reads)"));
   KernelArg err = tensor(n::kErr, Scalar::I32, {2}, ArgRole::Control,
@@ -135,15 +138,24 @@ ir::Plan buildAttentionPlan(const AttentionVariant& v) {
                                        "pairs [S]: a row's q, index q and cache inserts are written"});
   plan.regions.push_back(ir::MemRegion{"SRDY", attn_arg::kScratch, L.srdyOffset, 8 * int64_t{L.splitTasks},
                                        "pairs [splits]: a split's o, m, l are written"});
+  plan.regions.push_back(ir::MemRegion{"SEL", attn_arg::kScratch, L.selOffset,
+                                       4 * int64_t{L.rows} * L.shape.kvHeads * kSelWords,
+                                       "i32 [S x kvHeads][32]: each selection's blocks in slot order, then its length"});
+  plan.regions.push_back(ir::MemRegion{"IRDY", attn_arg::kScratch, L.irdyOffset, 8 * int64_t{L.rows} * L.shape.kvHeads,
+                                       "pairs [S x kvHeads]: a selection is written"});
   plan.flags.push_back(ir::FlagArray{"XRDY", "XRDY", L.rows, false, "attn_norm's rows", false});
   plan.flags.push_back(ir::FlagArray{"QRDY", "QRDY", L.qkvTiles, false, "attn_gemv's tiles", false});
   plan.flags.push_back(ir::FlagArray{"HRDY", "HRDY", L.rows, false, "attn_heads' rows (the last task of a row publishes)", false});
+  if (L.index.tasks > 0)
+    plan.flags.push_back(ir::FlagArray{"IRDY", "IRDY", L.index.tasks, false, "attn_index's selections", false});
   plan.flags.push_back(ir::FlagArray{"SRDY", "SRDY", L.splitTasks, false, "attn_split's splits", false});
   plan.pools.push_back(ir::LdsPool{"red", 0, L.ldsBytes, "",
                                    "f32: the norm's group sums and wave maxima; the GEMV's wave accumulators "
                                    "[waves][16][16]; the split's wave maxima, l sums, P8 and PV"});
   plan.ldsBytes = L.ldsBytes;
-  for (const AttentionStageDef* d : attentionStages()) plan.stages.push_back(d->record(L));
+  // a stage without tasks at this variant (attn_index on full layers) is left out
+  for (const AttentionStageDef* d : attentionStages())
+    if (d->placement(L).tasks > 0) plan.stages.push_back(d->record(L));
   plan.facts = {
       {"hidden", std::to_string(L.hidden)},
       {"S", std::to_string(L.rows)},
@@ -158,7 +170,7 @@ ir::Plan buildAttentionPlan(const AttentionVariant& v) {
   ir::Builder b(plan.kernel);
   AttentionContext c(v, plan, b);
   for (const AttentionStageDef* d : attentionStages())
-    c.stage(plan.stageIndex(d->placement(L).name), [&] { d->body(c); });
+    if (d->placement(L).tasks > 0) c.stage(plan.stageIndex(d->placement(L).name), [&] { d->body(c); });
   return plan;
 }
 

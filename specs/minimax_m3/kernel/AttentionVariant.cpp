@@ -109,18 +109,23 @@ AttentionVariant AttentionVariant::make(const ModelConfig& cfg, const ir::Key& k
   L.qrdyOffset = L.xrdyOffset + align(8 * int64_t{L.rows});
   L.hrdyOffset = L.qrdyOffset + align(8 * int64_t{L.qkvTiles});
   L.srdyOffset = L.hrdyOffset + align(8 * int64_t{L.rows});
-  L.scratchBytes = L.srdyOffset + align(8 * int64_t{L.splitTasks});
+  const int64_t sels = int64_t{L.rows} * L.shape.kvHeads;
+  L.selOffset = L.srdyOffset + align(8 * int64_t{L.splitTasks});
+  L.irdyOffset = L.selOffset + align(4 * sels * kSelWords);
+  L.scratchBytes = L.irdyOffset + align(8 * sels);
   L.splitLdsM = 0;
   L.splitLdsL = L.splitLdsM + 4 * int64_t{L.waves} * 16;
   L.splitLdsV = L.splitLdsL + 4 * int64_t{L.waves} * 16;
   L.splitLdsP = L.splitLdsV + 4 * int64_t{L.waves};
   L.splitLdsPv = L.splitLdsP + int64_t{L.waves} * 16 * 32;
   L.ldsBytes = std::max({int64_t{4} * (32 + L.waves), 4 * int64_t{L.waves} * 16 * 16,
-                         L.splitLdsPv + 4 * int64_t{L.waves} * 16 * L.shape.headDim});
+                         L.splitLdsPv + 4 * int64_t{L.waves} * 16 * L.shape.headDim,
+                         int64_t{4} * kMaxIndexBlocks});
 
   L.norm = Placement{"attn_norm", L.rows, 0};
   L.gemv = Placement{"attn_gemv", L.qkvTiles, 0};
   L.heads = Placement{"attn_heads", int64_t{L.rows} * L.headTasks, L.rows % L.blocks};
+  L.index = Placement{"attn_index", v.knobs.fullLayer ? 0 : sels, (L.rows + L.heads.tasks) % L.blocks};
   L.split = Placement{"attn_split", L.splitTasks, 0};
   L.merge = Placement{"attn_merge", L.rows, L.splitTasks % L.blocks};
   return v;

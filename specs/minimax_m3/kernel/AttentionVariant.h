@@ -19,6 +19,12 @@ inline constexpr int32_t kSiteAttnGemv = 32;   // attn_gemv: XRDY of every row
 inline constexpr int32_t kSiteAttnHeads = 33;  // attn_heads: QRDY of every w_qkv row tile
 inline constexpr int32_t kSiteAttnSplit = 34;  // attn_split: HRDY of every row
 inline constexpr int32_t kSiteAttnMerge = 35;  // attn_merge: SRDY of the row's splits
+inline constexpr int32_t kSiteAttnIndex = 36;  // attn_index: HRDY of every row
+inline constexpr int32_t kSiteAttnSplitSel = 37;  // attn_split (sparse): IRDY of its (row, KV head)
+/// Blocks a row the indexer ranks at most (its keys in LDS): 2^20 positions of 128.
+inline constexpr int kMaxIndexBlocks = 8192;
+/// A selection's words in scratch: the topk blocks in slot order, then the sparse length.
+inline constexpr int kSelWords = 32;
 
 /// The attention launch's knobs: the cache mode (vllm, the default, or atom) and the layer type
 /// (sparse, the default, or full: no index rows, no index key).
@@ -57,6 +63,8 @@ struct AttentionLaunchLayout {
   int64_t qrdyOffset = 0;    // pairs [qkvTiles]: attn_gemv's tile done
   int64_t hrdyOffset = 0;    // pairs [S]: a row's q, index q and cache inserts are written
   int64_t srdyOffset = 0;    // pairs [splitTasks]: a split's outputs are written
+  int64_t selOffset = 0;     // i32 [S x kvHeads][kSelWords]: each selection (sparse layers)
+  int64_t irdyOffset = 0;    // pairs [S x kvHeads]: a selection is written
   int64_t scratchBytes = 0;
   // LDS "red": the norm's group sums (32 f32) and wave maxima (waves f32); the GEMV's wave
   // accumulators f32 [waves][16 rows][16 tokens]; the split's (splitLds*)
@@ -64,7 +72,7 @@ struct AttentionLaunchLayout {
   // the split's LDS: wave maxima and l sums f32 [waves][16 heads], the tile's V scale maxima f32
   // [waves], P8 [waves][16 heads][32 keys], the waves' PV f32 [waves][16 heads][headDim]
   int64_t splitLdsM = 0, splitLdsL = 0, splitLdsV = 0, splitLdsP = 0, splitLdsPv = 0;
-  Placement norm, gemv, heads, split, merge;
+  Placement norm, gemv, heads, index, split, merge;
 };
 
 struct AttentionVariant {

@@ -79,6 +79,7 @@ AttentionSimRun runAttentionOnSim(const ir::Plan& plan, const AttentionVariant& 
     m[n::kQ] = mem.alloc(static_cast<int64_t>(qn * 2), r, n::kQ);
     m[n::kSeqLens] = upload(mem, r, n::kSeqLens, in.rows.seqLens);
     m[n::kBlockTables] = upload(mem, r, n::kBlockTables, in.rows.tables);
+    m[n::kIndexTables] = upload(mem, r, n::kIndexTables, in.rows.indexTables);
     m[n::kTableStride] = static_cast<uint64_t>(in.rows.tableWidth);
     m[n::kAttn] = mem.alloc(static_cast<int64_t>(an * 2), r, n::kAttn);
     for (const ir::KernelArg& a : plan.args) {
@@ -118,6 +119,14 @@ AttentionSimRun runAttentionOnSim(const ir::Plan& plan, const AttentionVariant& 
       k.splits[i].o = download<uint16_t>(mem, base + L.splitOOffset + uint64_t(2) * i * G * D, size_t(G) * D);
       k.splits[i].m = download<float>(mem, base + L.splitMOffset + uint64_t(4) * i * G, size_t(G));
       k.splits[i].l = download<float>(mem, base + L.splitLOffset + uint64_t(4) * i * G, size_t(G));
+    }
+    k.selections.resize(static_cast<size_t>(L.rows) * L.shape.kvHeads);
+    for (size_t i = 0; i < k.selections.size() && !v.knobs.fullLayer; ++i) {
+      if (!in.rows.live(static_cast<int>(i) / L.shape.kvHeads)) continue;
+      const auto w = download<int32_t>(mem, m.at(n::kScratch) + L.selOffset + uint64_t(4) * kSelWords * i,
+                                       size_t(L.shape.topk) + 1);
+      k.selections[i].blocks.assign(w.begin(), w.begin() + L.shape.topk);
+      k.selections[i].nCtx = w[L.shape.topk];
     }
     run.ranks.push_back(std::move(k));
   }

@@ -25,6 +25,7 @@ struct AttentionSimRank {
   std::vector<uint16_t> attn;    // bf16 [S, qHeads x headDim]: the attention rows
   std::vector<int32_t> headsCount;  // [S]: heads_count after the launch (0: every row's last task reset it)
   std::vector<uint64_t> hrdy;    // [S]: the HRDY pairs (value | tag << 32)
+  std::vector<Selection> selections;  // [S x kvHeads] (sparse layers, live rows; blocks and nCtx)
 };
 struct AttentionSimRun {
   std::vector<AttentionSimRank> ranks;

@@ -46,7 +46,24 @@ void stageAttnSplit(AttentionContext& c, Val task) {
   Val t = task / c.i32(kAttnSplits * KV);
   Val live = b.load(Type::i64(), b.ptrAdd(c.arg(a::kSlots), t * c.i32(8))) >= b.i64(0);
 
-  Val n = b.named(b.load(Type::i32(), b.ptrAdd(c.arg(a::kSeqLens), t * c.i32(4))), "n");
+  // the attended keys: a full layer's 0 .. seq - 1; a sparse layer's selection (blocks in slot
+  // order, its sparse length), once attn_index has published it
+  const bool sparse = !c.variant.knobs.fullLayer;
+  Val sel = b.ptrAdd(c.arg(a::kScratch), c.i32(L.selOffset) + (t * c.i32(KV) + h) * c.i32(4 * kSelWords));
+  ir::Var nVar = b.var(c.i32(0), "n");
+  b.if_(live, [&] {
+    if (sparse) {
+      b.if_(c.tid == c.i32(0), [&] {
+        c.await(c.pairAt(L.irdyOffset, t * c.i32(KV) + h), kSiteAttnSplitSel, t * c.i32(KV) + h);
+      });
+    }
+  });
+  c.ctaSync(false);
+  b.if_(live, [&] {
+    b.set(nVar, sparse ? b.load(Type::i32(), b.ptrAdd(sel, c.i32(4 * sh.topk)))
+                       : b.load(Type::i32(), b.ptrAdd(c.arg(a::kSeqLens), t * c.i32(4))));
+  });
+  Val n = b.named(b.get(nVar), "n");
   Val begin, end, first, last;
   if (spans) {
     Val span = (n + c.i32(kAttnSplits - 1)) / c.i32(kAttnSplits);
@@ -136,7 +153,11 @@ void stageAttnSplit(AttentionContext& c, Val task) {
       for (int p = 0; p < 2; ++p) {
         Val i = key0 + c.i32(16 * p) + T.bCol();
         valid[p] = validOf(i);
-        Val pos = b.min(i, n - c.i32(1));  // full layer: key i is position i
+        Val ic = b.min(i, n - c.i32(1));  // full layer: key i is position i
+        Val pos = ic;
+        if (sparse)
+          pos = b.load(Type::i32(), b.ptrAdd(sel, (ic / c.i32(sh.block)) * c.i32(4))) * c.i32(sh.block) +
+                ic % c.i32(sh.block);
         Val entry = b.sext(b.load(Type::i32(), b.ptrAdd(tables, (pos / c.i32(sh.block)) * c.i32(4))), Type::i64());
         Val inBlock = b.sext((pos % c.i32(sh.block)) / c.i32(kPage16), Type::i64());
         Val page = atom ? (entry * b.i64(KV) + b.sext(h, Type::i64())) * b.i64(sh.block / kPage16) + inBlock
@@ -286,7 +307,11 @@ void stageAttnSplit(AttentionContext& c, Val task) {
 
 extern const AttentionStageDef kAttnSplitStage = {
     [](const AttentionLaunchLayout& L) { return L.split; },
-    [](const AttentionLaunchLayout& L) { return std::vector<ir::FlagUse>{{"HRDY", L.rows}}; },
+    [](const AttentionLaunchLayout& L) {
+      std::vector<ir::FlagUse> w{{"HRDY", L.rows}};
+      if (L.index.tasks > 0) w.push_back({"IRDY", L.index.tasks});
+      return w;
+    },
     [](const AttentionLaunchLayout& L) { return std::vector<ir::FlagUse>{{"SRDY", L.splitTasks}}; },
     [](const AttentionLaunchLayout& L) {
       return fmt::format("(row, KV head, split of {}) a task, {} query heads: 256-key tiles, 32 keys a wave; FP8 MFMA "
