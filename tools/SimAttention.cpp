@@ -45,6 +45,17 @@ std::string firstMismatch(const mm::AttentionLaunch& in, const mm::AttentionResu
           diff("v_scale", R, got.caches.vScale, want.caches.vScale),
           diff("index_cache", R, got.caches.indexKeys, want.caches.indexKeys)})
       if (!d.empty()) return d;
+    if (const std::string d = diff("attn", R, got.attn, want.attn); !d.empty()) return d;
+    for (size_t i = 0; i < want.selections.size(); ++i)
+      if (!want.selections[i].blocks.empty() &&
+          (got.selections[i].blocks != want.selections[i].blocks || got.selections[i].nCtx != want.selections[i].nCtx))
+        return fmt::format("selection.r{}[{}]", R, i);
+    for (size_t i = 0; i < want.splits.size(); ++i)
+      if (!want.splits[i].o.empty())
+        for (const std::string& d : {diff("split_o", R, got.splits[i].o, want.splits[i].o),
+                                     diff("split_m", R, got.splits[i].m, want.splits[i].m),
+                                     diff("split_l", R, got.splits[i].l, want.splits[i].l)})
+          if (!d.empty()) return fmt::format("{} of split {}", d, i);
     for (int t = 0; t < in.S; ++t) {
       if (!in.rows.live(t)) continue;
       const mm::NormedRow nr = mm::normRow(&in.x[size_t(t) * hidden], &in.res[size_t(t) * hidden],

@@ -13,6 +13,8 @@ AttentionContext::AttentionContext(const AttentionVariant& v, const ir::Plan& pl
 
 Val AttentionContext::arg(const char* name) { return b.arg(plan_->argIndex(name), Type::ptr(AddrSpace::Global), name); }
 
+Val AttentionContext::scalarI32(const char* name) { return b.arg(plan_->argIndex(name), Type::i32(), name); }
+
 void AttentionContext::stage(int index, const std::function<void()>& body) {
   b.stage(index, [&] {
     tid = b.named(b.tid(), "tid");

@@ -19,7 +19,10 @@ inline constexpr const char *kX = "x", *kRes = "res", *kResOut = "res_out", *kGI
                             *kPositions = "positions", *kSlots = "slots", *kIndexSlots = "index_slots",
                             *kKCache = "k_cache", *kVCache = "v_cache", *kKScale = "k_scale",
                             *kVScale = "v_scale", *kIndexCache = "index_cache", *kQ = "q", *kWQkv = "w_qkv",
-                            *kSQkv = "s_qkv", *kErr = "err", *kTag = "tag", *kWaitTicks = "wait_ticks";
+                            *kSQkv = "s_qkv", *kErr = "err", *kTag = "tag", *kWaitTicks = "wait_ticks",
+                            *kSeqLens = "seq_lens", *kBlockTables = "block_tables", *kTableStride = "table_stride",
+                            *kAttn = "attn", *kHeadsCount = "heads_count",
+                            *kIndexTables = "index_block_tables";
 }  // namespace attn_arg
 
 struct AttentionContext {
@@ -46,6 +49,8 @@ struct AttentionContext {
   ir::Val pairAt(int64_t offset, ir::Val index);
   /// Publishes the launch's tag to the pair (release, agent scope).
   void publish(ir::Val pair);
+  /// An i32 scalar argument of the Plan, by name.
+  ir::Val scalarI32(const char* name);
   /// Waits for the launch's tag at the pair (acquire, agent scope); past waitTicks the error word
   /// gets site | token << 16.
   void await(ir::Val pair, int site, ir::Val token);

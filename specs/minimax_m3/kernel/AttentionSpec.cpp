@@ -52,29 +52,44 @@ std::vector<KernelArg> attentionArgs(const AttentionVariant& v) {
       tensor(n::kPositions, Scalar::I64, {S}, ArgRole::Input, "i64 [S]: each row's position"),
       tensor(n::kSlots, Scalar::I64, {S}, ArgRole::Input, "i64 [S]: each row's cache slot (-1: padded)"),
       tensor(n::kIndexSlots, Scalar::I64, {S}, ArgRole::Input, "i64 [S]: each row's index-cache slot (vllm)"),
-      tensor(n::kKCache, Scalar::I8, {0}, ArgRole::Output,
-             atom ? "e4m3 [pages, 16, head_dim]: the K cache (the caller's blocks)"
-                  : "e4m3: the packed main cache, K then V half a block (the caller's blocks)"),
+      tensor(n::kSeqLens, Scalar::I32, {S}, ArgRole::Input, "i32 [S]: the keys each row attends (its position + 1)"),
+      tensor(n::kBlockTables, Scalar::I32, {S, 0}, ArgRole::Input,
+             "i32 [S, table_stride]: each row's block-table row (vllm: 2 kvHeads x the block id; atom: the id)"),
+      tensor(n::kKCache, Scalar::I8, {0}, ArgRole::Input,
+             atom ? "e4m3 [pages, 16, head_dim]: the K cache (the caller's blocks), read and appended"
+                  : "e4m3: the packed main cache, K then V half a block (the caller's blocks), read and appended"),
   };
-  if (atom) args.push_back(tensor(n::kVCache, Scalar::I8, {0}, ArgRole::Output, "e4m3 [pages, head_dim, 16]: the V cache"));
-  args.push_back(tensor(n::kKScale, Scalar::F32, {atom ? 0 : 1}, atom ? ArgRole::Output : ArgRole::Input,
-                        atom ? "f32 [pages x 16]: K's per-token scales, written" : "f32 [1]: K's scale"));
-  args.push_back(tensor(n::kVScale, Scalar::F32, {atom ? 0 : 1}, atom ? ArgRole::Output : ArgRole::Input,
-                        atom ? "f32 [pages x 16]: V's per-token scales, written" : "f32 [1]: V's scale"));
-  args.push_back(tensor(n::kIndexCache, Scalar::I8, {0}, ArgRole::Output,
-                        "e4m3 [blocks, block, index_dim]: the index-key cache"));
+  // the caches are the host's state: read (the context) and appended to, so Input
+  if (atom)
+    args.push_back(tensor(n::kVCache, Scalar::I8, {0}, ArgRole::Input, "e4m3 [pages, head_dim, 16]: the V cache, read and appended"));
+  args.push_back(tensor(n::kKScale, Scalar::F32, {atom ? 0 : 1}, ArgRole::Input,
+                        atom ? "f32 [pages x 16]: K's per-token scales, read and appended" : "f32 [1]: K's scale"));
+  args.push_back(tensor(n::kVScale, Scalar::F32, {atom ? 0 : 1}, ArgRole::Input,
+                        atom ? "f32 [pages x 16]: V's per-token scales, read and appended" : "f32 [1]: V's scale"));
+  args.push_back(tensor(n::kIndexCache, Scalar::I8, {0}, ArgRole::Input,
+                        "e4m3 [blocks, block, index_dim]: the index-key cache, read and appended"));
   args.push_back(tensor(n::kQ, Scalar::BF16, {S, sh.qHeads, sh.headDim}, ArgRole::Output,
                         "bf16 [S, q heads, head_dim]: q after norm + RoPE, as the split reads it"));
   if (!v.knobs.fullLayer)
     args.push_back(tensor(n::kIq, Scalar::BF16, {S, sh.indexHeads, sh.indexDim}, ArgRole::Output,
                           "bf16 [S, index heads, index_dim]: the index q as the indexer scores with it (vllm: "
                           "through E4M3 at unit scale)"));
+  if (!atom && !v.knobs.fullLayer)
+    args.push_back(tensor(n::kIndexTables, Scalar::I32, {S, 0}, ArgRole::Input,
+                          "i32 [S, table_stride]: each row's index block-table row (physical index pages)"));
+  args.push_back(tensor(n::kAttn, Scalar::BF16, {S, sh.attnWidth()}, ArgRole::Output,
+                        "bf16 [S, q heads x head_dim]: the attention rows (the attn.rR slice o_proj reads)"));
   KernelArg err = tensor(n::kErr, Scalar::I32, {2}, ArgRole::Control,
                          "i32 [2]: the error word (first failure: site | token << 16) and the failure count; zero it once");
   err.align = 4;
   args.push_back(err);
+  KernelArg cnt = tensor(n::kHeadsCount, Scalar::I32, {S}, ArgRole::Control,
+                         "i32 [S]: attn_heads' tasks done a row, 0 between launches (the last resets it); zero it once");
+  cnt.align = 4;
+  args.push_back(cnt);
   for (auto [name, elem, doc] : {std::tuple{n::kTag, Scalar::I32, "i32: this launch's tag, 1 .. 2^30, a new one each launch"},
-                                 std::tuple{n::kWaitTicks, Scalar::I64, "i64: a wait's bound in 100 MHz realtime ticks"}}) {
+                                 std::tuple{n::kWaitTicks, Scalar::I64, "i64: a wait's bound in 100 MHz realtime ticks"},
+                                 std::tuple{n::kTableStride, Scalar::I32, "i32: block_tables' row stride in entries"}}) {
     KernelArg a;
     a.name = name;
     a.isPointer = false;
@@ -112,11 +127,35 @@ ir::Plan buildAttentionPlan(const AttentionVariant& v) {
                                        "pairs [S]: a row's x8, x_scale and rstd are written"});
   plan.regions.push_back(ir::MemRegion{"QRDY", attn_arg::kScratch, L.qrdyOffset, 8 * int64_t{L.qkvTiles},
                                        "pairs [w_qkv tiles]: a 16-row tile of QKV is written"});
+  plan.regions.push_back(ir::MemRegion{"SPLIT_O", attn_arg::kScratch, L.splitOOffset,
+                                       2 * int64_t{L.splitTasks} * L.shape.qGroup * L.shape.headDim,
+                                       "bf16 [S x kvHeads x 8, qGroup, headDim]: each split's o / l"});
+  plan.regions.push_back(ir::MemRegion{"SPLIT_M", attn_arg::kScratch, L.splitMOffset,
+                                       4 * int64_t{L.splitTasks} * L.shape.qGroup, "f32 [splits, qGroup]: each split's m"});
+  plan.regions.push_back(ir::MemRegion{"SPLIT_L", attn_arg::kScratch, L.splitLOffset,
+                                       4 * int64_t{L.splitTasks} * L.shape.qGroup, "f32 [splits, qGroup]: each split's l"});
+  plan.regions.push_back(ir::MemRegion{"HRDY", attn_arg::kScratch, L.hrdyOffset, 8 * int64_t{L.rows},
+                                       "pairs [S]: a row's q, index q and cache inserts are written"});
+  plan.regions.push_back(ir::MemRegion{"SRDY", attn_arg::kScratch, L.srdyOffset, 8 * int64_t{L.splitTasks},
+                                       "pairs [splits]: a split's o, m, l are written"});
+  plan.regions.push_back(ir::MemRegion{"SEL", attn_arg::kScratch, L.selOffset,
+                                       4 * int64_t{L.rows} * L.shape.kvHeads * kSelWords,
+                                       "i32 [S x kvHeads][32]: each selection's blocks in slot order, then its length"});
+  plan.regions.push_back(ir::MemRegion{"IRDY", attn_arg::kScratch, L.irdyOffset, 8 * int64_t{L.rows} * L.shape.kvHeads,
+                                       "pairs [S x kvHeads]: a selection is written"});
   plan.flags.push_back(ir::FlagArray{"XRDY", "XRDY", L.rows, false, "attn_norm's rows", false});
   plan.flags.push_back(ir::FlagArray{"QRDY", "QRDY", L.qkvTiles, false, "attn_gemv's tiles", false});
-  plan.pools.push_back(ir::LdsPool{"red", 0, L.ldsBytes, "", "f32: the norm's group sums and wave maxima; the GEMV's wave accumulators [waves][16][16]"});
+  plan.flags.push_back(ir::FlagArray{"HRDY", "HRDY", L.rows, false, "attn_heads' rows (the last task of a row publishes)", false});
+  if (L.index.tasks > 0)
+    plan.flags.push_back(ir::FlagArray{"IRDY", "IRDY", L.index.tasks, false, "attn_index's selections", false});
+  plan.flags.push_back(ir::FlagArray{"SRDY", "SRDY", L.splitTasks, false, "attn_split's splits", false});
+  plan.pools.push_back(ir::LdsPool{"red", 0, L.ldsBytes, "",
+                                   "f32: the norm's group sums and wave maxima; the GEMV's wave accumulators "
+                                   "[waves][16][16]; the split's wave maxima, l sums, P8 and PV"});
   plan.ldsBytes = L.ldsBytes;
-  for (const AttentionStageDef* d : attentionStages()) plan.stages.push_back(d->record(L));
+  // a stage without tasks at this variant (attn_index on full layers) is left out
+  for (const AttentionStageDef* d : attentionStages())
+    if (d->placement(L).tasks > 0) plan.stages.push_back(d->record(L));
   plan.facts = {
       {"hidden", std::to_string(L.hidden)},
       {"S", std::to_string(L.rows)},
@@ -131,7 +170,7 @@ ir::Plan buildAttentionPlan(const AttentionVariant& v) {
   ir::Builder b(plan.kernel);
   AttentionContext c(v, plan, b);
   for (const AttentionStageDef* d : attentionStages())
-    c.stage(plan.stageIndex(d->placement(L).name), [&] { d->body(c); });
+    if (d->placement(L).tasks > 0) c.stage(plan.stageIndex(d->placement(L).name), [&] { d->body(c); });
   return plan;
 }
 

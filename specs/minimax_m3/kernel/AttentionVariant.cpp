@@ -88,20 +88,46 @@ AttentionVariant AttentionVariant::make(const ModelConfig& cfg, const ir::Key& k
                                         L.shape.headDim, L.shape.indexDim, L.shape.rotaryDim));
   L.headUnits = L.shape.qHeads + 2 * L.shape.kvHeads + (v.knobs.fullLayer ? 0 : L.shape.indexHeads + 1);
   L.headTasks = (L.headUnits + L.waves - 1) / L.waves;
+  L.vTask0 = (L.shape.qHeads + L.shape.kvHeads) / L.waves;
+  L.vTasks = (L.shape.qHeads + 2 * L.shape.kvHeads - 1) / L.waves - L.vTask0 + 1;
+  L.splitTasks = L.rows * L.shape.kvHeads * kAttnSplits;
+  if (L.waves != 8 || L.shape.qGroup > 16 || L.shape.headDim % 32 != 0)
+    throw InputError(where, fmt::format("{} waves, {} query heads a KV head, head dim {}: the split expects 8 waves "
+                                        "(32 keys each), at most 16 heads (the MFMA's rows) and a multiple of 32",
+                                        L.waves, L.shape.qGroup, L.shape.headDim));
 
   auto align = [](int64_t x) { return (x + 255) / 256 * 256; };
   L.x8Offset = 0;
   L.xScaleOffset = align(int64_t{L.rows} * L.hidden);
   L.rstdOffset = L.xScaleOffset + align(4 * int64_t{L.rows});
   L.qkvOffset = L.rstdOffset + align(4 * int64_t{L.rows});
-  L.xrdyOffset = L.qkvOffset + align(2 * int64_t{L.rows} * L.qkvRows);
+  const int64_t G = L.shape.qGroup;
+  L.splitOOffset = L.qkvOffset + align(2 * int64_t{L.rows} * L.qkvRows);
+  L.splitMOffset = L.splitOOffset + align(2 * L.splitTasks * G * L.shape.headDim);
+  L.splitLOffset = L.splitMOffset + align(4 * L.splitTasks * G);
+  L.xrdyOffset = L.splitLOffset + align(4 * L.splitTasks * G);
   L.qrdyOffset = L.xrdyOffset + align(8 * int64_t{L.rows});
-  L.scratchBytes = L.qrdyOffset + align(8 * int64_t{L.qkvTiles});
-  L.ldsBytes = std::max<int64_t>(4 * (32 + L.waves), 4 * int64_t{L.waves} * 16 * 16);
+  L.hrdyOffset = L.qrdyOffset + align(8 * int64_t{L.qkvTiles});
+  L.srdyOffset = L.hrdyOffset + align(8 * int64_t{L.rows});
+  const int64_t sels = int64_t{L.rows} * L.shape.kvHeads;
+  L.selOffset = L.srdyOffset + align(8 * int64_t{L.splitTasks});
+  L.irdyOffset = L.selOffset + align(4 * sels * kSelWords);
+  L.scratchBytes = L.irdyOffset + align(8 * sels);
+  L.splitLdsM = 0;
+  L.splitLdsL = L.splitLdsM + 4 * int64_t{L.waves} * 16;
+  L.splitLdsV = L.splitLdsL + 4 * int64_t{L.waves} * 16;
+  L.splitLdsP = L.splitLdsV + 4 * int64_t{L.waves};
+  L.splitLdsPv = L.splitLdsP + int64_t{L.waves} * 16 * 32;
+  L.ldsBytes = std::max({int64_t{4} * (32 + L.waves), 4 * int64_t{L.waves} * 16 * 16,
+                         L.splitLdsPv + 4 * int64_t{L.waves} * 16 * L.shape.headDim,
+                         int64_t{4} * kMaxIndexBlocks});
 
   L.norm = Placement{"attn_norm", L.rows, 0};
   L.gemv = Placement{"attn_gemv", L.qkvTiles, 0};
   L.heads = Placement{"attn_heads", int64_t{L.rows} * L.headTasks, L.rows % L.blocks};
+  L.index = Placement{"attn_index", v.knobs.fullLayer ? 0 : sels, (L.rows + L.heads.tasks) % L.blocks};
+  L.split = Placement{"attn_split", L.splitTasks, 0};
+  L.merge = Placement{"attn_merge", L.rows, L.splitTasks % L.blocks};
   return v;
 }
 

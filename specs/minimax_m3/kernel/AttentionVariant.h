@@ -17,6 +17,14 @@ inline constexpr int kAttentionSpecVersion = 1;
 /// The attention launch's wait sites (the error word: site | token << 16; Sites.h's encoding).
 inline constexpr int32_t kSiteAttnGemv = 32;   // attn_gemv: XRDY of every row
 inline constexpr int32_t kSiteAttnHeads = 33;  // attn_heads: QRDY of every w_qkv row tile
+inline constexpr int32_t kSiteAttnSplit = 34;  // attn_split: HRDY of every row
+inline constexpr int32_t kSiteAttnMerge = 35;  // attn_merge: SRDY of the row's splits
+inline constexpr int32_t kSiteAttnIndex = 36;  // attn_index: HRDY of every row
+inline constexpr int32_t kSiteAttnSplitSel = 37;  // attn_split (sparse): IRDY of its (row, KV head)
+/// Blocks a row the indexer ranks at most (its keys in LDS): 2^20 positions of 128.
+inline constexpr int kMaxIndexBlocks = 8192;
+/// A selection's words in scratch: the topk blocks in slot order, then the sparse length.
+inline constexpr int kSelWords = 32;
 
 /// The attention launch's knobs: the cache mode (vllm, the default, or atom) and the layer type
 /// (sparse, the default, or full: no index rows, no index key).
@@ -39,18 +47,32 @@ struct AttentionLaunchLayout {
   /// the index key.
   int headUnits = 0;
   int headTasks = 0;  // tasks a row of the heads stage: ceil(headUnits / waves), one unit a wave
+  /// Row 0's heads tasks [vTask0, vTask0 + vTasks) hold the V units, which append every row's V:
+  /// row t > 0's inserts are done after its own headTasks tasks and those (heads_count counts them).
+  int vTask0 = 0, vTasks = 0;
+  int splitTasks = 0;  // S x kvHeads x 8: (row, local KV head, split) of the attention
   // scratch (per rank): the norm's outputs the GEMV reads
   int64_t x8Offset = 0;      // E4M3 [S, hidden]
   int64_t xScaleOffset = 0;  // f32 [S]
   int64_t rstdOffset = 0;    // f32 [S]
   int64_t qkvOffset = 0;     // bf16 [S, qkvRows]: the GEMV's rows
+  int64_t splitOOffset = 0;  // bf16 [splitTasks, qGroup, headDim]: each split's o / l
+  int64_t splitMOffset = 0;  // f32 [splitTasks, qGroup]: each split's m
+  int64_t splitLOffset = 0;  // f32 [splitTasks, qGroup]: each split's l
   int64_t xrdyOffset = 0;    // pairs [S]: attn_norm's row done (x8, x_scale, rstd)
   int64_t qrdyOffset = 0;    // pairs [qkvTiles]: attn_gemv's tile done
+  int64_t hrdyOffset = 0;    // pairs [S]: a row's q, index q and cache inserts are written
+  int64_t srdyOffset = 0;    // pairs [splitTasks]: a split's outputs are written
+  int64_t selOffset = 0;     // i32 [S x kvHeads][kSelWords]: each selection (sparse layers)
+  int64_t irdyOffset = 0;    // pairs [S x kvHeads]: a selection is written
   int64_t scratchBytes = 0;
   // LDS "red": the norm's group sums (32 f32) and wave maxima (waves f32); the GEMV's wave
-  // accumulators f32 [waves][16 rows][16 tokens]
+  // accumulators f32 [waves][16 rows][16 tokens]; the split's (splitLds*)
   int64_t ldsBytes = 0;
-  Placement norm, gemv, heads;
+  // the split's LDS: wave maxima and l sums f32 [waves][16 heads], the tile's V scale maxima f32
+  // [waves], P8 [waves][16 heads][32 keys], the waves' PV f32 [waves][16 heads][headDim]
+  int64_t splitLdsM = 0, splitLdsL = 0, splitLdsV = 0, splitLdsP = 0, splitLdsPv = 0;
+  Placement norm, gemv, heads, index, split, merge;
 };
 
 struct AttentionVariant {

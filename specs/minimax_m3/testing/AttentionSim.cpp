@@ -43,6 +43,7 @@ AttentionSimRun runAttentionOnSim(const ir::Plan& plan, const AttentionVariant& 
   const size_t SH = static_cast<size_t>(L.rows) * L.hidden;
   const size_t qn = static_cast<size_t>(L.rows) * L.shape.qHeads * L.shape.headDim;
   const size_t iqn = static_cast<size_t>(L.rows) * L.shape.indexHeads * L.shape.indexDim;
+  const size_t an = static_cast<size_t>(L.rows) * L.shape.attnWidth();
   std::vector<std::map<std::string, uint64_t>> at(static_cast<size_t>(L.tp));
   std::vector<std::vector<uint64_t>> args(static_cast<size_t>(L.tp));
   for (int r = 0; r < L.tp; ++r) {
@@ -58,6 +59,7 @@ AttentionSimRun runAttentionOnSim(const ir::Plan& plan, const AttentionVariant& 
     m[n::kWQkv] = upload(mem, r, n::kWQkv, in.weights.wQkv.at(r));
     m[n::kSQkv] = upload(mem, r, n::kSQkv, in.weights.sQkv.at(r));
     m[n::kErr] = upload(mem, r, n::kErr, std::vector<int32_t>{0, 0});
+    m[n::kHeadsCount] = upload(mem, r, n::kHeadsCount, std::vector<int32_t>(static_cast<size_t>(L.rows), 0));
     m[n::kTag] = static_cast<uint64_t>(static_cast<uint32_t>(tag));
     m[n::kWaitTicks] = static_cast<uint64_t>(waitTicks);
     m[n::kGQ] = upload(mem, r, n::kGQ, in.weights.gQ);
@@ -75,6 +77,11 @@ AttentionSimRun runAttentionOnSim(const ir::Plan& plan, const AttentionVariant& 
     m[n::kVScale] = upload(mem, r, n::kVScale, c.vScale);
     m[n::kIndexCache] = upload(mem, r, n::kIndexCache, c.indexKeys);
     m[n::kQ] = mem.alloc(static_cast<int64_t>(qn * 2), r, n::kQ);
+    m[n::kSeqLens] = upload(mem, r, n::kSeqLens, in.rows.seqLens);
+    m[n::kBlockTables] = upload(mem, r, n::kBlockTables, in.rows.tables);
+    m[n::kIndexTables] = upload(mem, r, n::kIndexTables, in.rows.indexTables);
+    m[n::kTableStride] = static_cast<uint64_t>(in.rows.tableWidth);
+    m[n::kAttn] = mem.alloc(static_cast<int64_t>(an * 2), r, n::kAttn);
     for (const ir::KernelArg& a : plan.args) {
       auto it = m.find(a.name);
       if (it == m.end()) throw InputError(where, fmt::format("no buffer for argument '{}'", a.name));
@@ -101,6 +108,26 @@ AttentionSimRun runAttentionOnSim(const ir::Plan& plan, const AttentionVariant& 
     k.caches.kScale = download<float>(mem, m.at(n::kKScale), c.kScale.size());
     k.caches.vScale = download<float>(mem, m.at(n::kVScale), c.vScale.size());
     k.caches.indexKeys = download<uint8_t>(mem, m.at(n::kIndexCache), c.indexKeys.size());
+    k.attn = download<uint16_t>(mem, m.at(n::kAttn), an);
+    k.headsCount = download<int32_t>(mem, m.at(n::kHeadsCount), size_t(L.rows));
+    k.hrdy = download<uint64_t>(mem, m.at(n::kScratch) + L.hrdyOffset, size_t(L.rows));
+    const int G = L.shape.qGroup, D = L.shape.headDim;
+    k.splits.resize(static_cast<size_t>(L.splitTasks));
+    for (int i = 0; i < L.splitTasks; ++i) {
+      if (!in.rows.live(i / (L.shape.kvHeads * kAttnSplits))) continue;
+      const uint64_t base = m.at(n::kScratch);
+      k.splits[i].o = download<uint16_t>(mem, base + L.splitOOffset + uint64_t(2) * i * G * D, size_t(G) * D);
+      k.splits[i].m = download<float>(mem, base + L.splitMOffset + uint64_t(4) * i * G, size_t(G));
+      k.splits[i].l = download<float>(mem, base + L.splitLOffset + uint64_t(4) * i * G, size_t(G));
+    }
+    k.selections.resize(static_cast<size_t>(L.rows) * L.shape.kvHeads);
+    for (size_t i = 0; i < k.selections.size() && !v.knobs.fullLayer; ++i) {
+      if (!in.rows.live(static_cast<int>(i) / L.shape.kvHeads)) continue;
+      const auto w = download<int32_t>(mem, m.at(n::kScratch) + L.selOffset + uint64_t(4) * kSelWords * i,
+                                       size_t(L.shape.topk) + 1);
+      k.selections[i].blocks.assign(w.begin(), w.begin() + L.shape.topk);
+      k.selections[i].nCtx = w[L.shape.topk];
+    }
     run.ranks.push_back(std::move(k));
   }
   return run;

@@ -21,6 +21,11 @@ struct AttentionSimRank {
   std::vector<uint16_t> q;       // bf16 [S, qHeads, headDim]
   std::vector<uint16_t> iq;      // bf16 [S, indexHeads, indexDim] (sparse layers; empty on full ones)
   AttentionCaches caches;        // after the launch's appends
+  std::vector<SplitPartial> splits;  // [S x kvHeads x 8] (empty for padded rows)
+  std::vector<uint16_t> attn;    // bf16 [S, qHeads x headDim]: the attention rows
+  std::vector<int32_t> headsCount;  // [S]: heads_count after the launch (0: every row's last task reset it)
+  std::vector<uint64_t> hrdy;    // [S]: the HRDY pairs (value | tag << 32)
+  std::vector<Selection> selections;  // [S x kvHeads] (sparse layers, live rows; blocks and nCtx)
 };
 struct AttentionSimRun {
   std::vector<AttentionSimRank> ranks;

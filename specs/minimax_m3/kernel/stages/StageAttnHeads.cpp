@@ -211,15 +211,39 @@ void stageAttnHeads(AttentionContext& c, Val task) {
   });
 }
 
+/// Heads task `task` is done: its CTA's stores drained, thread 0 counts it in heads_count for its row (row
+/// 0's V tasks, which append every row's V, for every row too); a row's last task resets the
+/// count to 0 and publishes HRDY (the acq_rel adds chain every counted task's stores to it).
+void countHeadsTask(AttentionContext& c, Val task) {
+  ir::Builder& b = c.b;
+  const AttentionLaunchLayout& L = c.L;
+  c.ctaSync(true);
+  Val row = task / c.i32(L.headTasks), j = task % c.i32(L.headTasks);
+  auto arrive = [&](Val r, Val need) {
+    Val cnt = b.ptrAdd(c.arg(a::kHeadsCount), r * c.i32(4));
+    Val old = b.atomicRmw(ir::RmwOp::Add, cnt, c.i32(1), ir::MemOrder::AcqRel, ir::MemScope::Agent);
+    b.if_(old == need - c.i32(1), [&] {
+      b.store(cnt, c.i32(0), ir::MemOrder::Relaxed, ir::MemScope::Agent);
+      c.publish(c.pairAt(L.hrdyOffset, r));
+    });
+  };
+  b.if_(c.tid == c.i32(0), [&] {
+    arrive(row, c.i32(L.headTasks) + b.select(row > c.i32(0), c.i32(L.vTasks), c.i32(0)));
+    b.if_((row == c.i32(0)) & (j >= c.i32(L.vTask0)) & (j < c.i32(L.vTask0 + L.vTasks)), [&] {
+      b.for_(c.i32(1), c.i32(L.rows), c.i32(1), [&](Val r) { arrive(r, c.i32(L.headTasks + L.vTasks)); });
+    });
+  });
+}
+
 }  // namespace
 
 extern const AttentionStageDef kAttnHeadsStage = {
     [](const AttentionLaunchLayout& L) { return L.heads; },
     [](const AttentionLaunchLayout& L) { return std::vector<ir::FlagUse>{{"QRDY", L.qkvTiles}}; },
-    [](const AttentionLaunchLayout&) { return std::vector<ir::FlagUse>{}; },
+    [](const AttentionLaunchLayout& L) { return std::vector<ir::FlagUse>{{"HRDY", L.rows}}; },
     [](const AttentionLaunchLayout& L) {
       return fmt::format("{} tasks a row, a wave a head unit ({} q, {} K, {} V{}): norm + partial RoPE -> q; "
-                         "E4M3 appends -> the caches",
+                         "E4M3 appends -> the caches; a row's last task -> HRDY",
                          L.headTasks, L.shape.qHeads, L.shape.kvHeads, L.shape.kvHeads,
                          L.headUnits > L.shape.qHeads + 2 * L.shape.kvHeads ? fmt::format(", {} index q, the index key", L.shape.indexHeads) : "");
     },
@@ -234,7 +258,10 @@ extern const AttentionStageDef kAttnHeadsStage = {
         }
         c.ctaSync(false);
       });
-      c.forEachTask(c.L.heads, [&](Val t) { stageAttnHeads(c, t); });
+      c.forEachTask(c.L.heads, [&](Val t) {
+        stageAttnHeads(c, t);
+        countHeadsTask(c, t);
+      });
     },
     "headNormRope, the inserts of attentionReference (AttentionPre.h, AttentionReference.h)",
 };

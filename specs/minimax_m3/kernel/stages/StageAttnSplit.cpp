@@ -1,0 +1,335 @@
+// attn_split: one task a (row, local KV head, split t of 8): the split's attention of the KV
+// head's qGroup query heads over its keys (AttentionSplit.h, attentionSplit). A tile of 256 keys
+// sits 32 a wave, page (i / 16) % 2, lane i % 16: the scores are FP8 MFMAs (A q8, the heads as
+// rows; B the keys' K, a page a chain over the channels ascending), P goes to E4M3 through LDS
+// (rows = heads, K = the wave's 32 keys) for the PV MFMA against V; the waves' PV and l sum in
+// wave order; spans walk their tiles with online softmax. Out: o / l bf16, m, l -> SPLIT_*, SRDY.
+#include "specs/common/MfmaTile.h"
+#include "specs/minimax_m3/kernel/OprojShape.h"
+#include "specs/minimax_m3/kernel/stages/AttentionStageDef.h"
+#include "specs/minimax_m3/reference/AttentionNumerics.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace monogen::specs::minimax_m3 {
+
+using ir::Type;
+using ir::Val;
+namespace a = attn_arg;
+
+namespace {
+
+constexpr int kHeadRows = 16;  // the MFMA's rows: query heads (qGroup of them live)
+
+/// 8 E4M3 codes (i32 each) as one little-endian i64.
+Val pack8(ir::Builder& b, const std::vector<Val>& codes) {
+  Val w = b.constInt(Type::i64(), 0);
+  for (int e = 0; e < 8; ++e) w = w | (b.zext(codes[e], Type::i64()) << b.i64(8 * e));
+  return w;
+}
+
+/// An LDS f32 at byte `off`.
+Val ldsF32(AttentionContext& c, Val off) { return c.b.ptrAdd(c.red, off); }
+
+void stageAttnSplit(AttentionContext& c, Val task) {
+  ir::Builder& b = c.b;
+  const AttentionLaunchLayout& L = c.L;
+  const AttentionShape& sh = L.shape;
+  const int D = sh.headDim, G = sh.qGroup, KV = sh.kvHeads, W = L.waves;
+  const bool atom = c.variant.knobs.mode == CacheMode::Atom;
+  const bool spans = !atom || c.variant.knobs.fullLayer;
+  const int items = kHeadRows * D / L.threads;  // (head, channel) cells a thread combines
+  const float smScale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.variant.cfg.headDim)));
+  Val s = task % c.i32(kAttnSplits), h = (task / c.i32(kAttnSplits)) % c.i32(KV);
+  Val t = task / c.i32(kAttnSplits * KV);
+  Val live = b.load(Type::i64(), b.ptrAdd(c.arg(a::kSlots), t * c.i32(8))) >= b.i64(0);
+
+  // the attended keys: a full layer's 0 .. seq - 1; a sparse layer's selection (blocks in slot
+  // order, its sparse length), once attn_index has published it
+  const bool sparse = !c.variant.knobs.fullLayer;
+  Val sel = b.ptrAdd(c.arg(a::kScratch), c.i32(L.selOffset) + (t * c.i32(KV) + h) * c.i32(4 * kSelWords));
+  ir::Var nVar = b.var(c.i32(0), "n");
+  b.if_(live, [&] {
+    if (sparse) {
+      b.if_(c.tid == c.i32(0), [&] {
+        c.await(c.pairAt(L.irdyOffset, t * c.i32(KV) + h), kSiteAttnSplitSel, t * c.i32(KV) + h);
+      });
+    }
+  });
+  c.ctaSync(false);
+  b.if_(live, [&] {
+    b.set(nVar, sparse ? b.load(Type::i32(), b.ptrAdd(sel, c.i32(4 * sh.topk)))
+                       : b.load(Type::i32(), b.ptrAdd(c.arg(a::kSeqLens), t * c.i32(4))));
+  });
+  Val n = b.named(b.get(nVar), "n");
+  Val begin, end, first, last;
+  if (spans) {
+    Val span = (n + c.i32(kAttnSplits - 1)) / c.i32(kAttnSplits);
+    begin = s * span;
+    end = b.min(begin + span, n);
+    first = begin / c.i32(kSplitKeys);
+    last = b.select(begin < end, (end + c.i32(kSplitKeys - 1)) / c.i32(kSplitKeys), first);
+  } else {
+    begin = s * c.i32(kSplitKeys);
+    end = n;
+    first = s;
+    last = s + c.i32(1);
+  }
+  // The tile steps: CTA-uniform (seq_lens are memory), each predicated on the row being live and
+  // the tile being the span's: atom's tile 1; a sparse span (<= 256 of <= 2048 keys) meets at
+  // most 2; a full layer's at most ceil(stride x block / 8 / 256) + 1.
+  Val steps = !spans ? c.i32(1)
+              : !c.variant.knobs.fullLayer
+                  ? c.i32(2)
+                  : (c.scalarI32(a::kTableStride) * c.i32(sh.block / kAttnSplits) + c.i32(kSplitKeys - 1)) /
+                            c.i32(kSplitKeys) +
+                        c.i32(1);
+  const MfmaTile T = MfmaTile::at(c.lane, ir::MfmaKind::F32_16x16x32_FP8, 1);
+  Val kScales = c.arg(a::kKScale), vScales = c.arg(a::kVScale), kView = c.arg(a::kKCache);
+  Val vView = atom ? c.arg(a::kVCache) : b.ptrAdd(kView, int64_t{KV} * (sh.block / kPage16) * kPage16 * D);
+  Val tables = b.ptrAdd(c.arg(a::kBlockTables), t * c.scalarI32(a::kTableStride) * c.i32(4));
+  const int64_t pageBytes = int64_t{kPage16} * D;
+
+  // q8 = E4M3(q) at unit scale: A of the score MFMAs, row = head (0 past qGroup), MFMA d the
+  // channels 32 d + 8 group + e (a padded row's q is 0)
+  std::vector<Val> qA;
+  {
+    Val headOk = T.aRow() < c.i32(G);
+    Val qh = t * c.i32(sh.qHeads) + h * c.i32(G) + b.min(T.aRow(), c.i32(G - 1));
+    for (int d = 0; d < D / 32; ++d) {
+      Val v = b.load(Type::vec(Type::bf16(), 8),
+                     b.ptrAdd(c.arg(a::kQ), (qh * c.i32(D) + c.i32(32 * d) + T.group * c.i32(8)) * c.i32(2)));
+      std::vector<Val> codes;
+      for (int e = 0; e < 8; ++e) codes.push_back(e4m3Writer(b, b.bf16ToF32(b.extract(v, e))));
+      qA.push_back(b.select(headOk, pack8(b, codes), b.constInt(Type::i64(), 0)));
+    }
+  }
+  // the running state: m and l of head lane % 16 in every lane (the tile's new m between the
+  // phases), o of the thread's combine cells (head, channel)
+  ir::Var runM = b.var(c.f32(kAttnMasked), "run_m"), runL = b.var(c.f32(0), "run_l");
+  ir::Var newM = b.var(c.f32(kAttnMasked), "new_m");
+  std::vector<ir::Var> runO;
+  for (int k = 0; k < items; ++k) runO.push_back(b.var(c.f32(0), "run_o"));
+  Val laneHead = c.lane % c.i32(kHeadRows);
+  // a tile's per-lane values across its phases: the lane's 2 keys' scores (4 heads each), pages
+  // and V scales
+  std::vector<ir::Var> scV, pageV, vsV;
+  for (int i = 0; i < 8; ++i) scV.push_back(b.var(c.f32(0), "score"));
+  for (int p = 0; p < 2; ++p) {
+    pageV.push_back(b.var(b.i64(0), "page"));
+    vsV.push_back(b.var(c.f32(0), "v_scale"));
+  }
+
+  b.for_(c.i32(0), steps, c.i32(1), [&](Val step) {
+    Val tile = first + step;
+    Val active = live & (tile < last);
+    Val key0 = tile * c.i32(kSplitKeys) + c.wave * c.i32(32);
+    auto validOf = [&](Val i) { return (i >= begin) & (i < end); };
+    // phase 1: the lane's key on page p of the wave: its page-16, K / V scales and scores
+    // ((sm x k scale) x the dot from 0 over the channels ascending; masked -3.4e38); the
+    // maxima of the 16 lanes -> LDS
+    // a wave whose 32 keys all lie outside [begin, end) of a tile with a key inside adds exactly
+    // nothing (P = 0, its PV and l +0): it skips the work, leaving the masked maxima, a V scale
+    // maximum 0 and zeros (a tile with no key, atom's past n, has P = 1: every wave works)
+    Val tile0 = tile * c.i32(kSplitKeys);
+    Val tileKeys = (tile0 < end) & (tile0 + c.i32(kSplitKeys) > begin);
+    Val waveKeys = active & (((key0 < end) & (key0 + c.i32(32) > begin)) | !tileKeys);
+    auto storeM = [&](int r, Val mw) {
+      b.if_(T.col == c.i32(0), [&] {
+        b.store(ldsF32(c, c.i32(L.splitLdsM) + (c.wave * c.i32(kHeadRows) + T.accRow(r)) * c.i32(4)), mw);
+      });
+    };
+    auto storeVm = [&](Val vm) {
+      b.if_(c.lane == c.i32(0), [&] { b.store(ldsF32(c, c.i32(L.splitLdsV) + c.wave * c.i32(4)), vm); });
+    };
+    b.if_(active & !waveKeys, [&] {
+      for (int r = 0; r < 4; ++r) storeM(r, c.f32(kAttnMasked));
+      storeVm(c.f32(0));
+    });
+    b.if_(waveKeys, [&] {
+      Val sc[2][4], valid[2], vs[2];
+      for (int p = 0; p < 2; ++p) {
+        Val i = key0 + c.i32(16 * p) + T.bCol();
+        valid[p] = validOf(i);
+        Val ic = b.min(i, n - c.i32(1));  // full layer: key i is position i
+        Val pos = ic;
+        if (sparse)
+          pos = b.load(Type::i32(), b.ptrAdd(sel, (ic / c.i32(sh.block)) * c.i32(4))) * c.i32(sh.block) +
+                ic % c.i32(sh.block);
+        Val entry = b.sext(b.load(Type::i32(), b.ptrAdd(tables, (pos / c.i32(sh.block)) * c.i32(4))), Type::i64());
+        Val inBlock = b.sext((pos % c.i32(sh.block)) / c.i32(kPage16), Type::i64());
+        Val page = atom ? (entry * b.i64(KV) + b.sext(h, Type::i64())) * b.i64(sh.block / kPage16) + inBlock
+                        : (entry + b.sext(h, Type::i64())) * b.i64(sh.block / kPage16) + inBlock;
+        Val tok = pos % c.i32(kPage16);
+        Val si = page * b.i64(kPage16) + b.sext(tok, Type::i64());
+        Val ks = atom ? b.load(Type::f32(), b.ptrAdd(kScales, si * b.i64(4))) : b.load(Type::f32(), kScales);
+        vs[p] = atom ? b.load(Type::f32(), b.ptrAdd(vScales, si * b.i64(4))) : b.load(Type::f32(), vScales);
+        Val acc = b.splat(c.f32(0), 4);
+        for (int d = 0; d < D / 32; ++d) {
+          Val off = page * b.i64(pageBytes) + b.sext(c.i32(2 * d * 256) + T.group / c.i32(2) * c.i32(256) +
+                                                         tok * c.i32(16) + (T.group % c.i32(2)) * c.i32(8),
+                                                     Type::i64());
+          acc = b.mfma(T.kind, qA[d], b.load(Type::i64(), b.ptrAdd(kView, off)), acc);
+        }
+        for (int r = 0; r < 4; ++r) {
+          sc[p][r] = b.select(valid[p], (c.f32(smScale) * ks) * b.extract(acc, r), c.f32(kAttnMasked));
+          b.set(scV[4 * p + r], sc[p][r]);
+        }
+        b.set(pageV[p], page);
+        b.set(vsV[p], vs[p]);
+      }
+      for (int r = 0; r < 4; ++r) storeM(r, b.butterfly(b.max(sc[0][r], sc[1][r]), {8, 4, 2, 1}, ir::OpCode::Max));
+      Val vm = b.max(b.max(c.f32(0), b.select(valid[0], vs[0], c.f32(0))), b.select(valid[1], vs[1], c.f32(0)));
+      storeVm(b.butterfly(vm, {8, 4, 2, 1}, ir::OpCode::Max));
+    });
+    c.ctaSync(false);
+    auto tileMax = [&](Val head) {
+      Val m = b.load(Type::f32(), ldsF32(c, c.i32(L.splitLdsM) + head * c.i32(4)));
+      for (int w = 1; w < W; ++w)
+        m = b.max(m, b.load(Type::f32(), ldsF32(c, c.i32(L.splitLdsM) + (c.i32(w * kHeadRows) + head) * c.i32(4))));
+      return m;
+    };
+    auto pScale = [&](Val vmax) { return atom ? vmax * c.f32(kFp8InvMax) : b.load(Type::f32(), vScales); };
+    auto tileVmax = [&] {
+      Val vmax = b.load(Type::f32(), ldsF32(c, c.i32(L.splitLdsV)));
+      for (int w = 1; w < W; ++w) vmax = b.max(vmax, b.load(Type::f32(), ldsF32(c, c.i32(L.splitLdsV + 4 * w))));
+      return vmax;
+    };
+    // phase 2: P = exp2((s - m) log2 e); l a lane (0 + P_page0) + P_page1, the 16 lanes'
+    // butterfly -> LDS; P8 (atom: P x v scale x 448 / (vmax + 1e-8)) -> LDS [wave][head][key];
+    // PV: A = the wave's P8 (row = head, K = its 32 keys ascending), B = V (keys 8 group ..,
+    // column = a 16-channel block's channel), V outside [begin, end) masked to 0 -> LDS
+    auto storeL = [&](Val head, Val ws) {
+      b.if_(T.col == c.i32(0), [&] {
+        b.store(ldsF32(c, c.i32(L.splitLdsL) + (c.wave * c.i32(kHeadRows) + head) * c.i32(4)), ws);
+      });
+    };
+    auto storePv = [&](int cb, Val pv) {
+      T.storeAcc(pv, b.ptrAdd(c.red, c.i32(L.splitLdsPv)), [&](int r) {
+        return (c.wave * c.i32(kHeadRows) + T.accRow(r)) * c.i32(D) + c.i32(16 * cb) + T.accCol();
+      });
+    };
+    b.if_(active, [&] {  // the tile's m of head lane % 16 (spans: and the running m), every wave alike
+      Val m = tileMax(laneHead);
+      b.set(newM, spans ? b.max(m, b.get(runM)) : m);
+    });
+    b.if_(active & !waveKeys, [&] {
+      for (int r = 0; r < 4; ++r) storeL(T.accRow(r), c.f32(0));
+      for (int cb = 0; cb < D / 16; ++cb) storePv(cb, b.splat(c.f32(0), 4));
+    });
+    b.if_(waveKeys, [&] {
+      Val fscale = c.f32(448) * b.rcp(tileVmax() + c.f32(1e-8f));
+      Val mAll = b.get(newM);
+      for (int r = 0; r < 4; ++r) {
+        Val head = T.accRow(r);
+        Val m = b.shuffle(mAll, head);
+        Val ls = c.f32(0);
+        for (int p = 0; p < 2; ++p) {
+          Val pj = b.exp2((b.get(scV[4 * p + r]) - m) * c.f32(kAttnLog2e));
+          ls = ls + pj;
+          if (atom)
+            pj = (b.select(validOf(key0 + c.i32(16 * p) + T.bCol()), b.get(vsV[p]), c.f32(0)) * fscale) * pj;
+          b.store(b.ptrAdd(c.red, c.i32(L.splitLdsP) + (c.wave * c.i32(kHeadRows) + head) * c.i32(32) +
+                                      c.i32(16 * p) + T.col),
+                  b.trunc(e4m3Writer(b, pj), Type::i8()));
+        }
+        storeL(head, b.butterfly(ls, {8, 4, 2, 1}));
+      }
+      Val pA = b.load(Type::i64(), b.ptrAdd(c.red, c.i32(L.splitLdsP) +
+                                                    (c.wave * c.i32(kHeadRows) + T.aRow()) * c.i32(32) +
+                                                    T.group * c.i32(8)));
+      Val vPage = b.select(T.group < c.i32(2), b.get(pageV[0]), b.get(pageV[1]));
+      Val vKey0 = key0 + T.group * c.i32(8);
+      Val mask = b.constInt(Type::i64(), 0);
+      for (int e = 0; e < 8; ++e)
+        mask = mask | b.select(validOf(vKey0 + c.i32(e)), b.i64(int64_t{0xff} << (8 * e)), b.i64(0));
+      for (int cb = 0; cb < D / 16; ++cb) {
+        Val off = vPage * b.i64(pageBytes) +
+                  b.sext((c.i32(16 * cb) + T.col) * c.i32(kPage16) + (T.group % c.i32(2)) * c.i32(8), Type::i64());
+        Val vB = b.load(Type::i64(), b.ptrAdd(vView, off)) & mask;
+        storePv(cb, b.mfma(T.kind, pA, vB, b.splat(c.f32(0), 4)));
+      }
+    });
+    c.ctaSync(false);
+    // phase 3: a thread's cells, the waves in order, x the V scale (atom: vmax / 448); online:
+    // o x exp2((m_old - m) log2 e) + value, l likewise
+    b.if_(active, [&] {
+      Val pscale = pScale(tileVmax());
+      // head lane % 16: l summed over the waves in order; spans: factor = exp2((m_old - m) log2 e)
+      Val lsum = b.load(Type::f32(), ldsF32(c, c.i32(L.splitLdsL) + laneHead * c.i32(4)));
+      for (int w = 1; w < W; ++w)
+        lsum = lsum + b.load(Type::f32(), ldsF32(c, c.i32(L.splitLdsL) + (c.i32(w * kHeadRows) + laneHead) * c.i32(4)));
+      Val m = b.get(newM), factor = c.f32(0);
+      if (spans) {
+        factor = b.exp2((b.get(runM) - m) * c.f32(kAttnLog2e));
+        lsum = factor * b.get(runL) + lsum;
+      }
+      b.set(runL, lsum);
+      b.set(runM, m);
+      for (int k = 0; k < items; ++k) {
+        Val cell = c.tid + c.i32(k * L.threads);
+        Val head = cell / c.i32(D), ch = cell % c.i32(D);
+        Val acc = b.load(Type::f32(), ldsF32(c, c.i32(L.splitLdsPv) + (head * c.i32(D) + ch) * c.i32(4)));
+        for (int w = 1; w < W; ++w)
+          acc = acc + b.load(Type::f32(), ldsF32(c, c.i32(L.splitLdsPv) +
+                                                     ((c.i32(w * kHeadRows) + head) * c.i32(D) + ch) * c.i32(4)));
+        Val value = pscale * acc;
+        if (spans) value = b.get(runO[k]) * b.shuffle(factor, head) + value;
+        b.set(runO[k], value);
+      }
+    });
+    c.ctaSync(false);  // LDS is rewritten by the next tile
+  });
+  // the split's outputs: bf16(o x (1 / (l > 0 ? l : 1))), m, l of heads < qGroup
+  Val mAll = b.get(runM), lAll = b.get(runL);
+  for (int k = 0; k < items; ++k) {
+    Val cell = c.tid + c.i32(k * L.threads);
+    Val head = cell / c.i32(D), ch = cell % c.i32(D);
+    Val l = b.shuffle(lAll, head), m = b.shuffle(mAll, head);
+    b.if_(live & (head < c.i32(G)), [&] {
+      Val inv = c.f32(1) / b.select(l > c.f32(0), l, c.f32(1));
+      Val scratch = c.arg(a::kScratch);
+      b.store(b.ptrAdd(scratch, c.i32(L.splitOOffset) + ((task * c.i32(G) + head) * c.i32(D) + ch) * c.i32(2)),
+              b.f32ToBf16(b.get(runO[k]) * inv));
+      b.if_(ch == c.i32(0), [&] {
+        b.store(b.ptrAdd(scratch, c.i32(L.splitMOffset) + (task * c.i32(G) + head) * c.i32(4)), m);
+        b.store(b.ptrAdd(scratch, c.i32(L.splitLOffset) + (task * c.i32(G) + head) * c.i32(4)), l);
+      });
+    });
+  }
+  c.ctaSync(true);  // the split's stores before SRDY; LDS is rewritten by the CTA's next task
+  b.if_(c.tid == c.i32(0), [&] { c.publish(c.pairAt(L.srdyOffset, task)); });
+}
+
+}  // namespace
+
+extern const AttentionStageDef kAttnSplitStage = {
+    [](const AttentionLaunchLayout& L) { return L.split; },
+    [](const AttentionLaunchLayout& L) {
+      std::vector<ir::FlagUse> w{{"HRDY", L.rows}};
+      if (L.index.tasks > 0) w.push_back({"IRDY", L.index.tasks});
+      return w;
+    },
+    [](const AttentionLaunchLayout& L) { return std::vector<ir::FlagUse>{{"SRDY", L.splitTasks}}; },
+    [](const AttentionLaunchLayout& L) {
+      return fmt::format("(row, KV head, split of {}) a task, {} query heads: 256-key tiles, 32 keys a wave; FP8 MFMA "
+                         "scores, P8 through LDS, FP8 MFMA PV; o / l, m, l -> SPLIT_*, SRDY",
+                         kAttnSplits, L.shape.qGroup);
+    },
+    [](AttentionContext& c) {
+      // once a CTA that has split tasks: HRDY of every row (thread t polls row t): every row's
+      // inserts before any row's attention
+      const AttentionLaunchLayout& L = c.L;
+      Val hasTasks = (c.block - c.i32(L.split.base) + c.i32(L.blocks)) % c.i32(L.blocks) < c.i32(L.split.tasks);
+      c.b.if_(hasTasks, [&] {
+        c.b.if_(c.tid < c.i32(L.rows), [&] { c.await(c.pairAt(L.hrdyOffset, c.tid), kSiteAttnSplit, c.tid); });
+        c.ctaSync(false);
+      });
+      c.forEachTask(c.L.split, [&](Val t) { stageAttnSplit(c, t); });
+    },
+    "attentionSplit over gatherKeys (AttentionSplit.h, AttentionReference.h)",
+};
+
+}  // namespace monogen::specs::minimax_m3
