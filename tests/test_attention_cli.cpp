@@ -5,6 +5,9 @@
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -146,4 +149,30 @@ TEST_CASE("monogen --launch attention refuses the FFN's options and the reverse,
     CHECK(code == 2);
     CHECK(out.find(std::string("input error at ") + c.option) != std::string::npos);
   }
+}
+
+TEST_CASE("monogen trace --launch attention: a span per rank x CTA x stage from the Sim", "[attention_cli]") {
+  const std::string out = std::string(MONOGEN_BINARY_DIR) + "/attention-cli-trace.json";
+  int code = -1;
+  const std::string text = runShell(
+      kMonogen + " trace --launch attention --config reduced --rows 8 --tp 2 --context 129 --cache atom -o " + out, code);
+  INFO(text);
+  CHECK(code == 0);
+  CHECK(text.find("verdict: bit-exact") != std::string::npos);
+  std::ifstream f(out);
+  REQUIRE(f);
+  const nlohmann::json j = nlohmann::json::parse(f);
+  const ModelConfig cfg = ModelConfig::reduced();
+  const ir::Plan plan = verifiedAttentionPlan(cfg, makeAttentionKey(cfg, 8, 2, {CacheMode::Atom, false}));
+  std::map<std::string, int> perStage;
+  for (const auto& e : j.at("traceEvents"))
+    if (e.at("ph") == "X") {
+      ++perStage[e.at("name").get<std::string>()];
+      CHECK(e.at("dur").get<double>() >= 0);
+    }
+  REQUIRE(perStage.size() == plan.stages.size());
+  for (const ir::Stage& s : plan.stages) CHECK(perStage[s.name] == 2 * cfg.blocks);
+  std::remove(out.c_str());
+  runShell(kMonogen + " trace --launch attention --config reduced --timed -o " + out, code);
+  CHECK(code == 2);
 }
