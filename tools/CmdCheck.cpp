@@ -17,6 +17,7 @@
 #include "runtime/RankProcesses.h"
 #include <nlohmann/json.hpp>
 #include "specs/minimax_m3/testing/SimHarness.h"
+#include "tools/CheckAttention.h"
 #include "tools/Commands.h"
 #include "tools/Variant.h"
 #include "tools/Verdict.h"
@@ -170,7 +171,10 @@ Run addCheck(CLI::App& app) {
                 "100 MHz)")
       ->check(numeric(0.001, 3600.0))
       ->capture_default_str();
+  addContextOption(c, o->v);
   return [o] {
+    refuseOtherLaunchOptions(o->v, {"--per-rank", "--launches", "--wait-seconds"});
+    if (isAttention(o->v)) return checkAttention(o->v, {o->device, o->seed, o->timeout, o->numerics});
     const auto cfg = configOf(o->v);
     const bool perRank = o->perRank || o->device == "hip";  // hip: always one process a rank
     if ((o->launches != 1 || o->waitSeconds != 60) && !perRank)

@@ -142,8 +142,7 @@ Run addSim(CLI::App& app) {
     bool irIssue = false;      // --ir-issue: charge issue by IR op class, not the compiled ISA
     std::string inputs, save;
     mm::LaunchParams launch;
-    std::string launchName = "ffn";  // --launch: ffn or attention (SimAttention.h)
-    SimAttentionOptions attention;
+    SimAttentionOptions attention;  // --launch attention (SimAttention.h)
   };
   auto o = std::make_shared<Options>();
   CLI::App* c = app.add_subcommand("sim", "run a variant's whole launch on the Sim device and compare with the reference");
@@ -185,15 +184,7 @@ Run addSim(CLI::App& app) {
                 "with --timed: a JSON object {\"parameter\": value} overriding the timing model's parameters "
                 "(runtime/sim/timing/Gfx950Timing.def, in their units)")
       ->check(CLI::ExistingFile);
-  c->add_option("--launch", o->launchName, "the launch to run: ffn, or attention (docs/attention.md)")
-      ->check(CLI::IsMember({"ffn", "attention"}))
-      ->capture_default_str();
-  c->add_option("--context", o->attention.context, "--launch attention: keys each sequence holds before the launch")
-      ->check(numeric(0, 1 << 20));
-  c->add_option("--cache", o->attention.cache, "--launch attention: the cache mode, vllm or atom")
-      ->check(CLI::IsMember({"vllm", "atom"}));
-  c->add_option("--layer", o->attention.layer, "--launch attention: the layer type, sparse or full")
-      ->check(CLI::IsMember({"sparse", "full"}));
+  addContextOption(c, o->v);
   c->add_flag("--share-sequence", o->attention.share, "--launch attention: the rows share one sequence");
   c->add_flag("--handshake", o->launch.handshake, "run it as the step's last launch (the ranks trade failure flags)");
   CLI::Option* rank = c->add_option("--inject-rank", o->launch.injectRank,
@@ -204,13 +195,16 @@ Run addSim(CLI::App& app) {
                                      "fault injection (needs --inject-rank): the stall in 100 MHz ticks")
                            ->check(numeric(0, 1 << 30))
                            ->needs(rank);
-  return [o, ticks, c] {
-    if (o->launchName == "attention") {
-      for (const char* ffnOnly : {"--experts", "--inputs", "--save", "--timed", "--timing-params", "--handshake",
-                                  "--inject-rank", "--wait-ticks"})
-        if (c->count(ffnOnly) > 0)
-          throw InputError(ffnOnly, "is an option of the FFN launch: not with --launch attention");
+  return [o, ticks] {
+    refuseOtherLaunchOptions(o->v,
+                             {"--experts", "--inputs", "--save", "--timed", "--timing-params", "--ir-issue",
+                              "--handshake", "--inject-rank", "--wait-ticks"},
+                             {"--share-sequence"});
+    if (isAttention(o->v)) {
       SimAttentionOptions a = o->attention;
+      a.context = o->v.context;
+      a.cache = o->v.cache;
+      a.layer = o->v.layerType;
       a.rows = o->v.rows;
       a.tp = o->v.tp;
       a.paddedRows = o->paddedRows;
@@ -219,8 +213,6 @@ Run addSim(CLI::App& app) {
       a.races = o->races;
       return simAttention(configOf(o->v), a);
     }
-    for (const char* attnOnly : {"--context", "--cache", "--layer", "--share-sequence"})
-      if (c->count(attnOnly) > 0) throw InputError(attnOnly, "is an option of --launch attention");
     checkInjection(o->launch.injectRank, *ticks);
     const auto cfg = configOf(o->v);
     const mm::FfnVariant v = mm::FfnVariant::make(cfg, keyOf(o->v, cfg, o->v.rows, o->v.tp));

@@ -15,6 +15,7 @@
 #include "specs/minimax_m3/testing/SimHarness.h"
 #include "tools/Commands.h"
 #include "tools/TimedIsa.h"
+#include "tools/TraceAttention.h"
 #include "tools/Variant.h"
 #include "tools/NumericFlag.h"
 
@@ -62,7 +63,11 @@ Run addTrace(CLI::App& app) {
   c->add_option("--timing-params", o->timingParams, "with --timed: JSON overrides of the timing parameters")
       ->check(CLI::ExistingFile);
   c->add_flag("--ir-issue", o->irIssue, "with --timed: charge issue by IR op class, not by the compiled ISA");
+  addContextOption(c, o->v);
   return [o, ticks] {
+    refuseOtherLaunchOptions(o->v, {"--handshake", "--inject-rank", "--inject-ticks", "--wait-ticks", "--experts",
+                                    "--timed", "--timing-params", "--ir-issue"});
+    if (isAttention(o->v)) return traceAttention(o->v, o->seed, o->out);
     if (!o->timingParams.empty() && !o->timed) throw InputError("--timing-params", "needs --timed");
     if (o->irIssue && !o->timed) throw InputError("--ir-issue", "sets how the timing model issues: it needs --timed");
     checkInjection(o->injectRank, *ticks);

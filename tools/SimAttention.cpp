@@ -69,6 +69,16 @@ std::string firstMismatch(const mm::AttentionLaunch& in, const mm::AttentionResu
 
 }  // namespace
 
+std::string attentionVerdict(const mm::AttentionLaunch& in, const mm::AttentionResult& ref,
+                             const mm::AttentionSimRun& run, const mm::ModelConfig& cfg) {
+  for (size_t r = 0; r < run.errorWords.size(); ++r)
+    if (run.errorWords[r] != 0)
+      return fmt::format("INVALID: rank {}: error word {:#x} (site {}, token {})", r, run.errorWords[r],
+                         run.errorWords[r] & 0xff, (run.errorWords[r] >> 16) & 0xffff);
+  const std::string m = firstMismatch(in, ref, run, cfg.hidden, static_cast<float>(cfg.rmsEps));
+  return m.empty() ? "bit-exact" : "MISMATCH: " + m;
+}
+
 int simAttention(const mm::ModelConfig& cfg, const SimAttentionOptions& o) {
   mm::AttentionKnobs knobs;
   knobs.mode = mm::cacheModeOf(o.cache, "--cache");
@@ -98,15 +108,7 @@ int simAttention(const mm::ModelConfig& cfg, const SimAttentionOptions& o) {
     const auto t0 = std::chrono::steady_clock::now();
     const mm::AttentionSimRun run = mm::runAttentionOnSim(plan, v, in, so);
     const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::string verdict;
-    for (size_t r = 0; r < run.errorWords.size() && verdict.empty(); ++r)
-      if (run.errorWords[r] != 0)
-        verdict = fmt::format("INVALID: rank {}: error word {:#x} (site {}, token {})", r, run.errorWords[r],
-                              run.errorWords[r] & 0xff, (run.errorWords[r] >> 16) & 0xffff);
-    if (verdict.empty()) {
-      const std::string m = firstMismatch(in, ref, run, cfg.hidden, static_cast<float>(cfg.rmsEps));
-      verdict = m.empty() ? "bit-exact" : "MISMATCH: " + m;
-    }
+    std::string verdict = attentionVerdict(in, ref, run, cfg);
     if (run.stats.findings() > 0)
       verdict = fmt::format("{}: {} racing op pairs, {} ops reading uninitialized memory (outputs: {})",
                             run.stats.raceCount > 0 ? "RACE" : "UNINIT", run.stats.raceCount, run.stats.uninitCount,

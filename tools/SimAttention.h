@@ -5,6 +5,7 @@
 #include <string>
 
 #include "specs/minimax_m3/kernel/ModelConfig.h"
+#include "specs/minimax_m3/testing/AttentionSim.h"
 
 namespace monogen::tools {
 
@@ -19,6 +20,11 @@ struct SimAttentionOptions {
   int seeds = 1;
   bool races = false;
 };
+
+/// "bit-exact", "INVALID: rank R: error word ..." or "MISMATCH: <the first output that differs>"
+/// for a run of the launch `in` against its reference.
+std::string attentionVerdict(const specs::minimax_m3::AttentionLaunch& in, const specs::minimax_m3::AttentionResult& ref,
+                             const specs::minimax_m3::AttentionSimRun& run, const specs::minimax_m3::ModelConfig& cfg);
 
 /// Runs it, prints the Sim line per scheduler seed and "verdict: ...". Returns the exit code: 0
 /// only when every seed's run is bit-exact, its error words 0, and (--races) clean.

@@ -5,6 +5,7 @@
 #include <array>
 
 #include "ir/Error.h"
+#include "specs/minimax_m3/kernel/AttentionVariant.h"
 #include "specs/minimax_m3/kernel/Generate.h"
 #include "specs/minimax_m3/kernel/Spec.h"
 #include "tools/Variant.h"
@@ -28,9 +29,22 @@ ir::Key minimaxFfnKey(const VariantOptions& o, const mm::ModelConfig& cfg, int r
   return key;
 }
 
-const std::array<SpecEntry, 1> kSpecs{{
+ir::Key minimaxAttentionKey(const VariantOptions& o, const mm::ModelConfig& cfg, int rows, int tp) {
+  const ir::Target target = ir::targetNamed(o.arch, "--arch");
+  ir::Key key = mm::makeAttentionKey(cfg, rows, tp, attentionKnobsOf(o));
+  key.target = target;
+  return key;
+}
+
+runtime::ArgLayouts noLayouts(const ir::Plan&) { return {}; }
+
+const std::array<SpecEntry, 2> kSpecs{{
     {mm::kSpecId, "MiniMax-M3's FFN decode launch: o_proj, all-reduce, RMSNorm, router, top-k, MoE, combine",
      mm::kSpecVersion, minimaxFfnKey, mm::verifiedPlan, mm::makeGenerator, mm::argLayouts},
+    {mm::kAttentionSpecId,
+     "MiniMax-M3's attention decode launch (--launch attention): RMSNorm, w_qkv GEMV, heads and cache inserts, ...",
+     mm::kAttentionSpecVersion, minimaxAttentionKey, mm::verifiedAttentionPlan, mm::makeAttentionGenerator,
+     noLayouts},
 }};
 
 }  // namespace

@@ -1,5 +1,5 @@
 // The specs the monogen CLI can generate, by id (--spec): each entry's entry points are what the
-// commands need from a spec. One entry today, MiniMax-M3's FFN launch.
+// commands need from a spec: MiniMax-M3's FFN launch and its attention launch (--launch attention).
 #pragma once
 #include <memory>
 #include <span>

@@ -49,9 +49,60 @@ void addVariantOptions(CLI::App* app, VariantOptions& o, bool rowsTp) {
   app->add_option("--drop-mark", o.dropMark, "fault test: this CTA never marks the launch done")
       ->check(numeric(-1, 1023));
   app->add_flag("--no-cache", o.noCache, "compile without the code-object cache");
+  app->add_option("--launch", o.launch, "the launch: ffn, or attention (spec minimax_m3.attention, docs/attention.md)")
+      ->check(CLI::IsMember({"ffn", "attention"}))
+      ->capture_default_str();
+  app->add_option("--cache", o.cache, "--launch attention: the KV cache mode, vllm or atom (the key's cache knob)")
+      ->check(CLI::IsMember({"vllm", "atom"}));
+  app->add_option("--layer-type,--layer", o.layerType,
+                  "--launch attention: the layer type, sparse (the indexer's selections) or full (every key)")
+      ->check(CLI::IsMember({"sparse", "full"}));
+  o.app = app;
 }
 
-const SpecEntry& specOf(const VariantOptions& o) { return specNamed(o.spec); }
+void addContextOption(CLI::App* app, VariantOptions& o) {
+  app->add_option("--context", o.context, "--launch attention: keys each sequence holds before the launch")
+      ->check(numeric(0, 1 << 20));
+}
+
+bool isAttention(const VariantOptions& o) { return o.launch == "attention" || o.spec == mm::kAttentionSpecId; }
+
+void refuseOtherLaunchOptions(const VariantOptions& o, std::initializer_list<const char*> ffnOnly,
+                              std::initializer_list<const char*> attnOnly) {
+  if (!o.app) return;
+  const auto given = [&](const char* name) {
+    try {
+      return o.app->count(name) > 0;
+    } catch (const CLI::OptionNotFound&) {
+      return false;  // the command has no such option
+    }
+  };
+  if (isAttention(o)) {
+    if (o.launch != "attention" && given("--launch"))
+      throw InputError("--launch", fmt::format("'{}' with --spec {}: expected attention or no --launch", o.launch, o.spec));
+    for (const char* n : {"--sum", "--scales", "--input", "--trace", "--drop-mark"})
+      if (given(n)) throw InputError(n, "is an option of the FFN launch: not with --launch attention");
+    for (const char* n : ffnOnly)
+      if (given(n)) throw InputError(n, "is an option of the FFN launch: not with --launch attention");
+    return;
+  }
+  for (const char* n : {"--cache", "--layer-type", "--context"})
+    if (given(n)) throw InputError(n, "is an option of --launch attention: not with the FFN launch");
+  for (const char* n : attnOnly)
+    if (given(n)) throw InputError(n, "is an option of --launch attention: not with the FFN launch");
+}
+
+mm::AttentionKnobs attentionKnobsOf(const VariantOptions& o) {
+  mm::AttentionKnobs k;
+  k.mode = mm::cacheModeOf(o.cache, "--cache");
+  k.fullLayer = o.layerType == "full";
+  return k;
+}
+
+const SpecEntry& specOf(const VariantOptions& o) {
+  refuseOtherLaunchOptions(o);
+  return specNamed(isAttention(o) ? std::string(mm::kAttentionSpecId) : o.spec);
+}
 
 mm::ModelConfig configOf(const VariantOptions& o) {
   // A path must be a regular file of a config's size: a directory, a device (/dev/zero) or a

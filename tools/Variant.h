@@ -2,6 +2,7 @@
 // --config, knobs), the key they make, and building a variant: plan -> verify -> code object (cached).
 #pragma once
 #include <CLI/CLI.hpp>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -11,6 +12,7 @@
 #include "ir/Plan.h"
 #include "runtime/Cache.h"
 #include "runtime/Generator.h"
+#include "specs/minimax_m3/kernel/AttentionVariant.h"
 #include "specs/minimax_m3/kernel/ModelConfig.h"
 #include "specs/minimax_m3/testing/MoeInputs.h"
 #include "tools/SpecRegistry.h"
@@ -29,12 +31,32 @@ struct VariantOptions {
   bool trace = false;
   int dropMark = -1;
   bool noCache = false;
+  std::string launch = "ffn";       // --launch: ffn, or attention (spec minimax_m3.attention)
+  std::string cache = "vllm";       // --cache (attention): the KV cache mode, vllm or atom
+  std::string layerType = "sparse";  // --layer-type (attention): sparse or full
+  int context = 128;                // --context (attention, commands that run it): keys a sequence holds
+  const CLI::App* app = nullptr;    // the command the options were added to (which were given)
 };
 
 /// Adds --spec, --arch, --config and the knobs; with rowsTp also --rows and --tp (validated ranges).
 void addVariantOptions(CLI::App* app, VariantOptions& o, bool rowsTp);
 
-/// The registered spec --spec names (InputError listing the known ones when none).
+/// Adds --context (the attention launch's keys a sequence holds) to a command that runs the launch.
+void addContextOption(CLI::App* app, VariantOptions& o);
+
+/// Whether the options name the attention launch (--launch attention or its --spec).
+bool isAttention(const VariantOptions& o);
+
+/// Refuses (InputError naming the option, exit 2) an option of the other launch: the FFN's knobs
+/// and `ffnOnly` with --launch attention; --cache, --layer-type, --context and `attnOnly` without.
+void refuseOtherLaunchOptions(const VariantOptions& o, std::initializer_list<const char*> ffnOnly = {},
+                              std::initializer_list<const char*> attnOnly = {});
+
+/// The attention launch's knobs the options name.
+specs::minimax_m3::AttentionKnobs attentionKnobsOf(const VariantOptions& o);
+
+/// The registered spec the options name: --launch attention's, else --spec's (InputError listing
+/// the known ones when none); refuses the other launch's options (refuseOtherLaunchOptions).
 const SpecEntry& specOf(const VariantOptions& o);
 
 /// The model config the options name ("full", "reduced" or a config.json path).

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # CI's executor job (.ci/run runs it after the tests; runs alone too): `monogen check --device
 # gfx950-run --config reduced --no-cache` over the default variant's S x TP matrix plus the other
-# scale layout and input, one line a variant. The matrix and its times: docs/verification.md.
+# scale layout and input, and the attention launch (S=8 TP=4, context 129) in vllm / sparse and atom /
+# full, one line a variant. The matrix and its times: docs/verification.md.
 # Options: --full (S in {1, 3, 8, 9, 16}: the 15-variant matrix, not run by CI).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,17 +29,21 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/monogen-executor.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 variants=()
 for S in "${rows[@]}"; do
-  for TP in "${tps[@]}"; do variants+=("$S $TP e8m0_shuffle attn"); done
+  for TP in "${tps[@]}"; do variants+=("$S $TP ffn e8m0_shuffle attn"); done
 done
-variants+=("8 2 rowmajor attn")
-variants+=("8 2 e8m0_shuffle part")
+variants+=("8 2 ffn rowmajor attn")
+variants+=("8 2 ffn e8m0_shuffle part")
+variants+=("8 4 attention vllm sparse")  # fields 4, 5: --scales, --input (ffn); --cache, --layer-type (attention)
+variants+=("8 4 attention atom full")
 echo "== executor: ${#variants[@]} variants on $tool, $jobs at a time"
 
 # One check: its output to $tmp/<i>.log, then "<milliseconds> <exit code>" to $tmp/<i>.done.
 check_one() {
-  local i=$1 S=$2 TP=$3 scales=$4 input=$5 t0 rc=0
+  local i=$1 S=$2 TP=$3 launch=$4 a=$5 b=$6 t0 rc=0 knobs
+  if [ "$launch" = attention ]; then knobs=(--launch attention --context 129 --cache "$a" --layer-type "$b")
+  else knobs=(--scales "$a" --input "$b"); fi
   t0=$(date +%s%N)
-  "$monogen" check --device gfx950-run --config reduced --rows "$S" --tp "$TP" --scales "$scales" --input "$input" --seed "$seed" --no-cache \
+  "$monogen" check --device gfx950-run --config reduced --rows "$S" --tp "$TP" "${knobs[@]}" --seed "$seed" --no-cache \
     >"$tmp/$i.log" 2>&1 || rc=$?
   echo "$((($(date +%s%N) - t0) / 1000000)) $rc" >"$tmp/$i.done.part"
   mv "$tmp/$i.done.part" "$tmp/$i.done"
@@ -53,7 +58,7 @@ launcher=$!
 
 failed=0
 for i in "${!variants[@]}"; do
-  read -r S TP scales input <<<"${variants[$i]}"
+  read -r S TP launch a b <<<"${variants[$i]}"
   while [ ! -e "$tmp/$i.done" ]; do
     kill -0 "$launcher" 2>/dev/null || [ -e "$tmp/$i.done" ] || { echo "== executor: the launcher died" >&2; exit 1; }
     sleep 0.5
@@ -61,7 +66,7 @@ for i in "${!variants[@]}"; do
   read -r ms rc <"$tmp/$i.done"
   verdict=$(sed -n 's/^verdict: //p' "$tmp/$i.log" | tail -1)
   [ -n "$verdict" ] || verdict="no verdict"
-  printf '  S=%-2s TP=%s %-12s %-4s  %4d.%d s  %s (exit %s)\n' "$S" "$TP" "$scales" "$input" $((ms / 1000)) $((ms % 1000 / 100)) "$verdict" "$rc"
+  printf '  S=%-2s TP=%s %-9s %-12s %-6s  %4d.%d s  %s (exit %s)\n' "$S" "$TP" "$launch" "$a" "$b" $((ms / 1000)) $((ms % 1000 / 100)) "$verdict" "$rc"
   if [ "$rc" != 0 ]; then
     failed=$((failed + 1))
     sed 's/^/    | /' "$tmp/$i.log" | tail -40

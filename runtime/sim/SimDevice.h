@@ -96,6 +96,9 @@ struct SimOptions {
   /// rule: docs/sim.md). Off by default (it costs time and about 64 bytes a word of every
   /// allocation and LDS the launch touches).
   bool races = false;
+  /// Per (rank, CTA, stage): the clock at the first and the last op a wave of the CTA executed in
+  /// the stage (SimStats::stageSpans; the untimed clock only). Off by default.
+  bool stageSpans = false;
   /// One rank per process (runtime/sim/SimRankDevice.h): args[i] of a run is rank firstRank + i
   /// (messages and the kernel's view of its rank come from the arguments; this names waves).
   int firstRank = 0;
@@ -131,6 +134,12 @@ struct SimTimedResult {
   int64_t isaInstructions = -1, isaUnowned = -1;
 };
 
+/// SimOptions::stageSpans: the ticks of a CTA's first and last op in one Plan stage.
+struct SimStageSpan {
+  int rank = 0, cta = 0, stage = 0;
+  int64_t start = 0, end = 0;
+};
+
 /// What a simulated launch did.
 struct SimStats {
   int64_t steps = 0;          // ops executed, all waves
@@ -155,6 +164,7 @@ struct SimStats {
   int64_t findings() const { return raceCount + uninitCount; }
   int64_t raceChecks = 0;  // lane accesses the detector checked (0: it was off)
   SimTimedResult timed;    // SimOptions::timing: the modeled time
+  std::vector<SimStageSpan> stageSpans;  // SimOptions::stageSpans: in (rank, CTA, stage) order
 };
 
 /// Runs every CTA of every rank of a launch, interleaving waves with a seeded scheduler.

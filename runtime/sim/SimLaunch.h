@@ -236,6 +236,7 @@ class SimLaunch {
   int64_t nextProgress_ = 0;  // the op count of the next SimOptions::progress call
   SimStats stats_;
   std::vector<int64_t> stageBytes_;  // per stage, + one for "(no stage)"
+  std::vector<std::pair<int64_t, int64_t>> spans_;  // SimOptions::stageSpans: [ctaIndex][stage] first, last tick
 };
 
 /// Lane `lane`'s pointer operand in register slot `slot` (an LDS pointer is 4 bytes a lane, the

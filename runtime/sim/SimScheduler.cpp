@@ -86,6 +86,8 @@ SimLaunch::SimLaunch(SimMemory& mem, const ir::Plan& plan, const SimProgram& pro
             if (const SimMemory::Allocation* a = mem_.find(args_[r][i], 1)) timing_->weight(a);
   }
   stageBytes_.assign(plan.stages.size() + 1, 0);
+  if (opts_.stageSpans)
+    spans_.assign(static_cast<size_t>(tp_) * blocks_ * plan.stages.size(), {-1, -1});
 }
 
 void SimLaunch::setUpRaces() {
@@ -286,6 +288,13 @@ SimStats SimLaunch::finishStats() {
   for (size_t s = 0; s < plan_.stages.size(); ++s)
     if (stageBytes_[s]) stats_.bytesLoadedByStage[plan_.stages[s].name] += stageBytes_[s];
   if (stageBytes_.back()) stats_.bytesLoadedByStage["(no stage)"] += stageBytes_.back();
+  const size_t stages = plan_.stages.size();
+  for (size_t i = 0; i < spans_.size(); ++i)
+    if (spans_[i].first >= 0) {
+      const int ctaIndex = static_cast<int>(i / stages);
+      stats_.stageSpans.push_back({ctaIndex / blocks_, ctaIndex % blocks_,
+                                   static_cast<int>(i % stages), spans_[i].first, spans_[i].second});
+    }
   return stats_;
 }
 
@@ -297,7 +306,13 @@ int SimLaunch::runWave(uint32_t wi, int quantum) {
     return 0;
   }
   int n = 0;
+  const size_t stages = plan_.stages.size();
   while (n < quantum) {
+    if (!spans_.empty() && w.pc < end && prog_.insts[w.pc].stage >= 0) {
+      auto& sp = spans_[w.ctaIndex * stages + static_cast<size_t>(prog_.insts[w.pc].stage)];
+      if (sp.first < 0) sp.first = now_;
+      sp.second = now_;
+    }
     const Status s = step(w);
     ++n;
     if (s != kContinue) break;

@@ -5,10 +5,22 @@
 #include "codegen/Toolchain.h"
 #include "ir/Error.h"
 #include "ir/Verifier.h"
+#include "specs/minimax_m3/kernel/AttentionSpec.h"
 #include "specs/minimax_m3/kernel/Knobs.h"
 #include "specs/minimax_m3/kernel/Spec.h"
 
 namespace monogen::specs::minimax_m3 {
+
+namespace {
+
+/// A Plan's code object (its metadata read back and checked), left in $MONOGEN_DUMP_DIR too.
+std::vector<uint8_t> compileChecked(const ir::Plan& p) {
+  codegen::CodeObject co = codegen::compile(p);
+  if (const auto dir = codegen::dumpDirFromEnv()) codegen::dumpVariant(p, *dir);
+  return co.bytes;
+}
+
+}  // namespace
 
 ir::Plan verifiedPlan(const ModelConfig& cfg, const ir::Key& key) {
   ir::Plan p = buildPlan(cfg, key);
@@ -25,12 +37,18 @@ runtime::Generator makeGenerator(const ModelConfig& cfg, std::shared_ptr<runtime
                                           "generator never compiles or caches one");
     return verifiedPlan(cfg, key);
   };
-  auto compile = [](const ir::Plan& p) {
-    codegen::CodeObject co = codegen::compile(p);  // reads back and checks the metadata
-    if (const auto dir = codegen::dumpDirFromEnv()) codegen::dumpVariant(p, *dir);
-    return co.bytes;
-  };
-  return runtime::Generator(plan, compile, std::move(cache), argLayouts);  // s13 / s2 declare the key's layout
+  return runtime::Generator(plan, compileChecked, std::move(cache), argLayouts);  // s13 / s2 declare the key's layout
+}
+
+ir::Plan verifiedAttentionPlan(const ModelConfig& cfg, const ir::Key& key) {
+  ir::Plan p = buildAttentionPlan(cfg, key);
+  ir::verify(p);
+  return p;
+}
+
+runtime::Generator makeAttentionGenerator(const ModelConfig& cfg, std::shared_ptr<runtime::Cache> cache) {
+  auto plan = [cfg](const ir::Key& key) { return verifiedAttentionPlan(cfg, key); };
+  return runtime::Generator(plan, compileChecked, std::move(cache));
 }
 
 std::shared_ptr<runtime::Cache> defaultCache() {

@@ -1,4 +1,4 @@
-// The MiniMax-M3 FFN launch behind the generate-and-launch API: Plans from this spec (built and
+// The MiniMax-M3 FFN and attention launches behind the generate-and-launch API: Plans from this spec (built and
 // verified), code objects from codegen (compiled in-process, checked against the Plan and the
 // target's limits), cached under the given cache.
 #pragma once
@@ -15,6 +15,12 @@ ir::Plan verifiedPlan(const ModelConfig& cfg, const ir::Key& key);
 /// A Generator for `cfg`. `cache` may be null (memory only); Cache(Cache::defaultDir(),
 /// codegen::toolchainId()) is the usual one.
 runtime::Generator makeGenerator(const ModelConfig& cfg, std::shared_ptr<runtime::Cache> cache);
+
+/// buildAttentionPlan + ir::verify for a key of spec minimax_m3.attention.
+ir::Plan verifiedAttentionPlan(const ModelConfig& cfg, const ir::Key& key);
+
+/// A Generator of the attention launch (AttentionSpec.h) for `cfg`, as makeGenerator's.
+runtime::Generator makeAttentionGenerator(const ModelConfig& cfg, std::shared_ptr<runtime::Cache> cache);
 
 /// The default on-disk cache: $MONOGEN_CACHE_DIR or ~/.cache/monogen, keyed with this LLVM.
 std::shared_ptr<runtime::Cache> defaultCache();

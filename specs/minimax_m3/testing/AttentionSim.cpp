@@ -3,28 +3,43 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <string>
 
 #include "ir/Error.h"
+#include "runtime/Launch.h"
+#include "runtime/sim/SimDeviceAdapter.h"
 #include "specs/minimax_m3/kernel/AttentionContext.h"
 
 namespace monogen::specs::minimax_m3 {
 
 namespace {
 
+/// A Device's allocations with the Sim memory's call shapes; it knows each address's rank.
+struct DeviceMemory {
+  runtime::Device& dev;
+  std::map<uint64_t, int> rankOf;  // allocation base -> rank
+  uint64_t alloc(int64_t bytes, int rank, const std::string& name) {
+    const uint64_t addr = dev.alloc(rank, bytes, name);
+    rankOf[addr] = rank;
+    return addr;
+  }
+  int rankAt(uint64_t addr) const { return std::prev(rankOf.upper_bound(addr))->second; }
+};
+
 template <class T>
-uint64_t upload(runtime::SimMemory& mem, int rank, const std::string& name, const std::vector<T>& v) {
+uint64_t upload(DeviceMemory& mem, int rank, const std::string& name, const std::vector<T>& v) {
   const int64_t bytes = static_cast<int64_t>(v.size() * sizeof(T));
   const uint64_t addr = mem.alloc(bytes > 0 ? bytes : 16, rank, name);
-  if (bytes > 0) std::memcpy(mem.host(addr, bytes), v.data(), static_cast<size_t>(bytes));
+  if (bytes > 0) mem.dev.upload(rank, addr, v.data(), bytes);
   return addr;
 }
 
 template <class T>
-std::vector<T> download(runtime::SimMemory& mem, uint64_t addr, size_t n) {
+std::vector<T> download(DeviceMemory& mem, uint64_t addr, size_t n) {
   std::vector<T> v(n);
-  if (n > 0) std::memcpy(v.data(), mem.host(addr, static_cast<int64_t>(n * sizeof(T))), n * sizeof(T));
+  if (n > 0) mem.dev.download(mem.rankAt(addr), v.data(), addr, static_cast<int64_t>(n * sizeof(T)));
   return v;
 }
 
@@ -32,14 +47,21 @@ std::vector<T> download(runtime::SimMemory& mem, uint64_t addr, size_t n) {
 
 AttentionSimRun runAttentionOnSim(const ir::Plan& plan, const AttentionVariant& v, const AttentionLaunch& in,
                                   const runtime::SimOptions& opts, int32_t tag, int64_t waitTicks) {
+  runtime::SimDeviceAdapter sim(opts);
+  AttentionSimRun run = runAttention(sim, {}, plan, v, in, tag, waitTicks);
+  run.stats = sim.lastStats();
+  return run;
+}
+
+AttentionSimRun runAttention(runtime::Device& dev, const runtime::CodeObjectBytes& code, const ir::Plan& plan,
+                             const AttentionVariant& v, const AttentionLaunch& in, int32_t tag, int64_t waitTicks) {
   namespace n = attn_arg;
   const AttentionLaunchLayout& L = v.layout;
   const std::string where = plan.key.variantName();
   if (in.S != L.rows || in.TP != L.tp || in.mode != v.knobs.mode || in.fullLayer != v.knobs.fullLayer)
     throw InputError(where, fmt::format("the inputs (S {}, TP {}, {}) are not the variant's", in.S, in.TP,
                                         cacheModeName(in.mode)));
-  runtime::SimDevice dev;
-  runtime::SimMemory& mem = dev.memory();
+  DeviceMemory mem{dev, {}};
   const size_t SH = static_cast<size_t>(L.rows) * L.hidden;
   const size_t qn = static_cast<size_t>(L.rows) * L.shape.qHeads * L.shape.headDim;
   const size_t iqn = static_cast<size_t>(L.rows) * L.shape.indexHeads * L.shape.indexDim;
@@ -54,8 +76,8 @@ AttentionSimRun runAttentionOnSim(const ir::Plan& plan, const AttentionVariant& 
     m[n::kResOut] = mem.alloc(static_cast<int64_t>(SH * 2), r, n::kResOut);
     m[n::kGIn] = upload(mem, r, n::kGIn, in.weights.gIn);
     m[n::kScratch] = mem.alloc(L.scratchBytes, r, n::kScratch);
-    std::memset(mem.host(m[n::kScratch] + L.xrdyOffset, L.scratchBytes - L.xrdyOffset), 0,
-                static_cast<size_t>(L.scratchBytes - L.xrdyOffset));  // XRDY, QRDY: the flags
+    const std::vector<uint8_t> flags(static_cast<size_t>(L.scratchBytes - L.xrdyOffset), 0);  // XRDY, QRDY, ...
+    dev.upload(r, m[n::kScratch] + L.xrdyOffset, flags.data(), static_cast<int64_t>(flags.size()));
     m[n::kWQkv] = upload(mem, r, n::kWQkv, in.weights.wQkv.at(r));
     m[n::kSQkv] = upload(mem, r, n::kSQkv, in.weights.sQkv.at(r));
     m[n::kErr] = upload(mem, r, n::kErr, std::vector<int32_t>{0, 0});
@@ -88,8 +110,11 @@ AttentionSimRun runAttentionOnSim(const ir::Plan& plan, const AttentionVariant& 
       args[r].push_back(it->second);
     }
   }
+  runtime::PackedLaunch packed;
+  for (const std::vector<uint64_t>& a : args) packed.kernargs.push_back(runtime::packKernargs(plan, a));
+  packed.values = std::move(args);
+  dev.launch(plan, code, packed);
   AttentionSimRun run;
-  run.stats = dev.run(plan, args, opts);
   for (int r = 0; r < L.tp; ++r) {
     const auto& m = at[r];
     const AttentionCaches& c = in.caches[r];

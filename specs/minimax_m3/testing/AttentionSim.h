@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ir/Plan.h"
+#include "runtime/Device.h"
 #include "runtime/sim/SimDevice.h"
 #include "specs/minimax_m3/kernel/AttentionVariant.h"
 #include "specs/minimax_m3/reference/AttentionReference.h"
@@ -38,5 +39,11 @@ struct AttentionSimRun {
 AttentionSimRun runAttentionOnSim(const ir::Plan& plan, const AttentionVariant& v, const AttentionLaunch& in,
                                   const runtime::SimOptions& opts = {}, int32_t tag = 0x2a5eed01,
                                   int64_t waitTicks = 100'000'000);
+
+/// The same launch on any device (the Sim's adapter, gfx950-run, hip): `code` is the variant's code
+/// object (a device that runs the IR ignores it). Its stats stay empty; the outputs are read back.
+AttentionSimRun runAttention(runtime::Device& dev, const runtime::CodeObjectBytes& code, const ir::Plan& plan,
+                             const AttentionVariant& v, const AttentionLaunch& in, int32_t tag = 0x2a5eed01,
+                             int64_t waitTicks = 100'000'000);
 
 }  // namespace monogen::specs::minimax_m3

@@ -1,0 +1,16 @@
+// monogen trace --launch attention: the attention launch on the Sim device, every CTA of every
+// rank, its per-CTA stage spans (the Sim's record of each CTA's first and last op in a stage,
+// SimOptions::stageSpans: the launch has no trace knob) as Chrome / Perfetto trace-event JSON.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "tools/Variant.h"
+
+namespace monogen::tools {
+
+/// Runs it, writes `out` and prints the spans written and "verdict: ...". Returns 0 only when
+/// the outputs are bit-exact and every error word is 0, else 1.
+int traceAttention(const VariantOptions& v, uint64_t seed, const std::string& out);
+
+}  // namespace monogen::tools
