@@ -1,0 +1,144 @@
+// The one-launch layer's placement (specs/minimax_m3/kernel/LayerPlacement): the serving stack's
+// task counts and stage bases at full dims, the routed up / gate tasks' conservation and balance,
+// the shared expert's window, the LDS pool and the symmetric regions, worked out by hand here
+// from the placement rules (docs/layer.md), and the errors.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "ir/Error.h"
+#include "specs/minimax_m3/kernel/LayerPlacement.h"
+#include "specs/minimax_m3/kernel/ModelConfig.h"
+
+using namespace monogen;
+using namespace monogen::specs::minimax_m3;
+
+TEST_CASE("layer placement: the serving stack's task counts at full dims, TP 4", "[layer_placement]") {
+  const auto p = LayerPlacement::make(ModelConfig{}, 1, 4);
+  // LAYER-FRAMEWORKS.md's placement constants: N_SPLIT 8, N_O 192, N_ROUTER 16, UG_PER_SLOT 48,
+  // SH_TASKS 96, N_DN 192, 256 CTAs of 8 waves.
+  CHECK(p.blocks == 256);
+  CHECK(p.waves == 8);
+  CHECK(p.nSplit == 8);
+  CHECK(p.nO == 192);
+  CHECK(p.nRouter == 16);
+  CHECK(p.ugPerSlot == 48);
+  CHECK(p.shTasks == 96);
+  CHECK(p.nDown == 192);
+}
+
+TEST_CASE("layer placement: stage bases past the rows' split CTAs", "[layer_placement]") {
+  // split 0; merge 8 S (S > 1: S merges); o past the merges; router past o's 192, mod 256.
+  struct Want { int rows, merge, o, router, down; };
+  for (Want w : {Want{1, 8, 8, 200, 8}, Want{2, 16, 18, 210, 16}, Want{4, 32, 36, 228, 32},
+                 Want{16, 128, 144, 80, 128}}) {
+    CAPTURE(w.rows);
+    const auto p = LayerPlacement::make(ModelConfig{}, w.rows, 4);
+    CHECK(p.splitBase == 0);
+    CHECK(p.nMerge == (w.rows > 1 ? w.rows : 0));
+    CHECK(p.mergeBase == w.merge);
+    CHECK(p.oBase == w.o);
+    CHECK(p.routerBase == w.router);
+    CHECK(p.ugBase == 0);
+    CHECK(p.downBase == w.down);
+  }
+}
+
+TEST_CASE("layer placement: every routed up / gate task runs once, balanced", "[layer_placement]") {
+  for (int tp : {1, 2, 4, 8})
+    for (int rows = 1; rows <= 16; ++rows) {
+      CAPTURE(tp, rows);
+      const auto p = LayerPlacement::make(ModelConfig{}, rows, tp);
+      int total = 0, fewest = 1 << 30, most = 0;
+      for (int c = 0; c < p.blocks; ++c) {
+        total += p.ugTasksOf(c);
+        fewest = std::min(fewest, p.ugTasksOf(c));
+        most = std::max(most, p.ugTasksOf(c));
+      }
+      CHECK(total == p.topk * p.ugPerSlot * rows);
+      CHECK(most - fewest <= 1);
+      CHECK(p.sharedAfterRouting == (fewest == most));
+      // a row on CTAs of its own from S = 4 when S divides the grid
+      CHECK(p.ugCtasPerRow.has_value() == (rows >= 4 && 256 % rows == 0));
+    }
+  // TP 4: S = 4 gives each of a row's 64 CTAs 192 / 64 = 3 tasks (the serving stack's case for
+  // routing first); S = 2 is 384 tasks round-robin: CTAs 0 .. 127 run 2, the others 1.
+  CHECK(LayerPlacement::make(ModelConfig{}, 4, 4).sharedAfterRouting);
+  const auto two = LayerPlacement::make(ModelConfig{}, 2, 4);
+  CHECK_FALSE(two.sharedAfterRouting);
+  CHECK(two.ugTasksOf(127) == 2);
+  CHECK(two.ugTasksOf(128) == 1);
+}
+
+TEST_CASE("layer placement: the shared expert's window", "[layer_placement]") {
+  // S = 2, TP 4: a window of 96 CTAs wholly on the one-task CTAs 128 .. 255 (the busiest window CTA
+  // carries 1, not the grid's 2, so the router term is 0); down runs on CTAs 16 .. 207, so the
+  // window meets down least at 160 .. 255 (48 CTAs), the only such window: base 160; it holds all
+  // 32 router CTAs, 210 .. 241.
+  const auto two = LayerPlacement::make(ModelConfig{}, 2, 4);
+  CHECK(two.sharedBase == 160);
+  CHECK(two.sharedWindowCost(160) == std::vector<int>{1, 0, 48, 32});
+  // Whatever S, no base ranks below the chosen one.
+  for (int rows : {1, 3, 4, 8, 16}) {
+    CAPTURE(rows);
+    const auto p = LayerPlacement::make(ModelConfig{}, rows, 4);
+    for (int b = 0; b < p.blocks; ++b) CHECK_FALSE(p.sharedWindowCost(b) < p.sharedWindowCost(p.sharedBase));
+  }
+}
+
+TEST_CASE("layer placement: the MoE's and the all-reduce's forms, the LDS pool", "[layer_placement]") {
+  // narrow: every row's bf16 xn, 6144 / 2 words a row
+  CHECK(LayerPlacement::make(ModelConfig{}, 4, 4).poolWords == 4 * 3072);
+  CHECK_FALSE(LayerPlacement::make(ModelConfig{}, 4, 4).wideMoe);
+  // wide, TP 4: max(8 waves x 2048 PV words, S (1540 + 196 + 128) + 2048, (5 S + 1)(196 + 28))
+  const auto five = LayerPlacement::make(ModelConfig{}, 5, 4);
+  CHECK(five.wideMoe);
+  CHECK(five.poolWords == 16384);  // 11368 and 5824 are smaller
+  CHECK(LayerPlacement::make(ModelConfig{}, 16, 4).poolWords == 16 * 1864 + 2048);  // 31824 > 18144
+  CHECK_FALSE(LayerPlacement::make(ModelConfig{}, 11, 4).reduceScatter);
+  CHECK(LayerPlacement::make(ModelConfig{}, 12, 4).reduceScatter);
+  // the knobs move the thresholds
+  const auto knobbed = LayerPlacement::make(ModelConfig{}, 3, 4, {.wideFrom = 3, .agRsFrom = 17});
+  CHECK(knobbed.wideMoe);
+  CHECK_FALSE(LayerPlacement::make(ModelConfig{}, 16, 4, {.wideFrom = 5, .agRsFrom = 17}).reduceScatter);
+}
+
+TEST_CASE("layer placement: the symmetric peer regions", "[layer_placement]") {
+  // TP 4, 16 rows at most: attn and ffn 4 x 16 x 3072 pairs (1572864 B), a_ag and ffn_ag
+  // 16 x 3072 (393216 B), sel_cp 8 splits x 16 x 2 x 16 rows = 4096 pairs (32768 B)
+  const auto p = LayerPlacement::make(ModelConfig{}, 1, 4);
+  REQUIRE(p.sym.size() == 5);
+  const char* names[] = {"attn", "ffn", "a_ag", "ffn_ag", "sel_cp"};
+  const int64_t offsets[] = {0, 1572864, 3145728, 3538944, 3932160};
+  for (int i = 0; i < 5; ++i) {
+    CHECK(p.sym[i].name == names[i]);
+    CHECK(p.sym[i].offset == offsets[i]);
+  }
+  CHECK(p.sym[4].pairs == 4096);
+  CHECK(p.symBytes == 3964928);
+}
+
+TEST_CASE("layer placement: bad rows, TP and knobs are errors naming the value", "[layer_placement]") {
+  auto message = [](auto f) -> std::string {
+    try {
+      f();
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  CHECK_THAT(message([] { LayerPlacement::make(ModelConfig{}, 0, 4); }), Catch::Contains("S = 0 rows: expected 1..16"));
+  CHECK_THAT(message([] { LayerPlacement::make(ModelConfig{}, 1, 3); }), Catch::Contains("TP = 3"));
+  CHECK_THAT(message([] { LayerPlacement::make(ModelConfig{}, 1, 4, {.wideFrom = 0}); }),
+             Catch::Contains("wide_from = 0: expected 1..17"));
+}
+
+TEST_CASE("layer placement: the reduced config and the description", "[layer_placement]") {
+  const auto p = LayerPlacement::make(ModelConfig::reduced(), 3, 2);
+  CHECK(p.blocks == ModelConfig::reduced().blocks);
+  const std::string d = p.describe();
+  for (const char* stage : {"split", "merge", "o ", "router", "shared", "ug", "down", "moe narrow", "one-shot push"})
+    CHECK_THAT(d, Catch::Contains(stage));
+}
