@@ -46,4 +46,15 @@ void AttentionContext::forEachTask(const Placement& p, const std::function<void(
   specs::forEachTask(b, block, p.base, p.tasks, L.blocks, body);
 }
 
+void AttentionContext::awaitAllOnce(const Placement& p, int64_t offset, int64_t count, int site) {
+  Val hasTasks = (block - i32(p.base) + i32(L.blocks)) % i32(L.blocks) < i32(p.tasks);
+  b.if_(hasTasks, [&] {
+    for (int64_t first = 0; first < count; first += L.threads) {
+      Val i = first == 0 ? tid : tid + i32(first);
+      b.if_(i < i32(count), [&] { await(pairAt(offset, i), site, i); });
+    }
+    ctaSync(false);
+  });
+}
+
 }  // namespace monogen::specs::minimax_m3

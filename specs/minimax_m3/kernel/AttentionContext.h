@@ -43,6 +43,9 @@ struct AttentionContext {
   void stage(int index, const std::function<void()>& body);
   /// specs::forEachTask over p.
   void forEachTask(const Placement& p, const std::function<void(ir::Val task)>& body);
+  /// Once a CTA that runs any of p's tasks: thread i waits for pairs i, i + threads, .. of the
+  /// `count` at byte `offset` (site, the pair's index as token), then the CTA syncs.
+  void awaitAllOnce(const Placement& p, int64_t offset, int64_t count, int site);
   /// specs::ctaSync.
   void ctaSync(bool drain) { specs::ctaSync(b, drain, hooks_); }
   /// Pair `index` of the scratch flag array at byte `offset`.

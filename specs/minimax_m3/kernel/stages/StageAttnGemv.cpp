@@ -74,13 +74,8 @@ extern const AttentionStageDef kAttnGemvStage = {
                          L.hidden / 64 / L.waves);
     },
     [](AttentionContext& c) {
-      // once a CTA that has GEMV tasks: XRDY of every row (thread t polls row t)
-      const AttentionLaunchLayout& L = c.L;
-      Val hasTasks = (c.block - c.i32(L.gemv.base) + c.i32(L.blocks)) % c.i32(L.blocks) < c.i32(L.gemv.tasks);
-      c.b.if_(hasTasks, [&] {
-        c.b.if_(c.tid < c.i32(L.rows), [&] { c.await(c.pairAt(L.xrdyOffset, c.tid), kSiteAttnGemv, c.tid); });
-        c.ctaSync(false);
-      });
+      // XRDY of every row, once a CTA
+      c.awaitAllOnce(c.L.gemv, c.L.xrdyOffset, c.L.rows, kSiteAttnGemv);
       c.forEachTask(c.L.gemv, [&](Val t) { stageAttnGemv(c, t); });
     },
     "qkvRow (AttentionPre.h)",

@@ -248,16 +248,8 @@ extern const AttentionStageDef kAttnHeadsStage = {
                          L.headUnits > L.shape.qHeads + 2 * L.shape.kvHeads ? fmt::format(", {} index q, the index key", L.shape.indexHeads) : "");
     },
     [](AttentionContext& c) {
-      // once a CTA that has heads tasks: every QRDY tile (thread i polls tiles i, i + threads, ..)
-      const AttentionLaunchLayout& L = c.L;
-      Val hasTasks = (c.block - c.i32(L.heads.base) + c.i32(L.blocks)) % c.i32(L.blocks) < c.i32(L.heads.tasks);
-      c.b.if_(hasTasks, [&] {
-        for (int j = 0; int64_t{j} * L.threads < L.qkvTiles; ++j) {
-          Val i = c.tid + c.i32(int64_t{j} * L.threads);
-          c.b.if_(i < c.i32(L.qkvTiles), [&] { c.await(c.pairAt(L.qrdyOffset, i), kSiteAttnHeads, i); });
-        }
-        c.ctaSync(false);
-      });
+      // every QRDY tile, once a CTA
+      c.awaitAllOnce(c.L.heads, c.L.qrdyOffset, c.L.qkvTiles, kSiteAttnHeads);
       c.forEachTask(c.L.heads, [&](Val t) {
         stageAttnHeads(c, t);
         countHeadsTask(c, t);

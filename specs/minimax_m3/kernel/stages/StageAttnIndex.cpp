@@ -139,12 +139,7 @@ extern const AttentionStageDef kAttnIndexStage = {
                          L.shape.topk);
     },
     [](AttentionContext& c) {
-      const AttentionLaunchLayout& L = c.L;
-      Val hasTasks = (c.block - c.i32(L.index.base) + c.i32(L.blocks)) % c.i32(L.blocks) < c.i32(L.index.tasks);
-      c.b.if_(hasTasks, [&] {
-        c.b.if_(c.tid < c.i32(L.rows), [&] { c.await(c.pairAt(L.hrdyOffset, c.tid), kSiteAttnIndex, c.tid); });
-        c.ctaSync(false);
-      });
+      c.awaitAllOnce(c.L.index, c.L.hrdyOffset, c.L.rows, kSiteAttnIndex);
       c.forEachTask(c.L.index, [&](Val t) { stageAttnIndex(c, t); });
     },
     "the selection of attentionReference: indexSortKey, selectBlocks (AttentionIndexer.h)",

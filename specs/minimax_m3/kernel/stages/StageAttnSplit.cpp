@@ -319,14 +319,8 @@ extern const AttentionStageDef kAttnSplitStage = {
                          kAttnSplits, L.shape.qGroup);
     },
     [](AttentionContext& c) {
-      // once a CTA that has split tasks: HRDY of every row (thread t polls row t): every row's
-      // inserts before any row's attention
-      const AttentionLaunchLayout& L = c.L;
-      Val hasTasks = (c.block - c.i32(L.split.base) + c.i32(L.blocks)) % c.i32(L.blocks) < c.i32(L.split.tasks);
-      c.b.if_(hasTasks, [&] {
-        c.b.if_(c.tid < c.i32(L.rows), [&] { c.await(c.pairAt(L.hrdyOffset, c.tid), kSiteAttnSplit, c.tid); });
-        c.ctaSync(false);
-      });
+      // HRDY of every row, once a CTA: every row's inserts before any row's attention
+      c.awaitAllOnce(c.L.split, c.L.hrdyOffset, c.L.rows, kSiteAttnSplit);
       c.forEachTask(c.L.split, [&](Val t) { stageAttnSplit(c, t); });
     },
     "attentionSplit over gatherKeys (AttentionSplit.h, AttentionReference.h)",
