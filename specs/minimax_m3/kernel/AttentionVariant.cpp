@@ -125,9 +125,10 @@ AttentionVariant AttentionVariant::make(const ModelConfig& cfg, const ir::Key& k
   L.norm = Placement{"attn_norm", L.rows, 0};
   L.gemv = Placement{"attn_gemv", L.qkvTiles, 0};
   L.heads = Placement{"attn_heads", int64_t{L.rows} * L.headTasks, L.rows % L.blocks};
-  L.index = Placement{"attn_index", v.knobs.fullLayer ? 0 : sels, (L.rows + L.heads.tasks) % L.blocks};
+  L.index = Placement{"attn_index", v.knobs.fullLayer ? 0 : sels,
+                      static_cast<int>((L.rows + L.heads.tasks) % L.blocks)};
   L.split = Placement{"attn_split", L.splitTasks, 0};
-  L.merge = Placement{"attn_merge", L.rows, L.splitTasks % L.blocks};
+  L.merge = Placement{"attn_merge", L.rows, static_cast<int>(L.splitTasks % L.blocks)};
   return v;
 }
 
