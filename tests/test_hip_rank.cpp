@@ -301,34 +301,44 @@ TEST_CASE("check --device hip on the fake HIP library: past discovery, the devic
   CHECK_THAT(refused, Catch::Contains("the device has 16 CUs") && Catch::Contains("could not start"));
 }
 
-TEST_CASE("check --device hip launches on a stream each rank creates and destroys, never the null stream",
-          "[hip][fake][cli]") {
+// Runs `args` on the fake HIP library with its stream log: every launch is on a stream its own
+// process created (never the null stream), `launches` a rank over `tp` processes, each stream destroyed.
+static void checkLaunchesOnOwnStreams(const std::string& args, int tp, size_t launchesPerRank) {
   char dir[] = "/tmp/monogen-streams-XXXXXX";
   REQUIRE(mkdtemp(dir));
   const std::string log = std::string(dir) + "/streams.log";
   int code = 0;
-  const std::string out = runShell("MONOGEN_HIP_LIBRARY=" + kFakeHip + " MONOGEN_FAKE_HIP_STREAM_LOG=" + log + " " +
-                                       kMonogen + " check --device hip --config reduced --rows 1 --tp 2 --no-cache",
-                                   code);
-  INFO(out);
+  const std::string out =
+      runShell("MONOGEN_HIP_LIBRARY=" + kFakeHip + " MONOGEN_FAKE_HIP_STREAM_LOG=" + log + " " + kMonogen + " " + args, code);
+  INFO(args << "\n" << out);
   CHECK(code == 1);  // the fake launches nothing: a MISMATCH verdict, not an error
   std::ifstream f(log);
   std::map<std::string, std::set<std::string>> created, destroyed;  // by process
-  std::vector<std::pair<std::string, std::string>> launches;        // (process, stream)
+  std::map<std::string, std::vector<std::string>> launches;         // process -> streams launched on
   std::string pid, what, stream;
   while (f >> pid >> what >> stream) {
     if (what == "create") created[pid].insert(stream);
     if (what == "destroy") destroyed[pid].insert(stream);
-    if (what == "launch") launches.emplace_back(pid, stream);
+    if (what == "launch") launches[pid].push_back(stream);
   }
   std::remove(log.c_str());
   rmdir(dir);
-  REQUIRE(launches.size() == 2);  // one launch a rank, each in its own process
-  CHECK(launches[0].first != launches[1].first);
-  for (const auto& [p, s] : launches) {
-    INFO("process " << p << " launched on stream " << s);
-    CHECK(s != "(nil)");
-    CHECK(created[p].count(s) == 1);
+  REQUIRE(launches.size() == static_cast<size_t>(tp));  // each rank in its own process
+  for (const auto& [p, streams] : launches) {
+    CHECK(streams.size() == launchesPerRank);
+    for (const std::string& s : streams) {
+      INFO("process " << p << " launched on stream " << s);
+      CHECK(s != "(nil)");
+      CHECK(created[p].count(s) == 1);
+    }
   }
   CHECK(created == destroyed);  // every stream created is destroyed, in the process that made it
+}
+
+TEST_CASE("check and bench --device hip launch on a stream each rank creates and destroys, never the null stream",
+          "[hip][fake][cli]") {
+  checkLaunchesOnOwnStreams("check --device hip --config reduced --rows 1 --tp 2 --no-cache", 2, 1);
+  // bench: the checked launch, then 2 repeats x 3 timed launches
+  checkLaunchesOnOwnStreams("bench --device hip --config reduced --rows 2 --tp 2 --experts 4 --no-cache --repeats 2 "
+                            "--launches 3", 2, 7);
 }

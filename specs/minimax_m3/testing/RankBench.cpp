@@ -14,6 +14,7 @@ int runHipBenchRank(const ModelConfig& cfg, const RankBenchJob& job, const runti
   const int r = ch.rank(), s = job.rows;
   runtime::HipRankDevice dev(r, ch.tp());  // no library / entry point / gfx950: RuntimeError
   reportHipDevice(ch, dev);
+  const runtime::HipStream stream(dev);  // launched and timed on a stream of its own, as a caller does
   runtime::Generator gen = makeGenerator(cfg, std::move(cache));
   runtime::RankRuntimeOptions opts = rankRuntimeOptions(cfg, r, ch.tp(), {s}, job.knobs);
   opts.progress = reportProgress(ch);
@@ -29,14 +30,14 @@ int runHipBenchRank(const ModelConfig& cfg, const RankBenchJob& job, const runti
   }
   ch.barrier();  // every rank is bound: the checked launch starts together
   const int32_t tag = nextTag(rt, s);
-  rt.launch(*bound[0], nullptr);
-  dev.synchronize(nullptr);
+  rt.launch(*bound[0], stream.get());
+  dev.synchronize(stream.get());
   const std::string verdict = rankVerdict(v, rt, io[0], tag, want);
   ch.report(nlohmann::json{{"event", "check"}, {"rank", r}, {"tag", tag}, {"verdict", verdict}}.dump());
   for (int k = 0; k < job.repeats; ++k) {
     ch.barrier();  // the ranks' timed runs overlap, as a serving step's launches do
-    const double ms = dev.elapsedMs(nullptr, [&] {
-      for (int i = 0; i < job.launches; ++i) rt.launch(*bound[static_cast<size_t>(i % job.copies)], nullptr);
+    const double ms = dev.elapsedMs(stream.get(), [&] {
+      for (int i = 0; i < job.launches; ++i) rt.launch(*bound[static_cast<size_t>(i % job.copies)], stream.get());
     });
     ch.report(nlohmann::json{{"event", "timing"}, {"rank", r}, {"repeat", k}, {"us", ms * 1e3 / job.launches}}.dump());
   }
