@@ -134,3 +134,27 @@ def test_two_threads_on_one_runner_are_serialized():
     r.close()
     assert not errors, errors
     assert results == {101: [True, True], 102: [True, True]}, results
+
+
+def test_a_padded_batch_gives_its_rows_unpadded_results():
+    """One row padded to the warmed S = 2 (FfnRunner.pad: a zero row, slot -1): the valid row's
+    out and res_out equal the S = 1 reference of that row bit for bit (the padded row is
+    computed and ignored by the MoE; its outputs are not the caller's to read)."""
+    import torch
+    import monogen.minimax_m3 as mm
+    r = mm.FfnRunner("reduced", 1, 0, rows=[2])
+    r.allocate()
+    r.open_peers([r.export_handle()])
+    r.peers_opened()
+    r.warm_up()
+    inputs = mm.make_launch_inputs("reduced", 1, 1, 110)
+    m = mm.rank_inputs(inputs, 0)
+    ref = mm.rank_reference("reduced", 1, 1, 0, inputs)
+    x, res_in, slots = r.pad(m["attn"], m["res_in"])
+    assert slots.tolist() == [0, -1]
+    fill = torch.full((2, m["res_in"].shape[1]), 7.0, dtype=torch.bfloat16)
+    out, res_out = fill.clone(), fill.clone()
+    r.launch(x, res_in, out, res_out, {n: m[n] for n in r.weight_names(2)}, slots=slots)
+    r.close()
+    assert torch.equal(ffn_rank.bits(out[:1]), ffn_rank.bits(ref["out"])) and bool(ffn_rank.bits(out[:1]).any())
+    assert torch.equal(ffn_rank.bits(res_out[:1]), ffn_rank.bits(ref["res_out"]))
