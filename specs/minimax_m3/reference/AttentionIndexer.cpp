@@ -10,11 +10,6 @@
 
 namespace monogen::specs::minimax_m3 {
 
-float indexScoreScale(int indexDim) {
-  const float sm = static_cast<float>(1.0 / std::sqrt(static_cast<double>(indexDim)));
-  return sm * kAttnLog2e;
-}
-
 int32_t indexSortKey(int b, float score, int nBlocks, int init, int local) {
   float sc = b < init ? 1e30f : score;
   sc = b >= nBlocks - local ? 1e29f : sc;

@@ -6,10 +6,9 @@
 #include <cstdint>
 #include <vector>
 
-namespace monogen::specs::minimax_m3 {
+#include "specs/minimax_m3/kernel/AttentionConstants.h"
 
-/// The score scale: f32(f32(dim^-0.5) x f32(log2 e)).
-float indexScoreScale(int indexDim);
+namespace monogen::specs::minimax_m3 {
 
 /// The selection sort key of block b's score: init blocks forced to 1e30, the last `local` to
 /// 1e29; -0 -> 0; the float's order-preserving int32; NaN -> INT32_MIN (below -inf).

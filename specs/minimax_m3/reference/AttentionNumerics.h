@@ -5,14 +5,10 @@
 #include <array>
 #include <cstdint>
 
+#include "specs/minimax_m3/kernel/AttentionConstants.h"
 #include "specs/minimax_m3/reference/RefNumerics.h"
 
 namespace monogen::specs::minimax_m3 {
-
-/// f32(log2 e) = 0x3fb8aa3b, the exp2 argument's factor.
-inline constexpr float kAttnLog2e = 1.44269504088896340736f;
-/// The masked score (ATOM's finite -3.4e38: exp2 of (masked - max) is 0, never NaN).
-inline constexpr float kAttnMasked = -3.4e38f;
 
 /// f32 -> OCP E4M3 byte, RNE, saturating at +-448, NaN -> 0x7f: ir::num::f32ToFp8E4m3's
 /// result by binary search (the same bits: tests/test_attention_reference.cpp sweeps them).

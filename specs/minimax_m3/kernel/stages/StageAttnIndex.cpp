@@ -6,8 +6,8 @@
 // entries that beat it on (key, block) and places the top 16 (the tail block last) -> SEL, IRDY.
 // Every block is ranked at once, long requests too: the long path's shares select the same.
 #include "specs/common/MfmaTile.h"
+#include "specs/minimax_m3/kernel/AttentionConstants.h"
 #include "specs/minimax_m3/kernel/stages/AttentionStageDef.h"
-#include "specs/minimax_m3/reference/AttentionIndexer.h"
 
 #include <fmt/format.h>
 

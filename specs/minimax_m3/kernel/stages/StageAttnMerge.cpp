@@ -1,8 +1,8 @@
 // attn_merge: one row a task, its own CTA (the serving stack's placement past S = 1): each local
 // query head's 8 splits merged, w_i = l_i exp2((m_i - max m) log2 e), o = 0 + (w_0 / sum) o_0 +
 // .., to the bf16 attention row o_proj reads (AttentionSplit.h, mergeSplits); a padded row's is 0.
+#include "specs/minimax_m3/kernel/AttentionConstants.h"
 #include "specs/minimax_m3/kernel/stages/AttentionStageDef.h"
-#include "specs/minimax_m3/reference/AttentionNumerics.h"
 
 #include <fmt/format.h>
 

@@ -6,8 +6,8 @@
 // wave order; spans walk their tiles with online softmax. Out: o / l bf16, m, l -> SPLIT_*, SRDY.
 #include "specs/common/MfmaTile.h"
 #include "specs/minimax_m3/kernel/OprojShape.h"
+#include "specs/minimax_m3/kernel/AttentionConstants.h"
 #include "specs/minimax_m3/kernel/stages/AttentionStageDef.h"
-#include "specs/minimax_m3/reference/AttentionNumerics.h"
 
 #include <fmt/format.h>
 
