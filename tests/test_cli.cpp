@@ -843,6 +843,27 @@ TEST_CASE("cache ls and verify report a 0777 cache directory and a 0666 entry as
   CHECK(r.out.find("has mode 0666: group or others can write it") != std::string::npos);
 }
 
+TEST_CASE("cache --dir that is a file, a symlink loop or a name too long is an input error, exit 2",
+          "[cli][files][cache]") {
+  TempDir d;
+  const fs::path file = d.path / "file", loop = d.path / "loop";
+  { std::ofstream(file) << "x"; }
+  fs::create_symlink(loop, loop);
+  const std::string tooLong = (d.path / std::string(300, 'x')).string();
+  for (const auto& [dir, what] : {std::pair{file.string(), "is a file"}, std::pair{loop.string(), "cannot be read"},
+                                  std::pair{tooLong, "cannot be read: File name too long"}})
+    for (const char* cmd : {" ls", " verify", " clear"}) {
+      const Result r = sh(kMonogen + " cache --dir " + dir + cmd);
+      INFO(cmd << ": " << r.out);
+      CHECK(r.code == 2);
+      CHECK(r.out.find("input error at --dir: '" + dir + "' " + what) != std::string::npos);
+      CHECK(r.out.find("expected the cache directory") != std::string::npos);
+    }
+  const Result r = sh(kMonogen + " cache --dir " + (d.path / "absent").string() + " ls");
+  CHECK(r.code == 0);
+  CHECK(r.out.find("no cache directory at ") != std::string::npos);
+}
+
 TEST_CASE("sim --inputs DIR needs only the inputs: no outputs.safetensors or reference.safetensors", "[cli][files]") {
   TempDir d;
   const fs::path save = d.path / "run";

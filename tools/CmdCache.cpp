@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "codegen/Toolchain.h"
+#include "support/Error.h"
 #include "runtime/Cache.h"
 #include "runtime/KeyHash.h"
 #include "tools/Commands.h"
@@ -70,7 +71,15 @@ Run addCache(CLI::App& app) {
       fmt::print("{}\ndigest {}\nfile {}\n", text, digest, (dir / (digest + ".co")).string());
       return 0;
     }
-    if (!std::filesystem::is_directory(dir)) {
+    std::error_code ec;
+    const auto status = std::filesystem::status(dir, ec);
+    if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory)
+      throw InputError("--dir", fmt::format("'{}' cannot be read: {}: expected the cache directory", dir.string(),
+                                            ec.message()));
+    if (std::filesystem::exists(status) && !std::filesystem::is_directory(status))
+      throw InputError("--dir", fmt::format("'{}' is a {}: expected the cache directory", dir.string(),
+                                            std::filesystem::is_regular_file(status) ? "file" : "special file"));
+    if (!std::filesystem::exists(status)) {
       fmt::print("no cache directory at {}\n", dir.string());
       return 0;
     }
