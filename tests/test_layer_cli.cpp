@@ -3,6 +3,8 @@
 // dump's other outputs and options, refuse --launch layer naming what was wrong (exit 2).
 #include <catch2/catch.hpp>
 
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "specs/minimax_m3/kernel/LayerPlacement.h"
@@ -77,4 +79,18 @@ TEST_CASE("--launch layer is refused where there is no layer launch, naming the 
     if (c.error == "input error at --launch" || c.error == "input error at --what")
       CHECK(out.find(placementOnly) != std::string::npos);
   }
+}
+
+TEST_CASE("docs/layer.md's quote of dump --launch layer is what the tool prints", "[layer_cli][docs]") {
+  std::ifstream f(std::string(MONOGEN_SOURCE_DIR) + "/docs/layer.md");
+  std::stringstream doc;
+  doc << f.rdbuf();
+  const std::string cmd = "$ monogen dump --what plan --launch layer --rows 4 --tp 4\n";
+  const size_t at = doc.str().find(cmd);
+  REQUIRE(at != std::string::npos);
+  const size_t from = at + cmd.size(), to = doc.str().find("```", from);
+  int code = -1;
+  const std::string out = runMonogen(cmd.substr(10, cmd.size() - 11), code);
+  CHECK(code == 0);
+  CHECK(doc.str().substr(from, to - from) == out);
 }
