@@ -59,6 +59,9 @@ class TargetInfo {
   virtual bool hasMfma(ir::MfmaKind k) const = 0;
   /// acc + a x b in shape `k`; nullptr when the target has no such MFMA.
   virtual llvm::Value* mfma(Builder& b, ir::MfmaKind k, llvm::Value* a, llvm::Value* bm, llvm::Value* acc) const = 0;
+  /// acc + the block-scaled E4M3 a x E2M1 b, 16x16x128 (ir/Mfma.h); nullptr when the target has none.
+  virtual llvm::Value* mfmaScale(Builder& b, llvm::Value* a, llvm::Value* bm, llvm::Value* acc, llvm::Value* scaleA,
+                                 llvm::Value* scaleB) const = 0;
 
   // --- math and time ---
   virtual llvm::Value* rcp(Builder& b, llvm::Value* x) const = 0;  // f32

@@ -260,6 +260,15 @@ Val Builder::splat(Val s, int lanes) {
          fmt::format("{} to {} lanes", s.type().str(), lanes));
   return emit(OpCode::Splat, {s.v}, {}, Type::vec(s.type(), lanes));
 }
+Val Builder::concat(Val lo, Val hi) {
+  const Type tl = lo.type(), th = hi.type();
+  expect(tl.isVector() && th.isVector() && tl.elem() == th.elem() && tl.lanes + th.lanes <= 16, OpCode::Insert,
+         fmt::format("concat of {} and {}", tl.str(), th.str()));
+  Val v = splat(extract(lo, 0), tl.lanes + th.lanes);
+  for (int i = 1; i < tl.lanes; ++i) v = insert(v, extract(lo, i), i);
+  for (int i = 0; i < th.lanes; ++i) v = insert(v, extract(hi, i), tl.lanes + i);
+  return v;
+}
 
 // --- pointers and memory ---
 
@@ -371,6 +380,16 @@ Val Builder::mfma(MfmaKind k, Val a, Val b, Val acc) {
   Attrs at;
   at.mfma = k;
   return emit(OpCode::Mfma, {a.v, b.v, acc.v}, at);
+}
+
+Val Builder::mfmaScale(Val a, Val b, Val acc, Val scaleA, Val scaleB) {
+  const Type ta = mfma::scaledAType(), tb = mfma::scaledBType(), tacc = mfma::accType();
+  expect(a.type() == ta && b.type() == tb && acc.type() == tacc && scaleA.type() == Type::i32() &&
+             scaleB.type() == Type::i32(),
+         OpCode::MfmaScale,
+         fmt::format("takes ({}, {}, {}, i32, i32), got ({}, {}, {}, {}, {})", ta.str(), tb.str(), tacc.str(),
+                     a.type().str(), b.type().str(), acc.type().str(), scaleA.type().str(), scaleB.type().str()));
+  return emit(OpCode::MfmaScale, {a.v, b.v, acc.v, scaleA.v, scaleB.v});
 }
 
 Val Builder::butterfly(Val v, std::initializer_list<int> masks, OpCode combine) {

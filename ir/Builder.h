@@ -92,6 +92,8 @@ class Builder {
   Val extract(Val v, int i);
   Val insert(Val v, Val s, int i);
   Val splat(Val s, int lanes);
+  /// lo's elements, then hi's (same element type, at most 16 in all).
+  Val concat(Val lo, Val hi);
 
   // --- pointers and memory ---
   Val ptrAdd(Val p, Val byteOffset);
@@ -112,6 +114,8 @@ class Builder {
   Val popcount(Val v);
   Val readFirstLane(Val v);
   Val mfma(MfmaKind k, Val a, Val b, Val acc);
+  /// The block-scaled 16x16x128 MFMA: E4M3 a, E2M1 b, an E8M0 scale a lane (ir/Mfma.h).
+  Val mfmaScale(Val a, Val b, Val acc, Val scaleA, Val scaleB);
   /// v combined across the lanes (lane ^ m) for each mask in order: v = combine(v, v of lane ^ m).
   Val butterfly(Val v, std::initializer_list<int> masks, OpCode combine = OpCode::Add);
 

@@ -40,4 +40,21 @@ inline int dCol(int lane, int) { return lane % 16; }
 void run(MfmaKind kind, const float* a /*[64][abPerLane]*/, const float* b /*[64][abPerLane]*/,
          float* acc /*[64][4]*/);
 
+/// The block-scaled 16x16x128 MFMA (MfmaScale: v_mfma_scale_f32_16x16x128_f8f6f4, A E4M3, B E2M1).
+/// A: lane l's byte e is A[l % 16][scaledAK(l, e)]; B: lane l's nibble n (byte n / 2, low nibble
+/// first) is B[scaledBK(l, n)][l % 16]; the E8M0 scale of A's row i (B's column j) in K block
+/// t = K / 32 is byte 0 of lane 16 t + i (16 t + j). Measured on gfx950-run (docs/layer.md).
+Type scaledAType();  // <8 x i32>
+Type scaledBType();  // <4 x i32>
+inline int scaledAK(int lane, int e) { return 64 * (e / 16) + 16 * (lane / 16) + e % 16; }
+inline int scaledBK(int lane, int n) { return 32 * (lane / 16) + n; }
+inline int scaleLane(int block, int rowOrCol) { return 16 * block + rowOrCol; }
+
+/// One wave's MfmaScale on raw operands: a[64][32] E4M3 bytes, b[64][16] E2M1 pairs, scaleA/B[64]
+/// E8M0 bytes, acc[64][4] replaced. Model: for every (i, j), from d = acc, for each K block t in
+/// order: s = in-order f32 sum from 0 of the block's exact products a x b, then
+/// d = f32(d + f32(ldexp(s, scaleA + scaleB - 254))): the scaled block is rounded (subnormals kept,
+/// Inf past FLT_MAX) before the add; code 255 is 2^128, not NaN.
+void runScaled(const uint8_t* a, const uint8_t* b, const uint8_t* scaleA, const uint8_t* scaleB, float* acc);
+
 }  // namespace monogen::ir::mfma

@@ -403,6 +403,11 @@ class KernelChecker {
                          acc.str(), acc.str()));
         break;
       }
+      case OpCode::MfmaScale:
+        need(ty(o[0]) == mfma::scaledAType() && ty(o[1]) == mfma::scaledBType() && ty(o[2]) == mfma::accType() &&
+                 ty(o[3]) == Type::i32() && ty(o[4]) == Type::i32() && ty(op.result) == mfma::accType(),
+             "expected (a <8 x i32>, b <4 x i32>, acc <4 x f32>, scale a i32, scale b i32) -> <4 x f32>");
+        break;
       case OpCode::Arg:
         need(op.attrs.imm >= 0 && op.attrs.imm < static_cast<int64_t>(p_.args.size()),
              fmt::format("argument #{} does not exist", op.attrs.imm));

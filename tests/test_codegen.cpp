@@ -97,6 +97,8 @@ Plan everyOpPlan() {
     acc = b.insert(acc, b.siToFp(q), 1);
     acc = b.mfma(MfmaKind::F32_16x16x32_BF16, va, vb, acc);
     acc = b.mfma(MfmaKind::F32_16x16x4_F32, b.extract(acc, 0), b.extract(acc, 1), acc);
+    Val words = b.load(Type::vec(Type::i32(), 4), inRow);
+    acc = b.mfmaScale(b.concat(words, b.bitcast(vb, Type::vec(Type::i32(), 4))), words, acc, h, h >> 8);
     Val outAddr = b.ptrToInt(a.out);
     Val out = b.intToPtr(outAddr, AddrSpace::Global);
     Val lds = b.intToPtr(tid * 16, AddrSpace::Lds);

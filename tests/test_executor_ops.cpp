@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -406,6 +407,59 @@ void fillRandom(std::vector<uint8_t>& in, uint64_t& st) {
   for (size_t i = 0; i + 8 <= in.size(); i += 8) putAt<uint64_t>(in, i, runtime::simSplitMix64(st));
 }
 
+/// The MfmaScale case's lanes (80 bytes: 32 A bytes, 16 B bytes, 4 f32 accumulators, 2 scale words;
+/// the scale of A's row i / B's column j in K block t is lane 16 t + i's / 16 t + j's byte 0):
+/// - wave 0: every A code (NaNs only here) and every B code; scales near 1; random accumulators;
+/// - waves 1..4: every A code and B code (no NaN); A scale codes 0..255 and B's 255..0 across the four
+///   (the rest of each word random), so a product's scale is 2^(i - j + 1); accumulators random
+///   normals, +-2^24, +-0 and +-FLT_MAX;
+/// - wave 5: the same codes; B's scale by column from code 0 to 255, so results run from below the
+///   subnormals past FLT_MAX; accumulators +-0, subnormals and normals;
+/// - waves 6, 7: A +-448 or small, B +-6 or small, so a block's in-order f32 sum rounds and cancels;
+///   accumulators 0 (wave 6) or random normals (wave 7).
+void mfmaScaleInputs(std::vector<uint8_t>& in, uint64_t& st) {
+  auto rnd = [&st] { return runtime::simSplitMix64(st); };
+  auto normal = [&] { return std::bit_cast<float>(static_cast<uint32_t>(randomElem(Rand::F32Normal, 32, st))); };
+  constexpr int kOffsets[16] = {-127, -126, -124, -120, -116, -110, -90, -40, 0, 40, 90, 110, 118, 122, 126, 128};
+  for (int g = 0; g < kLanes; ++g) {
+    const int w = g / 64, l = g % 64;
+    uint8_t* p = in.data() + 80 * g;
+    const bool cancel = w >= 6;
+    for (int e = 0; e < 32; ++e) {
+      uint8_t c = static_cast<uint8_t>(((32 * l + e) % 256) * 77 + 13 * w);  // a permutation of the codes
+      if (w > 0 && (c & 0x7f) == 0x7f) c ^= 1;                                // 0x7e / 0xfe
+      if (cancel) {
+        const uint64_t x = rnd();
+        c = static_cast<uint8_t>((x % 8 < 5 ? 0x7e : 1 + (x >> 8) % 15) | (x >> 16 & 1) << 7);
+      }
+      p[e] = c;
+    }
+    for (int n = 0; n < 32; n += 2) {
+      auto nib = [&](int k) {
+        if (!cancel) return (k * 5 + w + 3 * l) % 16;
+        const uint64_t x = rnd();
+        return static_cast<int>((x % 4 < 3 ? 7 : 1 + (x >> 8) % 3) | (x >> 16 & 1) << 3);
+      };
+      p[32 + n / 2] = static_cast<uint8_t>(nib(n) | nib(n + 1) << 4);
+    }
+    for (int r = 0; r < 4; ++r) {
+      const uint64_t x = rnd();
+      const float sign = x >> 63 ? -1.0f : 1.0f;
+      float v = normal();
+      if (w >= 1 && w <= 4 && x % 8 == 0) v = sign * (x % 3 == 0 ? 16777216.0f : x % 3 == 1 ? 0.0f : std::numeric_limits<float>::max());
+      if (w == 5 && x % 3 != 2) v = x % 3 == 0 ? sign * 0.0f : std::bit_cast<float>(static_cast<uint32_t>(x) & 0x807fffffu);
+      if (w == 6) v = 0.0f;
+      putAt<float>(in, 80 * g + 48 + 4 * r, v);
+    }
+    const uint32_t high = static_cast<uint32_t>(rnd()) & ~0xffu;  // only byte 0 counts
+    int sa = 127 + static_cast<int>(rnd() % 7) - 3, sb = 127 + static_cast<int>(rnd() % 7) - 3;
+    if (w >= 1 && w <= 4) sa = 64 * (w - 1) + l, sb = 255 - sa;
+    if (w == 5) sa = 110 + l % 16 + l / 16, sb = std::clamp(127 + kOffsets[l % 16], 0, 255);
+    putAt<uint32_t>(in, 80 * g + 64, high | static_cast<uint32_t>(sa));
+    putAt<uint32_t>(in, 80 * g + 68, (high ^ 0xabcd00u) | static_cast<uint32_t>(sb));
+  }
+}
+
 std::vector<Custom> customCases() {
   std::vector<Custom> cs;
   const Type gptr = Type::ptr(AddrSpace::Global);
@@ -508,6 +562,18 @@ std::vector<Custom> customCases() {
                   }
                 },
                 nullptr});
+  cs.back().f32NanAny = true;
+  // The block-scaled MFMA (E4M3 A, E2M1 B, E8M0 scales): mfmaScaleInputs says which wave covers what.
+  cs.push_back({"mfma_scale.16x16x128.e4m3.e2m1",
+                "llvm.amdgcn.mfma.scale.f32.16x16x128.f8f6f4 -> v_mfma_scale_f32_16x16x128_f8f6f4 blgp:4", 80, 16,
+                [](Builder& b, Val, Val in, Val out) {
+                  Val a = b.concat(b.load(vec(Type::i32(), 4), in), b.load(vec(Type::i32(), 4), b.ptrAdd(in, 16)));
+                  Val bb = b.load(vec(Type::i32(), 4), b.ptrAdd(in, 32));
+                  Val acc = b.load(vec(Type::f32(), 4), b.ptrAdd(in, 48));
+                  Val sa = b.load(Type::i32(), b.ptrAdd(in, 64)), sb = b.load(Type::i32(), b.ptrAdd(in, 68));
+                  b.store(out, b.mfmaScale(a, bb, acc, sa, sb));
+                },
+                mfmaScaleInputs, nullptr});
   cs.back().f32NanAny = true;
   cs.push_back({"mfma.16x16x4.f32", "llvm.amdgcn.mfma.f32.16x16x4f32 -> v_mfma_f32_16x16x4_f32", 24, 16,
                 [](Builder& b, Val, Val in, Val out) {

@@ -333,6 +333,25 @@ TEST_CASE("verifier: an MFMA's operand types are its kind's", "[ir]") {
   CHECK(anyContains(verifyAll(p), "expected f32_16x16x32_bf16 (a <8 x bf16>, b <8 x bf16>, acc <4 x f32>)"));
 }
 
+TEST_CASE("verifier: a block-scaled MFMA takes E4M3 words, E2M1 words, the accumulator and two scale words", "[ir]") {
+  Plan p = twoStagePlan();
+  {
+    Builder b(p.kernel);
+    Val a = b.splat(b.i32(0x38383838), 8), bm = b.splat(b.i32(0x22222222), 4), acc = b.splat(b.f32(0.0), 4);
+    b.mfmaScale(a, bm, acc, b.i32(127), b.i32(127));
+    CHECK_THROWS_WITH(b.mfmaScale(bm, bm, acc, b.i32(127), b.i32(127)),
+                      Catch::Contains("op mfma_scale") && Catch::Contains("got (<4 x i32>, <4 x i32>"));
+    CHECK_THROWS_WITH(b.mfmaScale(a, bm, acc, b.i32(127), b.f32(1.0)), Catch::Contains("op mfma_scale"));
+    CHECK_THROWS_WITH(b.mfmaScale(a, bm, b.splat(b.f32(0.0), 2), b.i32(127), b.i32(127)),
+                      Catch::Contains("op mfma_scale"));
+  }
+  CHECK(verifyAll(p).empty());
+  // A and B swapped after the builder checked them: the verifier finds it.
+  for (Op& op : p.kernel.body.ops)
+    if (op.code == OpCode::MfmaScale) std::swap(op.operands[0], op.operands[1]);
+  CHECK(anyContains(verifyAll(p), "expected (a <8 x i32>, b <4 x i32>, acc <4 x f32>, scale a i32, scale b i32)"));
+}
+
 namespace {
 // twoStagePlan plus a 3 GiB weight argument "w" (3 x 2^30 bytes, 3 experts of 1 GiB) and a body
 // `body(b, w, e)` in stage "a", where e is an expert index loaded from the scratch buffer.

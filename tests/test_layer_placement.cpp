@@ -5,6 +5,8 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -96,7 +98,7 @@ TEST_CASE("layer placement: the MoE's and the all-reduce's forms, the LDS pool",
   const auto five = LayerPlacement::make(ModelConfig{}, 5, 4);
   CHECK(five.wideMoe);
   CHECK(five.poolWords == 16384);  // 11368 and 5824 are smaller
-  CHECK(LayerPlacement::make(ModelConfig{}, 16, 4).poolWords == 16 * 1864 + 2048);  // 31824 > 18144
+  CHECK(LayerPlacement::make(ModelConfig{}, 16, 4).poolWords == 16 * 1864 + 2048);  // 31872 > 18144
   CHECK_FALSE(LayerPlacement::make(ModelConfig{}, 11, 4).reduceScatter);
   CHECK(LayerPlacement::make(ModelConfig{}, 12, 4).reduceScatter);
   // the knobs move the thresholds
@@ -141,4 +143,54 @@ TEST_CASE("layer placement: the reduced config and the description", "[layer_pla
   const std::string d = p.describe();
   for (const char* stage : {"split", "merge", "o ", "router", "shared", "ug", "down", "moe narrow", "one-shot push"})
     CHECK_THAT(d, Catch::Contains(stage));
+}
+
+namespace {
+
+/// The CTA column describe() should print for `tasks` tasks from `base` (task t on CTA
+/// (base + t) % blocks), worked out by counting each CTA's tasks.
+std::string ctasByCounting(int tasks, int base, int blocks) {
+  if (tasks == 0) return "-";
+  std::vector<int> count(static_cast<size_t>(blocks), 0);
+  for (int t = 0; t < tasks; ++t) ++count[static_cast<size_t>((base + t) % blocks)];
+  const auto [lo, hi] = std::minmax_element(count.begin(), count.end());
+  if (*lo > 0) return "all, from " + std::to_string(base % blocks) + " (" + std::to_string(*lo) + " .. " + std::to_string(*hi) + " a CTA)";
+  std::vector<std::pair<int, int>> runs;  // maximal runs of busy CTAs, ascending
+  for (int c = 0; c < blocks; ++c)
+    if (count[static_cast<size_t>(c)] > 0) {
+      if (!runs.empty() && runs.back().second == c - 1) runs.back().second = c;
+      else runs.push_back({c, c});
+    }
+  if (runs.size() == 2) std::swap(runs[0], runs[1]);  // a wrapped range starts at its base
+  std::string s;
+  for (const auto& [a, b] : runs) s += (s.empty() ? "" : ", ") + std::to_string(a) + " .. " + std::to_string(b);
+  return s;
+}
+
+/// describe()'s CTA column of the stage line named `stage`.
+std::string ctaColumn(const std::string& text, const std::string& stage) {
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("  " + stage + " ", 0) == 0) {
+      std::string rest = line.substr(2 + 7 + 1 + 5 + 2, 32);
+      return rest.substr(0, rest.find_last_not_of(' ') + 1);
+    }
+  return "(no line)";
+}
+
+}  // namespace
+
+TEST_CASE("layer placement: the description's CTA ranges are the CTAs the tasks land on", "[layer_placement]") {
+  for (const auto& [cfg, tp] : {std::pair{ModelConfig{}, 4}, std::pair{ModelConfig::reduced(), 2}})
+    for (int S = 1; S <= cfg.maxRows; ++S) {
+      const auto p = LayerPlacement::make(cfg, S, tp);
+      const std::string d = p.describe();
+      INFO("S = " << S << ", TP = " << tp << "\n" << d);
+      CHECK(ctaColumn(d, "split") == ctasByCounting(p.nSplit * S, p.splitBase, p.blocks));
+      CHECK(ctaColumn(d, "merge") == ctasByCounting(p.nMerge, p.mergeBase, p.blocks));
+      CHECK(ctaColumn(d, "o      ") == ctasByCounting(p.nO, p.oBase, p.blocks));
+      CHECK(ctaColumn(d, "router") == ctasByCounting(p.nRouter * S, p.routerBase, p.blocks));
+      CHECK(ctaColumn(d, "shared") == ctasByCounting(p.shTasks, p.sharedBase, p.blocks));
+      CHECK(ctaColumn(d, "down   ") == ctasByCounting(p.nDown, p.downBase, p.blocks));
+    }
 }

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <ctime>
 #include <algorithm>
 
@@ -617,6 +618,111 @@ void buildChain(Kit& k) {
 }
 
 }  // namespace
+
+// The block-scaled MFMA (ir/Mfma.h, measured on gfx950-run): lane l's byte e of A is
+// A[l % 16][64 (e / 16) + 16 (l / 16) + e % 16], its nibble n of B is B[32 (l / 16) + n][l % 16], the
+// E8M0 scale of row i (column j) in K block t is lane 16 t + i's (16 t + j's) byte 0.
+TEST_CASE("sim: the block-scaled MFMA 16x16x128 E4M3 x E2M1 in its layout, scales and block order") {
+  auto e2m1 = [](float x) {
+    const float v[] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6};
+    for (uint8_t c = 0; c < 8; ++c)
+      if (v[c] == std::fabs(x)) return static_cast<uint8_t>(c | (x < 0 ? 8 : 0));
+    FAIL("not an e2m1 value: " << x);
+    return uint8_t{0};
+  };
+  // A, B, the scale exponents and C; the result of the lanes' layout through one MFMA.
+  auto run = [&](const std::vector<std::vector<float>>& A, const std::vector<std::vector<float>>& B,
+                 const int (&ea)[16][4], const int (&eb)[4][16], const float (&C)[16][16]) {
+    std::vector<uint8_t> a(64 * 32), bb(64 * 16), sa(64 * 4), sb(64 * 4);
+    std::vector<float> acc(64 * 4);
+    for (int l = 0; l < 64; ++l) {
+      for (int e = 0; e < 32; ++e) {
+        a[32 * l + e] = static_cast<uint8_t>(ir::num::f32ToFp8E4m3(A[l % 16][64 * (e / 16) + 16 * (l / 16) + e % 16]));
+        bb[16 * l + e / 2] |= static_cast<uint8_t>(e2m1(B[32 * (l / 16) + e][l % 16]) << (4 * (e % 2)));
+      }
+      sa[4 * l] = static_cast<uint8_t>(127 + ea[l % 16][l / 16]);
+      sb[4 * l] = static_cast<uint8_t>(127 + eb[l / 16][l % 16]);
+      sa[4 * l + 1] = 0xab;  // only byte 0 is the scale
+      for (int i = 0; i < 4; ++i) acc[l * 4 + i] = C[4 * (l / 16) + i][l % 16];
+    }
+    Kit k(1, 64);
+    auto& b = k.b;
+    Val lane = b.lane();
+    Val off32 = b.sext(lane * 32, Type::i64()), off16 = b.sext(lane * 16, Type::i64()), off4 = b.sext(lane * 4, Type::i64());
+    Val aLo = b.ptrAdd(k.gptr(0), off32);
+    Val d = b.mfmaScale(b.concat(b.load(Type::vec(Type::i32(), 4), aLo), b.load(Type::vec(Type::i32(), 4), b.ptrAdd(aLo, int64_t{16}))),
+                        b.load(Type::vec(Type::i32(), 4), b.ptrAdd(k.gptr(1), off16)),
+                        b.load(Type::vec(Type::f32(), 4), b.ptrAdd(k.gptr(2), off16)),
+                        b.load(Type::i32(), b.ptrAdd(k.gptr(3), off4)), b.load(Type::i32(), b.ptrAdd(k.gptr(4), off4)));
+    b.store(b.ptrAdd(k.gptr(5), off16), d);
+    const uint64_t ga = k.alloc(2048, "a"), gb = k.alloc(1024, "b"), gc = k.alloc(1024, "c"), gsa = k.alloc(256, "sa"),
+                   gsb = k.alloc(256, "sb"), go = k.alloc(1024, "o");
+    k.write(ga, a);
+    k.write(gb, bb);
+    k.write(gc, acc);
+    k.write(gsa, sa);
+    k.write(gsb, sb);
+    k.run({{ga, gb, gc, gsa, gsb, go}});
+    auto o = k.read<float>(go, 256);
+    std::vector<std::vector<float>> D(16, std::vector<float>(16));
+    for (int l = 0; l < 64; ++l)
+      for (int i = 0; i < 4; ++i) D[4 * (l / 16) + i][l % 16] = o[l * 4 + i];
+    return D;
+  };
+  std::vector<std::vector<float>> A(16, std::vector<float>(128)), B(128, std::vector<float>(16));
+  int ea[16][4] = {}, eb[4][16] = {};
+  float C[16][16] = {};
+  SECTION("small integers: the layout and the scale lanes") {
+    for (int i = 0; i < 16; ++i)
+      for (int k = 0; k < 128; ++k) A[i][k] = static_cast<float>((i * 3 + k * 5) % 7 - 3);
+    for (int k = 0; k < 128; ++k)
+      for (int j = 0; j < 16; ++j) B[k][j] = static_cast<float>((k * 2 + j * 7) % 5 - 2);
+    for (int t = 0; t < 4; ++t)
+      for (int x = 0; x < 16; ++x) ea[x][t] = (x + 2 * t) % 5 - 2, eb[t][x] = (3 * x + t) % 4 - 1;
+    for (int i = 0; i < 16; ++i)
+      for (int j = 0; j < 16; ++j) C[i][j] = static_cast<float>(i - j);
+    const auto D = run(A, B, ea, eb, C);
+    for (int i = 0; i < 16; ++i)
+      for (int j = 0; j < 16; ++j) {
+        double want = C[i][j];  // every term and partial sum is exact
+        for (int k = 0; k < 128; ++k) want += A[i][k] * B[k][j] * std::ldexp(1.0, ea[i][k / 32] + eb[k / 32][j]);
+        INFO("row " << i << " col " << j);
+        CHECK(D[i][j] == static_cast<float>(want));
+      }
+  }
+  SECTION("a block sums on its own, then joins the accumulator in block order") {
+    for (int k = 0; k < 128; ++k) B[k][0] = 1;
+    A[0][0] = 1, ea[0][0] = 24, A[0][32] = 1, A[0][64] = -1, ea[0][2] = 24;  // 2^24 + 1 - 2^24
+    A[1][0] = 1, ea[1][0] = 25, A[1][127] = -1, ea[1][3] = 25;                 // 2^25 + 16 x 1 - 2^25
+    for (int k = 32; k < 48; ++k) A[1][k] = 1;
+    A[2][5] = 2, ea[2][0] = 127;  // scale code 254 x (code 255 - 127 = 2^128 on a zero block)
+    eb[0][0] = 0, ea[3][1] = 128;
+    A[3][0] = 1;  // row 3: 1 + a zero block scaled by code 255
+    // Column 1: 2^-150 (A 2^-127 x B 2^-23), rounded to f32 (0, a tie to even) before it meets 2^-149.
+    B[0][1] = 1, eb[0][1] = -23, A[4][0] = 1, ea[4][0] = -127, C[4][1] = 0x1p-149f;
+    // Column 2: 2^128 rounds to Inf before it meets -FLT_MAX; column 3: codes 255 and 0 make 2^1.
+    B[0][2] = 1, A[5][0] = 1, ea[5][0] = 128, C[5][2] = -std::numeric_limits<float>::max();
+    B[0][3] = 1, eb[0][3] = -127, A[6][0] = 1, ea[6][0] = 128;
+    // Column 4, row 7: 25 x 2688, five 2^-10, two x -2688 in one block; the f32 sum in K order loses
+    // the small ones to 67200's ulp (the exact sum rounds to 61824.0039).
+    for (int k = 0; k < 32; ++k) A[7][k] = k < 25 ? 448 : k < 30 ? 0x1p-9f : -448, B[k][4] = k < 25 || k >= 30 ? 6 : 0.5f;
+    // Column 5, row 8: the accumulator 2^24 first, then +1, then -2^24 (last, it would give 1).
+    B[0][5] = B[32][5] = 1, A[8][0] = 1, A[8][32] = -1, ea[8][1] = 24, C[8][5] = 0x1p24f;
+    // Column 6, row 9: a subnormal result, 2^-137.
+    B[0][6] = 1, eb[0][6] = -10, A[9][0] = 1, ea[9][0] = -127;
+    const auto D = run(A, B, ea, eb, C);
+    CHECK(D[0][0] == 0.0f);   // (2^24 + 1) rounds to 2^24 before the third block
+    CHECK(D[1][0] == 16.0f);  // the 16 ones summed in their block, not one by one into 2^25
+    CHECK(D[2][0] == std::numeric_limits<float>::infinity());  // 2 x 2^127
+    CHECK(D[3][0] == 1.0f);   // 0 x 2^128 is 0, not NaN
+    CHECK(D[4][1] == 0x1p-149f);  // not 2^-148: the scaled block is rounded first
+    CHECK(D[5][2] == std::numeric_limits<float>::infinity());  // not 2^104
+    CHECK(D[6][3] == 2.0f);       // the scales combine as exponents: 2^128 x 2^-127
+    CHECK(D[7][4] == 61824.0f);
+    CHECK(D[8][5] == 0.0f);
+    CHECK(D[9][6] == 0x1p-137f);
+  }
+}
 
 TEST_CASE("sim: publish/wait chains across CTAs, whatever the interleaving") {
   for (uint64_t seed = 1; seed <= 5; ++seed) {

@@ -1,19 +1,50 @@
-// monogen dump: the Plan, the kernel IR, the LLVM IR or the ISA of one variant.
+// monogen dump: the Plan, the kernel IR, the LLVM IR or the ISA of one variant; with --launch
+// layer, the layer's placement (it has no launch yet).
 #include <fmt/format.h>
 
 #include "codegen/Compiler.h"
+#include "ir/Error.h"
 #include "ir/Printer.h"
 #include "specs/minimax_m3/kernel/Generate.h"
+#include "specs/minimax_m3/kernel/LayerPlacement.h"
 #include "tools/Commands.h"
+#include "tools/NumericFlag.h"
 #include "tools/Variant.h"
 
 namespace monogen::tools {
+
+namespace {
+
+namespace mm = specs::minimax_m3;
+
+/// The layer's placement at --rows S, or at every S 1..maxRows when --rows is not given.
+int dumpLayerPlacement(const VariantOptions& v, const std::string& what, const mm::LayerPlacementKnobs& knobs) {
+  refuseForLayer(v, {"--pipeline"});
+  if (what != "plan")
+    throw InputError("--what", fmt::format("'{}' with --launch layer: the layer launch has a placement only: dump "
+                                           "--what plan",
+                                           what));
+  const auto cfg = configOf(v);
+  std::vector<int> rows;
+  if (optionGiven(v, "--rows"))
+    rows = {v.rows};
+  else
+    for (int s = 1; s <= cfg.maxRows; ++s) rows.push_back(s);
+  fmt::print("minimax_m3 layer placement (no layer launch yet: docs/layer.md), --config {}, TP {}, wide_from {}, "
+             "ag_rs_from {}\n",
+             v.config, v.tp, knobs.wideFrom, knobs.agRsFrom);
+  for (int s : rows) fmt::print("\n{}", mm::LayerPlacement::make(cfg, s, v.tp, knobs).describe());
+  return 0;
+}
+
+}  // namespace
 
 Run addDump(CLI::App& app) {
   struct Options {
     VariantOptions v;
     std::string what = "plan";
     std::string pipeline = "fast";
+    mm::LayerPlacementKnobs layer;
   };
   auto o = std::make_shared<Options>();
   CLI::App* c = app.add_subcommand("dump", "print a variant's plan, kernel IR, LLVM IR (optimized) or ISA");
@@ -24,7 +55,17 @@ Run addDump(CLI::App& app) {
   c->add_option("--pipeline", o->pipeline, "the LLVM IR pipeline for llvm and isa: fast (the generator's) or O3")
       ->check(CLI::IsMember({"fast", "O3"}))
       ->capture_default_str();
+  c->add_option("--wide-from", o->layer.wideFrom, "--launch layer: the MoE is wide (grouped by expert) from this S")
+      ->check(numeric(1, 64))
+      ->capture_default_str();
+  c->add_option("--ag-rs-from", o->layer.agRsFrom,
+                "--launch layer: the all-reduces are reduce-scatter + all-gather from this S")
+      ->check(numeric(1, 64))
+      ->capture_default_str();
   return [o] {
+    if (isLayer(o->v)) return dumpLayerPlacement(o->v, o->what, o->layer);
+    for (const char* n : {"--wide-from", "--ag-rs-from"})
+      if (optionGiven(o->v, n)) throw InputError(n, "is an option of --launch layer: not with the " + o->v.launch + " launch");
     codegen::CompileOptions opts;
     opts.pipeline = o->pipeline == "O3" ? codegen::Pipeline::O3 : codegen::Pipeline::Fast;
     const auto cfg = configOf(o->v);

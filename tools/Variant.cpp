@@ -49,8 +49,10 @@ void addVariantOptions(CLI::App* app, VariantOptions& o, bool rowsTp) {
   app->add_option("--drop-mark", o.dropMark, "fault test: this CTA never marks the launch done")
       ->check(numeric(-1, 1023));
   app->add_flag("--no-cache", o.noCache, "compile without the code-object cache");
-  app->add_option("--launch", o.launch, "the launch: ffn, or attention (spec minimax_m3.attention, docs/attention.md)")
-      ->check(CLI::IsMember({"ffn", "attention"}))
+  app->add_option("--launch", o.launch,
+                  "the launch: ffn, attention (spec minimax_m3.attention, docs/attention.md) or layer (a placement "
+                  "only: dump --what plan, docs/layer.md)")
+      ->check(CLI::IsMember({"ffn", "attention", "layer"}))
       ->capture_default_str();
   app->add_option("--cache", o.cache, "--launch attention: the KV cache mode, vllm or atom (the key's cache knob)")
       ->check(CLI::IsMember({"vllm", "atom"}));
@@ -67,16 +69,34 @@ void addContextOption(CLI::App* app, VariantOptions& o) {
 
 bool isAttention(const VariantOptions& o) { return o.launch == "attention" || o.spec == mm::kAttentionSpecId; }
 
+bool isLayer(const VariantOptions& o) { return o.launch == "layer"; }
+
+bool optionGiven(const VariantOptions& o, const char* name) {
+  if (!o.app) return false;
+  try {
+    return o.app->count(name) > 0;
+  } catch (const CLI::OptionNotFound&) {
+    return false;  // the command has no such option
+  }
+}
+
+void refuseForLayer(const VariantOptions& o, std::initializer_list<const char*> others) {
+  const auto refuse = [&](const char* n) {
+    if (optionGiven(o, n))
+      throw InputError(n, "does not apply to --launch layer: its placement depends on --config, --rows, --tp, "
+                          "--wide-from and --ag-rs-from alone");
+  };
+  for (const char* n : {"--spec", "--arch", "--sum", "--scales", "--input", "--trace", "--drop-mark", "--no-cache",
+                        "--cache", "--layer-type", "--context"})
+    refuse(n);
+  for (const char* n : others) refuse(n);
+}
+
 void refuseOtherLaunchOptions(const VariantOptions& o, std::initializer_list<const char*> ffnOnly,
                               std::initializer_list<const char*> attnOnly) {
+  if (isLayer(o)) throw InputError("--launch", "layer: the layer launch has a placement only: dump --what plan");
   if (!o.app) return;
-  const auto given = [&](const char* name) {
-    try {
-      return o.app->count(name) > 0;
-    } catch (const CLI::OptionNotFound&) {
-      return false;  // the command has no such option
-    }
-  };
+  const auto given = [&](const char* name) { return optionGiven(o, name); };
   if (isAttention(o)) {
     if (o.launch != "attention" && given("--launch"))
       throw InputError("--launch", fmt::format("'{}' with --spec {}: expected attention or no --launch", o.launch, o.spec));

@@ -31,7 +31,7 @@ struct VariantOptions {
   bool trace = false;
   int dropMark = -1;
   bool noCache = false;
-  std::string launch = "ffn";       // --launch: ffn, or attention (spec minimax_m3.attention)
+  std::string launch = "ffn";       // --launch: ffn, attention (spec minimax_m3.attention) or layer
   std::string cache = "vllm";       // --cache (attention): the KV cache mode, vllm or atom
   std::string layerType = "sparse";  // --layer-type (attention): sparse or full
   int context = 128;                // --context (attention, commands that run it): keys a sequence holds
@@ -47,8 +47,19 @@ void addContextOption(CLI::App* app, VariantOptions& o);
 /// Whether the options name the attention launch (--launch attention or its --spec).
 bool isAttention(const VariantOptions& o);
 
+/// Whether the options name the layer launch (--launch layer): it has a placement only (docs/layer.md).
+bool isLayer(const VariantOptions& o);
+
+/// Whether the option `name` was given on the command the options were added to.
+bool optionGiven(const VariantOptions& o, const char* name);
+
+/// With --launch layer: refuses (InputError naming the option) every variant option but --config,
+/// --rows and --tp, and the command's own `others`.
+void refuseForLayer(const VariantOptions& o, std::initializer_list<const char*> others = {});
+
 /// Refuses (InputError naming the option, exit 2) an option of the other launch: the FFN's knobs
 /// and `ffnOnly` with --launch attention; --cache, --layer-type, --context and `attnOnly` without.
+/// Refuses --launch layer outright: it has a placement only (dump --what plan).
 void refuseOtherLaunchOptions(const VariantOptions& o, std::initializer_list<const char*> ffnOnly = {},
                               std::initializer_list<const char*> attnOnly = {});
 

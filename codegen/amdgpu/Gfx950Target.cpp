@@ -89,6 +89,13 @@ class Gfx950Target final : public TargetInfo {
     return intrinsic(b, id, {}, {a, bm, acc, b.getInt32(0), b.getInt32(0), b.getInt32(0)});
   }
 
+  llvm::Value* mfmaScale(Builder& b, llvm::Value* a, llvm::Value* bm, llvm::Value* acc, llvm::Value* scaleA,
+                         llvm::Value* scaleB) const override {
+    // cbsz 0 (A E4M3), blgp 4 (B E2M1), op_sel 0: each scale is byte 0 of its lane's word.
+    return intrinsic(b, I::amdgcn_mfma_scale_f32_16x16x128_f8f6f4, {a->getType(), bm->getType()},
+                     {a, bm, acc, b.getInt32(0), b.getInt32(4), b.getInt32(0), scaleA, b.getInt32(0), scaleB});
+  }
+
   llvm::Value* rcp(Builder& b, llvm::Value* x) const override {
     return intrinsic(b, I::amdgcn_rcp, {b.getFloatTy()}, {x});
   }

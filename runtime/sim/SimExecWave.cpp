@@ -1,5 +1,5 @@
 // The interpreter's wave-op class: cross-lane ops (Shuffle, Ballot, ReadFirstLane), Popcount, and
-// Mfma, which like the hardware ignores the exec mask and reads and writes all 64 lanes.
+// Mfma and MfmaScale, which like the hardware ignores the exec mask and reads and writes all 64 lanes.
 #include <bit>
 
 #include "ir/Mfma.h"
@@ -60,6 +60,17 @@ SimLaunch::Status SimLaunch::visitWaveOp(SimWave& w, const SimInst& in) {
       }
       std::memcpy(acc, fr + in.opd[2], sizeof acc);
       ir::mfma::run(kind, a, b, acc);
+      std::memcpy(fr + in.res, acc, sizeof acc);
+      break;
+    }
+    case OpCode::MfmaScale: {  // a lane's operands: 32 A bytes, 16 B bytes, acc, two scale words
+      uint8_t a[64 * 32], bm[64 * 16], sa[64], sb[64];
+      float acc[64 * 4];
+      std::memcpy(a, fr + in.opd[0], sizeof a);
+      std::memcpy(bm, fr + in.opd[1], sizeof bm);
+      std::memcpy(acc, fr + in.opd[2], sizeof acc);
+      for (int l = 0; l < 64; ++l) sa[l] = fr[in.opd[3] + 4 * l], sb[l] = fr[in.opd[4] + 4 * l];
+      ir::mfma::runScaled(a, bm, sa, sb, acc);
       std::memcpy(fr + in.res, acc, sizeof acc);
       break;
     }

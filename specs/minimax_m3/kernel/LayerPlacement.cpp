@@ -129,31 +129,46 @@ LayerPlacement LayerPlacement::make(const ModelConfig& cfg, int rows, int tp, La
 
 std::string LayerPlacement::describe() const {
   std::string s = fmt::format("layer placement: S = {}, TP = {}, {} CTAs x {} waves\n", rows, tp, blocks, waves);
-  auto stage = [&](const char* name, int tasks, int base, const char* what) {
-    if (tasks == 0) {
-      s += fmt::format("  {:<7} -\n", name);
-      return;
-    }
+  // A stage's CTAs: a range, a range that wraps past the last CTA, or the whole grid from its base.
+  auto stage = [&](const char* name, int tasks, int base, const std::string& what) {
+    base %= blocks;  // a base past the grid (the rows' splits outnumber the CTAs) wraps too
+    std::string ctas = "-";
     const int last = (base + tasks - 1) % blocks;
-    s += fmt::format("  {:<7} {:>4} tasks on CTAs {} .. {}{}  {}\n", name, tasks, base, last,
-                     tasks > blocks || last < base ? " (wrapping)" : "", what);
+    if (tasks >= blocks)
+      ctas = fmt::format("all, from {} ({} .. {} a CTA)", base, tasks / blocks, (tasks + blocks - 1) / blocks);
+    else if (tasks > 0)
+      ctas = last < base ? fmt::format("{} .. {}, 0 .. {}", base, blocks - 1, last) : fmt::format("{} .. {}", base, last);
+    s += fmt::format("  {:<7} {:>5}  {:<32}  {}\n", name, tasks, ctas, what);
   };
-  stage("split", nSplit * rows, splitBase, "8 a row: 256 attended keys each, online softmax");
-  stage("merge", nMerge, mergeBase, "a row each (at S = 1 the o task merges)");
-  stage("o", nO, oBase, "32 hidden rows of o_proj each");
-  stage("router", nRouter * rows, routerBase, "one expert a wave, 8 a task");
-  stage("shared", shTasks, sharedBase, sharedAfterRouting ? "after the CTA's routing" : "before the routing lands");
-  s += ugCtasPerRow ? fmt::format("  ug      {:>4} tasks a row, row k on CTAs k x {} .. (k + 1) x {} - 1 ({} .. {} a CTA)\n",
-                                  topk * ugPerSlot, *ugCtasPerRow, *ugCtasPerRow, ugTasksOf(*ugCtasPerRow - 1), ugTasksOf(0))
-                    : fmt::format("  ug      {:>4} tasks round-robin from CTA {} ({} .. {} a CTA)\n", topk * ugPerSlot * rows,
-                                  ugBase, ugTasksOf(blocks - 1), ugTasksOf(0));
-  stage("down", nDown, downBase, "32 hidden rows each");
-  s += fmt::format("  moe {} (wide from S = {}), all-reduce {} (reduce-scatter from S = {}), LDS pool {} words\n",
+  s += fmt::format("  {:<7} {:>5}  {:<32}  {}\n", "stage", "tasks", "CTAs", "each task");
+  stage("split", nSplit * rows, splitBase, fmt::format("{} a row: {} attended keys, online softmax", nSplit, kSplitKeys));
+  stage("merge", nMerge, mergeBase, "a row (at S = 1 the o task merges)");
+  stage("o", nO, oBase, fmt::format("{} hidden rows of o_proj", kORows));
+  stage("router", nRouter * rows, routerBase, fmt::format("{} a row: one expert a wave", nRouter));
+  stage("shared", shTasks, sharedBase,
+        fmt::format("{} mid rows of the shared expert, {}", kShRows,
+                    sharedAfterRouting ? "after the CTA's routing" : "before the routing lands"));
+  const std::string ugWhat = fmt::format("{} mid rows of a routed expert; {} a row", kUgRows, topk * ugPerSlot);
+  if (ugCtasPerRow)
+    s += fmt::format("  {:<7} {:>5}  {:<32}  {}\n", "ug", topk * ugPerSlot * rows,
+                     fmt::format("row k on k x {} .. (k + 1) x {} - 1 ({} .. {} a CTA)", *ugCtasPerRow, *ugCtasPerRow,
+                                 ugTasksOf(*ugCtasPerRow - 1), ugTasksOf(0)),
+                     ugWhat);
+  else
+    s += fmt::format("  {:<7} {:>5}  {:<32}  {}\n", "ug", topk * ugPerSlot * rows,
+                     fmt::format("round-robin from {} ({} .. {} a CTA)", ugBase, ugTasksOf(blocks - 1), ugTasksOf(0)),
+                     ugWhat);
+  stage("down", nDown, downBase, fmt::format("{} hidden rows", kDownRows));
+  s += fmt::format("  moe {} (wide from S = {}); all-reduce {} (reduce-scatter + all-gather from S = {})\n",
                    wideMoe ? "wide" : "narrow", knobs.wideFrom, reduceScatter ? "reduce-scatter + all-gather" : "one-shot push",
-                   knobs.agRsFrom, poolWords);
-  s += "  sym:";
-  for (const auto& r : sym) s += fmt::format(" {} @{} ({} pairs)", r.name, r.offset, r.pairs);
-  s += fmt::format(", {} bytes\n", symBytes);
+                   knobs.agRsFrom);
+  s += fmt::format("  LDS pool: {} words ({} B), {}\n", poolWords, poolWords * 4,
+                   wideMoe ? "the largest of the split's partials, the up / gate and the down operands"
+                           : "every row's bf16 xn");
+  s += fmt::format("  symmetric regions a rank, {} B:\n", symBytes);
+  for (const auto& r : sym)
+    s += fmt::format("    {:<7} bytes {:>9} .. {:>9}  {} pairs\n", r.name, r.offset, r.offset + r.pairs * kPairBytes - 1,
+                     r.pairs);
   return s;
 }
 

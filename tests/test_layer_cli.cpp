@@ -1,0 +1,96 @@
+// The layer launch on the CLI: `monogen dump --what plan --launch layer` prints the layer's
+// placement (LayerPlacement) per S, with the config, TP and knobs given; every other command, and
+// dump's other outputs and options, refuse --launch layer naming what was wrong (exit 2).
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "specs/minimax_m3/kernel/LayerPlacement.h"
+#include "specs/minimax_m3/kernel/ModelConfig.h"
+#include "test_shell.h"
+
+using namespace monogen::specs::minimax_m3;
+
+namespace {
+
+const std::string kMonogen = std::string(MONOGEN_BINARY_DIR) + "/tools/monogen";
+
+std::string runMonogen(const std::string& args, int& code) { return runShell(kMonogen + " " + args, code); }
+
+}  // namespace
+
+TEST_CASE("dump --launch layer prints the placement of every S, or of --rows, with the knobs given", "[layer_cli]") {
+  int code = -1;
+  const std::string all = runMonogen("dump --what plan --launch layer --config reduced --tp 2", code);
+  INFO(all);
+  REQUIRE(code == 0);
+  const ModelConfig reduced = ModelConfig::reduced();
+  size_t at = all.find("--config reduced, TP 2, wide_from 5, ag_rs_from 12\n");
+  CHECK(at != std::string::npos);
+  for (int S = 1; S <= reduced.maxRows; ++S) {  // each S once, in order
+    const size_t next = all.find(LayerPlacement::make(reduced, S, 2).describe(), at);
+    CHECK(next != std::string::npos);
+    at = next == std::string::npos ? at : next;
+  }
+
+  const std::string one = runMonogen("dump --launch layer --rows 3 --tp 8 --wide-from 3 --ag-rs-from 2", code);
+  INFO(one);
+  REQUIRE(code == 0);
+  const LayerPlacement p = LayerPlacement::make(ModelConfig{}, 3, 8, {3, 2});
+  CHECK(p.wideMoe);
+  CHECK(p.reduceScatter);
+  CHECK(one.find(p.describe()) != std::string::npos);
+  CHECK(one.find("layer placement: S = ") == one.rfind("layer placement: S = "));  // --rows: that S alone
+}
+
+TEST_CASE("--launch layer is refused where there is no layer launch, naming the option", "[layer_cli]") {
+  struct Case {
+    std::string args;
+    std::string error;
+  };
+  const std::string placementOnly = "the layer launch has a placement only: dump --what plan";
+  const Case cases[] = {
+      {"check --launch layer --config reduced", "input error at --launch"},
+      {"sim --launch layer --config reduced", "input error at --launch"},
+      {"trace --launch layer --config reduced -o " + std::string(MONOGEN_BINARY_DIR) + "/layer-cli-trace.json",
+       "input error at --launch"},
+      {"emit --launch layer --config reduced -o /dev/null", "input error at --launch"},
+      {"info --launch layer --config reduced --rows 1 --tp 1", "input error at --launch"},
+      {"cache key --launch layer --config reduced", "input error at --launch"},
+      {"dump --launch layer --config reduced --what isa", "input error at --what"},
+      {"dump --launch layer --config reduced --what ir", "input error at --what"},
+      {"dump --launch layer --config reduced --input part", "input error at --input"},
+      {"dump --launch layer --config reduced --cache atom", "input error at --cache"},
+      {"dump --launch layer --config reduced --pipeline O3", "input error at --pipeline"},
+      {"dump --launch layer --spec minimax_m3.attention", "input error at --spec"},
+      {"dump --config reduced --wide-from 3", "input error at --wide-from"},
+      {"dump --launch attention --config reduced --ag-rs-from 3", "input error at --ag-rs-from"},
+      {"dump --launch layer --config reduced --wide-from 0", "--wide-from"},
+      {"dump --launch layer --config reduced --ag-rs-from 18", "ag_rs_from = 18: expected 1..17"},
+  };
+  for (const Case& c : cases) {
+    int code = -1;
+    const std::string out = runMonogen(c.args, code);
+    INFO(c.args << "\n" << out);
+    CHECK(code == 2);
+    CHECK(out.find(c.error) != std::string::npos);
+    if (c.error == "input error at --launch" || c.error == "input error at --what")
+      CHECK(out.find(placementOnly) != std::string::npos);
+  }
+}
+
+TEST_CASE("docs/layer.md's quote of dump --launch layer is what the tool prints", "[layer_cli][docs]") {
+  std::ifstream f(std::string(MONOGEN_SOURCE_DIR) + "/docs/layer.md");
+  std::stringstream doc;
+  doc << f.rdbuf();
+  const std::string cmd = "$ monogen dump --what plan --launch layer --rows 4 --tp 4\n";
+  const size_t at = doc.str().find(cmd);
+  REQUIRE(at != std::string::npos);
+  const size_t from = at + cmd.size(), to = doc.str().find("```", from);
+  int code = -1;
+  const std::string out = runMonogen(cmd.substr(10, cmd.size() - 11), code);
+  CHECK(code == 0);
+  CHECK(doc.str().substr(from, to - from) == out);
+}
