@@ -9,6 +9,8 @@
 
 #include "ir/Error.h"
 #include "specs/minimax_m3/kernel/Spec.h"
+#include "test_attention_hostile.h"
+#include "test_attention_nan.h"
 #include "test_attention_util.h"
 #include "test_shell.h"
 
@@ -140,6 +142,57 @@ TEST_CASE("attention launch: a NaN V byte reaches only the row and heads that re
         if (reached) CHECK((got & 0x7fff) > 0x7f80);  // NaN
         else if (got != was) CHECK(got == was);  // one CHECK a changed cell
       }
+  }
+}
+
+TEST_CASE("attention launch: hostile inputs are refused on the host before the launch", "[attention_launch]") {
+  // each gets validateAttentionLaunch's error from the launch itself, before any buffer or CTA
+  const ModelConfig cfg = ModelConfig::reduced();
+  const AttentionLaunch good = hostileBase(cfg);
+  const AttentionVariant v = AttentionVariant::make(cfg, makeAttentionKey(cfg, good.S, good.TP));
+  const ir::Plan plan = buildAttentionPlan(v);
+  for (const HostileEdit& h : hostileEdits()) {
+    INFO(h.what);
+    AttentionLaunch bad = good;
+    h.edit(bad);
+    runtime::SimOptions opts;
+    opts.maxSteps = 1;  // a launch that started would stop at its first op with another error
+    const std::string e = inputErrorOf([&] { runAttentionOnSim(plan, v, bad, opts); });
+    for (const std::string& part : h.says) CHECK_THAT(e, Catch::Contains(part));
+  }
+}
+
+TEST_CASE("attention launch: a NaN V byte on a sparse layer reaches only the rows whose selection reads it",
+          "[attention_launch]") {
+  // 41 blocks a row, 4 rows sharing the sequence: each (row, KV head) picks its own 16; the NaN
+  // sits on rank 1 in a block some of them hold
+  const ModelConfig cfg = ModelConfig::reduced();
+  const int S = 4, TP = 2;
+  for (CacheMode mode : {CacheMode::Vllm, CacheMode::Atom}) {
+    INFO(cacheModeName(mode));
+    AttentionKnobs knobs;
+    knobs.mode = mode;
+    const AttentionVariant v = AttentionVariant::make(cfg, makeAttentionKey(cfg, S, TP, knobs));
+    const ir::Plan plan = buildAttentionPlan(v);
+    AttentionInputOptions o;
+    o.mode = mode;
+    o.context = 40 * 128;
+    o.shareSequence = true;
+    AttentionLaunch in = makeAttentionLaunch(cfg, S, TP, 9, o);
+    const AttentionResult clean = attentionReference(cfg, in);
+    const NanSite site = poisonSharedBlock(in, clean, 1, cfg.indexBlock);
+    REQUIRE(site.block >= 0);
+    const AttentionResult ref = attentionReference(cfg, in);
+    const AttentionSimRun run = runAttentionOnSim(plan, v, in);
+    int reading = 0;
+    for (int r = 0; r < TP; ++r) {
+      INFO("rank " << r);
+      CHECK(run.errorWords[r] == 0);
+      CHECK(firstDiff(run.ranks[r].attn, ref.ranks[r].attn) == -1);
+      reading += checkNanReach(v.layout.shape, S, r, clean.ranks[r].selections, clean.ranks[r].attn,
+                               run.ranks[r].attn, site);
+    }
+    CHECK(reading > 0);
   }
 }
 
