@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "ir/Error.h"
 #include "ir/Numerics.h"
@@ -107,6 +108,19 @@ void validateAttentionLaunch(const ModelConfig& cfg, const AttentionLaunch& in, 
     if (last < t || last >= S)
       throw InputError(where, fmt::format("{}: its request's last row {}: expected {}..{}", row, last, t, S - 1));
   }
+}
+
+TouchedBlocks touchedBlocks(const AttentionLaunch& in, int block) {
+  std::set<int64_t> kv, index;
+  const AttentionRows& r = in.rows;
+  for (int t = 0; t < in.S; ++t) {
+    if (!r.live(t)) continue;
+    for (int b = 0; b < blocksOf(r.seqLens[t], block); ++b) {
+      kv.insert(in.caches[0].kv.blockOfEntry(r.tables[static_cast<size_t>(t) * r.tableWidth + b], "touched blocks"));
+      if (!in.fullLayer) index.insert(indexEntry(r, in.mode, t, b));
+    }
+  }
+  return {{kv.begin(), kv.end()}, {index.begin(), index.end()}};
 }
 
 GatheredKeys gatherKeys(const AttentionCaches& c, const AttentionRows& rows, int t, int h, const Selection* sel,
