@@ -1,6 +1,7 @@
-// bench_generator: one cold build of a variant, phase by phase, for every codegen::Pipeline side
-// by side, with each kernel's ISA size, registers, spills and LDS; repetitions interleaved at
-// random, medians printed. Usage and what the columns mean: docs/verification.md, "Benchmarks".
+// bench_generator: one cold build of a variant (the FFN launch's or the attention launch's),
+// phase by phase, for every codegen::Pipeline side by side, with each kernel's ISA size,
+// registers, spills and LDS; repetitions interleaved at random, medians printed. Usage and what
+// the columns mean: docs/verification.md, "Benchmarks".
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
@@ -17,6 +18,8 @@
 
 #include "codegen/Compiler.h"
 #include "ir/Verifier.h"
+#include "specs/minimax_m3/kernel/AttentionSpec.h"
+#include "specs/minimax_m3/kernel/AttentionVariant.h"
 #include "specs/minimax_m3/kernel/ModelConfig.h"
 #include "specs/minimax_m3/kernel/Spec.h"
 
@@ -29,15 +32,22 @@ struct VariantClass {
   const char* name;  // in the benchmark name: no spaces
   const char* config;
   int rows, tp;
+  bool attention = false;  // the attention launch (vllm cache, a sparse layer), else the FFN's
 };
 constexpr VariantClass kClasses[] = {
     {"full_S1_TP1", "full", 1, 1},
     {"full_S8_TP4", "full", 8, 4},
     {"full_S16_TP8", "full", 16, 8},
     {"reduced_S8_TP4", "reduced", 8, 4},
+    {"attention_full_S8_TP4", "full", 8, 4, true},
+    {"attention_full_S16_TP1", "full", 16, 1, true},
 };
 
-ir::Key keyOf(const mm::ModelConfig& cfg, int rows, int tp) { return mm::makeKey(cfg, rows, tp); }
+/// The class's Plan, built from its key (the timed phase "plan build").
+ir::Plan planOf(const VariantClass& vc, const mm::ModelConfig& cfg) {
+  return vc.attention ? mm::buildAttentionPlan(cfg, mm::makeAttentionKey(cfg, vc.rows, vc.tp))
+                      : mm::buildPlan(cfg, mm::makeKey(cfg, vc.rows, vc.tp));
+}
 
 double threadCpuSeconds() {
   timespec ts{};
@@ -81,7 +91,7 @@ const Quality& qualityOf(const VariantClass& vc, codegen::Pipeline pl) {
   auto [it, fresh] = done.try_emplace({vc.name, static_cast<int>(pl)});
   if (fresh) {
     const mm::ModelConfig cfg = mm::ModelConfig::byName(vc.config);
-    ir::Plan plan = mm::buildPlan(cfg, keyOf(cfg, vc.rows, vc.tp));
+    ir::Plan plan = planOf(vc, cfg);
     ir::verify(plan);
     const codegen::CompileOptions opts{pl};
     const codegen::CodeObject co = codegen::compile(plan, opts);
@@ -103,7 +113,6 @@ constexpr PhaseName kPhases[] = {{"plan", "plan build"}, {"verify", "verify"},  
 
 void coldBuild(benchmark::State& st, VariantClass vc, codegen::Pipeline pl) {
   const mm::ModelConfig cfg = mm::ModelConfig::byName(vc.config);
-  const ir::Key key = keyOf(cfg, vc.rows, vc.tp);
   const codegen::CompileOptions opts{pl};
   const Quality& q = qualityOf(vc, pl);  // before the timed loop: an untimed warm-up build too
 
@@ -112,7 +121,7 @@ void coldBuild(benchmark::State& st, VariantClass vc, codegen::Pipeline pl) {
     using Clock = std::chrono::steady_clock;
     const auto w0 = Clock::now();
     const double c0 = threadCpuSeconds();
-    ir::Plan plan = mm::buildPlan(cfg, key);
+    ir::Plan plan = planOf(vc, cfg);
     const auto w1 = Clock::now();
     const double c1 = threadCpuSeconds();
     ir::verify(plan);
@@ -146,7 +155,8 @@ void coldBuild(benchmark::State& st, VariantClass vc, codegen::Pipeline pl) {
   st.counters["spills"] = q.info.vgprSpills + q.info.sgprSpills;
   st.counters["lds"] = static_cast<double>(q.info.ldsBytes);
   st.counters["scratch"] = static_cast<double>(q.info.scratchBytes);
-  st.SetLabel(fmt::format("{} S={} TP={} {}", vc.config, vc.rows, vc.tp, codegen::pipelineName(pl)));
+  st.SetLabel(fmt::format("{}{} S={} TP={} {}", vc.attention ? "attention " : "", vc.config, vc.rows, vc.tp,
+                          codegen::pipelineName(pl)));
 }
 
 /// Prints a line per finished benchmark, then one table per variant class: every phase's

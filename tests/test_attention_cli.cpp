@@ -5,16 +5,20 @@
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "codegen/Compiler.h"
 #include "runtime/Gfx950RunDevice.h"
+#include "runtime/Safetensors.h"
 #include "specs/minimax_m3/kernel/AttentionSpec.h"
 #include "specs/minimax_m3/kernel/Generate.h"
+#include "specs/minimax_m3/kernel/LaunchArgs.h"
 #include "specs/minimax_m3/reference/AttentionReference.h"
 #include "specs/minimax_m3/testing/AttentionInputs.h"
 #include "specs/minimax_m3/testing/AttentionSim.h"
@@ -175,4 +179,97 @@ TEST_CASE("monogen trace --launch attention: a span per rank x CTA x stage from 
   std::remove(out.c_str());
   runShell(kMonogen + " trace --launch attention --config reduced --timed -o " + out, code);
   CHECK(code == 2);
+}
+
+TEST_CASE("monogen sim --launch attention --save writes the touched blocks and the selections and the rows",
+          "[attention_cli]") {
+  const std::string dir = std::string(MONOGEN_BINARY_DIR) + "/attention-cli-save";
+  std::filesystem::remove_all(dir);
+  int code = -1;
+  const std::string text = runShell(kMonogen +
+                                        " sim --launch attention --config reduced --rows 3 --tp 2 --context 129 "
+                                        "--cache atom --padded-rows 1 --seed 4 --save " + dir,
+                                    code);
+  INFO(text);
+  REQUIRE(code == 0);
+  // the same launch in this process: the CLI's inputs for seed 4, and its reference
+  const ModelConfig cfg = ModelConfig::reduced();
+  AttentionInputOptions o;
+  o.mode = CacheMode::Atom;
+  o.context = 129;
+  o.paddedRows = 1;
+  const AttentionLaunch in = makeAttentionLaunch(cfg, 3, 2, 4, o);
+  const AttentionResult ref = attentionReference(cfg, in);
+  const runtime::SafetensorsFile inputs = runtime::readSafetensorsFile(dir + "/inputs.safetensors");
+  const runtime::TensorMap outputs = runtime::readSafetensors(dir + "/outputs.safetensors");
+  const runtime::TensorMap reference = runtime::readSafetensors(dir + "/reference.safetensors");
+  CHECK(inputs.metadata.at("launch") == "attention");
+  CHECK(inputs.metadata.at("verdict") == "bit-exact");
+  CHECK(inputs.metadata.at("cache") == "atom");
+  // the blocks: each the physical block of a live row's table entry, together every block the
+  // launch wrote into (the caches differ from the inputs nowhere else)
+  const runtime::HostTensor& blocks = inputs.tensors.at("cache_blocks");
+  const std::vector<int64_t> listed(blocks.as<int64_t>(), blocks.as<int64_t>() + blocks.numel());
+  std::set<int64_t> named;
+  for (int t = 0; t < 2; ++t)
+    for (int b = 0; b < 2; ++b) named.insert(in.rows.tables[size_t(t) * in.rows.tableWidth + b]);
+  CHECK(std::set<int64_t>(listed.begin(), listed.end()) == named);
+  const KvCacheGeometry& g = in.caches[0].kv;
+  const int64_t blockBytes = int64_t{g.kvHeads} * g.pagesPerBlock() * g.pageBytes();
+  for (int r = 0; r < 2; ++r)
+    for (size_t i = 0; i < in.caches[r].k.size(); ++i)
+      if (in.caches[r].k[i] != ref.ranks[r].caches.k[i]) CHECK(named.count(int64_t(i) / blockBytes) == 1);
+  // each saved K and V byte and scale is the cache's at (block, head, page, token, channel),
+  // found through the layout's own slot and page arithmetic, before the launch and after it
+  const auto checkCaches = [&](const runtime::TensorMap& m, const std::vector<AttentionCaches>& caches) {
+    for (int r = 0; r < 2; ++r) {
+      const AttentionCaches& c = caches[r];
+      const runtime::HostTensor& k = m.at(rankName("k_cache", r));
+      const runtime::HostTensor& v = m.at(rankName("v_cache", r));
+      const runtime::HostTensor& ks = m.at(rankName("k_scale", r));
+      REQUIRE(k.numel() == int64_t(listed.size()) * blockBytes);
+      int bad = 0;
+      for (size_t i = 0; i < listed.size(); ++i)
+        for (int h = 0; h < g.kvHeads; ++h)
+          for (int tok = 0; tok < g.block; tok += 7)
+            for (int d = 0; d < g.headDim; d += 5) {
+              const KvCacheGeometry::PageToken pt = g.pageOfSlot(g.slotOf(listed[i], tok), h);
+              const int64_t at = ((int64_t(i) * g.kvHeads + h) * g.pagesPerBlock() + tok / 16) * g.pageBytes();
+              bad += k.data[at + g.kByte(pt.page, pt.token, d) - pt.page * g.pageBytes()] !=
+                     c.kView()[g.kByte(pt.page, pt.token, d)];
+              bad += v.data[at + g.vByte(pt.page, pt.token, d) - pt.page * g.pageBytes()] !=
+                     c.vView()[g.vByte(pt.page, pt.token, d)];
+              const int64_t si = ((int64_t(i) * g.kvHeads + h) * g.pagesPerBlock() + tok / 16) * 16 + tok % 16;
+              bad += std::memcmp(ks.as<float>() + si, &c.kScale[g.scaleIndex(pt.page, pt.token)], 4) != 0;
+            }
+      CHECK(bad == 0);
+    }
+  };
+  checkCaches(inputs.tensors, in.caches);
+  std::vector<AttentionCaches> after;
+  for (const AttentionRankResult& r : ref.ranks) after.push_back(r.caches);
+  checkCaches(reference, after);
+  checkCaches(outputs, after);  // the Sim's: bit-exact
+  // the selections (a padded row's -1) and the attention rows, the Sim's and the reference's
+  for (int r = 0; r < 2; ++r) {
+    INFO("rank " << r);
+    const runtime::HostTensor& sel = outputs.at(rankName("selection", r));
+    const int kv = static_cast<int>(sel.shape.at(1));
+    for (int t = 0; t < 3; ++t)
+      for (int h = 0; h < kv; ++h) {
+        const int32_t* s = sel.as<int32_t>() + (size_t(t) * kv + h) * 17;
+        const Selection& want = ref.ranks[r].selections[size_t(t) * kv + h];
+        CHECK(std::vector<int>(s, s + 16) == (t < 2 ? want.blocks : std::vector<int>(16, -1)));
+        CHECK(s[16] == (t < 2 ? want.nCtx : -1));
+      }
+    for (const runtime::TensorMap* m : {&outputs, &reference}) {
+      const runtime::HostTensor& a = m->at(rankName("attn", r));
+      CHECK(sameBits(std::vector<uint16_t>(a.as<uint16_t>(), a.as<uint16_t>() + a.numel()), ref.ranks[r].attn));
+    }
+  }
+  // an FFN replay of it is refused, naming what it holds
+  const std::string replay = runShell(kMonogen + " sim --config reduced --rows 3 --tp 2 --inputs " + dir, code);
+  CHECK(code == 2);
+  CHECK(replay.find("holds an attention launch") != std::string::npos);
+  std::filesystem::remove_all(dir);
 }

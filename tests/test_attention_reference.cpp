@@ -22,6 +22,8 @@
 #include "specs/minimax_m3/reference/AttentionNumerics.h"
 #include "specs/minimax_m3/reference/AttentionReference.h"
 #include "specs/minimax_m3/testing/AttentionInputs.h"
+#include "test_attention_hostile.h"
+#include "test_attention_nan.h"
 
 using namespace monogen;
 using namespace monogen::specs::minimax_m3;
@@ -29,14 +31,7 @@ namespace num = monogen::ir::num;
 
 namespace {
 
-std::string errorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
+using attention_test::inputErrorOf;
 
 /// Relative L2 distance of the reference's bf16 rows from the float64 model, per (row, q head).
 struct Agreement {
@@ -174,23 +169,23 @@ TEST_CASE("attention: the model config's attention fields", "[attention]") {
   CHECK(c.fullAttention == std::vector<bool>{true, false, false, true});
   c.validateAttention("cfg");
 
-  CHECK_THAT(errorOf([&] { parse(R"(, "sparse_attention_config": {"sparse_block_size": 64}})"); }),
+  CHECK_THAT(inputErrorOf([&] { parse(R"(, "sparse_attention_config": {"sparse_block_size": 64}})"); }),
              Catch::Contains("'sparse_block_size' = 64") && Catch::Contains("require 128"));
-  CHECK_THAT(errorOf([&] { parse(R"(, "sparse_attention_config": {"sparse_topk_blocks": "16"}})"); }),
+  CHECK_THAT(inputErrorOf([&] { parse(R"(, "sparse_attention_config": {"sparse_topk_blocks": "16"}})"); }),
              Catch::Contains("'sparse_topk_blocks'"));
-  CHECK_THAT(errorOf([&] { parse(R"(, "sparse_attention_config": 3})"); }), Catch::Contains("an object"));
-  CHECK_THAT(errorOf([&] { parse(R"(, "rotary_dim": 12})"); }), Catch::Contains("'rotary_dim' = 12"));
-  CHECK_THAT(errorOf([&] { parse(R"(, "layer_types": ["full_attention"]})"); }), Catch::Contains("layer_types"));
-  CHECK_THAT(errorOf([&] { parse(R"(, "layer_types": ["full_attention", "x", "full_attention", "full_attention"]})"); }),
+  CHECK_THAT(inputErrorOf([&] { parse(R"(, "sparse_attention_config": 3})"); }), Catch::Contains("an object"));
+  CHECK_THAT(inputErrorOf([&] { parse(R"(, "rotary_dim": 12})"); }), Catch::Contains("'rotary_dim' = 12"));
+  CHECK_THAT(inputErrorOf([&] { parse(R"(, "layer_types": ["full_attention"]})"); }), Catch::Contains("layer_types"));
+  CHECK_THAT(inputErrorOf([&] { parse(R"(, "layer_types": ["full_attention", "x", "full_attention", "full_attention"]})"); }),
              Catch::Contains("layer_types[1]"));
-  CHECK_THAT(errorOf([&] {
+  CHECK_THAT(inputErrorOf([&] {
                parse(R"(, "layer_types": ["full_attention", "minimax_m3_sparse", "minimax_m3_sparse", "full_attention"],
                      "sparse_attention_config": {"sparse_attention_freq": [0, 1, 0, 0]}})");
              }),
              Catch::Contains("disagree at layer 2"));
-  CHECK_THAT(errorOf([&] { parse(R"(, "num_key_value_heads": 3})").validateAttention("cfg"); }),
+  CHECK_THAT(inputErrorOf([&] { parse(R"(, "num_key_value_heads": 3})").validateAttention("cfg"); }),
              Catch::Contains("a divisor of num_attention_heads = 16"));
-  CHECK_THAT(errorOf([&] {
+  CHECK_THAT(inputErrorOf([&] {
                parse(R"(, "num_key_value_heads": 2, "sparse_attention_config": {"sparse_num_index_heads": 4}})")
                    .validateAttention("cfg");
              }),
@@ -226,7 +221,7 @@ TEST_CASE("attention: a rank's heads, w_qkv rows and attention rows", "[attentio
   CHECK(s8.firstKvHead == 2);
   CHECK(AttentionShape::make(full, 1, 0, "t").kvHeads == 4);
   CHECK(AttentionShape::make(full, 2, 1, "t").qGroup == 16);
-  CHECK_THAT(errorOf([&] { AttentionShape::make(full, 3, 0, "t"); }), Catch::Contains("TP = 3"));
+  CHECK_THAT(inputErrorOf([&] { AttentionShape::make(full, 3, 0, "t"); }), Catch::Contains("TP = 3"));
 }
 
 TEST_CASE("attention: the cache addressing of both modes", "[attention]") {
@@ -245,8 +240,8 @@ TEST_CASE("attention: the cache addressing of both modes", "[attention]") {
   CHECK(a.pageOfSlot(3 * 128 + 37, 0).page == (3 * 128 + 37) / 16);
   CHECK(a.pageOfSlot(3 * 128 + 37, 0).token == 37 % 16);
   CHECK(a.tableEntry(3) == 3);
-  CHECK_THAT(errorOf([&] { v.blockOfEntry(7, "t"); }), Catch::Contains("a multiple of 2"));
-  CHECK_THAT(errorOf([&] { a.blockOfEntry(10, "t"); }), Catch::Contains("0..9"));
+  CHECK_THAT(inputErrorOf([&] { v.blockOfEntry(7, "t"); }), Catch::Contains("a multiple of 2"));
+  CHECK_THAT(inputErrorOf([&] { a.blockOfEntry(10, "t"); }), Catch::Contains("0..9"));
   // every (block, token, head, channel) has its own K and V byte, inside the tensors, and the
   // slot / table routes agree
   for (CacheMode mode : {CacheMode::Vllm, CacheMode::Atom})
@@ -313,29 +308,15 @@ TEST_CASE("attention: the selection's tie, pin and NaN rules, short == long", "[
 
 TEST_CASE("attention: hostile launch inputs get clear errors", "[attention]") {
   const ModelConfig cfg = ModelConfig::reduced();
-  AttentionInputOptions o;
-  o.context = 300;
-  o.shareSequence = true;
-  const AttentionLaunch good = makeAttentionLaunch(cfg, 4, 2, 3, o);
+  const AttentionLaunch good = attention_test::hostileBase(cfg);
   validateAttentionLaunch(cfg, good, "t");
-  auto fails = [&](const std::function<void(AttentionLaunch&)>& edit) {
+  for (const attention_test::HostileEdit& h : attention_test::hostileEdits()) {
+    INFO(h.what);
     AttentionLaunch bad = good;
-    edit(bad);
-    return errorOf([&] { validateAttentionLaunch(cfg, bad, "t"); });
-  };
-  CHECK_THAT(fails([](AttentionLaunch& l) { l.rows.positions[1] = l.rows.seqLens[1]; }),
-             Catch::Contains("row 1: position 302 is at or past its sequence's length 302"));
-  CHECK_THAT(fails([](AttentionLaunch& l) { l.rows.tables[2 * l.rows.tableWidth + 1] = 1000; }),
-             Catch::Contains("row 2: block-table column 1") && Catch::Contains("entry 1000"));
-  CHECK_THAT(fails([](AttentionLaunch& l) { l.rows.slots[0] = -5; }), Catch::Contains("row 0: slot -5"));
-  CHECK_THAT(fails([](AttentionLaunch& l) { l.rows.seqLens[3] = 0; }), Catch::Contains("row 3: seq_len 0"));
-  CHECK_THAT(fails([](AttentionLaunch& l) {
-               l.rows.slots[1] = l.rows.slots[0];
-               l.rows.positions[1] = l.rows.positions[0];
-               l.rows.indexSlots[1] = l.rows.indexSlots[0];
-             }),
-             Catch::Contains("rows 0 and 1 both write slot"));
-  CHECK_THAT(fails([](AttentionLaunch& l) { l.rows.slots[2] += 1; }), Catch::Contains("is not position 302's address"));
+    h.edit(bad);
+    const std::string e = attention_test::inputErrorOf([&] { validateAttentionLaunch(cfg, bad, "t"); });
+    for (const std::string& part : h.says) CHECK_THAT(e, Catch::Contains(part));
+  }
   // the same through the reference: it validates before it computes
   AttentionLaunch bad = good;
   bad.rows.seqLens[0] = 0;
@@ -443,41 +424,11 @@ TEST_CASE("attention: a NaN cache entry reaches only the rows whose selection re
     AttentionLaunch in = makeAttentionLaunch(cfg, S, TP, 9, o);
     const AttentionResult ref = attentionReference(cfg, in);
     const AttentionShape sh = AttentionShape::make(cfg, TP, 0, "t");
-    // a block that some (row, KV head) selections hold and others do not
-    int target = -1, head = 0;
-    for (int b = 0; b < 40 && target < 0; ++b)
-      for (int h = 0; h < sh.kvHeads && target < 0; ++h) {
-        int holders = 0;
-        for (int t = 0; t < S; ++t)
-          for (int x : ref.ranks[0].selections[t * sh.kvHeads + h].blocks) holders += x == b;
-        if (holders > 0 && holders < S) target = b, head = h;
-      }
-    REQUIRE(target >= 0);
-    // V of key 5 of that block, KV head `head`, channel 3 := NaN
-    AttentionCaches& c = in.caches[0];
-    const int64_t entry = in.rows.tables[target];
-    const auto pt = c.kv.pageOfKey(entry, int64_t{target} * 128 + 5, head);
-    c.vView()[c.kv.vByte(pt.page, pt.token, 3)] = 0x7f;
+    const attention_test::NanSite site = attention_test::poisonSharedBlock(in, ref, 0, cfg.indexBlock);
+    REQUIRE(site.block >= 0);
     const AttentionResult hit = attentionReference(cfg, in);
-    int changed = 0, reading = 0;
-    for (int t = 0; t < S; ++t)
-      for (int h = 0; h < sh.kvHeads; ++h) {
-        bool reads = false;
-        for (int x : ref.ranks[0].selections[t * sh.kvHeads + h].blocks) reads |= h == head && x == target;
-        for (int q = h * sh.qGroup; q < (h + 1) * sh.qGroup; ++q) {
-          const size_t at = static_cast<size_t>(t) * sh.attnWidth() + static_cast<size_t>(q) * sh.headDim;
-          bool same = true, nan3 = false;
-          for (int d = 0; d < sh.headDim; ++d) same &= hit.ranks[0].attn[at + d] == ref.ranks[0].attn[at + d];
-          nan3 = std::isnan(num::bf16ToF32(hit.ranks[0].attn[at + 3]));
-          INFO("row " << t << " head " << q << " reads " << reads);
-          CHECK(same == !reads);
-          CHECK(nan3 == reads);
-          changed += !same;
-        }
-        reading += reads;
-      }
-    CHECK(reading > 0);
-    CHECK(changed == reading * sh.qGroup);
+    CHECK(attention_test::checkNanReach(sh, S, 0, ref.ranks[0].selections, ref.ranks[0].attn, hit.ranks[0].attn,
+                                        site) > 0);
   }
 }
 

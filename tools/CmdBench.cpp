@@ -19,6 +19,7 @@
 #include "specs/minimax_m3/testing/MoeInputs.h"
 #include "specs/minimax_m3/testing/SimHarness.h"
 #include "specs/minimax_m3/kernel/Spec.h"
+#include "tools/BenchAttention.h"
 #include "tools/BenchHip.h"
 #include "tools/Commands.h"
 #include "tools/Variant.h"
@@ -96,6 +97,8 @@ Run addBench(CLI::App& app) {
     mm::RankBenchJob hip;      // --device hip: copies, repeats, launches
     double waitSeconds = 60;
     bool noCache = false;
+    std::string launch = "ffn";      // --launch attention: BenchAttention.h
+    BenchAttentionOptions attention;  // its --context, --cache, --layer-type, --share-sequence
   };
   auto o = std::make_shared<Options>();
   CLI::App* c = app.add_subcommand(
@@ -142,7 +145,39 @@ Run addBench(CLI::App& app) {
       ->check(numeric<double>(0.001, 3600))
       ->capture_default_str();
   c->add_flag("--no-cache", o->noCache, "--device hip: compile every variant, do not use the code-object cache");
+  c->add_option("--launch", o->launch, "the launch: ffn, or attention (its bytes against AttentionBytesModel's minimum)")
+      ->check(CLI::IsMember({"ffn", "attention"}))
+      ->capture_default_str();
+  c->add_option("--context", o->attention.context, "--launch attention: keys each sequence holds before the launch")
+      ->check(numeric(0, 1 << 20))
+      ->capture_default_str();
+  c->add_option("--cache", o->attention.cache, "--launch attention: the KV cache mode, vllm or atom")
+      ->capture_default_str();
+  c->add_option("--layer-type,--layer", o->attention.layer, "--launch attention: the layer type, sparse or full")
+      ->capture_default_str();
+  c->add_flag("--share-sequence", o->attention.share, "--launch attention: the rows share one sequence");
   return [o, c] {
+    const bool attention = o->launch == "attention";
+    for (const char* opt : {"--context", "--cache", "--layer-type", "--share-sequence"})
+      if (!attention && c->count(opt)) throw InputError(opt, "is an option of --launch attention: not with the FFN launch");
+    if (attention) {
+      for (const char* opt : {"--experts", "--input", "--timed", "--timing-params", "--ir-issue", "--json", "--device",
+                              "--copies", "--repeats", "--launches", "--wait-seconds", "--no-cache"})
+        if (c->count(opt)) throw InputError(opt, "is an option of the FFN launch's bench: not with --launch attention");
+      const mm::ModelConfig cfg = mm::ModelConfig::byName(o->config);
+      cfg.validateAttention("--config");
+      BenchAttentionOptions a = o->attention;
+      a.rows = parseList(o->rows, "--rows", false);
+      a.tps = parseList(o->tp, "--tp", false);
+      for (int s : a.rows)
+        if (s < 1 || s > cfg.maxRows) throw InputError("--rows", fmt::format("S = {}: expected 1..{}", s, cfg.maxRows));
+      for (int t : a.tps)
+        if (t != 1 && t != 2 && t != 4 && t != 8) throw InputError("--tp", fmt::format("TP = {}: expected 1, 2, 4 or 8", t));
+      a.seed = o->seed;
+      a.breakdown = o->breakdown;
+      a.noSim = o->noSim;
+      return benchAttention(cfg, a);
+    }
     const bool hip = o->device == "hip";
     if (!o->json.empty() && !o->timed && !hip) throw InputError("--json", "needs --timed or --device hip");
     if (!o->timingParams.empty() && !o->timed) throw InputError("--timing-params", "needs --timed");

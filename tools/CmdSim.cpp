@@ -67,6 +67,10 @@ LaunchInputs readInputs(const std::string& path, const mm::ModelConfig& cfg, int
     auto it = in.metadata.find(k);
     return it == in.metadata.end() ? std::string() : it->second;
   };
+  if (meta("launch") == "attention")
+    throw InputError("--inputs", fmt::format("'{}' holds an attention launch (`sim --launch attention --save`): "
+                                             "--inputs replays an FFN launch only",
+                                             path));
   const std::string rows = meta("rows"), tp = meta("tp"), config = meta("config");
   if ((!rows.empty() && rows != std::to_string(S)) || (!tp.empty() && tp != std::to_string(TP)))
     throw InputError("--inputs", fmt::format("'{}' holds a launch of S={} TP={}, not S={} TP={}: pass --rows {} --tp {}",
@@ -165,9 +169,9 @@ Run addSim(CLI::App& app) {
       ->capture_default_str()
       ->excludes(inputs);
   c->add_option("--save", o->save,
-                "write the whole launch here: inputs.safetensors (weights, partials, residual, slots), "
-                "outputs.safetensors and reference.safetensors; their metadata holds the seed, inputs, variant and "
-                "verdict");
+                "write the whole launch here: inputs.safetensors (weights, partials, residual, slots; --launch "
+                "attention: rows, weights, metadata, the caches' touched blocks), outputs.safetensors and "
+                "reference.safetensors; their metadata holds the seed, inputs, variant and verdict");
   c->add_option("--wait-ticks", o->launch.waitTicks, "a wait's bound in 100 MHz ticks, 1 or more")
       ->check(numeric<int64_t>(1, std::numeric_limits<int64_t>::max()))
       ->capture_default_str();
@@ -197,7 +201,7 @@ Run addSim(CLI::App& app) {
                            ->needs(rank);
   return [o, ticks] {
     refuseOtherLaunchOptions(o->v,
-                             {"--experts", "--inputs", "--save", "--timed", "--timing-params", "--ir-issue",
+                             {"--experts", "--inputs", "--timed", "--timing-params", "--ir-issue",
                               "--handshake", "--inject-rank", "--wait-ticks"},
                              {"--share-sequence"});
     if (isAttention(o->v)) {
@@ -211,6 +215,7 @@ Run addSim(CLI::App& app) {
       a.seed = o->seed;
       a.seeds = o->seeds;
       a.races = o->races;
+      a.save = o->save;
       return simAttention(configOf(o->v), a);
     }
     checkInjection(o->launch.injectRank, *ticks);

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "ir/Error.h"
@@ -13,7 +14,9 @@
 #include "specs/minimax_m3/reference/AttentionPre.h"
 #include "specs/minimax_m3/reference/AttentionReference.h"
 #include "specs/minimax_m3/testing/AttentionInputs.h"
+#include "specs/minimax_m3/testing/AttentionSave.h"
 #include "specs/minimax_m3/testing/AttentionSim.h"
+#include "specs/minimax_m3/testing/SaveLaunch.h"
 
 namespace monogen::tools {
 
@@ -94,6 +97,7 @@ int simAttention(const mm::ModelConfig& cfg, const SimAttentionOptions& o) {
   io.context = o.context;
   io.shareSequence = o.share;
   io.paddedRows = o.paddedRows;
+  if (!o.save.empty()) mm::checkSaveDir(o.save, "--save");  // before the launch, not after it
   fmt::print("{} on the Sim device: {} ranks x {} CTAs x {} threads\n", plan.key.variantName(), o.tp, cfg.blocks,
              cfg.threads);
   const mm::AttentionLaunch in = mm::makeAttentionLaunch(cfg, o.rows, o.tp, o.seed, io);
@@ -101,6 +105,9 @@ int simAttention(const mm::ModelConfig& cfg, const SimAttentionOptions& o) {
   fmt::print("inputs: seed {}, {}\n", o.seed, io.describe());
   std::fflush(stdout);
   int bad = 0;
+  std::optional<mm::AttentionSimRun> saved;  // the first failing run, else the last
+  std::string savedVerdict;
+  uint64_t savedSeed = 0;
   for (int i = 0; i < o.seeds; ++i) {
     runtime::SimOptions so;
     so.seed = o.seed + static_cast<uint64_t>(i);
@@ -118,9 +125,27 @@ int simAttention(const mm::ModelConfig& cfg, const SimAttentionOptions& o) {
     for (const std::string& r : run.stats.races) fmt::print("    {}\n", r);
     for (const std::string& r : run.stats.uninit) fmt::print("    {}\n", r);
     if (verdict != "bit-exact") ++bad;
+    if (!saved || savedVerdict == "bit-exact") {
+      saved = run;
+      savedVerdict = verdict;
+      savedSeed = so.seed;
+    }
   }
-  fmt::print("verdict: {}\n", bad ? fmt::format("MISMATCH or INVALID under {} of {} seeds", bad, o.seeds)
-                                  : fmt::format("bit-exact under {} seed{}", o.seeds, o.seeds > 1 ? "s" : ""));
+  const std::string overall = bad ? fmt::format("MISMATCH or INVALID under {} of {} seeds", bad, o.seeds)
+                                  : fmt::format("bit-exact under {} seed{}", o.seeds, o.seeds > 1 ? "s" : "");
+  if (!o.save.empty()) {
+    mm::saveAttentionLaunch(o.save, cfg, in, *saved, ref,
+                            {{"seed", std::to_string(o.seed)},
+                             {"inputs", io.describe()},
+                             {"variant", plan.key.variantName()},
+                             {"sched_seed", std::to_string(savedSeed)},
+                             {"verdict", savedVerdict},
+                             {"seeds_verdict", overall}});
+    fmt::print("saved the launch (inputs, the caches' touched blocks, scheduler seed {}'s outputs: {}; reference) to "
+               "{}\n",
+               savedSeed, savedVerdict.substr(0, savedVerdict.find(':')), o.save);
+  }
+  fmt::print("verdict: {}\n", overall);
   return bad ? 1 : 0;
 }
 

@@ -19,6 +19,7 @@ struct SimAttentionOptions {
   uint64_t seed = 1;
   int seeds = 1;
   bool races = false;
+  std::string save;  // --save DIR: the launch's tensors (AttentionSave.h), the first failing seed's run
 };
 
 /// "bit-exact", "INVALID: rank R: error word ..." or "MISMATCH: <the first output that differs>"

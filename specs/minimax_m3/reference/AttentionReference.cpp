@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "ir/Error.h"
 #include "ir/Numerics.h"
@@ -24,13 +25,12 @@ void requireSize(const std::vector<T>& v, size_t n, const char* name, const std:
     throw InputError(where, fmt::format("{} holds {} elements: expected {}", name, v.size(), n));
 }
 
-/// The index-key block of a table entry: atom's main entry (= block id), vllm's physical page id.
-int64_t indexEntry(const AttentionRows& r, CacheMode mode, int t, int64_t b) {
+}  // namespace
+
+int64_t indexBlockOf(const AttentionRows& r, CacheMode mode, int t, int64_t b) {
   const auto& tab = mode == CacheMode::Vllm ? r.indexTables : r.tables;
   return tab[static_cast<size_t>(t) * r.tableWidth + b];
 }
-
-}  // namespace
 
 void validateAttentionLaunch(const ModelConfig& cfg, const AttentionLaunch& in, const std::string& where) {
   cfg.validateAttention(where);
@@ -84,7 +84,7 @@ void validateAttentionLaunch(const ModelConfig& cfg, const AttentionLaunch& in, 
       const int64_t e = r.tables[static_cast<size_t>(t) * r.tableWidth + b];
       g.blockOfEntry(e, fmt::format("{}, {}: block-table column {}", where, row, b));
       if (b == pos / block) ownEntry = e;
-      const int64_t ie = indexEntry(r, in.mode, t, b);
+      const int64_t ie = indexBlockOf(r, in.mode, t, b);
       if (ie < 0 || ie >= ig.blocks)
         throw InputError(where, fmt::format("{}: index block-table column {} = {}: expected 0..{}", row, b, ie,
                                             ig.blocks - 1));
@@ -94,7 +94,7 @@ void validateAttentionLaunch(const ModelConfig& cfg, const AttentionLaunch& in, 
       throw InputError(where, fmt::format("{}: slot {} is not position {}'s address {} in its block table (the row "
                                           "would not see its own key)",
                                           row, slot, pos, want));
-    const int64_t iwant = ig.slotOf(indexEntry(r, in.mode, t, pos / block), static_cast<int>(pos % block));
+    const int64_t iwant = ig.slotOf(indexBlockOf(r, in.mode, t, pos / block), static_cast<int>(pos % block));
     if (islot != iwant)
       throw InputError(where, fmt::format("{}: index slot {} is not position {}'s index address {}", row, islot, pos,
                                           iwant));
@@ -107,6 +107,19 @@ void validateAttentionLaunch(const ModelConfig& cfg, const AttentionLaunch& in, 
     if (last < t || last >= S)
       throw InputError(where, fmt::format("{}: its request's last row {}: expected {}..{}", row, last, t, S - 1));
   }
+}
+
+TouchedBlocks touchedBlocks(const AttentionLaunch& in, int block) {
+  std::set<int64_t> kv, index;
+  const AttentionRows& r = in.rows;
+  for (int t = 0; t < in.S; ++t) {
+    if (!r.live(t)) continue;
+    for (int b = 0; b < blocksOf(r.seqLens[t], block); ++b) {
+      kv.insert(in.caches[0].kv.blockOfEntry(r.tables[static_cast<size_t>(t) * r.tableWidth + b], "touched blocks"));
+      if (!in.fullLayer) index.insert(indexBlockOf(r, in.mode, t, b));
+    }
+  }
+  return {{kv.begin(), kv.end()}, {index.begin(), index.end()}};
 }
 
 GatheredKeys gatherKeys(const AttentionCaches& c, const AttentionRows& rows, int t, int h, const Selection* sel,
@@ -228,7 +241,7 @@ AttentionResult attentionReference(const ModelConfig& cfg, const AttentionLaunch
             float score = 0.0f;
             if (b >= cfg.indexInit && b < nBlk - cfg.indexLocal) {
               float v = -INFINITY;
-              const int64_t base = indexEntry(rows, in.mode, t, b);
+              const int64_t base = indexBlockOf(rows, in.mode, t, b);
               for (int i = 0; i < block && int64_t{b} * block + i < seq; ++i) {
                 float dot = 0.0f;
                 for (int d = 0; d < ID; ++d) {

@@ -87,6 +87,18 @@ struct AttentionResult {
 /// range, two live rows writing one slot, a position past the cos/sin table.
 void validateAttentionLaunch(const ModelConfig& cfg, const AttentionLaunch& in, const std::string& where);
 
+/// The index-key cache block of row t's block b: vllm its index table's entry (a physical page
+/// id), atom its main table's (the block id).
+int64_t indexBlockOf(const AttentionRows& r, CacheMode mode, int t, int64_t b);
+
+/// The physical blocks the live rows' tables name for their sequences (every block a row reads
+/// or appends to), each list ascending and distinct: the K/V cache's and the index-key cache's
+/// (sparse layers; empty on full ones). `in` must pass validateAttentionLaunch.
+struct TouchedBlocks {
+  std::vector<int64_t> kv, index;
+};
+TouchedBlocks touchedBlocks(const AttentionLaunch& in, int block);
+
 /// The whole launch (validateAttentionLaunch first): every row's inserts before any row reads,
 /// so a row sees the keys its launch appends for earlier positions of its sequence.
 AttentionResult attentionReference(const ModelConfig& cfg, const AttentionLaunch& in,

@@ -61,6 +61,7 @@ AttentionSimRun runAttention(runtime::Device& dev, const runtime::CodeObjectByte
   if (in.S != L.rows || in.TP != L.tp || in.mode != v.knobs.mode || in.fullLayer != v.knobs.fullLayer)
     throw InputError(where, fmt::format("the inputs (S {}, TP {}, {}) are not the variant's", in.S, in.TP,
                                         cacheModeName(in.mode)));
+  validateAttentionLaunch(v.cfg, in, where);  // before any allocation or launch
   DeviceMemory mem{dev, {}};
   const size_t SH = static_cast<size_t>(L.rows) * L.hidden;
   const size_t qn = static_cast<size_t>(L.rows) * L.shape.qHeads * L.shape.headDim;

@@ -42,6 +42,7 @@ AttentionSimRun runAttentionOnSim(const ir::Plan& plan, const AttentionVariant& 
 
 /// The same launch on any device (the Sim's adapter, gfx950-run, hip): `code` is the variant's code
 /// object (a device that runs the IR ignores it). Its stats stay empty; the outputs are read back.
+/// Throws InputError for inputs validateAttentionLaunch refuses, before anything is allocated.
 AttentionSimRun runAttention(runtime::Device& dev, const runtime::CodeObjectBytes& code, const ir::Plan& plan,
                              const AttentionVariant& v, const AttentionLaunch& in, int32_t tag = 0x2a5eed01,
                              int64_t waitTicks = 100'000'000);

@@ -40,19 +40,25 @@ void declareSavedScales(runtime::TensorMap& tensors, const std::map<std::string,
     if (isScaleTensor(name)) t.layout = it->second;
 }
 
+void writeLaunchFiles(const std::filesystem::path& dir, const runtime::TensorMap& inputs,
+                      const runtime::TensorMap& outputs, const runtime::TensorMap& reference,
+                      const std::map<std::string, std::string>& metadata) {
+  support::makeDirectories(dir, 0755, "launch directory " + dir.string());
+  runtime::writeSafetensors(dir / "inputs.safetensors", inputs, metadata);
+  runtime::writeSafetensors(dir / "outputs.safetensors", outputs, metadata);
+  if (!reference.empty()) runtime::writeSafetensors(dir / "reference.safetensors", reference, metadata);
+}
+
 void saveLaunch(const std::filesystem::path& dir, const ModelConfig& cfg, int S, int TP,
                 const runtime::TensorMap& inputs, const runtime::TensorMap& outputs,
                 const runtime::TensorMap& reference, const std::map<std::string, std::string>& metadata) {
-  support::makeDirectories(dir, 0755, "launch directory " + dir.string());
   std::map<std::string, std::string> meta = metadata;
   meta["config"] = cfg.canonical();
   meta["rows"] = std::to_string(S);
   meta["tp"] = std::to_string(TP);
   if (const std::string scales = savedScaleLayout(inputs); !scales.empty()) meta["scales"] = scales;
   meta["input"] = savedInputKind(inputs, metadata);
-  runtime::writeSafetensors(dir / "inputs.safetensors", inputs, meta);
-  runtime::writeSafetensors(dir / "outputs.safetensors", outputs, meta);
-  if (!reference.empty()) runtime::writeSafetensors(dir / "reference.safetensors", reference, meta);
+  writeLaunchFiles(dir, inputs, outputs, reference, meta);
 }
 
 namespace {

@@ -17,6 +17,14 @@ struct SavedLaunch {
   std::map<std::string, std::string> metadata;    // inputs.safetensors' __metadata__
 };
 
+/// Creates `dir` if need be and writes inputs.safetensors, outputs.safetensors and (when not
+/// empty) reference.safetensors, each with `metadata` as is: the writer of every launch's save.
+/// Throws as saveLaunch does.
+void writeLaunchFiles(const std::filesystem::path& dir, const runtime::TensorMap& inputs,
+                      const runtime::TensorMap& outputs, const runtime::TensorMap& reference,
+                      const std::map<std::string, std::string>& metadata);
+
+/// The FFN launch's save: writeLaunchFiles with the FFN launch's description added.
 /// Creates `dir` if need be and writes the files above (each through writeFileAtomically:
 /// a temp file and a rename, never through a symlink).
 /// Throws InputError if an input or output is not a valid tensor, RuntimeError if a file

@@ -1,0 +1,101 @@
+#include "tools/BenchAttention.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <sstream>
+
+#include "ir/Error.h"
+#include "ir/Verifier.h"
+#include "specs/minimax_m3/kernel/AttentionSpec.h"
+#include "specs/minimax_m3/kernel/AttentionVariant.h"
+#include "specs/minimax_m3/testing/AttentionBytesModel.h"
+#include "specs/minimax_m3/testing/AttentionInputs.h"
+#include "specs/minimax_m3/testing/AttentionSim.h"
+#include "tools/SimAttention.h"
+
+namespace monogen::tools {
+
+namespace mm = specs::minimax_m3;
+
+namespace {
+std::string kib(int64_t bytes) { return fmt::format("{:.1f}", static_cast<double>(bytes) / 1024.0); }
+}  // namespace
+
+int benchAttention(const mm::ModelConfig& cfg, const BenchAttentionOptions& o) {
+  mm::AttentionKnobs knobs;
+  knobs.mode = mm::cacheModeOf(o.cache, "--cache");
+  if (o.layer != "sparse" && o.layer != "full")
+    throw InputError("--layer", fmt::format("'{}': expected sparse or full", o.layer));
+  knobs.fullLayer = o.layer == "full";
+  mm::AttentionInputOptions io;
+  io.mode = knobs.mode;
+  io.fullLayer = knobs.fullLayer;
+  io.context = o.context;
+  io.shareSequence = o.share;
+  fmt::print("monogen bench --launch attention: global-memory bytes a rank's launch reads on the Sim device vs the "
+             "minimum\n");
+  fmt::print("config: {}\ninputs: seed {}, {}\n", cfg.attentionCanonical(), o.seed, io.describe());
+  fmt::print("a rank's bytes = SimStats::globalBytesLoaded / TP (all ranks run at once); KiB = 1024 bytes\n");
+  fmt::print("minimum: AttentionBytesModel (the rows, norms, w_qkv and its scales, cos/sin rows, the rows' metadata "
+             "and table entries, each K / V key the selections attend and each index key scored, once a rank; the "
+             "keys the launch appends not counted), averaged over the ranks\n");
+  fmt::print("{:>3} {:>3} {:>12} {:>12} {:>7}  {}\n", "S", "TP", "sim KiB", "min KiB", "ratio",
+             "top stages (share of sim bytes); verdict");
+  std::fflush(stdout);
+  int bad = 0;
+  for (int S : o.rows)
+    for (int TP : o.tps) {
+      const auto t0 = std::chrono::steady_clock::now();
+      std::fprintf(stderr, "S=%d TP=%d ...", S, TP);
+      std::fflush(stderr);
+      const mm::AttentionVariant v = mm::AttentionVariant::make(cfg, mm::makeAttentionKey(cfg, S, TP, knobs));
+      const mm::AttentionLaunch in = mm::makeAttentionLaunch(cfg, S, TP, o.seed, io);
+      const mm::AttentionResult ref = mm::attentionReference(cfg, in);
+      int64_t minTotal = 0;
+      for (int r = 0; r < TP; ++r) minTotal += mm::attentionMinimumBytes(cfg, in, ref, r).total();
+      const int64_t minRank = minTotal / TP;
+      std::string row;
+      if (o.noSim) {
+        row = fmt::format("{:>3} {:>3} {:>12} {:>12}", S, TP, "-", kib(minRank));
+      } else {
+        const ir::Plan plan = mm::buildAttentionPlan(v);
+        ir::verify(plan);
+        runtime::SimOptions so;
+        so.seed = o.seed;
+        const mm::AttentionSimRun run = mm::runAttentionOnSim(plan, v, in, so);
+        const std::string verdict = attentionVerdict(in, ref, run, cfg);
+        if (verdict != "bit-exact") ++bad;
+        const int64_t perRank = run.stats.globalBytesLoaded / TP;
+        std::vector<std::pair<int64_t, std::string>> byStage;
+        for (const auto& [name, b] : run.stats.bytesLoadedByStage) byStage.push_back({b, name});
+        std::sort(byStage.rbegin(), byStage.rend());
+        std::string top;
+        for (size_t k = 0; k < byStage.size() && k < 3; ++k)
+          top += fmt::format("{}{} {:.0f}%", k ? ", " : "", byStage[k].second,
+                             100.0 * static_cast<double>(byStage[k].first) /
+                                 static_cast<double>(std::max<int64_t>(1, run.stats.globalBytesLoaded)));
+        row = fmt::format("{:>3} {:>3} {:>12} {:>12} {:>7.2f}  {}; {}", S, TP, kib(perRank), kib(minRank),
+                          static_cast<double>(perRank) / static_cast<double>(std::max<int64_t>(1, minRank)), top,
+                          verdict);
+        if (o.breakdown) {
+          row += "\n      sim bytes a rank by stage:";
+          for (const auto& [b, name] : byStage) row += fmt::format(" {} {}", name, b / TP);
+        }
+      }
+      if (o.breakdown) {
+        row += "\n      minimum of rank 0:\n";
+        std::istringstream d(mm::attentionMinimumBytes(cfg, in, ref, 0).describe());
+        for (std::string l; std::getline(d, l);) row += "        " + l + "\n";
+        row.pop_back();
+      }
+      fmt::print("{}\n", row);
+      std::fflush(stdout);
+      std::fprintf(stderr, " %.2f s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+  return bad ? 1 : 0;
+}
+
+}  // namespace monogen::tools

@@ -1,0 +1,27 @@
+// monogen bench --launch attention: per (S, TP), the bytes the attention launch reads on the Sim
+// device against the minimum a rank must read (specs/minimax_m3/testing/AttentionBytesModel.h),
+// each cell's run checked bit for bit against the reference.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "specs/minimax_m3/kernel/ModelConfig.h"
+
+namespace monogen::tools {
+
+struct BenchAttentionOptions {
+  std::vector<int> rows, tps;
+  int context = 2048;          // keys each sequence holds before the launch
+  std::string cache = "vllm";  // the cache mode knob
+  std::string layer = "sparse";
+  bool share = false;          // the rows share one sequence
+  uint64_t seed = 1;
+  bool breakdown = false;      // each cell's minimum by tensor and its stages' bytes
+  bool noSim = false;          // the minimum alone
+};
+
+/// Prints the table. Returns 0 when every cell's run is bit-exact with its error words 0, else 1.
+int benchAttention(const specs::minimax_m3::ModelConfig& cfg, const BenchAttentionOptions& o);
+
+}  // namespace monogen::tools
