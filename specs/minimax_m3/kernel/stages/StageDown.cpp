@@ -1,3 +1,6 @@
+#include <algorithm>
+#include <vector>
+
 #include "ir/Op.h"
 #include "specs/minimax_m3/kernel/Sites.h"
 #include "specs/minimax_m3/kernel/stages/Stages.h"
@@ -25,6 +28,18 @@ void awaitUp(KernelContext& c) {
   c.ctaSync(false);
 }
 
+// A slot's GEMV issues the w2 / s2 loads of this many K steps before it uses the first of them:
+// one HBM round trip a group, not a step. Every full-dims variant fits its VGPRs with no spill.
+constexpr int kDownStepsAhead = 8;
+
+namespace {
+// One K step's w2 dwords and s2 byte (kc the lane's K run). live is null on a whole step; on the
+// partial last step, lanes whose run lies past I/TP (live false) read K 0 and add +0.
+struct DownStep {
+  Val live, kc, w4, s;
+};
+}  // namespace
+
 void stageDown(KernelContext& c, Val task) {
   ir::Builder& b = c.b;
   const Layout& L = c.L;
@@ -45,8 +60,27 @@ void stageDown(KernelContext& c, Val task) {
       Val pick = c.tabLd(W.slotPick, u * 16 + xcol);
       ir::Var accV = b.var(b.splat(b.f32(0.0), 4), "acc");
       Val wrow = task * 16 + t.aRow();
-      // The wave copies only the slot's cnt MID columns (contiguous: MID[u][0 .. cnt)) to
-      // its bstage region, 16 bytes a lane a pass, and reads B there; LDS keeps a wave's order
+      const auto loadStep = [&](int st) {
+        DownStep in;
+        Val k0 = c.i32(st * T.kStep) + t.laneK0();  // the lane's run
+        const bool whole = (st + 1) * T.kStep <= IP;
+        in.live = whole ? Val{} : k0 < IP;
+        in.kc = whole ? k0 : b.select(in.live, k0, c.i32(0));
+        Val off = c.shuffledOffset(wrow, in.kc / 2, IP / 2);
+        in.w4 = b.load(Type::vec(Type::i32(), 4), c.expertByte(c.w2, e, int64_t{H} * (IP / 2), off));
+        Val sAt = c.scaleByte(c.s2, e, wrow, in.kc / 32, H, IP / 32);
+        in.s = b.zext(b.load(Type::i8(), sAt), Type::i32());
+        return in;
+      };
+      const auto loadGroup = [&](int first) {
+        std::vector<DownStep> group;
+        for (int st = first; st < std::min(first + kDownStepsAhead, T.downSteps); ++st) group.push_back(loadStep(st));
+        return group;
+      };
+      // The first group's weights load before the MID copy. The wave copies only the slot's cnt
+      // MID columns (contiguous: MID[u][0 .. cnt)) to its bstage region, 16 bytes a lane a pass,
+      // and reads B there; LDS keeps a wave's order.
+      std::vector<DownStep> group = loadGroup(0);
       Val midAt = c.i32(0);
       if (L.midInLds) {
         Val region = b.ptrAdd(c.bstage, c.wave * L.midWaveBytes);
@@ -56,25 +90,21 @@ void stageDown(KernelContext& c, Val task) {
         });
         midAt = c.wave * (L.midWaveBytes / 2);  // bf16 index of the region in bstage
       }
-      b.for_(c.i32(0), c.i32(T.downSteps), c.i32(1), [&](Val st) {
-        Val k0 = st * T.kStep + t.laneK0();  // the lane's run
-        Val live = k0 < IP;  // a partial last step: its lane groups past I/TP add +0 products
-        Val kc = b.select(live, k0, c.i32(0));
-        // B: MID column xcol of the slot, K kc .. (+0 past I/TP)
-        std::vector<Val> x = t.load(
-            Type::vec(Type::bf16(), 8),
-            [&](int k) {
-              return L.midInLds ? c.elemAt(c.bstage, midAt + xcol * IP + kc + c.i32(k), 2)
-                                : c.elemAt(c.scratch, L.mid, (u * 16 + xcol) * c.i32(IP) + kc + c.i32(k), 2);
-            },
-            live);
-        Val off = c.shuffledOffset(wrow, kc / 2, IP / 2);
-        Val w4 = b.load(Type::vec(Type::i32(), 4), c.expertByte(c.w2, e, int64_t{H} * (IP / 2), off));
-        w4 = b.select(live, w4, b.splat(c.i32(0), 4));  // code 0: +0
-        Val sAt = c.scaleByte(c.s2, e, wrow, kc / 32, H, IP / 32);
-        Val s = b.select(live, b.zext(b.load(Type::i8(), sAt), Type::i32()), c.i32(127));
-        b.set(accV, a16w4Step(t, b.get(accV), w4, s, x));
-      });
+      for (int first = 0; first < T.downSteps; first += kDownStepsAhead) {
+        if (first > 0) group = loadGroup(first);
+        for (const DownStep& in : group) {
+          // B: MID column xcol of the slot, K kc .. (+0 past I/TP)
+          const auto at = [&](int k) {
+            return L.midInLds ? c.elemAt(c.bstage, midAt + xcol * IP + in.kc + c.i32(k), 2)
+                              : c.elemAt(c.scratch, L.mid, (u * 16 + xcol) * c.i32(IP) + in.kc + c.i32(k), 2);
+          };
+          const auto bf16x8 = Type::vec(Type::bf16(), 8);
+          std::vector<Val> x = in.live.v ? t.load(bf16x8, at, in.live) : t.load(bf16x8, at);
+          Val w4 = in.live.v ? b.select(in.live, in.w4, b.splat(c.i32(0), 4)) : in.w4;  // code 0: +0
+          Val s = in.live.v ? b.select(in.live, in.s, c.i32(127)) : in.s;
+          b.set(accV, a16w4Step(t, b.get(accV), w4, s, x));
+        }
+      }
       Val acc = b.get(accV);
       b.if_(t.accCol() < cnt, [&] {  // CONTRIB[pick][row]
         t.storeAcc(acc, c.contrib, [&](int i) { return pick * 16 + t.accRow(i); });
