@@ -14,22 +14,16 @@
 #include "specs/minimax_m3/testing/AttentionBytesModel.h"
 #include "specs/minimax_m3/testing/AttentionInputs.h"
 #include "specs/minimax_m3/testing/AttentionSim.h"
+#include "tools/BytesTable.h"
 #include "tools/SimAttention.h"
+#include "tools/Variant.h"
 
 namespace monogen::tools {
 
 namespace mm = specs::minimax_m3;
 
-namespace {
-std::string kib(int64_t bytes) { return fmt::format("{:.1f}", static_cast<double>(bytes) / 1024.0); }
-}  // namespace
-
 int benchAttention(const mm::ModelConfig& cfg, const BenchAttentionOptions& o) {
-  mm::AttentionKnobs knobs;
-  knobs.mode = mm::cacheModeOf(o.cache, "--cache");
-  if (o.layer != "sparse" && o.layer != "full")
-    throw InputError("--layer", fmt::format("'{}': expected sparse or full", o.layer));
-  knobs.fullLayer = o.layer == "full";
+  const mm::AttentionKnobs knobs = attentionKnobsOf(o.cache, o.layer);
   mm::AttentionInputOptions io;
   io.mode = knobs.mode;
   io.fullLayer = knobs.fullLayer;
@@ -69,20 +63,13 @@ int benchAttention(const mm::ModelConfig& cfg, const BenchAttentionOptions& o) {
         const std::string verdict = attentionVerdict(in, ref, run, cfg);
         if (verdict != "bit-exact") ++bad;
         const int64_t perRank = run.stats.globalBytesLoaded / TP;
-        std::vector<std::pair<int64_t, std::string>> byStage;
-        for (const auto& [name, b] : run.stats.bytesLoadedByStage) byStage.push_back({b, name});
-        std::sort(byStage.rbegin(), byStage.rend());
-        std::string top;
-        for (size_t k = 0; k < byStage.size() && k < 3; ++k)
-          top += fmt::format("{}{} {:.0f}%", k ? ", " : "", byStage[k].second,
-                             100.0 * static_cast<double>(byStage[k].first) /
-                                 static_cast<double>(std::max<int64_t>(1, run.stats.globalBytesLoaded)));
+        const std::string top = topStagesByBytes(run.stats);
         row = fmt::format("{:>3} {:>3} {:>12} {:>12} {:>7.2f}  {}; {}", S, TP, kib(perRank), kib(minRank),
                           static_cast<double>(perRank) / static_cast<double>(std::max<int64_t>(1, minRank)), top,
                           verdict);
         if (o.breakdown) {
           row += "\n      sim bytes a rank by stage:";
-          for (const auto& [b, name] : byStage) row += fmt::format(" {} {}", name, b / TP);
+          for (const auto& [b, name] : stagesByBytes(run.stats)) row += fmt::format(" {} {}", name, b / TP);
         }
       }
       if (o.breakdown) {

@@ -20,6 +20,7 @@
 #include "specs/minimax_m3/testing/SimHarness.h"
 #include "specs/minimax_m3/kernel/Spec.h"
 #include "tools/BenchAttention.h"
+#include "tools/BytesTable.h"
 #include "tools/BenchHip.h"
 #include "tools/Commands.h"
 #include "tools/Variant.h"
@@ -60,7 +61,6 @@ std::vector<int> parseList(const std::string& text, const char* option, bool all
   return out;
 }
 
-std::string kib(int64_t bytes) { return fmt::format("{:.1f}", static_cast<double>(bytes) / 1024.0); }
 
 /// The measured launch times of the FlyDSL FFN launch with o_proj on MI350X (TP4, 8 rows, weights
 /// streaming from HBM; median of 5 x 200 launches), by distinct experts; 0: none measured.
@@ -369,14 +369,7 @@ Run addBench(CLI::App& app) {
         }
         const int64_t perRank = run.stats.globalBytesLoaded / cl.tp;
         const int64_t haveMin = minB.totalOf(have);
-        std::vector<std::pair<int64_t, std::string>> byStage;
-        for (const auto& [name, b] : run.stats.bytesLoadedByStage) byStage.push_back({b, name});
-        std::sort(byStage.rbegin(), byStage.rend());
-        std::string top;
-        for (size_t k = 0; k < byStage.size() && k < 3; ++k)
-          top += fmt::format("{}{} {:.0f}%", k ? ", " : "", byStage[k].second,
-                             100.0 * static_cast<double>(byStage[k].first) /
-                                 static_cast<double>(std::max<int64_t>(1, run.stats.globalBytesLoaded)));
+        const std::string top = topStagesByBytes(run.stats);
         row = fmt::format("{:>3} {:>3} {:>4} {:>6} {:>12} {:>12} {:>7.2f} {:>12} {:>7.2f}  {}", cl.s, cl.tp,
                           cl.n ? std::to_string(cl.n) : "nat", picked, kib(perRank), kib(minB.total()),
                           static_cast<double>(perRank) / static_cast<double>(minB.total()), kib(haveMin),
@@ -401,7 +394,7 @@ Run addBench(CLI::App& app) {
           std::istringstream d(minB.describe());
           for (std::string l; std::getline(d, l);) row += "        " + l + "\n";
           row += "      sim bytes a rank by stage:";
-          for (const auto& [b, name] : byStage) row += fmt::format(" {} {}", name, b / cl.tp);
+          for (const auto& [b, name] : stagesByBytes(run.stats)) row += fmt::format(" {} {}", name, b / cl.tp);
         }
       } catch (const monogen::Error& e) {
         ++bad;

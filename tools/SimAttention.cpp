@@ -17,6 +17,7 @@
 #include "specs/minimax_m3/testing/AttentionSave.h"
 #include "specs/minimax_m3/testing/AttentionSim.h"
 #include "specs/minimax_m3/testing/SaveLaunch.h"
+#include "tools/Variant.h"
 
 namespace monogen::tools {
 
@@ -83,11 +84,7 @@ std::string attentionVerdict(const mm::AttentionLaunch& in, const mm::AttentionR
 }
 
 int simAttention(const mm::ModelConfig& cfg, const SimAttentionOptions& o) {
-  mm::AttentionKnobs knobs;
-  knobs.mode = mm::cacheModeOf(o.cache, "--cache");
-  if (o.layer != "sparse" && o.layer != "full")
-    throw InputError("--layer", fmt::format("'{}': expected sparse or full", o.layer));
-  knobs.fullLayer = o.layer == "full";
+  const mm::AttentionKnobs knobs = attentionKnobsOf(o.cache, o.layer);
   const mm::AttentionVariant v = mm::AttentionVariant::make(cfg, mm::makeAttentionKey(cfg, o.rows, o.tp, knobs));
   const ir::Plan plan = mm::buildAttentionPlan(v);
   ir::verify(plan);

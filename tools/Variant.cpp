@@ -112,10 +112,14 @@ void refuseOtherLaunchOptions(const VariantOptions& o, std::initializer_list<con
     if (given(n)) throw InputError(n, "is an option of --launch attention: not with the FFN launch");
 }
 
-mm::AttentionKnobs attentionKnobsOf(const VariantOptions& o) {
+mm::AttentionKnobs attentionKnobsOf(const VariantOptions& o) { return attentionKnobsOf(o.cache, o.layerType); }
+
+mm::AttentionKnobs attentionKnobsOf(const std::string& cache, const std::string& layerType) {
   mm::AttentionKnobs k;
-  k.mode = mm::cacheModeOf(o.cache, "--cache");
-  k.fullLayer = o.layerType == "full";
+  k.mode = mm::cacheModeOf(cache, "--cache");
+  if (layerType != "sparse" && layerType != "full")
+    throw InputError("--layer", fmt::format("'{}': expected sparse or full", layerType));
+  k.fullLayer = layerType == "full";
   return k;
 }
 

@@ -65,6 +65,8 @@ void refuseOtherLaunchOptions(const VariantOptions& o, std::initializer_list<con
 
 /// The attention launch's knobs the options name.
 specs::minimax_m3::AttentionKnobs attentionKnobsOf(const VariantOptions& o);
+/// The knobs of a cache mode and a layer type ("sparse" | "full"); InputError naming the option.
+specs::minimax_m3::AttentionKnobs attentionKnobsOf(const std::string& cache, const std::string& layerType);
 
 /// The registered spec the options name: --launch attention's, else --spec's (InputError listing
 /// the known ones when none); refuses the other launch's options (refuseOtherLaunchOptions).
