@@ -45,7 +45,7 @@ TEST_CASE("dump --launch layer prints the placement of every S, or of --rows, wi
   CHECK(one.find("layer placement: S = ") == one.rfind("layer placement: S = "));  // --rows: that S alone
 }
 
-TEST_CASE("--launch layer is refused where there is no layer launch, naming the option", "[layer_cli]") {
+TEST_CASE("the layer launch: --launch layer is refused where there is none, naming the option", "[layer_cli]") {
   struct Case {
     std::string args;
     std::string error;
