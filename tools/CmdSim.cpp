@@ -267,8 +267,7 @@ Run addSim(CLI::App& app) {
                  io.distinctExperts);
     flushStdout();
 
-    int bad = 0;
-    std::map<std::string, int> badKinds;  // "INVALID", "MISMATCH", "RACE", "UNINIT" -> seeds
+    SeedTally tally;
     std::optional<mm::SimRun> saved;  // the first failing run, else the last
     std::string savedVerdict;
     uint64_t savedSeed = 0;
@@ -288,48 +287,20 @@ Run addSim(CLI::App& app) {
       };
       mm::SimRun run = mm::runOnSim(v, inputs, so, launch);
       const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      std::string verdict = verdictOf(run, mm::firstMismatch(run.outputs, want));
-      // A racy launch, or one that read memory it never wrote, is never bit-exact, whatever its outputs.
-      const int64_t nr = run.stats.raceCount, nu = run.stats.uninitCount;
-      if (nr > 0 || nu > 0) {
-        std::string what;
-        if (nr > 0) what = fmt::format("{} racing op pair{}", nr, nr == 1 ? "" : "s");
-        if (nu > 0)
-          what += fmt::format("{}{} op{} reading uninitialized memory", what.empty() ? "" : ", ", nu, nu == 1 ? "" : "s");
-        verdict = fmt::format("{}: {} (outputs: {})", nr > 0 ? "RACE" : "UNINIT", what, verdict);
-      }
-      const bool ok = verdict == "bit-exact";
+      const std::string verdict = withFindings(verdictOf(run, mm::firstMismatch(run.outputs, want)), run.stats);
+      tally.add(verdict);
       fmt::print("  seed {:<4} {:>10} ops {:>8} ticks {:6.2f} s ({:.1f} M ops/s)  {}\n", so.seed, run.stats.steps,
                  run.stats.ticks, sec, sec > 0 ? run.stats.steps / sec / 1e6 : 0.0, verdict);
       if (run.stats.timed.on) printTimed(run.stats.timed);
-      for (const std::string& r : run.stats.races) fmt::print("    {}\n", r);
-      if (run.stats.raceCount > static_cast<int64_t>(run.stats.races.size()))
-        fmt::print("    ... and {} more racing op pairs\n", run.stats.raceCount - static_cast<int64_t>(run.stats.races.size()));
-      for (const std::string& r : run.stats.uninit) fmt::print("    {}\n", r);
-      if (run.stats.uninitCount > static_cast<int64_t>(run.stats.uninit.size()))
-        fmt::print("    ... and {} more ops reading uninitialized memory\n",
-                   run.stats.uninitCount - static_cast<int64_t>(run.stats.uninit.size()));
-      if (o->races && nr == 0 && nu == 0)
-        fmt::print("    race detector: on, clean: no racing op pair, no read of unwritten memory ({} lane accesses checked)\n",
-                   run.stats.raceChecks);
-      if (o->races && run.stats.raceUncheckedWrites)
-        fmt::print("    ({} writes hit a word whose shadow read set had overflowed: a write-after-read race there "
-                   "may go unseen)\n", run.stats.raceUncheckedWrites);
+      printFindings(run.stats, o->races);
       flushStdout();
-      if (!ok) {
-        ++bad;
-        ++badKinds[verdict.substr(0, verdict.find(':'))];
-      }
       if (!saved || savedVerdict == "bit-exact") {  // keep the first failing run
         saved = std::move(run);
         savedVerdict = verdict;
         savedSeed = so.seed;
       }
     }
-    std::string kinds;  // "INVALID under 1, MISMATCH under 2"
-    for (const auto& [kind, n] : badKinds) kinds += fmt::format("{}{} under {}", kinds.empty() ? "" : ", ", kind, n);
-    std::string overall = bad ? fmt::format("{} of {} seed{}", kinds, o->seeds, o->seeds > 1 ? "s" : "")
-                              : fmt::format("bit-exact under {} seed{}", o->seeds, o->seeds > 1 ? "s" : "");
+    std::string overall = tally.overall();
     if (steeringMissed)
       overall += fmt::format("; steering missed: {} distinct experts picked, {} asked", picked.size(),
                              io.distinctExperts);
@@ -347,7 +318,7 @@ Run addSim(CLI::App& app) {
                  savedVerdict == "bit-exact" ? "bit-exact" : savedVerdict.substr(0, savedVerdict.find(':')), o->save);
     }
     fmt::print("verdict: {}\n", overall);
-    return bad || steeringMissed ? 1 : 0;
+    return tally.bad() || steeringMissed ? 1 : 0;
   };
 }
 

@@ -18,6 +18,7 @@
 #include "specs/minimax_m3/testing/AttentionSim.h"
 #include "specs/minimax_m3/testing/SaveLaunch.h"
 #include "tools/Variant.h"
+#include "tools/Verdict.h"
 
 namespace monogen::tools {
 
@@ -101,8 +102,8 @@ int simAttention(const mm::ModelConfig& cfg, const SimAttentionOptions& o) {
   const mm::AttentionResult ref = mm::attentionReference(cfg, in);
   fmt::print("inputs: seed {}, {}\n", o.seed, io.describe());
   std::fflush(stdout);
-  int bad = 0;
-  std::optional<mm::AttentionSimRun> saved;  // the first failing run, else the last
+  SeedTally tally;
+  std::optional<mm::AttentionSimRun> saved;  // with --save: the first failing run, else the last
   std::string savedVerdict;
   uint64_t savedSeed = 0;
   for (int i = 0; i < o.seeds; ++i) {
@@ -110,26 +111,20 @@ int simAttention(const mm::ModelConfig& cfg, const SimAttentionOptions& o) {
     so.seed = o.seed + static_cast<uint64_t>(i);
     so.races = o.races;
     const auto t0 = std::chrono::steady_clock::now();
-    const mm::AttentionSimRun run = mm::runAttentionOnSim(plan, v, in, so);
+    mm::AttentionSimRun run = mm::runAttentionOnSim(plan, v, in, so);
     const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::string verdict = attentionVerdict(in, ref, run, cfg);
-    if (run.stats.findings() > 0)
-      verdict = fmt::format("{}: {} racing op pairs, {} ops reading uninitialized memory (outputs: {})",
-                            run.stats.raceCount > 0 ? "RACE" : "UNINIT", run.stats.raceCount, run.stats.uninitCount,
-                            verdict);
+    const std::string verdict = withFindings(attentionVerdict(in, ref, run, cfg), run.stats);
+    tally.add(verdict);
     fmt::print("  seed {:<4} {:>10} ops {:>8} ticks {:6.2f} s  {}\n", so.seed, run.stats.steps, run.stats.ticks, sec,
                verdict);
-    for (const std::string& r : run.stats.races) fmt::print("    {}\n", r);
-    for (const std::string& r : run.stats.uninit) fmt::print("    {}\n", r);
-    if (verdict != "bit-exact") ++bad;
-    if (!saved || savedVerdict == "bit-exact") {
-      saved = run;
+    printFindings(run.stats, o.races);
+    if (!o.save.empty() && (!saved || savedVerdict == "bit-exact")) {
+      saved = std::move(run);
       savedVerdict = verdict;
       savedSeed = so.seed;
     }
   }
-  const std::string overall = bad ? fmt::format("MISMATCH or INVALID under {} of {} seeds", bad, o.seeds)
-                                  : fmt::format("bit-exact under {} seed{}", o.seeds, o.seeds > 1 ? "s" : "");
+  const std::string overall = tally.overall();
   if (!o.save.empty()) {
     mm::saveAttentionLaunch(o.save, cfg, in, *saved, ref,
                             {{"seed", std::to_string(o.seed)},
@@ -143,7 +138,7 @@ int simAttention(const mm::ModelConfig& cfg, const SimAttentionOptions& o) {
                savedSeed, savedVerdict.substr(0, savedVerdict.find(':')), o.save);
   }
   fmt::print("verdict: {}\n", overall);
-  return bad ? 1 : 0;
+  return tally.bad() ? 1 : 0;
 }
 
 }  // namespace monogen::tools

@@ -1,5 +1,7 @@
-// The verdict line `monogen sim` and `monogen check` print for one run against the reference.
+// The verdict line `monogen sim` and `monogen check` print for one run against the reference, and
+// the tally of a run under several scheduler seeds.
 #pragma once
+#include <map>
 #include <optional>
 #include <string>
 
@@ -10,5 +12,27 @@ namespace monogen::tools {
 /// "bit-exact", "MISMATCH: ..." (the first differing element) or "INVALID: ..." (an error word
 /// is set: no output of the launch is a result, whatever its bits).
 std::string verdictOf(const specs::minimax_m3::SimRun& run, const std::optional<specs::minimax_m3::Mismatch>& m);
+
+/// `verdict` as "RACE: ..." or "UNINIT: ..." when the race detector found anything: a racy
+/// launch, or one that read memory it never wrote, is never bit-exact, whatever its outputs.
+std::string withFindings(const std::string& verdict, const runtime::SimStats& stats);
+
+/// Prints the detector's findings of one run (indented, under its seed line); with `races` on and
+/// nothing found, says that it checked.
+void printFindings(const runtime::SimStats& stats, bool races);
+
+/// The verdicts of one launch under several scheduler seeds.
+class SeedTally {
+ public:
+  /// Counts one seed's verdict; true when it is bit-exact.
+  bool add(const std::string& verdict);
+  int bad() const { return bad_; }
+  /// "bit-exact under 3 seeds", or "MISMATCH under 1, RACE under 2 of 3 seeds".
+  std::string overall() const;
+
+ private:
+  int seeds_ = 0, bad_ = 0;
+  std::map<std::string, int> kinds_;  // a failing verdict's kind (its text before ':') -> seeds
+};
 
 }  // namespace monogen::tools
