@@ -5,9 +5,13 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
+#include "runtime/sim/timing/TimingParams.h"
 #include "specs/minimax_m3/kernel/ModelConfig.h"
 #include "specs/minimax_m3/reference/AttentionReference.h"
 #include "specs/minimax_m3/testing/AttentionBytesModel.h"
@@ -80,4 +84,46 @@ TEST_CASE("monogen bench --launch attention: the Sim's bytes at or above the flo
   CHECK(code == 2);
   runShell(monogen + " bench --context 5", code);
   CHECK(code == 2);
+}
+
+TEST_CASE("monogen bench --launch attention --timed: modeled cells over the floor, the same each run",
+          "[attention_bytes]") {
+  const std::string monogen = std::string(MONOGEN_BINARY_DIR) + "/tools/monogen";
+  const std::string json = std::string(MONOGEN_BINARY_DIR) + "/test_attention_bytes_timed.json";
+  const std::string cmd = monogen + " bench --launch attention --rows 2 --tp 4 --context 129 --timed --json " + json;
+  std::vector<nlohmann::json> runs;
+  for (int i = 0; i < 2; ++i) {
+    std::remove(json.c_str());
+    int code = -1;
+    const std::string out = runShell(cmd, code);
+    INFO(out);
+    REQUIRE(code == 0);
+    CHECK(out.find("modeled us") != std::string::npos);
+    std::ifstream f(json);
+    REQUIRE(f.good());
+    runs.push_back(nlohmann::json::parse(f));
+  }
+  std::remove(json.c_str());
+  REQUIRE(runs[0].size() == 1);
+  const nlohmann::json& cell = runs[0][0];
+  CHECK(cell["launch"] == "attention");
+  CHECK(cell["rows"] == 2);
+  CHECK(cell["tp"] == 4);
+  CHECK(cell["context"] == 129);
+  CHECK(cell["verdict"] == "bit-exact");
+  // the floor: the rank-averaged minimum (bench's seed 1) at the model's HBM bandwidth
+  const ModelConfig cfg = ModelConfig::reduced();
+  AttentionInputOptions io;
+  io.context = 129;
+  const AttentionLaunch in = makeAttentionLaunch(cfg, 2, 4, 1, io);
+  const AttentionResult ref = attentionReference(cfg, in);
+  int64_t total = 0;
+  for (int r = 0; r < 4; ++r) total += attentionMinimumBytes(cfg, in, ref, r).total();
+  const double floorUs = static_cast<double>(total / 4) / (runtime::timing::TimingParams{}.hbmBandwidth * 1e12) * 1e6;
+  CHECK(cell["floor_us"].get<double>() == Approx(floorUs).epsilon(1e-12));
+  CHECK(cell["modeled_us"].get<double>() > floorUs);
+  CHECK(runs[1][0]["modeled_us"] == cell["modeled_us"]);  // deterministic for a seed
+  int code = -1;
+  runShell(monogen + " bench --launch attention --rows 2 --tp 4 --json " + json, code);
+  CHECK(code == 2);  // --json needs --timed
 }

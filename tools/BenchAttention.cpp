@@ -16,6 +16,8 @@
 #include "specs/minimax_m3/testing/AttentionSim.h"
 #include "tools/BytesTable.h"
 #include "tools/SimAttention.h"
+#include "tools/TimedCells.h"
+#include "tools/TimedIsa.h"
 #include "tools/Variant.h"
 
 namespace monogen::tools {
@@ -40,6 +42,8 @@ int benchAttention(const mm::ModelConfig& cfg, const BenchAttentionOptions& o) {
              "top stages (share of sim bytes); verdict");
   std::fflush(stdout);
   int bad = 0;
+  std::vector<std::string> timedLines;
+  nlohmann::json cellsJson = nlohmann::json::array();
   for (int S : o.rows)
     for (int TP : o.tps) {
       const auto t0 = std::chrono::steady_clock::now();
@@ -59,6 +63,12 @@ int benchAttention(const mm::ModelConfig& cfg, const BenchAttentionOptions& o) {
         ir::verify(plan);
         runtime::SimOptions so;
         so.seed = o.seed;
+        so.timing = o.timing;
+        if (o.timing && !o.irIssue) {  // this variant's compiled ISA
+          auto withIsa = std::make_shared<runtime::timing::TimingParams>(*o.timing);
+          withIsa->isa = timedIsa(plan);
+          so.timing = withIsa;
+        }
         const mm::AttentionSimRun run = mm::runAttentionOnSim(plan, v, in, so);
         const std::string verdict = attentionVerdict(in, ref, run, cfg);
         if (verdict != "bit-exact") ++bad;
@@ -67,6 +77,16 @@ int benchAttention(const mm::ModelConfig& cfg, const BenchAttentionOptions& o) {
         row = fmt::format("{:>3} {:>3} {:>12} {:>12} {:>7.2f}  {}; {}", S, TP, kib(perRank), kib(minRank),
                           static_cast<double>(perRank) / static_cast<double>(std::max<int64_t>(1, minRank)), top,
                           verdict);
+        if (run.stats.timed.on) {
+          const runtime::SimTimedResult& t = run.stats.timed;
+          const double floorUs = static_cast<double>(minRank) / (o.timing->hbmBandwidth * 1e12) * 1e6;
+          timedLines.push_back(fmt::format("{:>3} {:>3} {:>12.2f} {:>10.2f} {:>7.2f}  {}", S, TP, t.us, floorUs,
+                                           t.us / floorUs, criticalPathText(t)));
+          cellsJson.push_back({{"launch", "attention"}, {"rows", S},          {"tp", TP},
+                               {"context", o.context},  {"layer", o.layer},  {"cache", o.cache},
+                               {"share_sequence", o.share}, {"modeled_us", t.us}, {"floor_us", floorUs},
+                               {"verdict", verdict}});
+        }
         if (o.breakdown) {
           row += "\n      sim bytes a rank by stage:";
           for (const auto& [b, name] : stagesByBytes(run.stats)) row += fmt::format(" {} {}", name, b / TP);
@@ -82,6 +102,15 @@ int benchAttention(const mm::ModelConfig& cfg, const BenchAttentionOptions& o) {
       std::fflush(stdout);
       std::fprintf(stderr, " %.2f s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
+  if (o.timing) {
+    fmt::print("\ntimed (every us figure modeled by the Sim's gfx950 timing model, docs/timing.md; floor = a rank's "
+               "minimum bytes / {} TB/s HBM)\n",
+               o.timing->hbmBandwidth);
+    fmt::print("{:>3} {:>3} {:>12} {:>10} {:>7}  critical path (modeled)\n", "S", "TP", "modeled us", "floor us",
+               "ratio");
+    for (const std::string& l : timedLines) fmt::print("{}\n", l);
+    writeCellsJson(o.json, cellsJson);
+  }
   return bad ? 1 : 0;
 }
 

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -14,6 +13,7 @@
 #include "ir/Error.h"
 #include "runtime/sim/SimDevice.h"
 #include "runtime/sim/timing/TimingParams.h"
+#include "tools/TimedCells.h"
 #include "tools/TimedIsa.h"
 #include "specs/minimax_m3/testing/BytesModel.h"
 #include "specs/minimax_m3/testing/MoeInputs.h"
@@ -67,14 +67,6 @@ std::vector<int> parseList(const std::string& text, const char* option, bool all
 double measuredUs(int s, int tp, int n) {
   if (s != 8 || tp != 4) return 0;
   return n == 8 ? 44.8 : n == 14 ? 51.8 : n == 18 ? 58.2 : 0;
-}
-
-/// Writes `cells` to `path` (nothing when empty).
-void writeJson(const std::string& path, const nlohmann::json& cells) {
-  if (path.empty()) return;
-  std::ofstream f(path);
-  f << cells.dump(2) << "\n";
-  if (!f) throw RuntimeError(path, "cannot write the --json file");
 }
 
 const char* const kLaunchStages[] = {"push", "reduce", "norm", "router", "route", "table", "up", "down", "final"};
@@ -158,53 +150,54 @@ Run addBench(CLI::App& app) {
   c->add_flag("--share-sequence", o->attention.share, "--launch attention: the rows share one sequence");
   return [o, c] {
     const bool attention = o->launch == "attention";
-    for (const char* opt : {"--context", "--cache", "--layer-type", "--share-sequence"})
-      if (!attention && c->count(opt)) throw InputError(opt, "is an option of --launch attention: not with the FFN launch");
-    if (attention) {
-      for (const char* opt : {"--experts", "--input", "--timed", "--timing-params", "--ir-issue", "--json", "--device",
-                              "--copies", "--repeats", "--launches", "--wait-seconds", "--no-cache"})
-        if (c->count(opt)) throw InputError(opt, "is an option of the FFN launch's bench: not with --launch attention");
-      const mm::ModelConfig cfg = mm::ModelConfig::byName(o->config);
-      cfg.validateAttention("--config");
-      BenchAttentionOptions a = o->attention;
-      a.rows = parseList(o->rows, "--rows", false);
-      a.tps = parseList(o->tp, "--tp", false);
-      for (int s : a.rows)
-        if (s < 1 || s > cfg.maxRows) throw InputError("--rows", fmt::format("S = {}: expected 1..{}", s, cfg.maxRows));
-      for (int t : a.tps)
-        if (t != 1 && t != 2 && t != 4 && t != 8) throw InputError("--tp", fmt::format("TP = {}: expected 1, 2, 4 or 8", t));
-      a.seed = o->seed;
-      a.breakdown = o->breakdown;
-      a.noSim = o->noSim;
-      return benchAttention(cfg, a);
-    }
     const bool hip = o->device == "hip";
-    if (!o->json.empty() && !o->timed && !hip) throw InputError("--json", "needs --timed or --device hip");
+    if (!o->json.empty() && !o->timed && !hip)
+      throw InputError("--json", attention ? "needs --timed" : "needs --timed or --device hip");
     if (!o->timingParams.empty() && !o->timed) throw InputError("--timing-params", "needs --timed");
     if (o->irIssue && !o->timed) throw InputError("--ir-issue", "sets how the timing model issues: it needs --timed");
-    if (hip && (o->timed || o->noSim || o->breakdown))
-      throw InputError("--device hip", "times the launch on the GPUs: it cannot go with --timed, --no-sim or "
-                                       "--breakdown (run those on the Sim device and compare the JSON)");
-    if (!hip)
-      for (const char* opt : {"--copies", "--repeats", "--launches", "--wait-seconds", "--no-cache"})
-        if (c->count(opt)) throw InputError(opt, "takes effect with --device hip only");
     if (o->timed && o->noSim) throw InputError("--timed", "runs the Sim: it cannot go with --no-sim");
     std::shared_ptr<runtime::timing::TimingParams> timing;
     if (o->timed) {
       timing = std::make_shared<runtime::timing::TimingParams>();
       if (!o->timingParams.empty()) timing->load(o->timingParams);
     }
-    nlohmann::json cellsJson = nlohmann::json::array();
-    std::vector<std::string> timedLines;
     const mm::ModelConfig cfg = mm::ModelConfig::byName(o->config);
-    cfg.validate("--config");
+    if (attention)
+      cfg.validateAttention("--config");
+    else
+      cfg.validate("--config");
     const std::vector<int> rowsList = parseList(o->rows, "--rows", false);
     const std::vector<int> tpList = parseList(o->tp, "--tp", false);
-    const std::vector<int> expList = parseList(o->experts, "--experts", true);
     for (int s : rowsList)
       if (s < 1 || s > cfg.maxRows) throw InputError("--rows", fmt::format("S = {}: expected 1..{}", s, cfg.maxRows));
     for (int t : tpList)
       if (t != 1 && t != 2 && t != 4 && t != 8) throw InputError("--tp", fmt::format("TP = {}: expected 1, 2, 4 or 8", t));
+    for (const char* opt : {"--context", "--cache", "--layer-type", "--share-sequence"})
+      if (!attention && c->count(opt)) throw InputError(opt, "is an option of --launch attention: not with the FFN launch");
+    if (attention) {
+      for (const char* opt : {"--experts", "--input", "--device", "--copies", "--repeats", "--launches",
+                              "--wait-seconds", "--no-cache"})
+        if (c->count(opt)) throw InputError(opt, "is an option of the FFN launch's bench: not with --launch attention");
+      BenchAttentionOptions a = o->attention;
+      a.rows = rowsList;
+      a.tps = tpList;
+      a.seed = o->seed;
+      a.breakdown = o->breakdown;
+      a.noSim = o->noSim;
+      a.timing = timing;
+      a.irIssue = o->irIssue;
+      a.json = o->json;
+      return benchAttention(cfg, a);
+    }
+    if (hip && (o->timed || o->noSim || o->breakdown))
+      throw InputError("--device hip", "times the launch on the GPUs: it cannot go with --timed, --no-sim or "
+                                       "--breakdown (run those on the Sim device and compare the JSON)");
+    if (!hip)
+      for (const char* opt : {"--copies", "--repeats", "--launches", "--wait-seconds", "--no-cache"})
+        if (c->count(opt)) throw InputError(opt, "takes effect with --device hip only");
+    nlohmann::json cellsJson = nlohmann::json::array();
+    std::vector<std::string> timedLines;
+    const std::vector<int> expList = parseList(o->experts, "--experts", true);
 
     struct Cell {
       int s, tp, n;
@@ -276,7 +269,7 @@ Run addBench(CLI::App& app) {
       fmt::print("{:>3} {:>3} {:>4} {:>12} {:>12} {:>10} {:>7}  checked launch; each rank's median\n", "S", "TP", "N",
                  "measured us", "seed us", "floor us", "ratio");
       for (const std::string& l : hipLines) fmt::print("{}\n", l);
-      writeJson(o->json, cellsJson);
+      writeCellsJson(o->json, cellsJson);
       flushStdout();
       return bad ? 1 : 0;
     }
@@ -379,11 +372,9 @@ Run addBench(CLI::App& app) {
           const double floorUs = static_cast<double>(minB.total()) / (timing->hbmBandwidth * 1e12) * 1e6;
           const double seedUs = full ? measuredUs(cl.s, cl.tp, cl.n) : 0;  // measured at full dims only
           timedLines.push_back(fmt::format(
-              "{:>3} {:>3} {:>4} {:>12.2f} {:>12} {:>10.2f} {:>7.2f}  ends: stage '{}' rank {} CTA {}; issue {:.2f}, "
-              "memory stall {:.2f}, flag wait {:.2f}, barrier {:.2f} us",
-              cl.s, cl.tp, cl.n ? std::to_string(cl.n) : "nat", t.us,
-              seedUs > 0 ? fmt::format("{:.1f}", seedUs) : std::string("-"), floorUs, t.us / floorUs, t.stage, t.rank,
-              t.cta, t.issueUs, t.memoryUs, t.flagUs, t.barrierUs));
+              "{:>3} {:>3} {:>4} {:>12.2f} {:>12} {:>10.2f} {:>7.2f}  {}", cl.s, cl.tp,
+              cl.n ? std::to_string(cl.n) : "nat", t.us, seedUs > 0 ? fmt::format("{:.1f}", seedUs) : std::string("-"),
+              floorUs, t.us / floorUs, criticalPathText(t)));
           nlohmann::json j = {{"rows", cl.s},        {"tp", cl.tp},          {"experts", cl.n},
                               {"input", o->input},   {"modeled_us", t.us},   {"floor_us", floorUs}};
           j["seed_us"] = seedUs > 0 ? nlohmann::json(seedUs) : nlohmann::json(nullptr);
@@ -418,7 +409,7 @@ Run addBench(CLI::App& app) {
       fmt::print("{:>3} {:>3} {:>4} {:>12} {:>12} {:>10} {:>7}  critical path (modeled)\n", "S", "TP", "N",
                  "modeled us", "measured us", "floor us", "ratio");
       for (const std::string& l : timedLines) fmt::print("{}\n", l);
-      writeJson(o->json, cellsJson);
+      writeCellsJson(o->json, cellsJson);
     }
     flushStdout();
     return bad ? 1 : 0;
