@@ -273,3 +273,36 @@ TEST_CASE("monogen sim --launch attention --save writes the touched blocks and t
   CHECK(replay.find("holds an attention launch") != std::string::npos);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("monogen sim --launch attention --timed: the modeled timeline, as bench models it", "[attention_cli]") {
+  const std::string cell = " --launch attention --config reduced --rows 2 --tp 4 --context 129";
+  int code = -1;
+  const std::string out = runShell(kMonogen + " sim" + cell + " --timed", code);
+  INFO(out);
+  CHECK(code == 0);
+  CHECK(out.find("verdict: bit-exact under 1 seed") != std::string::npos);
+  double us = 0;
+  const size_t at = out.find("modeled launch time: ");
+  REQUIRE(at != std::string::npos);
+  REQUIRE(std::sscanf(out.c_str() + at, "modeled launch time: %lf us", &us) == 1);
+  // the launch ends when its last stage's last wave leaves it
+  const size_t ends = out.find("modeled stage ends");
+  REQUIRE(ends != std::string::npos);
+  const std::string endLine = out.substr(ends, out.find('\n', ends) - ends);
+  for (const char* stage : {"attn_norm", "attn_gemv", "attn_heads", "attn_index", "attn_split"})
+    CHECK(endLine.find(stage) != std::string::npos);
+  const size_t merge = endLine.find("attn_merge ");
+  REQUIRE(merge != std::string::npos);
+  CHECK(std::stod(endLine.substr(merge + 11)) == Approx(us).epsilon(1e-3));
+  // bench's timed cell of the same launch and seed models the same time
+  const std::string json = std::string(MONOGEN_BINARY_DIR) + "/attention-cli-timed.json";
+  runShell(kMonogen + " bench" + cell + " --timed --json " + json, code);
+  REQUIRE(code == 0);
+  std::ifstream f(json);
+  const nlohmann::json cells = nlohmann::json::parse(f);
+  REQUIRE(cells.size() == 1);
+  CHECK(cells[0]["modeled_us"].get<double>() == Approx(us).epsilon(1e-3));
+  std::filesystem::remove(json);
+  runShell(kMonogen + " sim" + cell + " --timing-params x.json", code);
+  CHECK(code == 2);  // needs --timed
+}

@@ -26,6 +26,7 @@
 #include "specs/minimax_m3/testing/SaveLaunch.h"
 #include "specs/minimax_m3/testing/SimHarness.h"
 #include "tools/Commands.h"
+#include "tools/TimedCells.h"
 #include "tools/TimedIsa.h"
 #include "tools/Variant.h"
 #include "tools/SimAttention.h"
@@ -111,26 +112,6 @@ LaunchInputs readInputs(const std::string& path, const mm::ModelConfig& cfg, int
 }
 
 /// The timing model's figures for one launch: every one labelled modeled.
-void printTimed(const runtime::SimTimedResult& t) {
-  fmt::print("    modeled launch time: {:.2f} us ({:.0f} cycles at the model's clock; {} machine instructions "
-             "issued, modeled)\n", t.us, t.cycles, t.instructions);
-  if (t.isaInstructions >= 0)
-    fmt::print("    issue by the compiled ISA: {} ISA instructions executed (modeled: the ops' attributed ones, {} "
-               "unowned a wave counted once each)\n", t.isaInstructions, t.isaUnowned);
-  fmt::print("    modeled critical path: ends in stage '{}' on rank {} CTA {} wave {}; its {:.2f} us: issue {:.2f}, "
-             "memory stall {:.2f}, flag wait {:.2f}, barrier {:.2f} us\n",
-             t.stage, t.rank, t.cta, t.wave, t.us, t.issueUs, t.memoryUs, t.flagUs, t.barrierUs);
-  for (const runtime::SimTimedStage& s : t.stages)
-    fmt::print("      {:<12} {:7.2f} .. {:7.2f} us: issue {:6.2f}, memory {:6.2f}, flag wait {:6.2f}, barrier {:6.2f}\n",
-               s.stage, s.startUs, s.endUs, s.issueUs, s.memoryUs, s.flagUs, s.barrierUs);
-  std::string ends;
-  std::vector<std::pair<double, std::string>> byEnd;
-  for (const auto& [name, us] : t.stageEndUs) byEnd.emplace_back(us, name);
-  std::sort(byEnd.begin(), byEnd.end());
-  for (const auto& [us, name] : byEnd) ends += fmt::format(" {} {:.2f}", name, us);
-  fmt::print("    modeled stage ends (us, the last wave to leave each):{}\n", ends);
-}
-
 }  // namespace
 
 Run addSim(CLI::App& app) {
@@ -200,9 +181,16 @@ Run addSim(CLI::App& app) {
                            ->check(numeric(0, 1 << 30))
                            ->needs(rank);
   return [o, ticks] {
+    if (!o->timingParams.empty() && !o->timed)
+      throw InputError("--timing-params", "sets the timing model's parameters: it needs --timed");
+    if (o->irIssue && !o->timed) throw InputError("--ir-issue", "sets how the timing model issues: it needs --timed");
+    std::shared_ptr<runtime::timing::TimingParams> timing;
+    if (o->timed) {
+      timing = std::make_shared<runtime::timing::TimingParams>();
+      if (!o->timingParams.empty()) timing->load(o->timingParams);
+    }
     refuseOtherLaunchOptions(o->v,
-                             {"--experts", "--inputs", "--timed", "--timing-params", "--ir-issue",
-                              "--handshake", "--inject-rank", "--wait-ticks"},
+                             {"--experts", "--inputs", "--handshake", "--inject-rank", "--wait-ticks"},
                              {"--share-sequence"});
     if (isAttention(o->v)) {
       SimAttentionOptions a = o->attention;
@@ -216,6 +204,8 @@ Run addSim(CLI::App& app) {
       a.seeds = o->seeds;
       a.races = o->races;
       a.save = o->save;
+      a.timing = timing;
+      a.irIssue = o->irIssue;
       return simAttention(configOf(o->v), a);
     }
     checkInjection(o->launch.injectRank, *ticks);
@@ -230,15 +220,7 @@ Run addSim(CLI::App& app) {
     mm::LaunchInputOptions io = inputOptionsOf(cfg, S, o->experts, o->paddedRows);
     io.matchVariant(v.knobs);  // scales as it reads them; input=attn: attn.rR, wo.rR, wo_scale
     if (!o->save.empty()) mm::checkSaveDir(o->save, "--save");  // before the launch, not after it
-    if (!o->timingParams.empty() && !o->timed)
-      throw InputError("--timing-params", "sets the timing model's parameters: it needs --timed");
-    std::shared_ptr<runtime::timing::TimingParams> timing;
-    if (o->timed) {
-      timing = std::make_shared<runtime::timing::TimingParams>();
-      if (!o->timingParams.empty()) timing->load(o->timingParams);
-      if (!o->irIssue) timing->isa = timedIsa(mm::buildPlan(v));
-    }
-    if (o->irIssue && !o->timed) throw InputError("--ir-issue", "sets how the timing model issues: it needs --timed");
+    if (timing && !o->irIssue) timing->isa = timedIsa(mm::buildPlan(v));
     fmt::print("{} on the Sim device: {} ranks x {} CTAs x {} threads\n", key.variantName(), TP, cfg.blocks,
                cfg.threads);
     flushStdout();

@@ -18,6 +18,8 @@
 #include "specs/minimax_m3/testing/AttentionSim.h"
 #include "specs/minimax_m3/testing/SaveLaunch.h"
 #include "tools/Variant.h"
+#include "tools/TimedCells.h"
+#include "tools/TimedIsa.h"
 #include "tools/Verdict.h"
 
 namespace monogen::tools {
@@ -102,6 +104,11 @@ int simAttention(const mm::ModelConfig& cfg, const SimAttentionOptions& o) {
   const mm::AttentionResult ref = mm::attentionReference(cfg, in);
   fmt::print("inputs: seed {}, {}\n", o.seed, io.describe());
   std::fflush(stdout);
+  std::shared_ptr<runtime::timing::TimingParams> timing = o.timing;
+  if (timing && !o.irIssue) {  // this variant's compiled ISA
+    timing = std::make_shared<runtime::timing::TimingParams>(*o.timing);
+    timing->isa = timedIsa(plan);
+  }
   SeedTally tally;
   std::optional<mm::AttentionSimRun> saved;  // with --save: the first failing run, else the last
   std::string savedVerdict;
@@ -110,6 +117,7 @@ int simAttention(const mm::ModelConfig& cfg, const SimAttentionOptions& o) {
     runtime::SimOptions so;
     so.seed = o.seed + static_cast<uint64_t>(i);
     so.races = o.races;
+    so.timing = timing;
     const auto t0 = std::chrono::steady_clock::now();
     mm::AttentionSimRun run = mm::runAttentionOnSim(plan, v, in, so);
     const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -117,6 +125,7 @@ int simAttention(const mm::ModelConfig& cfg, const SimAttentionOptions& o) {
     tally.add(verdict);
     fmt::print("  seed {:<4} {:>10} ops {:>8} ticks {:6.2f} s  {}\n", so.seed, run.stats.steps, run.stats.ticks, sec,
                verdict);
+    if (run.stats.timed.on) printTimed(run.stats.timed);
     printFindings(run.stats, o.races);
     if (!o.save.empty() && (!saved || savedVerdict == "bit-exact")) {
       saved = std::move(run);

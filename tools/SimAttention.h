@@ -2,8 +2,10 @@
 // reference, bit for bit, with the verdict line of the FFN launch's `sim`.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 
+#include "runtime/sim/timing/TimingParams.h"
 #include "specs/minimax_m3/kernel/ModelConfig.h"
 #include "specs/minimax_m3/testing/AttentionSim.h"
 
@@ -19,6 +21,8 @@ struct SimAttentionOptions {
   uint64_t seed = 1;
   int seeds = 1;
   bool races = false;
+  std::shared_ptr<runtime::timing::TimingParams> timing;  // --timed: the Sim's gfx950 timing model
+  bool irIssue = false;  // --timed: issue by IR op class, not by the compiled ISA
   std::string save;  // --save DIR: the launch's tensors (AttentionSave.h), the first failing seed's run
 };
 
