@@ -219,6 +219,44 @@ TEST_CASE("races: atomics of a covering scope do not race with each other, but d
   }
 }
 
+TEST_CASE("races: a relaxed store beside a counter in one 8-byte word keeps the counter's release") {
+  // CTA 0 writes data, then counts itself on cnt[1] (acq_rel); CTA 1, after it, resets cnt[0]
+  // (relaxed); CTA 2 acquires cnt[1] and reads the data: ordered through cnt[1] alone.
+  Kit k(3, 64);
+  auto& b = k.b;
+  Val d = k.gptr(0), cnt = k.gptr(1), f1 = k.gptr(2), f2 = k.gptr(3), o = k.gptr(4), e = k.gptr(5);
+  Val lane = b.lane();
+  Val off = b.sext(lane * 4, Type::i64());
+  b.if_(b.block() == 0, [&] {
+    b.store(b.ptrAdd(d, off), lane);
+    b.if_(lane == 0, [&] {
+      b.atomicRmw(monogen::ir::RmwOp::Add, b.ptrAdd(cnt, b.i64(4)), b.i32(1), MemOrder::AcqRel, MemScope::Agent);
+      b.publish(f1, b.i32(1), b.i32(1));
+    });
+  });
+  b.if_((b.block() == 1) & (lane == 0), [&] {
+    b.wait(f1, b.i32(1), b.i64(1'000'000), e, b.i32(1), 1);
+    b.store(cnt, b.i32(0), MemOrder::Relaxed, MemScope::Agent);
+    b.publish(f2, b.i32(1), b.i32(1));
+  });
+  b.if_(b.block() == 2, [&] {
+    b.wait(f2, b.i32(1), b.i64(1'000'000), e, b.i32(2), 2, MemOrder::Relaxed);
+    Val n = b.load(Type::i32(), b.ptrAdd(cnt, b.i64(4)), MemOrder::Acquire, MemScope::Agent);
+    b.store(b.ptrAdd(o, off), b.load(Type::i32(), b.ptrAdd(d, off)) + n);
+  });
+  const uint64_t data = k.alloc(256, "data"), c = k.zeroed(8, "counter"), p1 = k.zeroed(8, "f1"),
+                 p2 = k.zeroed(8, "f2"), out = k.alloc(256, "out"), err = k.zeroed(8, "err");
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    k.write<int32_t>(c, {0, 0});
+    k.write<uint64_t>(p1, {0});
+    k.write<uint64_t>(p2, {0});
+    const auto st = k.runRaces({{data, c, p1, p2, out, err}}, seed);
+    INFO(joined(st));
+    CHECK(st.raceCount == 0);
+    CHECK(k.read<int32_t>(out, 2) == std::vector<int32_t>{1, 2});
+  }
+}
+
 TEST_CASE("races: the detector is off by default and reports nothing") {
   ProducerConsumer pc(MemOrder::Relaxed, MemOrder::Relaxed);
   const auto st = pc.k.run({{pc.data, pc.pair, pc.out, pc.err}});

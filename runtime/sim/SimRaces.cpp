@@ -1,5 +1,5 @@
 // The Sim device's race detector (the model: docs/sim.md, "Race detector"): vector clocks,
-// release records on 8-byte words, shadow memory per 4-byte word, and the race reports.
+// release records and shadow memory per 4-byte word, and the race reports.
 #include "runtime/sim/SimRaces.h"
 
 #include <fmt/format.h>
@@ -99,7 +99,7 @@ void SimRaces::acquireRec(uint32_t wi, int32_t pc, const SyncRec& r, ir::MemOrde
 }
 
 uint64_t SimRaces::syncKey(const SimMemory::Allocation* alloc, uint32_t ctaIndex, uint64_t addr) const {
-  addr &= ~7ull;
+  addr &= ~3ull;
   return alloc ? addr : ((1ull << 63) | (static_cast<uint64_t>(ctaIndex) << 32) | addr);
 }
 
@@ -237,7 +237,7 @@ void SimRaces::storeSync(uint32_t t, int32_t pc, const SimMemory::Allocation* al
                          ir::MemOrder o, ir::MemScope s, bool rmw) {
   WaveState& w = waves_[t];
   const uint32_t ci = info_[t].ctaIndex;
-  for (uint64_t a = addr & ~7ull; a < addr + static_cast<uint64_t>(n); a += 8) {
+  for (uint64_t a = addr & ~3ull; a < addr + static_cast<uint64_t>(n); a += 4) {
     const uint64_t key = syncKey(alloc, ci, a);
     if (o == ir::MemOrder::Plain) {
       sync_.erase(key);
@@ -278,7 +278,7 @@ void SimRaces::storeSync(uint32_t t, int32_t pc, const SimMemory::Allocation* al
 void SimRaces::loadSync(uint32_t t, int32_t pc, const SimMemory::Allocation* alloc, uint64_t addr, int n,
                         ir::MemOrder o, ir::MemScope s) {
   const uint32_t ci = info_[t].ctaIndex;
-  for (uint64_t a = addr & ~7ull; a < addr + static_cast<uint64_t>(n); a += 8) {
+  for (uint64_t a = addr & ~3ull; a < addr + static_cast<uint64_t>(n); a += 4) {
     auto it = sync_.find(syncKey(alloc, ci, a));
     if (it == sync_.end()) continue;
     const SyncRec& r = it->second;

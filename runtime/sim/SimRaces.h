@@ -80,7 +80,7 @@ class SimRaces {
     Acc write;
     Acc reads[kReads];
   };
-  /// The release a store left on an 8-byte word (isRelease false: a relaxed store, kept so a race
+  /// The release a store left on a 4-byte word (isRelease false: a relaxed store, kept so a race
   /// report can say the release is missing).
   struct SyncRec {
     ClockPtr clock;
@@ -169,7 +169,7 @@ class SimRaces {
   const SimMemory::Allocation* lastAlloc_ = nullptr;
   AllocShadow* lastShadow_ = nullptr;
   std::vector<std::vector<Word>> lds_;  // per CTA, allocated on first use
-  std::unordered_map<uint64_t, SyncRec> sync_;  // 8-byte word -> its last store's release
+  std::unordered_map<uint64_t, SyncRec> sync_;  // 4-byte word -> its last store's release
   std::unordered_set<uint64_t> seenPairs_;      // (earlier pc, later pc) already reported
   std::vector<std::string> reports_;
   int64_t raceCount_ = 0, uncheckedWrites_ = 0, checks_ = 0;
