@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace monogen::specs::minimax_m3 {
 
 using ir::Type;
@@ -14,11 +16,56 @@ namespace a = attn_arg;
 
 namespace {
 
+/// Cells a thread loads ahead: 4 x 24 values in flight (16 steps at TP 1 would spill).
+constexpr int kMergeBatch = 4;
+
+/// One (query head, channel) cell's 8 splits: m, l and o.
+struct MergeCell {
+  Val cell;
+  std::vector<Val> m, l, o;
+};
+
+/// Loads row t's cell `cell` (a cell past the row reads the row's last one).
+MergeCell loadCell(AttentionContext& c, Val t, Val cell) {
+  ir::Builder& b = c.b;
+  const AttentionLaunchLayout& L = c.L;
+  const int D = L.shape.headDim, G = L.shape.qGroup, cells = L.shape.qHeads * D;
+  Val scratch = c.arg(a::kScratch);
+  Val at = b.min(cell, c.i32(cells - 1));
+  Val qh = at / c.i32(D), ch = at % c.i32(D);
+  Val first = (t * c.i32(L.shape.kvHeads) + qh / c.i32(G)) * c.i32(kAttnSplits), j = qh % c.i32(G);
+  auto split = [&](int i) { return (first + c.i32(i)) * c.i32(G) + j; };
+  auto word = [&](int64_t off, int i) { return b.load(Type::f32(), b.ptrAdd(scratch, c.i32(off) + split(i) * c.i32(4))); };
+  MergeCell x{cell, {}, {}, {}};
+  for (int i = 0; i < kAttnSplits; ++i) x.m.push_back(word(L.splitMOffset, i));
+  for (int i = 0; i < kAttnSplits; ++i) x.l.push_back(word(L.splitLOffset, i));
+  for (int i = 0; i < kAttnSplits; ++i)
+    x.o.push_back(b.load(Type::bf16(), b.ptrAdd(scratch, c.i32(L.splitOOffset) + (split(i) * c.i32(D) + ch) * c.i32(2))));
+  return x;
+}
+
+/// mergeSplits: w_i = l_i exp2((m_i - max m) log2 e), o = 0 + (w_0 / sum) o_0 + .. in f32.
+Val mergeCell(AttentionContext& c, const MergeCell& x) {
+  ir::Builder& b = c.b;
+  Val gm = x.m[0];
+  for (int i = 1; i < kAttnSplits; ++i) gm = b.max(gm, x.m[i]);
+  std::vector<Val> sl;
+  Val gs;
+  for (int i = 0; i < kAttnSplits; ++i) {
+    sl.push_back(x.l[i] * b.exp2((x.m[i] - gm) * c.f32(kAttnLog2e)));
+    gs = i == 0 ? sl[0] : gs + sl[i];
+  }
+  gs = b.select(gs > c.f32(0), gs, c.f32(1));
+  Val av = c.f32(0);
+  for (int i = 0; i < kAttnSplits; ++i) av = av + (sl[i] / gs) * b.bf16ToF32(x.o[i]);
+  return av;
+}
+
 void stageAttnMerge(AttentionContext& c, Val t) {
   ir::Builder& b = c.b;
   const AttentionLaunchLayout& L = c.L;
-  const AttentionShape& sh = L.shape;
-  const int D = sh.headDim, G = sh.qGroup, parts = sh.kvHeads * kAttnSplits;
+  const int parts = L.shape.kvHeads * kAttnSplits, cells = L.shape.qHeads * L.shape.headDim;
+  const int steps = static_cast<int>((cells + L.threads - 1) / L.threads);
   Val live = b.load(Type::i64(), b.ptrAdd(c.arg(a::kSlots), t * c.i32(8))) >= b.i64(0);
   b.if_(live, [&] {
     b.if_(c.tid < c.i32(parts), [&] {
@@ -26,35 +73,20 @@ void stageAttnMerge(AttentionContext& c, Val t) {
     });
   });
   c.ctaSync(false);
-  Val scratch = c.arg(a::kScratch), attn = c.arg(a::kAttn);
-  const int cells = sh.qHeads * D;
-  for (int k = 0; int64_t{k} * L.threads < cells; ++k) {
-    Val cell = c.tid + c.i32(int64_t{k} * L.threads);
-    Val out = b.ptrAdd(attn, (t * c.i32(cells) + cell) * c.i32(2));
-    b.if_(live & (cell < c.i32(cells)), [&] {
-      Val qh = cell / c.i32(D), ch = cell % c.i32(D);
-      Val first = (t * c.i32(sh.kvHeads) + qh / c.i32(G)) * c.i32(kAttnSplits), j = qh % c.i32(G);
-      auto at = [&](int64_t off, int i) { return b.ptrAdd(scratch, c.i32(off) + ((first + c.i32(i)) * c.i32(G) + j) * c.i32(4)); };
-      std::vector<Val> m, sl;
-      for (int i = 0; i < kAttnSplits; ++i) m.push_back(b.load(Type::f32(), at(L.splitMOffset, i)));
-      Val gm = m[0];
-      for (int i = 1; i < kAttnSplits; ++i) gm = b.max(gm, m[i]);
-      Val gs;
-      for (int i = 0; i < kAttnSplits; ++i) {
-        sl.push_back(b.load(Type::f32(), at(L.splitLOffset, i)) * b.exp2((m[i] - gm) * c.f32(kAttnLog2e)));
-        gs = i == 0 ? sl[0] : gs + sl[i];
+  auto cellOf = [&](int k) { return c.tid + c.i32(int64_t{k} * L.threads); };
+  auto outAt = [&](Val cell) { return b.ptrAdd(c.arg(a::kAttn), (t * c.i32(cells) + cell) * c.i32(2)); };
+  b.if_(live, [&] {
+    for (int k0 = 0; k0 < steps; k0 += kMergeBatch) {
+      std::vector<MergeCell> batch;  // every load of the batch before any use
+      for (int k = k0; k < std::min(steps, k0 + kMergeBatch); ++k) batch.push_back(loadCell(c, t, cellOf(k)));
+      for (const MergeCell& x : batch) {
+        Val o = mergeCell(c, x);
+        b.if_(x.cell < c.i32(cells), [&] { b.store(outAt(x.cell), b.f32ToBf16(o)); });
       }
-      gs = b.select(gs > c.f32(0), gs, c.f32(1));
-      Val av = c.f32(0);
-      for (int i = 0; i < kAttnSplits; ++i) {
-        Val o = b.load(Type::bf16(), b.ptrAdd(scratch, c.i32(L.splitOOffset) +
-                                                           (((first + c.i32(i)) * c.i32(G) + j) * c.i32(D) + ch) * c.i32(2)));
-        av = av + (sl[i] / gs) * b.bf16ToF32(o);
-      }
-      b.store(out, b.f32ToBf16(av));
-    });
-    b.if_(!live & (cell < c.i32(cells)), [&] { b.store(out, b.f32ToBf16(c.f32(0))); });
-  }
+    }
+  });
+  for (int k = 0; k < steps; ++k)  // a padded row's is 0
+    b.if_((!live) & (cellOf(k) < c.i32(cells)), [&] { b.store(outAt(cellOf(k)), b.f32ToBf16(c.f32(0))); });
 }
 
 }  // namespace
