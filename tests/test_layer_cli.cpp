@@ -1,6 +1,7 @@
-// The layer launch on the CLI: `monogen dump --what plan --launch layer` prints the layer's
-// placement (LayerPlacement) per S, with the config, TP and knobs given; every other command, and
-// dump's other outputs and options, refuse --launch layer naming what was wrong (exit 2).
+// The layer launch on the CLI: `monogen sim --launch layer` runs it on the Sim against the
+// composed references; `monogen dump --what plan --launch layer` prints the layer's placement
+// (LayerPlacement) per S, with the config, TP and knobs given; every other command, dump's other
+// outputs and the options neither reads refuse --launch layer naming what was wrong (exit 2).
 #include <catch2/catch.hpp>
 
 #include <fstream>
@@ -45,15 +46,27 @@ TEST_CASE("dump --launch layer prints the placement of every S, or of --rows, wi
   CHECK(one.find("layer placement: S = ") == one.rfind("layer placement: S = "));  // --rows: that S alone
 }
 
+TEST_CASE("sim --launch layer runs the layer launch and prints the verdict line", "[layer_cli]") {
+  int code = -1;
+  const std::string out = runMonogen("sim --launch layer --config reduced --rows 2 --tp 2 --context 129", code);
+  INFO(out);
+  CHECK(code == 0);
+  CHECK(out.find("minimax_m3.layer-S2-TP2 on the Sim device") != std::string::npos);
+  CHECK(out.find("verdict: bit-exact under 1 seed") != std::string::npos);
+}
+
 TEST_CASE("the layer launch: --launch layer is refused where there is none, naming the option", "[layer_cli]") {
   struct Case {
     std::string args;
     std::string error;
   };
-  const std::string placementOnly = "the layer launch has a placement only: dump --what plan";
+  const std::string simOnly = "runs on sim";
   const Case cases[] = {
       {"check --launch layer --config reduced", "input error at --launch"},
-      {"sim --launch layer --config reduced", "input error at --launch"},
+      {"sim --launch layer --config reduced --padded-rows 1", "input error at --padded-rows"},
+      {"sim --launch layer --config reduced --experts 4", "input error at --experts"},
+      {"sim --launch layer --config reduced --scales rowmajor", "input error at --scales"},
+      {"sim --launch layer --config reduced --timed", "input error at --timed"},
       {"trace --launch layer --config reduced -o " + std::string(MONOGEN_BINARY_DIR) + "/layer-cli-trace.json",
        "input error at --launch"},
       {"emit --launch layer --config reduced -o /dev/null", "input error at --launch"},
@@ -77,7 +90,7 @@ TEST_CASE("the layer launch: --launch layer is refused where there is none, nami
     CHECK(code == 2);
     CHECK(out.find(c.error) != std::string::npos);
     if (c.error == "input error at --launch" || c.error == "input error at --what")
-      CHECK(out.find(placementOnly) != std::string::npos);
+      CHECK(out.find(simOnly) != std::string::npos);
   }
 }
 

@@ -29,6 +29,7 @@
 #include "tools/TimedIsa.h"
 #include "tools/Variant.h"
 #include "tools/SimAttention.h"
+#include "tools/SimLayer.h"
 #include "tools/Verdict.h"
 #include "tools/NumericFlag.h"
 
@@ -189,7 +190,7 @@ Run addSim(CLI::App& app) {
                 "(runtime/sim/timing/Gfx950Timing.def, in their units)")
       ->check(CLI::ExistingFile);
   addContextOption(c, o->v);
-  c->add_flag("--share-sequence", o->attention.share, "--launch attention: the rows share one sequence");
+  c->add_flag("--share-sequence", o->attention.share, "--launch attention or layer: the rows share one sequence");
   c->add_flag("--handshake", o->launch.handshake, "run it as the step's last launch (the ranks trade failure flags)");
   CLI::Option* rank = c->add_option("--inject-rank", o->launch.injectRank,
                                     "fault injection (implies --handshake): this rank stalls at the handshake, then "
@@ -200,6 +201,24 @@ Run addSim(CLI::App& app) {
                            ->check(numeric(0, 1 << 30))
                            ->needs(rank);
   return [o, ticks] {
+    if (isLayer(o->v)) {  // the layer launch: the attention launch's inputs, then the FFN's
+      for (const char* n : {"--spec", "--arch", "--sum", "--scales", "--input", "--trace", "--drop-mark", "--no-cache",
+                            "--experts", "--inputs", "--padded-rows", "--save", "--timed", "--timing-params",
+                            "--ir-issue", "--handshake", "--inject-rank", "--inject-ticks", "--wait-ticks"})
+        if (optionGiven(o->v, n))
+          throw InputError(n, "does not apply to sim --launch layer: it takes --config, --rows, --tp, --cache, "
+                              "--layer-type, --context, --share-sequence, --seed, --seeds and --races");
+      SimAttentionOptions a = o->attention;
+      a.context = o->v.context;
+      a.cache = o->v.cache;
+      a.layer = o->v.layerType;
+      a.rows = o->v.rows;
+      a.tp = o->v.tp;
+      a.seed = o->seed;
+      a.seeds = o->seeds;
+      a.races = o->races;
+      return simLayer(configOf(o->v), a);
+    }
     refuseOtherLaunchOptions(o->v,
                              {"--experts", "--inputs", "--timed", "--timing-params", "--ir-issue",
                               "--handshake", "--inject-rank", "--wait-ticks"},
