@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "codegen/Compiler.h"
 #include "ir/Verifier.h"
 #include "specs/minimax_m3/kernel/LayerSpec.h"
 #include "specs/minimax_m3/kernel/LayerVariant.h"
@@ -22,6 +23,7 @@ struct Cell {
   bool share = false;
   CacheMode mode = CacheMode::Vllm;
   int context = 129;
+  int padded = 0;  // the last rows get slot -1 (both launches' padded rows)
 };
 
 /// The cell's launch on the Sim under `opts` and its verdict against the reference.
@@ -38,6 +40,7 @@ std::string runCell(const Cell& k, const runtime::SimOptions& opts, runtime::Sim
   o.fullLayer = k.full;
   o.context = k.context;
   o.shareSequence = k.share;
+  o.paddedRows = k.padded;
   const LayerInputs in = makeLayerInputs(cfg, k.S, k.TP, 11 + k.S + 16 * k.TP, o);
   const LayerReference ref = layerReference(cfg, in);
   const LayerSimRun run = runLayerOnSim(plan, v, in, opts);
@@ -54,9 +57,11 @@ TEST_CASE("layer launch: attention then the FFN in one kernel bit-exact with the
       {4, 4, false, true},                        // sparse, 4 rows of one sequence
       {8, 4, true, false, CacheMode::Atom, 300},  // full layer, atom, 2 tiles
       {4, 1, true, true},                         // full layer, one sequence, TP 1
+      {3, 2, false, false, CacheMode::Vllm, 129, 1},  // sparse, a padded row
   };
   for (const Cell& k : cells) {
-    INFO("S " << k.S << " TP " << k.TP << (k.full ? " full" : " sparse") << (k.share ? " shared" : ""));
+    INFO("S " << k.S << " TP " << k.TP << (k.full ? " full" : " sparse") << (k.share ? " shared" : "") << " padded "
+                << k.padded);
     CHECK(runCell(k, {}) == "bit-exact");
   }
 }
@@ -73,4 +78,14 @@ TEST_CASE("layer launch: the race detector finds nothing under two schedules", "
     for (const std::string& f : stats.uninit) UNSCOPED_INFO(f);
     CHECK(stats.findings() == 0);
   }
+}
+
+TEST_CASE("layer launch: the Plan verifies and compiles for gfx950 within its limits at full dims", "[layer_launch]") {
+  const ModelConfig cfg;  // the model's dims, 256 CTAs
+  const ir::Plan plan = buildLayerPlan(cfg, makeLayerKey(cfg, 8, 4));
+  ir::verify(plan);  // the pools (the FFN's past the attention's here), flags, waits at these dims
+  const codegen::CodeObject co = codegen::compile(plan);  // throws past the VGPR, LDS or scratch limits
+  CHECK(co.info.scratchBytes == 0);
+  CHECK(co.info.vgprSpills == 0);
+  CHECK(co.info.ldsBytes == plan.ldsBytes);
 }
