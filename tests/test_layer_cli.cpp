@@ -48,7 +48,7 @@ TEST_CASE("dump --launch layer prints the placement of every S, or of --rows, wi
 
 TEST_CASE("sim --launch layer runs the layer launch and prints the verdict line", "[layer_cli]") {
   int code = -1;
-  const std::string out = runMonogen("sim --launch layer --config reduced --rows 2 --tp 2 --context 129", code);
+  const std::string out = runMonogen("sim --launch layer --config reduced --rows 2 --tp 2 --context 129 --padded-rows 1", code);
   INFO(out);
   CHECK(code == 0);
   CHECK(out.find("minimax_m3.layer-S2-TP2 on the Sim device") != std::string::npos);
@@ -63,7 +63,7 @@ TEST_CASE("the layer launch: --launch layer is refused where there is none, nami
   const std::string simOnly = "runs on sim";
   const Case cases[] = {
       {"check --launch layer --config reduced", "input error at --launch"},
-      {"sim --launch layer --config reduced --padded-rows 1", "input error at --padded-rows"},
+      {"sim --launch layer --config reduced --input part", "input error at --input"},
       {"sim --launch layer --config reduced --experts 4", "input error at --experts"},
       {"sim --launch layer --config reduced --scales rowmajor", "input error at --scales"},
       {"sim --launch layer --config reduced --timed", "input error at --timed"},

@@ -203,17 +203,18 @@ Run addSim(CLI::App& app) {
   return [o, ticks] {
     if (isLayer(o->v)) {  // the layer launch: the attention launch's inputs, then the FFN's
       for (const char* n : {"--spec", "--arch", "--sum", "--scales", "--input", "--trace", "--drop-mark", "--no-cache",
-                            "--experts", "--inputs", "--padded-rows", "--save", "--timed", "--timing-params",
+                            "--experts", "--inputs", "--save", "--timed", "--timing-params",
                             "--ir-issue", "--handshake", "--inject-rank", "--inject-ticks", "--wait-ticks"})
         if (optionGiven(o->v, n))
           throw InputError(n, "does not apply to sim --launch layer: it takes --config, --rows, --tp, --cache, "
-                              "--layer-type, --context, --share-sequence, --seed, --seeds and --races");
+                              "--layer-type, --context, --share-sequence, --padded-rows, --seed, --seeds and --races");
       SimAttentionOptions a = o->attention;
       a.context = o->v.context;
       a.cache = o->v.cache;
       a.layer = o->v.layerType;
       a.rows = o->v.rows;
       a.tp = o->v.tp;
+      a.paddedRows = o->paddedRows;
       a.seed = o->seed;
       a.seeds = o->seeds;
       a.races = o->races;

@@ -24,6 +24,7 @@ int simLayer(const mm::ModelConfig& cfg, const SimAttentionOptions& o) {
   io.fullLayer = knobs.fullLayer;
   io.context = o.context;
   io.shareSequence = o.share;
+  io.paddedRows = o.paddedRows;
   fmt::print("{} on the Sim device: {} ranks x {} CTAs x {} threads\n", plan.key.variantName(), o.tp, cfg.blocks,
              cfg.threads);
   const mm::LayerInputs in = mm::makeLayerInputs(cfg, o.rows, o.tp, o.seed, io);

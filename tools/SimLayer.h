@@ -6,7 +6,7 @@
 
 namespace monogen::tools {
 
-/// Runs it (o's rows, tp, context, cache, layer type, shared sequence, seeds and races; the
+/// Runs it (o's rows, tp, context, cache, layer type, shared sequence, padded rows, seeds and races; the
 /// caller refuses the rest), prints the Sim line per scheduler seed and "verdict: ...". Returns
 /// the exit code: 0 only when every seed's run is bit-exact, its error words 0, and (races) clean.
 int simLayer(const specs::minimax_m3::ModelConfig& cfg, const SimAttentionOptions& o);
