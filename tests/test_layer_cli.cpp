@@ -1,8 +1,10 @@
-// The layer launch on the CLI: `monogen dump --what plan --launch layer` prints the layer's
-// placement (LayerPlacement) per S, with the config, TP and knobs given; every other command, and
-// dump's other outputs and options, refuse --launch layer naming what was wrong (exit 2).
+// The layer launch on the CLI: `monogen sim --launch layer` runs it on the Sim against the
+// composed references; `monogen dump --what plan --launch layer` prints the layer's placement
+// (LayerPlacement) per S, with the config, TP and knobs given; every other command, dump's other
+// outputs and the options neither reads refuse --launch layer naming what was wrong (exit 2).
 #include <catch2/catch.hpp>
 
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -45,15 +47,48 @@ TEST_CASE("dump --launch layer prints the placement of every S, or of --rows, wi
   CHECK(one.find("layer placement: S = ") == one.rfind("layer placement: S = "));  // --rows: that S alone
 }
 
+TEST_CASE("sim --launch layer runs the layer launch and prints the verdict line", "[layer_cli]") {
+  int code = -1;
+  const std::string out = runMonogen("sim --launch layer --config reduced --rows 2 --tp 2 --context 129 --padded-rows 1", code);
+  INFO(out);
+  CHECK(code == 0);
+  CHECK(out.find("minimax_m3.layer-S2-TP2 on the Sim device") != std::string::npos);
+  CHECK(out.find("verdict: bit-exact under 1 seed") != std::string::npos);
+}
+
+TEST_CASE("sim --launch layer --timed: one modeled timeline through the attention and FFN stages", "[layer_cli]") {
+  int code = -1;
+  const std::string out = runMonogen("sim --launch layer --config reduced --rows 2 --tp 2 --context 129 --timed", code);
+  INFO(out);
+  CHECK(code == 0);
+  CHECK(out.find("verdict: bit-exact under 1 seed") != std::string::npos);
+  double us = 0;
+  const size_t at = out.find("modeled launch time: ");
+  REQUIRE(at != std::string::npos);
+  REQUIRE(std::sscanf(out.c_str() + at, "modeled launch time: %lf us", &us) == 1);
+  const size_t ends = out.find("modeled stage ends");
+  REQUIRE(ends != std::string::npos);
+  const std::string line = out.substr(ends, out.find('\n', ends) - ends);
+  // the attention rows before o_proj's push reads them; the launch ends after both sides
+  const size_t merge = line.find(" attn_merge "), push = line.find(" push ");
+  REQUIRE(merge != std::string::npos);
+  REQUIRE(push != std::string::npos);
+  CHECK(merge < push);  // the line lists the stages by their end
+  CHECK(std::stod(line.substr(merge + 12)) < us);
+}
+
 TEST_CASE("the layer launch: --launch layer is refused where there is none, naming the option", "[layer_cli]") {
   struct Case {
     std::string args;
     std::string error;
   };
-  const std::string placementOnly = "the layer launch has a placement only: dump --what plan";
+  const std::string simOnly = "runs on sim";
   const Case cases[] = {
       {"check --launch layer --config reduced", "input error at --launch"},
-      {"sim --launch layer --config reduced", "input error at --launch"},
+      {"sim --launch layer --config reduced --input part", "input error at --input"},
+      {"sim --launch layer --config reduced --experts 4", "input error at --experts"},
+      {"sim --launch layer --config reduced --scales rowmajor", "input error at --scales"},
+      {"sim --launch layer --config reduced --save /tmp/never", "input error at --save"},
       {"trace --launch layer --config reduced -o " + std::string(MONOGEN_BINARY_DIR) + "/layer-cli-trace.json",
        "input error at --launch"},
       {"emit --launch layer --config reduced -o /dev/null", "input error at --launch"},
@@ -77,7 +112,7 @@ TEST_CASE("the layer launch: --launch layer is refused where there is none, nami
     CHECK(code == 2);
     CHECK(out.find(c.error) != std::string::npos);
     if (c.error == "input error at --launch" || c.error == "input error at --what")
-      CHECK(out.find(placementOnly) != std::string::npos);
+      CHECK(out.find(simOnly) != std::string::npos);
   }
 }
 

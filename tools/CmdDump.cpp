@@ -21,8 +21,8 @@ namespace mm = specs::minimax_m3;
 int dumpLayerPlacement(const VariantOptions& v, const std::string& what, const mm::LayerPlacementKnobs& knobs) {
   refuseForLayer(v, {"--pipeline"});
   if (what != "plan")
-    throw InputError("--what", fmt::format("'{}' with --launch layer: the layer launch has a placement only: dump "
-                                           "--what plan",
+    throw InputError("--what", fmt::format("'{}' with --launch layer: dump prints the layer's placement only (--what "
+                                           "plan); the launch runs on sim",
                                            what));
   const auto cfg = configOf(v);
   std::vector<int> rows;
@@ -30,7 +30,7 @@ int dumpLayerPlacement(const VariantOptions& v, const std::string& what, const m
     rows = {v.rows};
   else
     for (int s = 1; s <= cfg.maxRows; ++s) rows.push_back(s);
-  fmt::print("minimax_m3 layer placement (no layer launch yet: docs/layer.md), --config {}, TP {}, wide_from {}, "
+  fmt::print("minimax_m3 layer placement (not yet the layer launch's own: docs/layer.md), --config {}, TP {}, wide_from {}, "
              "ag_rs_from {}\n",
              v.config, v.tp, knobs.wideFrom, knobs.agRsFrom);
   for (int s : rows) fmt::print("\n{}", mm::LayerPlacement::make(cfg, s, v.tp, knobs).describe());

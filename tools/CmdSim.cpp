@@ -30,6 +30,7 @@
 #include "tools/TimedIsa.h"
 #include "tools/Variant.h"
 #include "tools/SimAttention.h"
+#include "tools/SimLayer.h"
 #include "tools/Verdict.h"
 #include "tools/NumericFlag.h"
 
@@ -170,7 +171,7 @@ Run addSim(CLI::App& app) {
                 "(runtime/sim/timing/Gfx950Timing.def, in their units)")
       ->check(CLI::ExistingFile);
   addContextOption(c, o->v);
-  c->add_flag("--share-sequence", o->attention.share, "--launch attention: the rows share one sequence");
+  c->add_flag("--share-sequence", o->attention.share, "--launch attention or layer: the rows share one sequence");
   c->add_flag("--handshake", o->launch.handshake, "run it as the step's last launch (the ranks trade failure flags)");
   CLI::Option* rank = c->add_option("--inject-rank", o->launch.injectRank,
                                     "fault injection (implies --handshake): this rank stalls at the handshake, then "
@@ -189,10 +190,7 @@ Run addSim(CLI::App& app) {
       timing = std::make_shared<runtime::timing::TimingParams>();
       if (!o->timingParams.empty()) timing->load(o->timingParams);
     }
-    refuseOtherLaunchOptions(o->v,
-                             {"--experts", "--inputs", "--handshake", "--inject-rank", "--wait-ticks"},
-                             {"--share-sequence"});
-    if (isAttention(o->v)) {
+    auto attentionOptions = [&] {  // the attention and layer launches' options
       SimAttentionOptions a = o->attention;
       a.context = o->v.context;
       a.cache = o->v.cache;
@@ -206,8 +204,22 @@ Run addSim(CLI::App& app) {
       a.save = o->save;
       a.timing = timing;
       a.irIssue = o->irIssue;
-      return simAttention(configOf(o->v), a);
+      return a;
+    };
+    if (isLayer(o->v)) {  // the layer launch: the attention launch's inputs, then the FFN's
+      for (const char* n : {"--spec", "--arch", "--sum", "--scales", "--input", "--trace", "--drop-mark", "--no-cache",
+                            "--experts", "--inputs", "--save", "--handshake", "--inject-rank", "--inject-ticks",
+                            "--wait-ticks"})
+        if (optionGiven(o->v, n))
+          throw InputError(n, "does not apply to sim --launch layer: it takes --config, --rows, --tp, --cache, "
+                              "--layer-type, --context, --share-sequence, --padded-rows, --seed, --seeds, --races "
+                              "and --timed");
+      return simLayer(configOf(o->v), attentionOptions());
     }
+    refuseOtherLaunchOptions(o->v,
+                             {"--experts", "--inputs", "--handshake", "--inject-rank", "--wait-ticks"},
+                             {"--share-sequence"});
+    if (isAttention(o->v)) return simAttention(configOf(o->v), attentionOptions());
     checkInjection(o->launch.injectRank, *ticks);
     const auto cfg = configOf(o->v);
     const mm::FfnVariant v = mm::FfnVariant::make(cfg, keyOf(o->v, cfg, o->v.rows, o->v.tp));

@@ -8,6 +8,7 @@
 #include "runtime/sim/timing/TimingParams.h"
 #include "specs/minimax_m3/kernel/ModelConfig.h"
 #include "specs/minimax_m3/testing/AttentionSim.h"
+#include "specs/minimax_m3/testing/AttentionVerdict.h"
 
 namespace monogen::tools {
 
@@ -25,11 +26,6 @@ struct SimAttentionOptions {
   bool irIssue = false;  // --timed: issue by IR op class, not by the compiled ISA
   std::string save;  // --save DIR: the launch's tensors (AttentionSave.h), the first failing seed's run
 };
-
-/// "bit-exact", "INVALID: rank R: error word ..." or "MISMATCH: <the first output that differs>"
-/// for a run of the launch `in` against its reference.
-std::string attentionVerdict(const specs::minimax_m3::AttentionLaunch& in, const specs::minimax_m3::AttentionResult& ref,
-                             const specs::minimax_m3::AttentionSimRun& run, const specs::minimax_m3::ModelConfig& cfg);
 
 /// Runs it, prints the Sim line per scheduler seed and "verdict: ...". Returns the exit code: 0
 /// only when every seed's run is bit-exact, its error words 0, and (--races) clean.

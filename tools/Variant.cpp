@@ -50,20 +50,20 @@ void addVariantOptions(CLI::App* app, VariantOptions& o, bool rowsTp) {
       ->check(numeric(-1, 1023));
   app->add_flag("--no-cache", o.noCache, "compile without the code-object cache");
   app->add_option("--launch", o.launch,
-                  "the launch: ffn, attention (spec minimax_m3.attention, docs/attention.md) or layer (a placement "
-                  "only: dump --what plan, docs/layer.md)")
+                  "the launch: ffn, attention (spec minimax_m3.attention, docs/attention.md) or layer (spec "
+                  "minimax_m3.layer: sim, and its placement in dump --what plan; docs/layer.md)")
       ->check(CLI::IsMember({"ffn", "attention", "layer"}))
       ->capture_default_str();
-  app->add_option("--cache", o.cache, "--launch attention: the KV cache mode, vllm or atom (the key's cache knob)")
+  app->add_option("--cache", o.cache, "--launch attention or layer: the KV cache mode, vllm or atom (the key's cache knob)")
       ->check(CLI::IsMember({"vllm", "atom"}));
   app->add_option("--layer-type,--layer", o.layerType,
-                  "--launch attention: the layer type, sparse (the indexer's selections) or full (every key)")
+                  "--launch attention or layer: the layer type, sparse (the indexer's selections) or full (every key)")
       ->check(CLI::IsMember({"sparse", "full"}));
   o.app = app;
 }
 
 void addContextOption(CLI::App* app, VariantOptions& o) {
-  app->add_option("--context", o.context, "--launch attention: keys each sequence holds before the launch")
+  app->add_option("--context", o.context, "--launch attention or layer: keys each sequence holds before the launch")
       ->check(numeric(0, 1 << 20));
 }
 
@@ -94,7 +94,8 @@ void refuseForLayer(const VariantOptions& o, std::initializer_list<const char*> 
 
 void refuseOtherLaunchOptions(const VariantOptions& o, std::initializer_list<const char*> ffnOnly,
                               std::initializer_list<const char*> attnOnly) {
-  if (isLayer(o)) throw InputError("--launch", "layer: the layer launch has a placement only: dump --what plan");
+  if (isLayer(o)) throw InputError("--launch", "layer: the layer launch runs on sim (and dump --what plan prints its placement); "
+                                "not here yet");
   if (!o.app) return;
   const auto given = [&](const char* name) { return optionGiven(o, name); };
   if (isAttention(o)) {

@@ -47,7 +47,7 @@ void addContextOption(CLI::App* app, VariantOptions& o);
 /// Whether the options name the attention launch (--launch attention or its --spec).
 bool isAttention(const VariantOptions& o);
 
-/// Whether the options name the layer launch (--launch layer): it has a placement only (docs/layer.md).
+/// Whether the options name the layer launch (--launch layer, docs/layer.md).
 bool isLayer(const VariantOptions& o);
 
 /// Whether the option `name` was given on the command the options were added to.
@@ -59,7 +59,7 @@ void refuseForLayer(const VariantOptions& o, std::initializer_list<const char*> 
 
 /// Refuses (InputError naming the option, exit 2) an option of the other launch: the FFN's knobs
 /// and `ffnOnly` with --launch attention; --cache, --layer-type, --context and `attnOnly` without.
-/// Refuses --launch layer outright: it has a placement only (dump --what plan).
+/// Refuses --launch layer outright: it runs on sim only (and dump --what plan prints its placement).
 void refuseOtherLaunchOptions(const VariantOptions& o, std::initializer_list<const char*> ffnOnly = {},
                               std::initializer_list<const char*> attnOnly = {});
 

@@ -11,9 +11,24 @@ using ir::Val;
 AttentionContext::AttentionContext(const AttentionVariant& v, const ir::Plan& plan, ir::Builder& b)
     : variant(v), L(v.layout), b(b), plan_(&plan) {}
 
-Val AttentionContext::arg(const char* name) { return b.arg(plan_->argIndex(name), Type::ptr(AddrSpace::Global), name); }
+AttentionContext::AttentionContext(const AttentionVariant& v, const ir::Plan& plan, ir::Builder& b,
+                                   std::map<std::string, std::string> renames, ir::Value tag)
+    : variant(v), L(v.layout), b(b), plan_(&plan), renames_(std::move(renames)), launchTag_(tag) {}
 
-Val AttentionContext::scalarI32(const char* name) { return b.arg(plan_->argIndex(name), Type::i32(), name); }
+const char* AttentionContext::planName(const char* name) const {
+  auto it = renames_.find(name);
+  return it == renames_.end() ? name : it->second.c_str();
+}
+
+Val AttentionContext::arg(const char* name) {
+  const char* n = planName(name);
+  return b.arg(plan_->argIndex(n), Type::ptr(AddrSpace::Global), n);
+}
+
+Val AttentionContext::scalarI32(const char* name) {
+  const char* n = planName(name);
+  return b.arg(plan_->argIndex(n), Type::i32(), n);
+}
 
 void AttentionContext::stage(int index, const std::function<void()>& body) {
   b.stage(index, [&] {
@@ -22,7 +37,7 @@ void AttentionContext::stage(int index, const std::function<void()>& body) {
     wave = b.named(b.wave(), "wave");
     block = b.named(b.block(), "block");
     red = b.named(b.intToPtr(b.i32(0), AddrSpace::Lds), "red");
-    tag = b.arg(plan_->argIndex(attn_arg::kTag), Type::i32(), attn_arg::kTag);
+    tag = launchTag_.id != 0 ? b.wrap(launchTag_) : b.arg(plan_->argIndex(attn_arg::kTag), Type::i32(), attn_arg::kTag);
     waitTicks = b.arg(plan_->argIndex(attn_arg::kWaitTicks), Type::i64(), attn_arg::kWaitTicks);
     err = arg(attn_arg::kErr);
     body();

@@ -2,6 +2,8 @@
 // ids and the kernel arguments by name, bound afresh in each stage (stages talk through memory).
 #pragma once
 #include <functional>
+#include <map>
+#include <string>
 
 #include "ir/Builder.h"
 #include "ir/Plan.h"
@@ -27,6 +29,11 @@ inline constexpr const char *kX = "x", *kRes = "res", *kResOut = "res_out", *kGI
 
 struct AttentionContext {
   AttentionContext(const AttentionVariant& v, const ir::Plan& plan, ir::Builder& b);
+  /// Inside another launch's Plan (the layer launch): argument `name` is the Plan's
+  /// `renames[name]` when listed, and the tag is `tag` (a value of the kernel's prologue), not
+  /// the `tag` argument.
+  AttentionContext(const AttentionVariant& v, const ir::Plan& plan, ir::Builder& b,
+                   std::map<std::string, std::string> renames, ir::Value tag);
 
   const AttentionVariant& variant;
   const AttentionLaunchLayout& L;
@@ -61,6 +68,11 @@ struct AttentionContext {
  private:
   const ir::Plan* plan_;
   SyncHooks hooks_;
+  std::map<std::string, std::string> renames_;
+  ir::Value launchTag_;  // set: the tag of the enclosing launch
+
+  /// The Plan's name of argument `name`.
+  const char* planName(const char* name) const;
 };
 
 }  // namespace monogen::specs::minimax_m3

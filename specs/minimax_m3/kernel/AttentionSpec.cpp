@@ -143,6 +143,11 @@ ir::Plan buildAttentionPlan(const AttentionVariant& v) {
                                        "i32 [S x kvHeads][32]: each selection's blocks in slot order, then its length"});
   plan.regions.push_back(ir::MemRegion{"IRDY", attn_arg::kScratch, L.irdyOffset, 8 * int64_t{L.rows} * L.shape.kvHeads,
                                        "pairs [S x kvHeads]: a selection is written"});
+  if (L.ardyOffset >= 0) {  // the layer launch's
+    plan.regions.push_back(ir::MemRegion{"ARDY", attn_arg::kScratch, L.ardyOffset, 8 * int64_t{L.rows},
+                                         "pairs [S]: a row's attention row is written"});
+    plan.flags.push_back(ir::FlagArray{"ARDY", "ARDY", L.rows, false, "attn_merge's rows (the layer launch)", false});
+  }
   plan.flags.push_back(ir::FlagArray{"XRDY", "XRDY", L.rows, false, "attn_norm's rows", false});
   plan.flags.push_back(ir::FlagArray{"QRDY", "QRDY", L.qkvTiles, false, "attn_gemv's tiles", false});
   plan.flags.push_back(ir::FlagArray{"HRDY", "HRDY", L.rows, false, "attn_heads' rows (the last task of a row publishes)", false});

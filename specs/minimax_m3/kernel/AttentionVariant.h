@@ -65,6 +65,9 @@ struct AttentionLaunchLayout {
   int64_t srdyOffset = 0;    // pairs [splitTasks]: a split's outputs are written
   int64_t selOffset = 0;     // i32 [S x kvHeads][kSelWords]: each selection (sparse layers)
   int64_t irdyOffset = 0;    // pairs [S x kvHeads]: a selection is written
+  /// pairs [S]: a row's attention row is written (ARDY, published by attn_merge), in the layer
+  /// launch only (LayerVariant sets it past the rest); -1 in the attention launch alone.
+  int64_t ardyOffset = -1;
   int64_t scratchBytes = 0;
   // LDS "red": the norm's group sums (32 f32) and wave maxima (waves f32); the GEMV's wave
   // accumulators f32 [waves][16 rows][16 tokens]; the split's (splitLds*)

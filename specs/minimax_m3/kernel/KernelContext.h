@@ -140,6 +140,9 @@ struct KernelContext {
   ir::Val errorCode(int site, int owner, ir::Val token);
   /// errorCode(site, peer, 0) in the IR: a wait for rank `peer` (a Val).
   ir::Val peerErrorCode(int site, ir::Val peer);
+  /// The launch's tag as the prologue computed it (launchTagAfter(epoch)): for another launch's
+  /// stages in the same kernel (the layer launch's attention stages).
+  ir::Value launchTag() const { return launchTag_; }
   /// Throws when the key's mutation was never built (the last step of buildPlan).
   void finishMutation() const { mutator_.finish(plan_->key.variantName()); }
   /// specs::forEachTask over p's placement: the tasks of `p` this CTA runs.

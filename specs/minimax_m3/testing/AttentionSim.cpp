@@ -16,16 +16,10 @@ namespace monogen::specs::minimax_m3 {
 
 namespace {
 
-/// A Device's allocations with the Sim memory's call shapes; it knows each address's rank.
+/// A Device's allocations with the Sim memory's call shapes.
 struct DeviceMemory {
   runtime::Device& dev;
-  std::map<uint64_t, int> rankOf;  // allocation base -> rank
-  uint64_t alloc(int64_t bytes, int rank, const std::string& name) {
-    const uint64_t addr = dev.alloc(rank, bytes, name);
-    rankOf[addr] = rank;
-    return addr;
-  }
-  int rankAt(uint64_t addr) const { return std::prev(rankOf.upper_bound(addr))->second; }
+  uint64_t alloc(int64_t bytes, int rank, const std::string& name) { return dev.alloc(rank, bytes, name); }
 };
 
 template <class T>
@@ -37,9 +31,9 @@ uint64_t upload(DeviceMemory& mem, int rank, const std::string& name, const std:
 }
 
 template <class T>
-std::vector<T> download(DeviceMemory& mem, uint64_t addr, size_t n) {
+std::vector<T> download(runtime::Device& dev, int rank, uint64_t addr, size_t n) {
   std::vector<T> v(n);
-  if (n > 0) mem.dev.download(mem.rankAt(addr), v.data(), addr, static_cast<int64_t>(n * sizeof(T)));
+  if (n > 0) dev.download(rank, v.data(), addr, static_cast<int64_t>(n * sizeof(T)));
   return v;
 }
 
@@ -53,22 +47,20 @@ AttentionSimRun runAttentionOnSim(const ir::Plan& plan, const AttentionVariant& 
   return run;
 }
 
-AttentionSimRun runAttention(runtime::Device& dev, const runtime::CodeObjectBytes& code, const ir::Plan& plan,
-                             const AttentionVariant& v, const AttentionLaunch& in, int32_t tag, int64_t waitTicks) {
+AttentionBuffers uploadAttention(runtime::Device& dev, const AttentionVariant& v, const AttentionLaunch& in,
+                                 int32_t tag, int64_t waitTicks, const std::string& where) {
   namespace n = attn_arg;
   const AttentionLaunchLayout& L = v.layout;
-  const std::string where = plan.key.variantName();
   if (in.S != L.rows || in.TP != L.tp || in.mode != v.knobs.mode || in.fullLayer != v.knobs.fullLayer)
     throw InputError(where, fmt::format("the inputs (S {}, TP {}, {}) are not the variant's", in.S, in.TP,
                                         cacheModeName(in.mode)));
   validateAttentionLaunch(v.cfg, in, where);  // before any allocation or launch
-  DeviceMemory mem{dev, {}};
+  DeviceMemory mem{dev};
   const size_t SH = static_cast<size_t>(L.rows) * L.hidden;
   const size_t qn = static_cast<size_t>(L.rows) * L.shape.qHeads * L.shape.headDim;
   const size_t iqn = static_cast<size_t>(L.rows) * L.shape.indexHeads * L.shape.indexDim;
   const size_t an = static_cast<size_t>(L.rows) * L.shape.attnWidth();
-  std::vector<std::map<std::string, uint64_t>> at(static_cast<size_t>(L.tp));
-  std::vector<std::vector<uint64_t>> args(static_cast<size_t>(L.tp));
+  AttentionBuffers at(static_cast<size_t>(L.tp));
   for (int r = 0; r < L.tp; ++r) {
     const AttentionCaches& c = in.caches[r];
     auto& m = at[r];
@@ -105,56 +97,80 @@ AttentionSimRun runAttention(runtime::Device& dev, const runtime::CodeObjectByte
     m[n::kIndexTables] = upload(mem, r, n::kIndexTables, in.rows.indexTables);
     m[n::kTableStride] = static_cast<uint64_t>(in.rows.tableWidth);
     m[n::kAttn] = mem.alloc(static_cast<int64_t>(an * 2), r, n::kAttn);
+  }
+  return at;
+}
+
+AttentionSimRank readAttentionRank(runtime::Device& dev, const std::map<std::string, uint64_t>& m,
+                                   const AttentionVariant& v, const AttentionLaunch& in, int r) {
+  namespace n = attn_arg;
+  const AttentionLaunchLayout& L = v.layout;
+  auto u16 = [&](uint64_t addr, size_t count) { return download<uint16_t>(dev, r, addr, count); };
+  auto u8 = [&](uint64_t addr, size_t count) { return download<uint8_t>(dev, r, addr, count); };
+  auto f32 = [&](uint64_t addr, size_t count) { return download<float>(dev, r, addr, count); };
+  auto i32 = [&](uint64_t addr, size_t count) { return download<int32_t>(dev, r, addr, count); };
+  const size_t SH = static_cast<size_t>(L.rows) * L.hidden;
+  const size_t qn = static_cast<size_t>(L.rows) * L.shape.qHeads * L.shape.headDim;
+  const size_t iqn = static_cast<size_t>(L.rows) * L.shape.indexHeads * L.shape.indexDim;
+  const size_t an = static_cast<size_t>(L.rows) * L.shape.attnWidth();
+  const AttentionCaches& c = in.caches[r];
+  const uint64_t scratch = m.at(n::kScratch);
+  AttentionSimRank k;
+  k.h = u16(m.at(n::kResOut), SH);
+  k.q = u16(m.at(n::kQ), qn);
+  if (!v.knobs.fullLayer) k.iq = u16(m.at(n::kIq), iqn);
+  k.qkv = u16(scratch + L.qkvOffset, size_t(L.rows) * L.qkvRows);
+  k.x8 = u8(scratch + L.x8Offset, SH);
+  k.xScale = f32(scratch + L.xScaleOffset, L.rows);
+  k.rstd = f32(scratch + L.rstdOffset, L.rows);
+  k.caches = c;
+  k.caches.k = u8(m.at(n::kKCache), c.k.size());
+  k.caches.v = u8(m.at(n::kVCache), c.v.size());
+  k.caches.kScale = f32(m.at(n::kKScale), c.kScale.size());
+  k.caches.vScale = f32(m.at(n::kVScale), c.vScale.size());
+  k.caches.indexKeys = u8(m.at(n::kIndexCache), c.indexKeys.size());
+  k.attn = u16(m.at(n::kAttn), an);
+  k.headsCount = i32(m.at(n::kHeadsCount), size_t(L.rows));
+  k.hrdy = download<uint64_t>(dev, r, scratch + L.hrdyOffset, size_t(L.rows));
+  const int G = L.shape.qGroup, D = L.shape.headDim;
+  k.splits.resize(static_cast<size_t>(L.splitTasks));
+  for (int i = 0; i < L.splitTasks; ++i) {
+    if (!in.rows.live(i / (L.shape.kvHeads * kAttnSplits))) continue;
+    k.splits[i].o = u16(scratch + L.splitOOffset + uint64_t(2) * i * G * D, size_t(G) * D);
+    k.splits[i].m = f32(scratch + L.splitMOffset + uint64_t(4) * i * G, size_t(G));
+    k.splits[i].l = f32(scratch + L.splitLOffset + uint64_t(4) * i * G, size_t(G));
+  }
+  k.selections.resize(static_cast<size_t>(L.rows) * L.shape.kvHeads);
+  for (size_t i = 0; i < k.selections.size() && !v.knobs.fullLayer; ++i) {
+    if (!in.rows.live(static_cast<int>(i) / L.shape.kvHeads)) continue;
+    const auto w = i32(scratch + L.selOffset + uint64_t(4) * kSelWords * i, size_t(L.shape.topk) + 1);
+    k.selections[i].blocks.assign(w.begin(), w.begin() + L.shape.topk);
+    k.selections[i].nCtx = w[L.shape.topk];
+  }
+  return k;
+}
+
+AttentionSimRun runAttention(runtime::Device& dev, const runtime::CodeObjectBytes& code, const ir::Plan& plan,
+                             const AttentionVariant& v, const AttentionLaunch& in, int32_t tag, int64_t waitTicks) {
+  const std::string where = plan.key.variantName();
+  const AttentionBuffers at = uploadAttention(dev, v, in, tag, waitTicks, where);
+  std::vector<std::vector<uint64_t>> args(at.size());
+  for (size_t r = 0; r < at.size(); ++r)
     for (const ir::KernelArg& a : plan.args) {
-      auto it = m.find(a.name);
-      if (it == m.end()) throw InputError(where, fmt::format("no buffer for argument '{}'", a.name));
+      auto it = at[r].find(a.name);
+      if (it == at[r].end()) throw InputError(where, fmt::format("no buffer for argument '{}'", a.name));
       args[r].push_back(it->second);
     }
-  }
   runtime::PackedLaunch packed;
   for (const std::vector<uint64_t>& a : args) packed.kernargs.push_back(runtime::packKernargs(plan, a));
   packed.values = std::move(args);
   dev.launch(plan, code, packed);
   AttentionSimRun run;
-  for (int r = 0; r < L.tp; ++r) {
-    const auto& m = at[r];
-    const AttentionCaches& c = in.caches[r];
-    AttentionSimRank k;
-    k.h = download<uint16_t>(mem, m.at(n::kResOut), SH);
-    k.q = download<uint16_t>(mem, m.at(n::kQ), qn);
-    if (!v.knobs.fullLayer) k.iq = download<uint16_t>(mem, m.at(n::kIq), iqn);
-    k.qkv = download<uint16_t>(mem, m.at(n::kScratch) + L.qkvOffset, size_t(L.rows) * L.qkvRows);
-    run.errorWords.push_back(download<int32_t>(mem, m.at(n::kErr), 1)[0]);
-    k.x8 = download<uint8_t>(mem, m.at(n::kScratch) + L.x8Offset, SH);
-    k.xScale = download<float>(mem, m.at(n::kScratch) + L.xScaleOffset, L.rows);
-    k.rstd = download<float>(mem, m.at(n::kScratch) + L.rstdOffset, L.rows);
-    k.caches = c;
-    k.caches.k = download<uint8_t>(mem, m.at(n::kKCache), c.k.size());
-    k.caches.v = download<uint8_t>(mem, m.at(n::kVCache), c.v.size());
-    k.caches.kScale = download<float>(mem, m.at(n::kKScale), c.kScale.size());
-    k.caches.vScale = download<float>(mem, m.at(n::kVScale), c.vScale.size());
-    k.caches.indexKeys = download<uint8_t>(mem, m.at(n::kIndexCache), c.indexKeys.size());
-    k.attn = download<uint16_t>(mem, m.at(n::kAttn), an);
-    k.headsCount = download<int32_t>(mem, m.at(n::kHeadsCount), size_t(L.rows));
-    k.hrdy = download<uint64_t>(mem, m.at(n::kScratch) + L.hrdyOffset, size_t(L.rows));
-    const int G = L.shape.qGroup, D = L.shape.headDim;
-    k.splits.resize(static_cast<size_t>(L.splitTasks));
-    for (int i = 0; i < L.splitTasks; ++i) {
-      if (!in.rows.live(i / (L.shape.kvHeads * kAttnSplits))) continue;
-      const uint64_t base = m.at(n::kScratch);
-      k.splits[i].o = download<uint16_t>(mem, base + L.splitOOffset + uint64_t(2) * i * G * D, size_t(G) * D);
-      k.splits[i].m = download<float>(mem, base + L.splitMOffset + uint64_t(4) * i * G, size_t(G));
-      k.splits[i].l = download<float>(mem, base + L.splitLOffset + uint64_t(4) * i * G, size_t(G));
-    }
-    k.selections.resize(static_cast<size_t>(L.rows) * L.shape.kvHeads);
-    for (size_t i = 0; i < k.selections.size() && !v.knobs.fullLayer; ++i) {
-      if (!in.rows.live(static_cast<int>(i) / L.shape.kvHeads)) continue;
-      const auto w = download<int32_t>(mem, m.at(n::kScratch) + L.selOffset + uint64_t(4) * kSelWords * i,
-                                       size_t(L.shape.topk) + 1);
-      k.selections[i].blocks.assign(w.begin(), w.begin() + L.shape.topk);
-      k.selections[i].nCtx = w[L.shape.topk];
-    }
-    run.ranks.push_back(std::move(k));
+  for (int r = 0; r < static_cast<int>(at.size()); ++r) {
+    run.ranks.push_back(readAttentionRank(dev, at[r], v, in, r));
+    int32_t err = 0;
+    dev.download(r, &err, at[r].at(attn_arg::kErr), 4);
+    run.errorWords.push_back(err);
   }
   return run;
 }

@@ -3,6 +3,8 @@
 // reference (AttentionReference.h).
 #pragma once
 #include <cstdint>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "ir/Plan.h"
@@ -33,6 +35,17 @@ struct AttentionSimRun {
   runtime::SimStats stats;
   std::vector<int32_t> errorWords;  // [TP]: each rank's error word (0: no wait timed out)
 };
+
+/// Each rank's buffers of an attention launch by argument name (scalars: their values).
+using AttentionBuffers = std::vector<std::map<std::string, uint64_t>>;
+/// Allocates and uploads every rank's buffers of `in` on dev (validateAttentionLaunch first, its
+/// errors at `where`): the inputs, weights and caches, the scratch's flag arrays and heads_count
+/// zeroed, the error word zeroed, the outputs and the rest of the scratch left poisoned.
+AttentionBuffers uploadAttention(runtime::Device& dev, const AttentionVariant& v, const AttentionLaunch& in,
+                                 int32_t tag, int64_t waitTicks, const std::string& where);
+/// Rank r's outputs of a launch run on buffers `m` (uploadAttention's, or another launch's names).
+AttentionSimRank readAttentionRank(runtime::Device& dev, const std::map<std::string, uint64_t>& m,
+                                   const AttentionVariant& v, const AttentionLaunch& in, int r);
 
 /// One launch of `plan` (buildAttentionPlan) on `in` (each rank a copy of its caches) with tag
 /// `tag`; the scratch's flag arrays and the error word are zeroed first, the rest left poisoned.

@@ -79,6 +79,14 @@ SimSession::SimSession(const FfnVariant& v, runtime::Device& device, runtime::Co
   allocate();
 }
 
+SimSession::SimSession(const FfnVariant& v, ir::Plan plan, runtime::Device& device)
+    : v_(v), plan_(std::move(plan)), dev_(&device), attnWritten_(true) {
+  if (dev_->runsCodeObjects())
+    throw InputError(plan_.key.variantName(), fmt::format("the {} device runs code objects: expected one that runs the IR",
+                                                          dev_->name()));
+  allocate();
+}
+
 SimSession::SimSession(const ModelConfig& cfg, const ir::Key& key) : SimSession(FfnVariant::make(cfg, key)) {}
 
 SimSession::SimSession(const ModelConfig& cfg, const ir::Key& key, runtime::Device& device,
@@ -143,9 +151,16 @@ void SimSession::allocate() {
   }
   for (const ZeroOnce& z : zeroAtAllocation(plan_))
     for (int r = 0; r < L.tp; ++r) {
+      if (attnWritten_ && !ownsBuffer(z.arg)) continue;  // the caller's buffer
       const std::vector<uint8_t> zeros(static_cast<size_t>(z.bytes), 0);
       mem.upload(r, bufferOf(z.arg, r) + static_cast<uint64_t>(z.offset), zeros.data(), z.bytes);
     }
+}
+
+bool SimSession::ownsBuffer(const std::string& name) const {
+  for (const char* n : {"scratch", "sym", "epoch", "err", "attn", "res_in"})
+    if (name == n) return true;
+  return false;
 }
 
 uint64_t SimSession::bufferOf(const std::string& name, int r) const {
@@ -156,16 +171,20 @@ uint64_t SimSession::bufferOf(const std::string& name, int r) const {
   if (name == "sym") return b.sym;
   if (name == "epoch") return b.epoch;
   if (name == "err") return b.err;
-  throw InputError(plan_.key.variantName(), fmt::format("buffer '{}': expected scratch, sym, epoch or err", name));
+  if (name == "attn" && b.attn) return b.attn;
+  if (name == "res_in") return b.resIn;
+  throw InputError(plan_.key.variantName(),
+                   fmt::format("buffer '{}': expected scratch, sym, epoch, err, attn or res_in", name));
 }
 
-SimRun SimSession::launch(const TensorMap& inputs, const runtime::SimOptions& opts, const LaunchParams& params) {
+SimRun SimSession::launch(const TensorMap& inputs, const runtime::SimOptions& opts, const LaunchParams& params,
+                          const std::vector<runtime::RankArgs>& extra) {
   runtime::Device& dev = *dev_;
   const Layout& L = v_.layout;
   SimRun run;
   const std::vector<int64_t> shape{L.rows, L.hidden};
   const int64_t rowBytes = int64_t{L.rows} * L.hidden * 2;
-  const HostTensor& res = need(inputs, "res_in", DType::BF16, shape);
+  const HostTensor* res = attnWritten_ ? nullptr : &need(inputs, "res_in", DType::BF16, shape);
   auto zero = [&](int r, uint64_t addr, int64_t bytes) {
     const std::vector<uint8_t> z(static_cast<size_t>(bytes), 0);
     dev.upload(r, addr, z.data(), bytes);
@@ -185,13 +204,14 @@ SimRun SimSession::launch(const TensorMap& inputs, const runtime::SimOptions& op
     if (L.oproj) {  // o_proj in the launch: its input, weight and scales (part.rR is not read)
       checkOprojCopy(v_.cfg, L.tp, inputs, r);  // refuses a layer without the rowwise-FP8 copy
       const int64_t H = L.hidden, A = L.attnWidth;
-      dev.upload(r, b.attn, need(inputs, rankName("attn", r), DType::BF16, {L.rows, A}).data.data(), L.rows * A * 2);
+      if (!attnWritten_)
+        dev.upload(r, b.attn, need(inputs, rankName("attn", r), DType::BF16, {L.rows, A}).data.data(), L.rows * A * 2);
       dev.upload(r, b.wo, need(inputs, rankName("wo", r), DType::U8, {H, A}).data.data(), H * A);
       dev.upload(r, b.woScale, need(inputs, "wo_scale", DType::F32, {H}).data.data(), H * 4);
     } else {
       dev.upload(r, b.part, need(inputs, rankName("part", r), DType::BF16, shape).data.data(), rowBytes);
     }
-    dev.upload(r, b.resIn, res.data.data(), rowBytes);
+    if (res) dev.upload(r, b.resIn, res->data.data(), rowBytes);
     zero(r, b.err, 8);  // each launch is judged alone: its error word starts at no failure
     const int32_t inject[2] = {params.injectRank >= 0 ? params.injectRank + 1 : 0, params.injectTicks};
     dev.upload(r, b.inject, inject, 8);
@@ -250,6 +270,12 @@ SimRun SimSession::launch(const TensorMap& inputs, const runtime::SimOptions& op
       const ir::KernelArg& ka = plan_.arg(n);
       ranks.back()[n] = LaunchArg::tensor(b.moe.at(n), dtypeOf(ka.elem), ka.shape);
     }
+    if (static_cast<size_t>(r) < extra.size())
+      for (const auto& [name, a] : extra[r]) {
+        if (ranks.back().count(name))
+          throw InputError(plan_.key.variantName(), fmt::format("extra argument '{}' is the session's own", name));
+        ranks.back()[name] = a;
+      }
   }
   // Checked against the Plan (presence, dtypes, shapes, alignment, peer table) and the device's
   // rank count before anything runs.

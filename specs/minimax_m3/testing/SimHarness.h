@@ -85,6 +85,11 @@ class SimSession {
   /// The same for FfnVariant::make(cfg, key) (the tests' way in).
   SimSession(const ModelConfig& cfg, const ir::Key& key);
   SimSession(const ModelConfig& cfg, const ir::Key& key, runtime::Device& device, runtime::CodeObjectBytes code = {});
+  /// The FFN stages of a larger launch (the layer launch, LayerSpec.h) on `device`, which runs
+  /// the IR: the session runs `plan`, whose FFN arguments are v's, and allocates those. The launch
+  /// itself writes attn and res_in, so they are not uploaded; launch()'s `extra` binds each
+  /// rank's other arguments, whose buffers (their flags zeroed) are the caller's.
+  SimSession(const FfnVariant& v, ir::Plan plan, runtime::Device& device);
   const ir::Plan& plan() const { return plan_; }
   const FfnVariant& variant() const { return v_; }
   const Layout& layout() const { return v_.layout; }
@@ -92,12 +97,14 @@ class SimSession {
   runtime::SimDevice& device();
   /// The device the session runs on.
   runtime::Device& target() { return *dev_; }
-  /// Device address of rank r's "scratch", "sym", "epoch" or "err" buffer (for tests that look
-  /// inside them); throws InputError for another name or rank.
+  /// Device address of rank r's "scratch", "sym", "epoch", "err", "attn" or "res_in" buffer (for
+  /// tests that look inside them); throws InputError for another name or rank.
   uint64_t bufferOf(const std::string& name, int r) const;
   /// Uploads the inputs, runs every rank at once and reads every rank's results back. `opts`
   /// steer a Sim device (ignored by others); SimRun::stats is the Sim's (zero on others).
-  SimRun launch(const runtime::TensorMap& inputs, const runtime::SimOptions& opts, const LaunchParams& params = {});
+  /// `extra[r]` adds rank r's arguments the session does not own (the layer launch's).
+  SimRun launch(const runtime::TensorMap& inputs, const runtime::SimOptions& opts, const LaunchParams& params = {},
+                const std::vector<runtime::RankArgs>& extra = {});
 
  private:
   struct RankBuffers {
@@ -106,6 +113,8 @@ class SimSession {
     std::map<std::string, uint64_t> moe;  // the MoE's arguments by name
   };
   void allocate();
+  /// Whether `name` is a buffer bufferOf knows (the rest of a larger launch's are its caller's).
+  bool ownsBuffer(const std::string& name) const;
   void readMoe(int rank, int32_t tag, runtime::TensorMap& outputs);
   std::vector<uint8_t> read(int rank, uint64_t addr, int64_t bytes);
   FfnVariant v_;
@@ -114,6 +123,7 @@ class SimSession {
   runtime::Device* dev_ = nullptr;
   runtime::CodeObjectBytes code_;
   std::vector<RankBuffers> bufs_;
+  bool attnWritten_ = false;  // a larger launch writes attn and res_in itself
 };
 
 /// Reads [addr, addr + bytes) of one rank's device memory.

@@ -87,6 +87,10 @@ void stageAttnMerge(AttentionContext& c, Val t) {
   });
   for (int k = 0; k < steps; ++k)  // a padded row's is 0
     b.if_((!live) & (cellOf(k) < c.i32(cells)), [&] { b.store(outAt(cellOf(k)), b.f32ToBf16(c.f32(0))); });
+  if (L.ardyOffset >= 0) {  // the layer launch: the row is written, for o_proj (padded rows too)
+    c.ctaSync(true);
+    b.if_(c.tid == c.i32(0), [&] { c.publish(c.pairAt(L.ardyOffset, t)); });
+  }
 }
 
 }  // namespace
@@ -94,7 +98,9 @@ void stageAttnMerge(AttentionContext& c, Val t) {
 extern const AttentionStageDef kAttnMergeStage = {
     [](const AttentionLaunchLayout& L) { return L.merge; },
     [](const AttentionLaunchLayout& L) { return std::vector<ir::FlagUse>{{"SRDY", L.splitTasks}}; },
-    [](const AttentionLaunchLayout&) { return std::vector<ir::FlagUse>{}; },
+    [](const AttentionLaunchLayout& L) {
+      return L.ardyOffset >= 0 ? std::vector<ir::FlagUse>{{"ARDY", L.rows}} : std::vector<ir::FlagUse>{};
+    },
     [](const AttentionLaunchLayout& L) {
       return fmt::format("row task: {} query heads x {} channels, 8 splits each merged -> the bf16 attention row",
                          L.shape.qHeads, L.shape.headDim);

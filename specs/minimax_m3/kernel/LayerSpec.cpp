@@ -1,0 +1,141 @@
+#include "specs/minimax_m3/kernel/LayerSpec.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+
+#include "ir/Error.h"
+#include "specs/minimax_m3/kernel/AttentionContext.h"
+#include "specs/minimax_m3/kernel/AttentionSpec.h"
+#include "specs/minimax_m3/kernel/KernelContext.h"
+#include "specs/minimax_m3/kernel/Spec.h"
+#include "specs/minimax_m3/kernel/stages/AttentionStageDef.h"
+#include "specs/minimax_m3/kernel/stages/StageDef.h"
+#include "specs/minimax_m3/kernel/stages/Stages.h"
+
+namespace monogen::specs::minimax_m3 {
+
+using ir::Val;
+
+namespace {
+
+const std::map<std::string, std::string>& attnRenames() {
+  static const std::map<std::string, std::string> r = {{attn_arg::kScratch, kLayerAttnScratch},
+                                                       {attn_arg::kResOut, arg::kResIn}};
+  return r;
+}
+
+std::string prefixed(const std::string& name) { return kLayerAttnPrefix + name; }
+
+/// The attention stage's record with its flags named as in the layer's Plan.
+ir::Stage attentionRecord(const AttentionStageDef& d, const AttentionLaunchLayout& L) {
+  ir::Stage s = d.record(L);
+  for (auto* uses : {&s.waits, &s.publishes})
+    for (ir::FlagUse& u : *uses) u.flag = prefixed(u.flag);
+  return s;
+}
+
+/// Once a CTA that runs push tasks: thread t < S waits for ARDY[t] (row t's attention row is
+/// written), then the CTA syncs; before push reads `attn`.
+void awaitAttnRows(KernelContext& c, const AttentionLaunchLayout& A) {
+  ir::Builder& b = c.b;
+  const Placement& p = c.L.push;
+  Val hasTasks = (c.block - c.i32(p.base) + c.i32(c.L.blocks)) % c.i32(c.L.blocks) < c.i32(p.tasks);
+  b.if_(hasTasks, [&] {
+    b.if_(c.tid < c.i32(A.rows), [&] {
+      Val pair = b.ptrAdd(c.argPtr(kLayerAttnScratch), c.i32(A.ardyOffset) + c.tid * c.i32(8));
+      c.await(pair, c.errorCode(kSiteLayerArdy, c.tid), kSiteLayerArdy);
+    });
+  });
+  c.ctaSync(false);  // every CTA: the attention stages' LDS is the FFN stages' from here
+}
+
+}  // namespace
+
+ir::Plan buildLayerPlan(const ModelConfig& cfg, const ir::Key& key) { return buildLayerPlan(LayerVariant::make(cfg, key)); }
+
+ir::Plan buildLayerPlan(const LayerVariant& v) {
+  const AttentionLaunchLayout& A = v.attention.layout;
+  const Layout& L = v.ffn.layout;
+  const ir::Plan attnPlan = buildAttentionPlan(v.attention);
+  const ir::Plan ffnPlan = buildPlan(v.ffn);
+
+  ir::Plan plan;
+  plan.key = v.key;
+  plan.ranks = L.tp;
+  plan.grid = ffnPlan.grid;
+  plan.args = ffnPlan.args;
+  for (ir::KernelArg& a : plan.args) {
+    if (a.name == arg::kAttn) {
+      a.role = ir::ArgRole::Output;
+      a.doc = "bf16 [S, q heads x head_dim / TP]: the attention rows attn_merge writes and o_proj reads";
+    } else if (a.name == arg::kResIn) {
+      a.role = ir::ArgRole::Output;
+      a.doc = "bf16 [S, hidden]: the residual after attention, bf16(x + res) (attn_norm), the FFN's residual in";
+    }
+  }
+  for (ir::KernelArg a : attnPlan.args) {
+    if (a.name == attn_arg::kTag) continue;  // the FFN's tag (from its epoch) is the launch's
+    if (auto it = attnRenames().find(a.name); it != attnRenames().end()) a.name = it->second;
+    if (plan.argIndex(a.name) >= 0) continue;  // one argument for both launches
+    plan.args.push_back(a);
+  }
+
+  plan.regions = ffnPlan.regions;
+  for (ir::MemRegion r : attnPlan.regions) {
+    r.name = prefixed(r.name);
+    if (auto it = attnRenames().find(r.buffer); it != attnRenames().end()) r.buffer = it->second;
+    plan.regions.push_back(r);
+  }
+  for (const ir::FlagArray& f : ffnPlan.flags) plan.flags.push_back(f);
+  for (ir::FlagArray f : attnPlan.flags) {
+    f.name = prefixed(f.name);
+    f.region = prefixed(f.region);
+    plan.flags.push_back(f);
+  }
+  // LDS: the attention stages' pool at 0, the FFN's pools over it (after the boundary barrier)
+  const std::string attnPool = prefixed("red");
+  plan.pools.push_back(ir::LdsPool{attnPool, 0, A.ldsBytes, "", attnPlan.pools.at(0).doc});
+  for (ir::LdsPool p : ffnPlan.pools) {
+    if (p.aliasOf.empty() && p.offset < A.ldsBytes) p.aliasOf = attnPool;
+    else if (p.offset < A.ldsBytes)
+      throw IrError(v.key.variantName(), fmt::format("pool '{}' aliases '{}' and the attention pool", p.name, p.aliasOf));
+    plan.pools.push_back(p);
+  }
+  plan.ldsBytes = std::max(A.ldsBytes, L.ldsBytes);
+
+  for (const AttentionStageDef* d : attentionStages())
+    if (d->placement(A).tasks > 0) plan.stages.push_back(attentionRecord(*d, A));
+  for (const StageDef* d : ffnStages()) {
+    plan.stages.push_back(d->record(L));
+    if (d->placement(L).name == L.push.name) plan.stages.back().waits.push_back({prefixed("ARDY"), A.rows});
+  }
+
+  plan.facts = {{"launch", "the attention stages, then the FFN's (o_proj after ARDY), then the finish stages"}};
+  for (const auto& f : attnPlan.facts) plan.facts.push_back({"attention: " + f.first, f.second});
+  for (const auto& f : ffnPlan.facts) plan.facts.push_back({"ffn: " + f.first, f.second});
+  plan.facts.push_back({"error sites", fmt::format("attention {}..{} (site | token << 16), layer ARDY {}, the FFN's "
+                                                   "(site | rank << 8 | token << 16)",
+                                                   kSiteAttnGemv, kSiteAttnSplitSel, kSiteLayerArdy)});
+
+  plan.kernel.name = "monogen_minimax_m3_layer";
+  ir::Builder b(plan.kernel);
+  KernelContext c(v.ffn, plan, b);  // its prologue reads the epoch: the launch's tag
+  AttentionContext ac(v.attention, plan, b, attnRenames(), c.launchTag());
+  for (const AttentionStageDef* d : attentionStages())
+    if (d->placement(A).tasks > 0) ac.stage(plan.stageIndex(d->placement(A).name), [&] { d->body(ac); });
+  for (const StageDef* d : ffnStages()) {
+    const bool push = d->placement(L).name == L.push.name;
+    c.stage(plan.stageIndex(d->placement(L).name), [&] {
+      if (push) awaitAttnRows(c, A);
+      d->body(c);
+    });
+  }
+  addFinishStages(c, plan);
+  c.finishMutation();
+  return plan;
+}
+
+}  // namespace monogen::specs::minimax_m3

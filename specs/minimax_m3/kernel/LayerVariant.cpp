@@ -1,0 +1,47 @@
+#include "specs/minimax_m3/kernel/LayerVariant.h"
+
+#include <fmt/format.h>
+
+#include "ir/Error.h"
+#include "specs/minimax_m3/kernel/Spec.h"
+
+namespace monogen::specs::minimax_m3 {
+
+ir::Key makeLayerKey(const ModelConfig& cfg, int rows, int tp, const AttentionKnobs& knobs) {
+  ir::Key k = makeAttentionKey(cfg, rows, tp, knobs);
+  k.spec = kLayerSpecId;
+  k.specVersion = kLayerSpecVersion;
+  return k;
+}
+
+LayerVariant LayerVariant::make(const ModelConfig& cfg, const ir::Key& keyIn) {
+  const std::string where = keyIn.variantName();
+  if (keyIn.spec != kLayerSpecId || keyIn.specVersion != kLayerSpecVersion)
+    throw InputError(where, fmt::format("spec {} v{}: expected {} v{}", keyIn.spec, keyIn.specVersion, kLayerSpecId,
+                                        kLayerSpecVersion));
+  if (keyIn.params.size() != 2 || keyIn.params[0].name != kParamRows || keyIn.params[1].name != kParamTp)
+    throw InputError(where, "expected the parameters (S, TP)");
+  LayerVariant v;
+  v.cfg = cfg;
+  v.key = keyIn;
+  const std::string canon = cfg.attentionCanonical();
+  if (v.key.config.empty()) v.key.config = canon;
+  if (v.key.config != canon)
+    throw InputError(where, fmt::format("the key's config '{}' is not the model config's '{}'", v.key.config, canon));
+  v.knobs = AttentionKnobs::parse(keyIn.knobs, where);
+  if (v.knobs.canonical() != keyIn.knobs)
+    throw InputError(where, fmt::format("knobs '{}' are not canonical ('{}')", keyIn.knobs, v.knobs.canonical()));
+  const int S = rowsOf(keyIn), TP = tpOf(keyIn);
+  v.attention = AttentionVariant::make(cfg, makeAttentionKey(cfg, S, TP, v.knobs));
+  v.ffn = FfnVariant::make(cfg, makeKey(cfg, S, TP));
+  AttentionLaunchLayout& A = v.attention.layout;
+  A.ardyOffset = A.scratchBytes;  // past every other area: zeroed with the flags before them
+  A.scratchBytes += (8 * int64_t{S} + 255) / 256 * 256;
+  if (A.shape.attnWidth() != v.ffn.layout.attnWidth || A.blocks != v.ffn.layout.blocks ||
+      A.threads != cfg.threads)
+    throw InputError(where, fmt::format("the attention rows ({} wide, {} CTAs) are not o_proj's ({} wide, {} CTAs)",
+                                        A.shape.attnWidth(), A.blocks, v.ffn.layout.attnWidth, v.ffn.layout.blocks));
+  return v;
+}
+
+}  // namespace monogen::specs::minimax_m3

@@ -1,0 +1,35 @@
+// One variant of the MiniMax-M3 one-launch decoder layer (spec minimax_m3.layer), made and checked
+// once: the key (S, TP, the attention knobs), the attention launch's variant with the layer's row
+// flags (ARDY) and the FFN launch's default variant (o_proj in the launch), on one config.
+#pragma once
+#include <cstdint>
+
+#include "ir/Plan.h"
+#include "specs/minimax_m3/kernel/AttentionVariant.h"
+#include "specs/minimax_m3/kernel/FfnVariant.h"
+#include "specs/minimax_m3/kernel/ModelConfig.h"
+
+namespace monogen::specs::minimax_m3 {
+
+inline constexpr const char* kLayerSpecId = "minimax_m3.layer";
+inline constexpr int kLayerSpecVersion = 1;
+/// The layer's own wait site: push (o_proj) waits for ARDY of every row (the error word: site |
+/// rank << 8 | token << 16, the row as token).
+inline constexpr int32_t kSiteLayerArdy = 38;
+
+struct LayerVariant {
+  ModelConfig cfg;
+  ir::Key key;  // key.config is cfg.attentionCanonical()
+  AttentionKnobs knobs;
+  AttentionVariant attention;  // its layout's ardyOffset is set: attn_merge publishes ARDY
+  FfnVariant ffn;              // the FFN launch's default knobs: o_proj reads `attn`
+
+  /// Checks key against cfg once (spec id and version, parameters S and TP, config text, knobs,
+  /// and both launches' checks); InputError naming the variant.
+  static LayerVariant make(const ModelConfig& cfg, const ir::Key& key);
+};
+
+/// A key of the layer launch for (S, TP) on cfg.
+ir::Key makeLayerKey(const ModelConfig& cfg, int rows, int tp, const AttentionKnobs& knobs = {});
+
+}  // namespace monogen::specs::minimax_m3

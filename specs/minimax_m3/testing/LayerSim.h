@@ -1,0 +1,48 @@
+// The MiniMax-M3 one-launch decoder layer on the Sim (every rank at once), its inputs and its
+// reference: the attention launch's inputs and reference (AttentionInputs.h, AttentionReference.h)
+// followed by the FFN launch's (MoeInputs.h, SimHarness.h) on the attention rows and residual.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "ir/Plan.h"
+#include "runtime/Tensor.h"
+#include "runtime/sim/SimDevice.h"
+#include "specs/minimax_m3/kernel/LayerVariant.h"
+#include "specs/minimax_m3/reference/AttentionReference.h"
+#include "specs/minimax_m3/testing/AttentionInputs.h"
+#include "specs/minimax_m3/testing/AttentionSim.h"
+#include "specs/minimax_m3/testing/SimHarness.h"
+
+namespace monogen::specs::minimax_m3 {
+
+struct LayerInputs {
+  AttentionLaunch attention;
+  /// makeLaunchInputs's (o_proj in the launch) with the attention rows' slots; its attn.rR and
+  /// res_in are the launch's own outputs (layerReference replaces them with the reference's).
+  runtime::TensorMap ffn;
+};
+/// Seeded inputs for S rows on TP ranks: the attention launch's (options `o`) and the FFN's.
+LayerInputs makeLayerInputs(const ModelConfig& cfg, int S, int TP, uint64_t seed, const AttentionInputOptions& o);
+
+struct LayerReference {
+  AttentionResult attention;
+  runtime::TensorMap ffn;  // launchReferenceOutputs on attn.rR := the rows, res_in := h
+};
+/// The attention reference, then the FFN launch's reference on its rows and residual.
+LayerReference layerReference(const ModelConfig& cfg, const LayerInputs& in);
+
+struct LayerSimRun {
+  AttentionSimRun attention;  // its error words are the launch's (one error word a rank)
+  SimRun ffn;
+};
+/// One launch of `plan` (buildLayerPlan(v)) on a fresh Sim device.
+LayerSimRun runLayerOnSim(const ir::Plan& plan, const LayerVariant& v, const LayerInputs& in,
+                          const runtime::SimOptions& opts, int32_t tag = 0x2a5eed01);
+
+/// attentionVerdict on the attention outputs, then, when bit-exact, the FFN's: "bit-exact",
+/// "INVALID: ..." or "MISMATCH: <the first output that differs>".
+std::string layerVerdict(const ModelConfig& cfg, const LayerInputs& in, const LayerReference& ref,
+                         const LayerSimRun& run);
+
+}  // namespace monogen::specs::minimax_m3
