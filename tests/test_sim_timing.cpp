@@ -76,18 +76,24 @@ double streamCycles(int ctas, int loads, const gt::TimingParams& p) {
   return runTimed(k, {{g, o}}, p).timed.cycles;
 }
 
-/// A chain of `n` dependent 16x16x32 bf16 MFMAs on one wave.
-double mfmaCycles(int n, const gt::TimingParams& p) {
+/// `n` 16x16x32 bf16 MFMAs (`scaled`: 16x16x128 MfmaScale, A E4M3 x B E2M1) on one wave, in turn on
+/// `chains` accumulators: each chain dependent through its accumulator, the chains independent.
+double mfmaCycles(int n, const gt::TimingParams& p, bool scaled = false, int chains = 1) {
   Kit k(1, 64);
   auto& b = k.b;
   Val in = k.gptr(0), out = k.gptr(1);
-  Type v8 = Type::vec(Type::bf16(), 8), v4 = Type::vec(Type::f32(), 4);
+  Type v8 = Type::vec(Type::bf16(), 8), v4 = Type::vec(Type::f32(), 4), i4 = Type::vec(Type::i32(), 4);
   Val off = b.sext(b.lane() * 16, Type::i64());
   Val a = b.load(v8, b.ptrAdd(in, off)), bb = b.load(v8, b.ptrAdd(in, off));
-  Val acc = b.load(v4, b.ptrAdd(in, off));
-  for (int i = 0; i < n; ++i) acc = b.mfma(MfmaKind::F32_16x16x32_BF16, a, bb, acc);
-  b.store(b.ptrAdd(out, off), acc);
-  const uint64_t g = k.zeroed(1024, "in"), o = k.alloc(1024, "out");
+  Val sa = b.concat(b.load(i4, b.ptrAdd(in, off)), b.load(i4, b.ptrAdd(in, off))), sb = b.load(i4, b.ptrAdd(in, off));
+  Val scale = b.i32(127);
+  std::vector<Val> acc(static_cast<size_t>(chains), b.load(v4, b.ptrAdd(in, off)));
+  for (int i = 0; i < n; ++i) {
+    Val& d = acc[static_cast<size_t>(i % chains)];
+    d = scaled ? b.mfmaScale(sa, sb, d, scale, scale) : b.mfma(MfmaKind::F32_16x16x32_BF16, a, bb, d);
+  }
+  for (int i = 0; i < chains; ++i) b.store(b.ptrAdd(out, b.sext(b.lane() * 16 + 1024 * i, Type::i64())), acc[i]);
+  const uint64_t g = k.zeroed(1024, "in"), o = k.alloc(int64_t{1024} * chains, "out");
   return runTimed(k, {{g, o}}, p).timed.cycles;
 }
 
@@ -240,6 +246,17 @@ TEST_CASE("sim timing: a dependent MFMA chain costs the MFMA latency each") {
   const gt::TimingParams p;
   const gt::TimingCycles c(p);
   CHECK((mfmaCycles(16, p) - mfmaCycles(8, p)) / 8 == Approx(c.mfmaBf16Latency).margin(kExact));
+}
+
+TEST_CASE("sim timing: a block-scaled MFMA with an fp8 operand takes 8 passes of the XDL pipe") {
+  const gt::TimingParams p;
+  const gt::TimingCycles c(p);
+  // A E4M3 (f8) x B E2M1: one dependent chain costs the latency each; two chains in turn the XDL
+  // busy time each (the pipe is the bound: 2 x busy >= the latency)
+  REQUIRE(2 * c.mfmaScaleF8Busy >= c.mfmaScaleF8Latency);
+  CHECK((mfmaCycles(16, p, true) - mfmaCycles(8, p, true)) / 8 == Approx(c.mfmaScaleF8Latency).margin(kExact));
+  CHECK((mfmaCycles(16, p, true, 2) - mfmaCycles(8, p, true, 2)) / 8 == Approx(c.mfmaScaleF8Busy).margin(kExact));
+  CHECK(c.mfmaScaleF8Busy == Approx(2 * c.mfmaBf16Busy));  // 8 passes against the bf16 MFMA's 4
 }
 
 TEST_CASE("sim timing: with the compiled ISA an ALU op costs its attributed instructions") {

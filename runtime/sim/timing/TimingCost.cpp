@@ -32,7 +32,7 @@ CostClass costClassOf(uint16_t code) {
     case OpCode::Wait: return CostClass::Wait;
     case OpCode::Sleep: return CostClass::Sleep;
     case OpCode::Realtime: return CostClass::Realtime;
-    case OpCode::Mfma: case OpCode::MfmaScale: return CostClass::Mfma;  // MfmaScale costed as a bf16 MFMA
+    case OpCode::Mfma: case OpCode::MfmaScale: return CostClass::Mfma;
     case OpCode::If: case OpCode::For: case OpCode::While: case OpCode::StageScope:
       return CostClass::Salu;  // flattened away before the model sees them
   }

@@ -15,7 +15,7 @@ enum class CostClass : uint8_t {
   Trans,      // v_exp, v_rcp, v_rsq, v_sqrt
   Convert,    // casts and the float formats
   Divide,     // integer division's VALU sequence
-  Mfma,       // by attrs.mfma
+  Mfma,       // by attrs.mfma; MfmaScale by its operand formats
   Memory,     // Load, Store, AtomicRmw, CmpXchg: by address space (LDS, global, peer)
   Fence,
   Barrier,

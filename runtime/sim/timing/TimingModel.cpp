@@ -236,7 +236,9 @@ bool TimingModel::issueOp(uint32_t wi, int32_t pc, double horizon) {
       break;
     case CostClass::Mfma:
       p = kXdl;
-      if (at.mfma == ir::MfmaKind::F32_16x16x32_FP8) busy = c_.mfmaFp8Busy, lat = c_.mfmaFp8Latency;
+      // MfmaScale's A is E4M3 (ir/Mfma.h): an f8 operand takes 8 passes, not fp4/fp6's 4.
+      if (code == ir::OpCode::MfmaScale) busy = c_.mfmaScaleF8Busy, lat = c_.mfmaScaleF8Latency;
+      else if (at.mfma == ir::MfmaKind::F32_16x16x32_FP8) busy = c_.mfmaFp8Busy, lat = c_.mfmaFp8Latency;
       else if (at.mfma == ir::MfmaKind::F32_16x16x4_F32) busy = c_.mfmaF32Busy, lat = c_.mfmaF32Latency;
       else busy = c_.mfmaBf16Busy, lat = c_.mfmaBf16Latency;
       break;

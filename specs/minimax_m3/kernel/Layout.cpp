@@ -111,7 +111,9 @@ Layout Layout::make(const ModelConfig& cfg, int rows, int tp, FfnInput input) {
   L.router = Placement{"router", int64_t{T.routerTiles} * T.routerParts, 0};
   L.route = Placement{"route", rows, 0};
   L.table = Placement{"table", cfg.blocks, 0};
-  L.up = Placement{"up", int64_t{T.maxSlots} * T.upTiles, 0};
+  // The table makes at most 1 + min(experts, S topk) slots (the shared one, one a picked expert):
+  // up's CTAs loop over that bound, not maxSlots' (sized for maxRows), so fewer pass empty tasks.
+  L.up = Placement{"up", (1 + std::min<int64_t>(cfg.experts, int64_t{rows} * cfg.topk)) * T.upTiles, 0};
   L.down = Placement{"down", T.downTasks, 0};
   L.final = Placement{"final", taskCount, 0};
   L.xn = scratch.bytes("XN", int64_t{rows} * cfg.hidden * 2, "bf16 [S][hidden]: the norm's output, the GEMVs' X");

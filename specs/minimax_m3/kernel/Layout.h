@@ -66,7 +66,7 @@ struct Layout {
   Placement router;  // routerTiles x routerParts tasks: LOGIT parts
   Placement route;   // S tasks: LOGIT -> ROUTE (picks, weights)
   Placement table;   // every CTA: ROUTE -> the slot table in LDS
-  Placement up;      // slots x upTiles tasks (a runtime count, at most maxSlots x upTiles): MID, UPF
+  Placement up;      // slots x upTiles tasks (a runtime count, at most (1 + min(E, S topk)) x upTiles): MID, UPF
   Placement down;    // downTasks tasks: every slot's GEMV of MID + the combine -> every rank's FFN
   Placement final;   // hidden / 32 tasks: FFN in rank order -> out
   MoeTiling tiling;
