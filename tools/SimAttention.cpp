@@ -77,8 +77,8 @@ std::string attentionVerdict(const mm::AttentionLaunch& in, const mm::AttentionR
                              const mm::AttentionSimRun& run, const mm::ModelConfig& cfg) {
   for (size_t r = 0; r < run.errorWords.size(); ++r)
     if (run.errorWords[r] != 0)
-      return fmt::format("INVALID: rank {}: error word {:#x} (site {}, token {})", r, run.errorWords[r],
-                         run.errorWords[r] & 0xff, (run.errorWords[r] >> 16) & 0xffff);
+      return fmt::format("INVALID: rank {}: error word {:#x}: {}", r, run.errorWords[r],
+                         mm::attentionErrorMeaning(run.errorWords[r]));
   const std::string m = firstMismatch(in, ref, run, cfg.hidden, static_cast<float>(cfg.rmsEps));
   return m.empty() ? "bit-exact" : "MISMATCH: " + m;
 }

@@ -21,6 +21,12 @@ inline constexpr int32_t kSiteAttnSplit = 34;  // attn_split: HRDY of every row
 inline constexpr int32_t kSiteAttnMerge = 35;  // attn_merge: SRDY of the row's splits
 inline constexpr int32_t kSiteAttnIndex = 36;  // attn_index: HRDY of every row
 inline constexpr int32_t kSiteAttnSplitSel = 37;  // attn_split (sparse): IRDY of its (row, KV head)
+/// attn_split (sparse): its selection came with a block id or a length out of range (token: the
+/// selection, row x kvHeads + KV head); the split attends nothing.
+inline constexpr int32_t kSiteAttnSelRange = 38;
+/// What an attention error word says, naming the site and its row: "attn_split waited past its
+/// bound for IRDY 5"; "" for 0.
+std::string attentionErrorMeaning(int32_t code);
 /// Blocks a row the indexer ranks at most (its keys in LDS): 2^20 positions of 128.
 inline constexpr int kMaxIndexBlocks = 8192;
 /// A selection's words in scratch: the topk blocks in slot order, then the sparse length.
@@ -72,6 +78,8 @@ struct AttentionLaunchLayout {
   // the split's LDS: wave maxima and l sums f32 [waves][16 heads], the tile's V scale maxima f32
   // [waves], P8 [waves][16 heads][32 keys], the waves' PV f32 [waves][16 heads][headDim]
   int64_t splitLdsM = 0, splitLdsL = 0, splitLdsV = 0, splitLdsP = 0, splitLdsPv = 0;
+  // i32 [1 + topk]: the task's checked selection: its sparse length (-1: dropped), its blocks
+  int64_t splitLdsSel = 0;
   Placement norm, gemv, heads, index, split, merge;
 };
 

@@ -46,15 +46,17 @@ std::vector<T> download(DeviceMemory& mem, uint64_t addr, size_t n) {
 }  // namespace
 
 AttentionSimRun runAttentionOnSim(const ir::Plan& plan, const AttentionVariant& v, const AttentionLaunch& in,
-                                  const runtime::SimOptions& opts, int32_t tag, int64_t waitTicks) {
+                                  const runtime::SimOptions& opts, int32_t tag, int64_t waitTicks,
+                                  const ScratchPlant& plant) {
   runtime::SimDeviceAdapter sim(opts);
-  AttentionSimRun run = runAttention(sim, {}, plan, v, in, tag, waitTicks);
+  AttentionSimRun run = runAttention(sim, {}, plan, v, in, tag, waitTicks, plant);
   run.stats = sim.lastStats();
   return run;
 }
 
 AttentionSimRun runAttention(runtime::Device& dev, const runtime::CodeObjectBytes& code, const ir::Plan& plan,
-                             const AttentionVariant& v, const AttentionLaunch& in, int32_t tag, int64_t waitTicks) {
+                             const AttentionVariant& v, const AttentionLaunch& in, int32_t tag, int64_t waitTicks,
+                             const ScratchPlant& plant) {
   namespace n = attn_arg;
   const AttentionLaunchLayout& L = v.layout;
   const std::string where = plan.key.variantName();
@@ -111,6 +113,8 @@ AttentionSimRun runAttention(runtime::Device& dev, const runtime::CodeObjectByte
       args[r].push_back(it->second);
     }
   }
+  if (plant)
+    for (int r = 0; r < L.tp; ++r) plant(dev, r, at[r].at(n::kScratch));
   runtime::PackedLaunch packed;
   for (const std::vector<uint64_t>& a : args) packed.kernargs.push_back(runtime::packKernargs(plan, a));
   packed.values = std::move(args);

@@ -49,21 +49,34 @@ void stageAttnSplit(AttentionContext& c, Val task) {
   // the attended keys: a full layer's 0 .. seq - 1; a sparse layer's selection (blocks in slot
   // order, its sparse length), once attn_index has published it
   const bool sparse = !c.variant.knobs.fullLayer;
-  Val sel = b.ptrAdd(c.arg(a::kScratch), c.i32(L.selOffset) + (t * c.i32(KV) + h) * c.i32(4 * kSelWords));
-  ir::Var nVar = b.var(c.i32(0), "n");
-  b.if_(live, [&] {
-    if (sparse) {
-      b.if_(c.tid == c.i32(0), [&] {
-        c.await(c.pairAt(L.irdyOffset, t * c.i32(KV) + h), kSiteAttnSplitSel, t * c.i32(KV) + h);
-      });
-    }
-  });
+  Val selId = t * c.i32(KV) + h;
+  Val seq = b.load(Type::i32(), b.ptrAdd(c.arg(a::kSeqLens), t * c.i32(4)));
+  Val ldsSel = b.ptrAdd(c.red, c.i32(L.splitLdsSel));
+  if (sparse) {
+    // thread 0 copies the selection to LDS once checked: it came, 1 <= length <= min(seq, topk x
+    // block) and every block it uses below ceil(seq / block); else the length -1 (INVALID, site
+    // sel range): a value out of range never reaches an address
+    b.if_(live & (c.tid == c.i32(0)), [&] {
+      Val sel = b.ptrAdd(c.arg(a::kScratch), c.i32(L.selOffset) + selId * c.i32(4 * kSelWords));
+      AwaitedPair came = c.awaitChecked(c.pairAt(L.irdyOffset, selId), kSiteAttnSplitSel, selId);
+      Val len = b.load(Type::i32(), b.ptrAdd(sel, c.i32(4 * sh.topk)));
+      Val nBlk = (seq + c.i32(sh.block - 1)) / c.i32(sh.block);
+      ir::Var ok = b.var((len >= c.i32(1)) & (len <= b.min(seq, c.i32(sh.topk * sh.block))), "sel_ok");
+      for (int j = 0; j < sh.topk; ++j) {
+        Val blkJ = b.load(Type::i32(), b.ptrAdd(sel, c.i32(4 * j)));
+        Val used = c.i32(j * sh.block) < len;
+        b.set(ok, b.get(ok) & (!used | ((blkJ >= c.i32(0)) & (blkJ < nBlk))));
+        b.store(b.ptrAdd(ldsSel, c.i32(4 * (1 + j))), b.select(used, blkJ, c.i32(0)));
+      }
+      b.if_(came.ok & !b.get(ok), [&] { c.fail(kSiteAttnSelRange, selId); });
+      b.store(ldsSel, b.select(came.ok & b.get(ok), len, c.i32(-1)));
+    });
+  }
   c.ctaSync(false);
-  b.if_(live, [&] {
-    b.set(nVar, sparse ? b.load(Type::i32(), b.ptrAdd(sel, c.i32(4 * sh.topk)))
-                       : b.load(Type::i32(), b.ptrAdd(c.arg(a::kSeqLens), t * c.i32(4))));
-  });
-  Val n = b.named(b.get(nVar), "n");
+  ir::Var nVar = b.var(c.i32(0), "n");
+  b.if_(live, [&] { b.set(nVar, sparse ? b.load(Type::i32(), ldsSel) : seq); });
+  live = live & (b.get(nVar) >= c.i32(0));
+  Val n = b.named(b.max(b.get(nVar), c.i32(0)), "n");
   Val begin, end, first, last;
   if (spans) {
     Val span = (n + c.i32(kAttnSplits - 1)) / c.i32(kAttnSplits);
@@ -156,7 +169,8 @@ void stageAttnSplit(AttentionContext& c, Val task) {
         Val ic = b.min(i, n - c.i32(1));  // full layer: key i is position i
         Val pos = ic;
         if (sparse)
-          pos = b.load(Type::i32(), b.ptrAdd(sel, (ic / c.i32(sh.block)) * c.i32(4))) * c.i32(sh.block) +
+          pos = b.load(Type::i32(), b.ptrAdd(ldsSel, (c.i32(1) + ic / c.i32(sh.block)) * c.i32(4))) *
+                    c.i32(sh.block) +
                 ic % c.i32(sh.block);
         Val entry = b.sext(b.load(Type::i32(), b.ptrAdd(tables, (pos / c.i32(sh.block)) * c.i32(4))), Type::i64());
         Val inBlock = b.sext((pos % c.i32(sh.block)) / c.i32(kPage16), Type::i64());
