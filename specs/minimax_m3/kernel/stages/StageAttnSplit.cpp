@@ -53,23 +53,29 @@ void stageAttnSplit(AttentionContext& c, Val task) {
   Val seq = b.load(Type::i32(), b.ptrAdd(c.arg(a::kSeqLens), t * c.i32(4)));
   Val ldsSel = b.ptrAdd(c.red, c.i32(L.splitLdsSel));
   if (sparse) {
-    // thread 0 copies the selection to LDS once checked: it came, 1 <= length <= min(seq, topk x
-    // block) and every block it uses below ceil(seq / block); else the length -1 (INVALID, site
-    // sel range): a value out of range never reaches an address
+    // the selection copied to LDS once checked: it came (thread 0's wait), 1 <= length <=
+    // min(seq, topk x block) and every block it uses below ceil(seq / block) (lane j of wave 0
+    // block j); else the length -1 (INVALID, site sel range): no value out of range reaches an
+    // address
+    Val sel = b.ptrAdd(c.arg(a::kScratch), c.i32(L.selOffset) + selId * c.i32(4 * kSelWords));
+    ir::Var came = b.var(b.i1(false), "sel_came"), bad = b.var(b.i1(false), "sel_bad");
     b.if_(live & (c.tid == c.i32(0)), [&] {
-      Val sel = b.ptrAdd(c.arg(a::kScratch), c.i32(L.selOffset) + selId * c.i32(4 * kSelWords));
-      AwaitedPair came = c.awaitChecked(c.pairAt(L.irdyOffset, selId), kSiteAttnSplitSel, selId);
-      Val len = b.load(Type::i32(), b.ptrAdd(sel, c.i32(4 * sh.topk)));
+      b.set(came, c.awaitChecked(c.pairAt(L.irdyOffset, selId), kSiteAttnSplitSel, selId).ok);
+    });
+    c.ctaSync(false);
+    auto length = [&] { return b.load(Type::i32(), b.ptrAdd(sel, c.i32(4 * sh.topk))); };
+    b.if_(live & (c.tid < c.i32(sh.topk)), [&] {
+      Val len = length(), blkJ = b.load(Type::i32(), b.ptrAdd(sel, c.tid * c.i32(4)));
       Val nBlk = (seq + c.i32(sh.block - 1)) / c.i32(sh.block);
-      ir::Var ok = b.var((len >= c.i32(1)) & (len <= b.min(seq, c.i32(sh.topk * sh.block))), "sel_ok");
-      for (int j = 0; j < sh.topk; ++j) {
-        Val blkJ = b.load(Type::i32(), b.ptrAdd(sel, c.i32(4 * j)));
-        Val used = c.i32(j * sh.block) < len;
-        b.set(ok, b.get(ok) & (!used | ((blkJ >= c.i32(0)) & (blkJ < nBlk))));
-        b.store(b.ptrAdd(ldsSel, c.i32(4 * (1 + j))), b.select(used, blkJ, c.i32(0)));
-      }
-      b.if_(came.ok & !b.get(ok), [&] { c.fail(kSiteAttnSelRange, selId); });
-      b.store(ldsSel, b.select(came.ok & b.get(ok), len, c.i32(-1)));
+      Val used = c.tid * c.i32(sh.block) < len;
+      Val lenOk = (len >= c.i32(1)) & (len <= b.min(seq, c.i32(sh.topk * sh.block)));
+      b.set(bad, !lenOk | (used & ((blkJ < c.i32(0)) | (blkJ >= nBlk))));
+      b.store(b.ptrAdd(ldsSel, (c.tid + c.i32(1)) * c.i32(4)), b.select(used, blkJ, c.i32(0)));
+    });
+    Val anyBad = b.ballot(b.get(bad)) != b.i64(0);  // lanes 0 .. topk - 1 of wave 0
+    b.if_(live & (c.tid == c.i32(0)), [&] {
+      b.if_(b.get(came) & anyBad, [&] { c.fail(kSiteAttnSelRange, selId); });
+      b.store(ldsSel, b.select(b.get(came) & !anyBad, length(), c.i32(-1)));
     });
   }
   c.ctaSync(false);
