@@ -24,6 +24,8 @@ inline constexpr int32_t kSiteAttnSplitSel = 37;  // attn_split (sparse): IRDY o
 /// attn_split (sparse): its selection came with a block id or a length out of range (token: the
 /// selection, row x kvHeads + KV head); the split attends nothing.
 inline constexpr int32_t kSiteAttnSelRange = 38;
+/// attn_index (long path): CRDY of its (row, KV head)'s shares (token: the share, selection x 8 + p).
+inline constexpr int32_t kSiteAttnIndexShare = 39;
 /// What an attention error word says, naming the site and its row: "attn_split waited past its
 /// bound for IRDY 5"; "" for 0.
 std::string attentionErrorMeaning(int32_t code);
@@ -71,6 +73,8 @@ struct AttentionLaunchLayout {
   int64_t srdyOffset = 0;    // pairs [splitTasks]: a split's outputs are written
   int64_t selOffset = 0;     // i32 [S x kvHeads][kSelWords]: each selection (sparse layers)
   int64_t irdyOffset = 0;    // pairs [S x kvHeads]: a selection is written
+  int64_t candOffset = 0;    // i32 pairs [S x kvHeads][8 shares][topk]: each share's (key, block) by rank
+  int64_t crdyOffset = 0;    // pairs [S x kvHeads x 8]: a share's candidates are written
   int64_t scratchBytes = 0;
   // LDS "red": the norm's group sums (32 f32) and wave maxima (waves f32); the GEMV's wave
   // accumulators f32 [waves][16 rows][16 tokens]; the split's (splitLds*)
@@ -80,7 +84,7 @@ struct AttentionLaunchLayout {
   int64_t splitLdsM = 0, splitLdsL = 0, splitLdsV = 0, splitLdsP = 0, splitLdsPv = 0;
   // i32 [1 + topk]: the task's checked selection: its sparse length (-1: dropped), its blocks
   int64_t splitLdsSel = 0;
-  Placement norm, gemv, heads, index, split, merge;
+  Placement norm, gemv, heads, indexShare, index, split, merge;
 };
 
 struct AttentionVariant {
