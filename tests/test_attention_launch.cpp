@@ -121,6 +121,18 @@ TEST_CASE("attention launch: the race detector on the long path's shares", "[att
   runCase(k);
 }
 
+TEST_CASE("attention launch: the full dims at 3000 keys with S 8 sharing a sequence at TP 4", "[attention_launch][.slow]") {
+  for (CacheMode mode : {CacheMode::Vllm, CacheMode::Atom}) {
+    Case k;
+    k.flashDims = true;
+    k.S = 8;
+    k.TP = 4;
+    k.mode = mode;
+    k.context = 3000;  // 24 blocks: scored; the rows at 3001 .. 3008 keys
+    DYNAMIC_SECTION(cacheModeName(mode)) { runCase(k); }
+  }
+}
+
 TEST_CASE("attention launch: a NaN V byte reaches only the row and heads that read it", "[attention_launch]") {
   // a full layer, a batch (each row its own sequence): V of key 5, channel 3 of row 0's sequence
   // on rank 1 (its KV head) := NaN reaches exactly channel 3 of row 0's query heads on rank 1
