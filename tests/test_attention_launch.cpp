@@ -33,13 +33,14 @@ TEST_CASE("attention launch: its own key and plan and the FFN key unchanged", "[
   CHECK_THROWS_AS(AttentionVariant::make(cfg, bad), InputError);
   const ir::Plan plan = buildAttentionPlan(cfg, k);
   ir::verify(plan);
-  REQUIRE(plan.stages.size() == 6);
+  REQUIRE(plan.stages.size() == 7);
   CHECK(plan.stages[0].name == "attn_norm");
   CHECK(plan.stages[1].name == "attn_gemv");
   CHECK(plan.stages[2].name == "attn_heads");
-  CHECK(plan.stages[3].name == "attn_index");
-  CHECK(plan.stages[4].name == "attn_split");
-  CHECK(plan.stages[5].name == "attn_merge");
+  CHECK(plan.stages[3].name == "attn_index_share");
+  CHECK(plan.stages[4].name == "attn_index");
+  CHECK(plan.stages[5].name == "attn_split");
+  CHECK(plan.stages[6].name == "attn_merge");
 }
 
 TEST_CASE("attention launch: bit-exact on the Sim for S x TP in vllm mode across a block edge", "[attention_launch]") {
@@ -108,6 +109,27 @@ TEST_CASE("attention launch: bit-exact on the Sim in atom mode and a full layer 
     k.context = 300;
     k.races = true;
     runCase(k);
+  }
+}
+
+TEST_CASE("attention launch: the race detector on the long path's shares", "[attention_launch]") {
+  Case k;
+  k.S = 2;
+  k.TP = 4;
+  k.context = 512 * 128;  // 513 blocks: the shares' candidates (CAND, CRDY), then their ranking
+  k.races = true;
+  runCase(k);
+}
+
+TEST_CASE("attention launch: the full dims at 3000 keys with S 8 sharing a sequence at TP 4", "[attention_launch][.slow]") {
+  for (CacheMode mode : {CacheMode::Vllm, CacheMode::Atom}) {
+    Case k;
+    k.flashDims = true;
+    k.S = 8;
+    k.TP = 4;
+    k.mode = mode;
+    k.context = 3000;  // 24 blocks: scored; the rows at 3001 .. 3008 keys
+    DYNAMIC_SECTION(cacheModeName(mode)) { runCase(k); }
   }
 }
 

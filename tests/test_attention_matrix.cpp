@@ -4,6 +4,8 @@
 // batch, padded rows (docs/attention.md, "Tests"). A quick subset runs by default.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include <array>
 #include <string>
 #include <vector>
@@ -101,6 +103,47 @@ TEST_CASE("attention matrix: a quick subset", "[attention_matrix]") {
   };
   for (const Case& k : cells)
     DYNAMIC_SECTION(nameOf(k)) { runCase(k); }
+}
+
+// The long path's shares (65 blocks each at 513) with a tie across them at the top-16 edge: the
+// index keys of head 0's last selected full block copied into 3 unselected blocks of 3 other
+// shares, so 4 blocks of 4 shares score alike and only the highest id is selected.
+TEST_CASE("attention matrix: a tie across the long path's shares at the top-16 edge", "[attention_matrix]") {
+  Case k = cellOf(1, 1, CacheMode::Vllm, false, kPast512Blocks, false, 0);
+  std::vector<int> tied;
+  k.edit = [&](const ModelConfig& cfg, AttentionLaunch& in) {
+    const AttentionRows& rows = in.rows;
+    const int block = cfg.indexBlock, nBlk = (rows.seqLens[0] + block - 1) / block;
+    const int span = (nBlk + kAttnSplits - 1) / kAttnSplits;
+    const Selection before = attentionReference(cfg, in).ranks[0].selections[0];
+    const int a = before.blocks[cfg.indexTopk - 2];  // the last full block by rank (the tail is last)
+    auto selected = [&](const Selection& s, int b) {
+      return std::find(s.blocks.begin(), s.blocks.end(), b) != s.blocks.end();
+    };
+    tied = {a};
+    for (int q = 1; q < kAttnSplits && tied.size() < 4; q += 2) {
+      int b = ((a / span + q) % kAttnSplits) * span + a % span;
+      while (b >= nBlk - 1 || selected(before, b)) b = (b + 1) % (nBlk - 1);
+      tied.push_back(b);
+    }
+    const auto& tab = in.mode == CacheMode::Vllm ? rows.indexTables : rows.tables;
+    AttentionCaches& c = in.caches[0];
+    for (size_t j = 1; j < tied.size(); ++j)
+      for (int i = 0; i < block; ++i)
+        for (int d = 0; d < c.index.indexDim; ++d)
+          c.indexKeys[c.index.byteOf(c.index.slotOf(tab[tied[j]], i), d)] =
+              c.indexKeys[c.index.byteOf(c.index.slotOf(tab[a], i), d)];
+    const Selection after = attentionReference(cfg, in).ranks[0].selections[0];
+    REQUIRE(after.longPath);
+    int in16 = 0, shares = 0;
+    for (int b : tied) in16 += selected(after, b) ? 1 : 0;
+    for (int p = 0; p < kAttnSplits; ++p)
+      shares += std::any_of(tied.begin(), tied.end(), [&](int b) { return b / span == p; }) ? 1 : 0;
+    CHECK(in16 == 1);  // the tie decides at the edge
+    CHECK(selected(after, *std::max_element(tied.begin(), tied.end())));
+    CHECK(shares == 4);
+  };
+  runCase(k);
 }
 
 TEST_CASE("attention matrix: the whole matrix", "[attention_matrix][.slow]") {

@@ -6,6 +6,7 @@
 #include <bit>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,8 @@ struct Case {
   int padded = 0;
   bool races = false;
   float kvScale = 8.0f / 448.0f;  // vllm's scalar K / V scales
+  std::function<void(const ModelConfig&, AttentionLaunch&)> edit;  // applied to the inputs, if set
+  bool flashDims = false;  // the model's own dims (ModelConfig::flash) instead of the reduced ones
 };
 
 /// The first index where a and b differ in bits, or -1.
@@ -45,7 +48,7 @@ inline long firstDiff(const std::vector<T>& a, const std::vector<T>& b) {
 
 /// Runs the cell on the Sim (every rank) and checks every output against the reference bit for bit.
 inline void runCase(const Case& k) {
-  const ModelConfig cfg = ModelConfig::reduced();
+  const ModelConfig cfg = k.flashDims ? ModelConfig::flash() : ModelConfig::reduced();
   AttentionKnobs knobs;
   knobs.mode = k.mode;
   knobs.fullLayer = k.full;
@@ -59,7 +62,8 @@ inline void runCase(const Case& k) {
   o.shareSequence = k.share;
   o.paddedRows = k.padded;
   o.kScale = o.vScale = k.kvScale;
-  const AttentionLaunch in = makeAttentionLaunch(cfg, k.S, k.TP, 7 + k.S + 16 * k.TP, o);
+  AttentionLaunch in = makeAttentionLaunch(cfg, k.S, k.TP, 7 + k.S + 16 * k.TP, o);
+  if (k.edit) k.edit(cfg, in);
   const AttentionResult ref = attentionReference(cfg, in);
   runtime::SimOptions opts;
   opts.races = k.races;

@@ -57,6 +57,16 @@ void AttentionContext::await(Val pair, int site, Val token) {
             ir::MemScope::Agent, hooks_);
 }
 
+AwaitedPair AttentionContext::awaitChecked(Val pair, int site, Val token) {
+  return awaitPairChecked(b, pair, tag, waitTicks, err, b.i32(site) | token << b.i32(16), site,
+                          ir::MemOrder::Acquire, ir::MemScope::Agent, hooks_);
+}
+
+void AttentionContext::fail(int site, Val token) {
+  b.cmpXchg(err, i32(0), i32(site) | token << i32(16), ir::MemOrder::Relaxed, ir::MemScope::Agent);
+  b.atomicRmw(ir::RmwOp::Add, b.ptrAdd(err, int64_t{4}), i32(1), ir::MemOrder::Relaxed, ir::MemScope::Agent);
+}
+
 void AttentionContext::forEachTask(const Placement& p, const std::function<void(Val)>& body) {
   specs::forEachTask(b, block, p.base, p.tasks, L.blocks, body);
 }

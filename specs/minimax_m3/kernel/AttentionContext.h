@@ -8,6 +8,7 @@
 #include "ir/Builder.h"
 #include "ir/Plan.h"
 #include "specs/common/CtaSync.h"
+#include "specs/common/Pairs.h"
 #include "specs/common/SyncHooks.h"
 #include "specs/common/TaskLoop.h"
 #include "specs/minimax_m3/kernel/AttentionVariant.h"
@@ -64,6 +65,12 @@ struct AttentionContext {
   /// Waits for the launch's tag at the pair (acquire, agent scope); past waitTicks the error word
   /// gets site | token << 16.
   void await(ir::Val pair, int site, ir::Val token);
+  /// await, then whether the pair carries the tag (awaitPairChecked): a value read after a
+  /// timeout reaches no address unless guarded.
+  AwaitedPair awaitChecked(ir::Val pair, int site, ir::Val token);
+  /// This launch fails with site | token << 16 (i32): error word 0 -> it if still 0 (the first
+  /// failure wins), the failure count + 1; both atomic at agent scope.
+  void fail(int site, ir::Val token);
 
  private:
   const ir::Plan* plan_;

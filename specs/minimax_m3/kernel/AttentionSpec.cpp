@@ -148,11 +148,21 @@ ir::Plan buildAttentionPlan(const AttentionVariant& v) {
                                          "pairs [S]: a row's attention row is written"});
     plan.flags.push_back(ir::FlagArray{"ARDY", "ARDY", L.rows, false, "attn_merge's rows (the layer launch)", false});
   }
+  if (L.indexShare.tasks > 0) {
+    plan.regions.push_back(ir::MemRegion{"CAND", attn_arg::kScratch, L.candOffset,
+                                         8 * L.indexShare.tasks * L.shape.topk,
+                                         "i32 pairs [S x kvHeads][8][topk]: each share's best (key, block) by rank"});
+    plan.regions.push_back(ir::MemRegion{"CRDY", attn_arg::kScratch, L.crdyOffset, 8 * L.indexShare.tasks,
+                                         "pairs [S x kvHeads x 8]: a share's candidates are written"});
+  }
   plan.flags.push_back(ir::FlagArray{"XRDY", "XRDY", L.rows, false, "attn_norm's rows", false});
   plan.flags.push_back(ir::FlagArray{"QRDY", "QRDY", L.qkvTiles, false, "attn_gemv's tiles", false});
   plan.flags.push_back(ir::FlagArray{"HRDY", "HRDY", L.rows, false, "attn_heads' rows (the last task of a row publishes)", false});
   if (L.index.tasks > 0)
     plan.flags.push_back(ir::FlagArray{"IRDY", "IRDY", L.index.tasks, false, "attn_index's selections", false});
+  if (L.indexShare.tasks > 0)
+    plan.flags.push_back(ir::FlagArray{"CRDY", "CRDY", L.indexShare.tasks, false, "attn_index_share's candidates",
+                                       false});
   plan.flags.push_back(ir::FlagArray{"SRDY", "SRDY", L.splitTasks, false, "attn_split's splits", false});
   plan.pools.push_back(ir::LdsPool{"red", 0, L.ldsBytes, "",
                                    "f32: the norm's group sums and wave maxima; the GEMV's wave accumulators "

@@ -36,6 +36,25 @@ AttentionKnobs AttentionKnobs::parse(const std::string& text, const std::string&
   return k;
 }
 
+std::string attentionErrorMeaning(int32_t code) {
+  if (code == 0) return "";
+  const int32_t site = code & 0xff, token = (code >> 16) & 0xffff;
+  switch (site) {
+    case kSiteAttnGemv: return fmt::format("attn_gemv waited past its bound for XRDY {}", token);
+    case kSiteAttnHeads: return fmt::format("attn_heads waited past its bound for QRDY {}", token);
+    case kSiteAttnSplit: return fmt::format("attn_split waited past its bound for HRDY {}", token);
+    case kSiteAttnMerge: return fmt::format("attn_merge waited past its bound for SRDY {}", token);
+    case kSiteAttnIndex: return fmt::format("attn_index waited past its bound for HRDY {}", token);
+    case kSiteAttnSplitSel: return fmt::format("attn_split waited past its bound for IRDY {}", token);
+    case kSiteAttnIndexShare: return fmt::format("attn_index waited past its bound for CRDY {}", token);
+    case kSiteAttnSelRange:
+      return fmt::format("attn_split: selection {} came with a block id or length out of range; its splits "
+                         "attend nothing",
+                         token);
+    default: return fmt::format("unknown site {} (token {})", site, token);
+  }
+}
+
 ir::Key makeAttentionKey(const ModelConfig& cfg, int rows, int tp, const AttentionKnobs& knobs) {
   ir::Key k;
   k.spec = kAttentionSpecId;
@@ -112,14 +131,17 @@ AttentionVariant AttentionVariant::make(const ModelConfig& cfg, const ir::Key& k
   const int64_t sels = int64_t{L.rows} * L.shape.kvHeads;
   L.selOffset = L.srdyOffset + align(8 * int64_t{L.splitTasks});
   L.irdyOffset = L.selOffset + align(4 * sels * kSelWords);
-  L.scratchBytes = L.irdyOffset + align(8 * sels);
+  L.candOffset = L.irdyOffset + align(8 * sels);
+  L.crdyOffset = L.candOffset + align(8 * sels * kAttnSplits * L.shape.topk);
+  L.scratchBytes = L.crdyOffset + align(8 * sels * kAttnSplits);
   L.splitLdsM = 0;
   L.splitLdsL = L.splitLdsM + 4 * int64_t{L.waves} * 16;
   L.splitLdsV = L.splitLdsL + 4 * int64_t{L.waves} * 16;
   L.splitLdsP = L.splitLdsV + 4 * int64_t{L.waves};
   L.splitLdsPv = L.splitLdsP + int64_t{L.waves} * 16 * 32;
+  L.splitLdsSel = L.splitLdsPv + 4 * int64_t{L.waves} * 16 * L.shape.headDim;
   L.ldsBytes = std::max({int64_t{4} * (32 + L.waves), 4 * int64_t{L.waves} * 16 * 16,
-                         L.splitLdsPv + 4 * int64_t{L.waves} * 16 * L.shape.headDim,
+                         L.splitLdsSel + 4 * (1 + int64_t{L.shape.topk}),
                          int64_t{4} * kMaxIndexBlocks});
 
   L.norm = Placement{"attn_norm", L.rows, 0};
@@ -127,6 +149,9 @@ AttentionVariant AttentionVariant::make(const ModelConfig& cfg, const ir::Key& k
   L.heads = Placement{"attn_heads", int64_t{L.rows} * L.headTasks, L.rows % L.blocks};
   L.index = Placement{"attn_index", v.knobs.fullLayer ? 0 : sels,
                       static_cast<int>((L.rows + L.heads.tasks) % L.blocks)};
+  // the shares after the index tasks: a long row's index task waits on them
+  L.indexShare = Placement{"attn_index_share", v.knobs.fullLayer ? 0 : sels * kAttnSplits,
+                           static_cast<int>((L.rows + L.heads.tasks + L.index.tasks) % L.blocks)};
   L.split = Placement{"attn_split", L.splitTasks, 0};
   L.merge = Placement{"attn_merge", L.rows, static_cast<int>(L.splitTasks % L.blocks)};
   return v;

@@ -21,6 +21,15 @@ inline constexpr int32_t kSiteAttnSplit = 34;  // attn_split: HRDY of every row
 inline constexpr int32_t kSiteAttnMerge = 35;  // attn_merge: SRDY of the row's splits
 inline constexpr int32_t kSiteAttnIndex = 36;  // attn_index: HRDY of every row
 inline constexpr int32_t kSiteAttnSplitSel = 37;  // attn_split (sparse): IRDY of its (row, KV head)
+/// attn_split (sparse): its selection came with a block id or a length out of range (token: the
+/// selection, row x kvHeads + KV head); the split attends nothing.
+inline constexpr int32_t kSiteAttnSelRange = 38;
+/// attn_index (long path): CRDY of its (row, KV head)'s shares (token: the share, selection x 8 + p).
+inline constexpr int32_t kSiteAttnIndexShare = 39;
+inline constexpr int32_t kSiteAttnLast = kSiteAttnIndexShare;  // a launch that adds sites starts past it
+/// What an attention error word says, naming the site and its row: "attn_split waited past its
+/// bound for IRDY 5"; "" for 0.
+std::string attentionErrorMeaning(int32_t code);
 /// Blocks a row the indexer ranks at most (its keys in LDS): 2^20 positions of 128.
 inline constexpr int kMaxIndexBlocks = 8192;
 /// A selection's words in scratch: the topk blocks in slot order, then the sparse length.
@@ -65,6 +74,8 @@ struct AttentionLaunchLayout {
   int64_t srdyOffset = 0;    // pairs [splitTasks]: a split's outputs are written
   int64_t selOffset = 0;     // i32 [S x kvHeads][kSelWords]: each selection (sparse layers)
   int64_t irdyOffset = 0;    // pairs [S x kvHeads]: a selection is written
+  int64_t candOffset = 0;    // i32 pairs [S x kvHeads][8 shares][topk]: each share's (key, block) by rank
+  int64_t crdyOffset = 0;    // pairs [S x kvHeads x 8]: a share's candidates are written
   /// pairs [S]: a row's attention row is written (ARDY, published by attn_merge), in the layer
   /// launch only (LayerVariant sets it past the rest); -1 in the attention launch alone.
   int64_t ardyOffset = -1;
@@ -75,7 +86,9 @@ struct AttentionLaunchLayout {
   // the split's LDS: wave maxima and l sums f32 [waves][16 heads], the tile's V scale maxima f32
   // [waves], P8 [waves][16 heads][32 keys], the waves' PV f32 [waves][16 heads][headDim]
   int64_t splitLdsM = 0, splitLdsL = 0, splitLdsV = 0, splitLdsP = 0, splitLdsPv = 0;
-  Placement norm, gemv, heads, index, split, merge;
+  // i32 [1 + topk]: the task's checked selection: its sparse length (-1: dropped), its blocks
+  int64_t splitLdsSel = 0;
+  Placement norm, gemv, heads, indexShare, index, split, merge;
 };
 
 struct AttentionVariant {

@@ -118,7 +118,7 @@ ir::Plan buildLayerPlan(const LayerVariant& v) {
   for (const auto& f : ffnPlan.facts) plan.facts.push_back({"ffn: " + f.first, f.second});
   plan.facts.push_back({"error sites", fmt::format("attention {}..{} (site | token << 16), layer ARDY {}, the FFN's "
                                                    "(site | rank << 8 | token << 16)",
-                                                   kSiteAttnGemv, kSiteAttnSplitSel, kSiteLayerArdy)});
+                                                   kSiteAttnGemv, kSiteAttnLast, kSiteLayerArdy)});
 
   plan.kernel.name = "monogen_minimax_m3_layer";
   ir::Builder b(plan.kernel);

@@ -15,7 +15,7 @@ inline constexpr const char* kLayerSpecId = "minimax_m3.layer";
 inline constexpr int kLayerSpecVersion = 1;
 /// The layer's own wait site: push (o_proj) waits for ARDY of every row (the error word: site |
 /// rank << 8 | token << 16, the row as token).
-inline constexpr int32_t kSiteLayerArdy = 38;
+inline constexpr int32_t kSiteLayerArdy = kSiteAttnLast + 1;
 
 struct LayerVariant {
   ModelConfig cfg;

@@ -40,9 +40,10 @@ std::vector<T> download(runtime::Device& dev, int rank, uint64_t addr, size_t n)
 }  // namespace
 
 AttentionSimRun runAttentionOnSim(const ir::Plan& plan, const AttentionVariant& v, const AttentionLaunch& in,
-                                  const runtime::SimOptions& opts, int32_t tag, int64_t waitTicks) {
+                                  const runtime::SimOptions& opts, int32_t tag, int64_t waitTicks,
+                                  const ScratchPlant& plant) {
   runtime::SimDeviceAdapter sim(opts);
-  AttentionSimRun run = runAttention(sim, {}, plan, v, in, tag, waitTicks);
+  AttentionSimRun run = runAttention(sim, {}, plan, v, in, tag, waitTicks, plant);
   run.stats = sim.lastStats();
   return run;
 }
@@ -151,7 +152,8 @@ AttentionSimRank readAttentionRank(runtime::Device& dev, const std::map<std::str
 }
 
 AttentionSimRun runAttention(runtime::Device& dev, const runtime::CodeObjectBytes& code, const ir::Plan& plan,
-                             const AttentionVariant& v, const AttentionLaunch& in, int32_t tag, int64_t waitTicks) {
+                             const AttentionVariant& v, const AttentionLaunch& in, int32_t tag, int64_t waitTicks,
+                             const ScratchPlant& plant) {
   const std::string where = plan.key.variantName();
   const AttentionBuffers at = uploadAttention(dev, v, in, tag, waitTicks, where);
   std::vector<std::vector<uint64_t>> args(at.size());
@@ -161,6 +163,8 @@ AttentionSimRun runAttention(runtime::Device& dev, const runtime::CodeObjectByte
       if (it == at[r].end()) throw InputError(where, fmt::format("no buffer for argument '{}'", a.name));
       args[r].push_back(it->second);
     }
+  if (plant)
+    for (size_t r = 0; r < at.size(); ++r) plant(dev, static_cast<int>(r), at[r].at(attn_arg::kScratch));
   runtime::PackedLaunch packed;
   for (const std::vector<uint64_t>& a : args) packed.kernargs.push_back(runtime::packKernargs(plan, a));
   packed.values = std::move(args);

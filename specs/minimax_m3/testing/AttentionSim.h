@@ -3,6 +3,7 @@
 // reference (AttentionReference.h).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -47,17 +48,21 @@ AttentionBuffers uploadAttention(runtime::Device& dev, const AttentionVariant& v
 AttentionSimRank readAttentionRank(runtime::Device& dev, const std::map<std::string, uint64_t>& m,
                                    const AttentionVariant& v, const AttentionLaunch& in, int r);
 
+/// Called for each rank after its buffers are set up and before the launch, with its scratch's
+/// address: a test plants garbage there (flag pairs, selections).
+using ScratchPlant = std::function<void(runtime::Device& dev, int rank, uint64_t scratch)>;
+
 /// One launch of `plan` (buildAttentionPlan) on `in` (each rank a copy of its caches) with tag
 /// `tag`; the scratch's flag arrays and the error word are zeroed first, the rest left poisoned.
 AttentionSimRun runAttentionOnSim(const ir::Plan& plan, const AttentionVariant& v, const AttentionLaunch& in,
                                   const runtime::SimOptions& opts = {}, int32_t tag = 0x2a5eed01,
-                                  int64_t waitTicks = 100'000'000);
+                                  int64_t waitTicks = 100'000'000, const ScratchPlant& plant = {});
 
 /// The same launch on any device (the Sim's adapter, gfx950-run, hip): `code` is the variant's code
 /// object (a device that runs the IR ignores it). Its stats stay empty; the outputs are read back.
 /// Throws InputError for inputs validateAttentionLaunch refuses, before anything is allocated.
 AttentionSimRun runAttention(runtime::Device& dev, const runtime::CodeObjectBytes& code, const ir::Plan& plan,
                              const AttentionVariant& v, const AttentionLaunch& in, int32_t tag = 0x2a5eed01,
-                             int64_t waitTicks = 100'000'000);
+                             int64_t waitTicks = 100'000'000, const ScratchPlant& plant = {});
 
 }  // namespace monogen::specs::minimax_m3

@@ -63,8 +63,8 @@ std::string attentionVerdict(const AttentionLaunch& in, const AttentionResult& r
                              const AttentionSimRun& run, const ModelConfig& cfg) {
   for (size_t r = 0; r < run.errorWords.size(); ++r)
     if (run.errorWords[r] != 0)
-      return fmt::format("INVALID: rank {}: error word {:#x} (site {}, token {})", r, run.errorWords[r],
-                         run.errorWords[r] & 0xff, (run.errorWords[r] >> 16) & 0xffff);
+      return fmt::format("INVALID: rank {}: error word {:#x}: {}", r, run.errorWords[r],
+                         attentionErrorMeaning(run.errorWords[r]));
   const std::string m = firstMismatch(in, ref, run, cfg.hidden, static_cast<float>(cfg.rmsEps));
   return m.empty() ? "bit-exact" : "MISMATCH: " + m;
 }

@@ -3,8 +3,8 @@
 namespace monogen::specs::minimax_m3 {
 
 // Each is defined at the end of its stage's file.
-extern const AttentionStageDef kAttnNormStage, kAttnGemvStage, kAttnHeadsStage, kAttnIndexStage, kAttnSplitStage,
-    kAttnMergeStage;
+extern const AttentionStageDef kAttnNormStage, kAttnGemvStage, kAttnHeadsStage, kAttnIndexShareStage,
+    kAttnIndexStage, kAttnSplitStage, kAttnMergeStage;
 
 ir::Stage AttentionStageDef::record(const AttentionLaunchLayout& L) const {
   const Placement p = placement(L);
@@ -19,8 +19,9 @@ ir::Stage AttentionStageDef::record(const AttentionLaunchLayout& L) const {
 }
 
 const std::vector<const AttentionStageDef*>& attentionStages() {
-  static const std::vector<const AttentionStageDef*> stages = {&kAttnNormStage, &kAttnGemvStage, &kAttnHeadsStage,
-                                                                &kAttnIndexStage, &kAttnSplitStage, &kAttnMergeStage};
+  static const std::vector<const AttentionStageDef*> stages = {
+      &kAttnNormStage,  &kAttnGemvStage,  &kAttnHeadsStage, &kAttnIndexShareStage,
+      &kAttnIndexStage, &kAttnSplitStage, &kAttnMergeStage};
   return stages;
 }
 

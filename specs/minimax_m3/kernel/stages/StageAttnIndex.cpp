@@ -1,17 +1,16 @@
 // attn_index (sparse layers): one task a (row, local index head = KV head): the lightning
 // indexer's selection (AttentionIndexer.h; attentionReference). n <= topk blocks: every block in
-// id order. Else a wave a block: the max over its keys of dot(bf16 index q, widened E4M3 key)
-// (a bf16 MFMA chain over the channels ascending, the index q as row 0) x the scale, the pinned
-// blocks' 1e30 / 1e29, the order-preserving sort key -> LDS; then a thread a block counts the
-// entries that beat it on (key, block) and places the top 16 (the tail block last) -> SEL, IRDY.
-// Every block is ranked at once, long requests too: the long path's shares select the same.
-#include "specs/common/MfmaTile.h"
-#include "specs/minimax_m3/kernel/AttentionConstants.h"
+// id order. Up to kLongFromBlocks blocks: a wave a block's score and sort key -> LDS
+// (scoreIndexBlocks), then a thread a block counts the entries that beat it on (key, block).
+// Past it (the long path): the 8 shares' candidates (attn_index_share, CAND) ranked the same
+// way. The top 16 placed (the tail block last) -> SEL, IRDY.
+#include "specs/minimax_m3/kernel/stages/AttentionIndexScore.h"
 #include "specs/minimax_m3/kernel/stages/AttentionStageDef.h"
 
 #include <fmt/format.h>
 
 #include <climits>
+#include <functional>
 
 namespace monogen::specs::minimax_m3 {
 
@@ -21,91 +20,50 @@ namespace a = attn_arg;
 
 namespace {
 
-/// indexSortKey in the IR: -0 -> 0; the float's order-preserving int; NaN -> INT32_MIN.
-Val sortKey(ir::Builder& b, Val score) {
-  Val bits = b.bitcast(score, Type::i32());
-  bits = b.select(bits == b.i32(INT32_MIN), b.i32(0), bits);
-  Val key = b.select(bits < b.i32(0), bits ^ b.i32(0x7fffffff), bits);
-  return b.select((bits & b.i32(0x7fffffff)) > b.i32(0x7f800000), b.i32(INT32_MIN), key);
-}
-
 void stageAttnIndex(AttentionContext& c, Val task) {
   ir::Builder& b = c.b;
   const AttentionLaunchLayout& L = c.L;
   const AttentionShape& sh = L.shape;
-  const ModelConfig& cfg = c.variant.cfg;
-  const int ID = sh.indexDim, KV = sh.kvHeads, blk = sh.block, topk = sh.topk;
-  const bool atom = c.variant.knobs.mode == CacheMode::Atom;
+  const int KV = sh.kvHeads, blk = sh.block, topk = sh.topk, cands = kAttnSplits * topk;
   Val t = task / c.i32(KV), h = task % c.i32(KV);
   Val live = b.load(Type::i64(), b.ptrAdd(c.arg(a::kSlots), t * c.i32(8))) >= b.i64(0);
   Val seq = b.load(Type::i32(), b.ptrAdd(c.arg(a::kSeqLens), t * c.i32(4)));
   Val nBlk = (seq + c.i32(blk - 1)) / c.i32(blk);
   Val scored = live & (nBlk > c.i32(topk));
+  Val longPath = scored & (nBlk > c.i32(kLongFromBlocks));
   Val sel = b.ptrAdd(c.arg(a::kScratch), c.i32(L.selOffset) + task * c.i32(4 * kSelWords));
-  Val stride = c.scalarI32(a::kTableStride);
-  Val tables = b.ptrAdd(c.arg(atom ? a::kBlockTables : a::kIndexTables), t * stride * c.i32(4));
 
-  // the scores: a wave a block, row 0 of A the index q (lanes 0, 16, 32, 48: channels 32 d + 8
-  // group + e), B a 16-key page's widened keys; lanes 0 .. 15 hold its dots (accumulator row 0)
-  b.if_(scored, [&] {
-    const MfmaTile T = MfmaTile::at(c.lane, ir::MfmaKind::F32_16x16x32_BF16, 1);
-    const Type bf8 = Type::vec(Type::bf16(), 8);
-    std::vector<Val> qA;
-    for (int d = 0; d < ID / 32; ++d) {
-      Val v = b.load(bf8, b.ptrAdd(c.arg(a::kIq), ((t * c.i32(sh.indexHeads) + h) * c.i32(ID) + c.i32(32 * d) +
-                                                   T.group * c.i32(8)) * c.i32(2)));
-      qA.push_back(b.select(T.aRow() == c.i32(0), v, b.splat(b.bf16(0), 8)));
-    }
-    const float scale = indexScoreScale(cfg.indexHeadDim);
-    b.for_(c.wave, nBlk, c.i32(L.waves), [&](Val blkId) {
-      Val pinned = (blkId < c.i32(cfg.indexInit)) | (blkId >= nBlk - c.i32(cfg.indexLocal));
-      ir::Var best = b.var(c.f32(-INFINITY), "best");
-      b.if_(!pinned, [&] {
-        Val base = b.sext(b.load(Type::i32(), b.ptrAdd(tables, blkId * c.i32(4))), Type::i64());
-        for (int pg = 0; pg < blk / 16; ++pg) {
-          Val key = c.i32(16 * pg) + T.bCol();
-          Val at = (base * b.i64(blk) + b.sext(key, Type::i64())) * b.i64(ID);
-          Val acc = b.splat(c.f32(0), 4);
-          for (int d = 0; d < ID / 32; ++d) {
-            Val bytes = b.load(Type::i64(), b.ptrAdd(c.arg(a::kIndexCache),
-                                                     at + b.sext(c.i32(32 * d) + T.group * c.i32(8), Type::i64())));
-            Val kv = b.splat(b.bf16(0), 8);
-            for (int e = 0; e < 8; ++e)
-              kv = b.insert(kv, b.f32ToBf16(b.fp8ToF32(b.trunc(b.lshr(bytes, b.i64(8 * e)), Type::i32()) & c.i32(0xff))), e);
-            acc = b.mfma(T.kind, qA[d], kv, acc);
-          }
-          Val ok = blkId * c.i32(blk) + key < seq;
-          b.set(best, b.max(b.get(best), b.select(ok, b.extract(acc, 0), c.f32(-INFINITY))));
-        }
-      });
-      // lanes 0 .. 15 hold the block's keys (accumulator row 0); the other lanes' rows are not it
-      Val m = b.butterfly(b.select(c.lane < c.i32(16), b.get(best), c.f32(-INFINITY)), {32, 16, 8, 4, 2, 1},
-                          ir::OpCode::Max);
-      Val score = b.select(pinned, c.f32(0), m * c.f32(scale));
-      score = b.select(blkId < c.i32(cfg.indexInit), c.f32(1e30), score);
-      score = b.select(blkId >= nBlk - c.i32(cfg.indexLocal), c.f32(1e29), score);
-      b.if_(c.lane == c.i32(0), [&] { b.store(b.ptrAdd(c.red, blkId * c.i32(4)), sortKey(b, score)); });
+  // the entries ranked: short, every block (key LDS [b], block b); long, the shares' candidates
+  // (attn_index_share: key LDS [i], block LDS [cands + i]; a share's unused slots (INT32_MIN, -1)
+  // are beaten by every block and rank past topk)
+  b.if_(scored & !longPath, [&] { scoreIndexBlocks(c, t, h, c.i32(0), nBlk, nBlk, seq); });
+  b.if_(longPath, [&] {
+    b.if_(c.tid < c.i32(kAttnSplits), [&] {
+      c.await(c.pairAt(L.crdyOffset, task * c.i32(kAttnSplits) + c.tid), kSiteAttnIndexShare,
+              task * c.i32(kAttnSplits) + c.tid);
     });
   });
   c.ctaSync(false);
-  // the ranking: rank(b) = the entries that beat b on (key, block); the top topk placed, the
-  // tail block (nBlk - 1) last; the sparse length after them
-  auto keyOf = [&](Val i) { return b.load(Type::i32(), b.ptrAdd(c.red, i * c.i32(4))); };
-  auto rankOf = [&](Val kb, Val bb) {
-    ir::Var r = b.var(c.i32(0), "rank");
-    b.for_(c.i32(0), nBlk, c.i32(1), [&](Val o) {
-      Val ko = keyOf(o);
-      Val beats = (ko > kb) | ((ko == kb) & (o > bb));
-      b.set(r, b.get(r) + b.select(beats, c.i32(1), c.i32(0)));
-    });
-    return b.get(r);
-  };
-  b.if_(scored, [&] {
-    Val tail = nBlk - c.i32(1), kTail = keyOf(tail);
-    Val tailSel = rankOf(kTail, tail) < c.i32(topk);
+  Val lds = c.red;
+  auto ldsAt = [&](Val i) { return b.ptrAdd(lds, i * c.i32(4)); };
+  b.if_(longPath & (c.tid < c.i32(cands)), [&] {
+    Val cand = b.ptrAdd(c.arg(a::kScratch), c.i32(L.candOffset) + (task * c.i32(cands) + c.tid) * c.i32(8));
+    b.store(ldsAt(c.tid), b.load(Type::i32(), cand));
+    b.store(ldsAt(c.tid + c.i32(cands)), b.load(Type::i32(), b.ptrAdd(cand, c.i32(4))));
+  });
+  c.ctaSync(false);
+  auto keyOf = [&](Val i) { return b.load(Type::i32(), ldsAt(i)); };
+  auto candBlock = [&](Val i) { return b.load(Type::i32(), ldsAt(i + c.i32(cands))); };
+  Val tail = nBlk - c.i32(1);
+  // the ranking over `count` entries: rank(e) = the entries that beat e on (key, block); the top
+  // topk placed, the tail block (nBlk - 1, its key kTail, tailIn: among the entries) last; the
+  // sparse length after them
+  auto rankAndPlace = [&](Val count, const std::function<Val(Val)>& blockOf, Val kTail, Val tailIn) {
+    auto rankOf = [&](Val kb, Val bb) { return indexRankOf(c, count, keyOf, blockOf, kb, bb); };
+    Val tailSel = tailIn & (rankOf(kTail, tail) < c.i32(topk));
     Val nFull = c.i32(topk) - b.select(tailSel, c.i32(1), c.i32(0));
-    b.for_(c.tid, nBlk, c.i32(L.threads), [&](Val bb) {
-      Val kb = keyOf(bb);
+    b.for_(c.tid, count, c.i32(L.threads), [&](Val i) {
+      Val kb = keyOf(i), bb = blockOf(i);
       Val r = rankOf(kb, bb);
       b.if_(r < c.i32(topk), [&] {
         Val tailBeats = (kTail > kb) | ((kTail == kb) & (tail > bb));
@@ -117,6 +75,19 @@ void stageAttnIndex(AttentionContext& c, Val task) {
       Val n = b.select(tailSel, nFull * c.i32(blk) + seq - tail * c.i32(blk), b.min(c.i32(topk * blk), seq));
       b.store(b.ptrAdd(sel, c.i32(4 * topk)), n);
     });
+  };
+  b.if_(scored & !longPath, [&] { rankAndPlace(nBlk, [](Val i) { return i; }, keyOf(tail), b.i1(true)); });
+  // long: the tail's key from the candidates; absent, it is not selected either (every block of
+  // the global top topk is its share's candidate, with the same rank among the candidates)
+  b.if_(longPath, [&] {
+    ir::Var kTail = b.var(c.i32(INT32_MIN), "k_tail"), tailIn = b.var(b.i1(false), "tail_in");
+    b.for_(c.i32(0), c.i32(cands), c.i32(1), [&](Val i) {
+      b.if_(candBlock(i) == tail, [&] {
+        b.set(kTail, keyOf(i));
+        b.set(tailIn, b.i1(true));
+      });
+    });
+    rankAndPlace(c.i32(cands), candBlock, b.get(kTail), b.get(tailIn));
   });
   // n <= topk blocks: every block in id order (-1 past them), the whole sequence
   b.if_(live & !scored & (c.tid <= c.i32(topk)), [&] {
@@ -131,12 +102,15 @@ void stageAttnIndex(AttentionContext& c, Val task) {
 
 extern const AttentionStageDef kAttnIndexStage = {
     [](const AttentionLaunchLayout& L) { return L.index; },
-    [](const AttentionLaunchLayout& L) { return std::vector<ir::FlagUse>{{"HRDY", L.rows}}; },
+    [](const AttentionLaunchLayout& L) {
+      return std::vector<ir::FlagUse>{{"HRDY", L.rows}, {"CRDY", L.indexShare.tasks}};
+    },
     [](const AttentionLaunchLayout& L) { return std::vector<ir::FlagUse>{{"IRDY", L.index.tasks}}; },
     [](const AttentionLaunchLayout& L) {
-      return fmt::format("(row, index head) a task: a wave a block's max score (bf16 MFMA), the sort keys in LDS, "
-                         "a thread a block's rank, the top {} -> SEL, IRDY",
-                         L.shape.topk);
+      return fmt::format("(row, index head) a task: up to {} blocks a wave a block's max score (bf16 MFMA), the "
+                         "sort keys in LDS; past it the {} shares' candidates (CRDY); a thread an entry's rank, the "
+                         "top {} -> SEL, IRDY",
+                         kLongFromBlocks, kAttnSplits, L.shape.topk);
     },
     [](AttentionContext& c) {
       c.awaitAllOnce(c.L.index, c.L.hrdyOffset, c.L.rows, kSiteAttnIndex);

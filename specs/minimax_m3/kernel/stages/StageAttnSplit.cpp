@@ -49,21 +49,40 @@ void stageAttnSplit(AttentionContext& c, Val task) {
   // the attended keys: a full layer's 0 .. seq - 1; a sparse layer's selection (blocks in slot
   // order, its sparse length), once attn_index has published it
   const bool sparse = !c.variant.knobs.fullLayer;
-  Val sel = b.ptrAdd(c.arg(a::kScratch), c.i32(L.selOffset) + (t * c.i32(KV) + h) * c.i32(4 * kSelWords));
-  ir::Var nVar = b.var(c.i32(0), "n");
-  b.if_(live, [&] {
-    if (sparse) {
-      b.if_(c.tid == c.i32(0), [&] {
-        c.await(c.pairAt(L.irdyOffset, t * c.i32(KV) + h), kSiteAttnSplitSel, t * c.i32(KV) + h);
-      });
-    }
-  });
+  Val selId = t * c.i32(KV) + h;
+  Val seq = b.load(Type::i32(), b.ptrAdd(c.arg(a::kSeqLens), t * c.i32(4)));
+  Val ldsSel = b.ptrAdd(c.red, c.i32(L.splitLdsSel));
+  if (sparse) {
+    // the selection copied to LDS once checked: it came (thread 0's wait), 1 <= length <=
+    // min(seq, topk x block) and every block it uses below ceil(seq / block) (lane j of wave 0
+    // block j); else the length -1 (INVALID, site sel range): no value out of range reaches an
+    // address
+    Val sel = b.ptrAdd(c.arg(a::kScratch), c.i32(L.selOffset) + selId * c.i32(4 * kSelWords));
+    ir::Var came = b.var(b.i1(false), "sel_came"), bad = b.var(b.i1(false), "sel_bad");
+    b.if_(live & (c.tid == c.i32(0)), [&] {
+      b.set(came, c.awaitChecked(c.pairAt(L.irdyOffset, selId), kSiteAttnSplitSel, selId).ok);
+    });
+    c.ctaSync(false);
+    auto length = [&] { return b.load(Type::i32(), b.ptrAdd(sel, c.i32(4 * sh.topk))); };
+    b.if_(live & (c.tid < c.i32(sh.topk)), [&] {
+      Val len = length(), blkJ = b.load(Type::i32(), b.ptrAdd(sel, c.tid * c.i32(4)));
+      Val nBlk = (seq + c.i32(sh.block - 1)) / c.i32(sh.block);
+      Val used = c.tid * c.i32(sh.block) < len;
+      Val lenOk = (len >= c.i32(1)) & (len <= b.min(seq, c.i32(sh.topk * sh.block)));
+      b.set(bad, !lenOk | (used & ((blkJ < c.i32(0)) | (blkJ >= nBlk))));
+      b.store(b.ptrAdd(ldsSel, (c.tid + c.i32(1)) * c.i32(4)), b.select(used, blkJ, c.i32(0)));
+    });
+    Val anyBad = b.ballot(b.get(bad)) != b.i64(0);  // lanes 0 .. topk - 1 of wave 0
+    b.if_(live & (c.tid == c.i32(0)), [&] {
+      b.if_(b.get(came) & anyBad, [&] { c.fail(kSiteAttnSelRange, selId); });
+      b.store(ldsSel, b.select(b.get(came) & !anyBad, length(), c.i32(-1)));
+    });
+  }
   c.ctaSync(false);
-  b.if_(live, [&] {
-    b.set(nVar, sparse ? b.load(Type::i32(), b.ptrAdd(sel, c.i32(4 * sh.topk)))
-                       : b.load(Type::i32(), b.ptrAdd(c.arg(a::kSeqLens), t * c.i32(4))));
-  });
-  Val n = b.named(b.get(nVar), "n");
+  ir::Var nVar = b.var(c.i32(0), "n");
+  b.if_(live, [&] { b.set(nVar, sparse ? b.load(Type::i32(), ldsSel) : seq); });
+  live = live & (b.get(nVar) >= c.i32(0));
+  Val n = b.named(b.max(b.get(nVar), c.i32(0)), "n");
   Val begin, end, first, last;
   if (spans) {
     Val span = (n + c.i32(kAttnSplits - 1)) / c.i32(kAttnSplits);
@@ -156,7 +175,8 @@ void stageAttnSplit(AttentionContext& c, Val task) {
         Val ic = b.min(i, n - c.i32(1));  // full layer: key i is position i
         Val pos = ic;
         if (sparse)
-          pos = b.load(Type::i32(), b.ptrAdd(sel, (ic / c.i32(sh.block)) * c.i32(4))) * c.i32(sh.block) +
+          pos = b.load(Type::i32(), b.ptrAdd(ldsSel, (c.i32(1) + ic / c.i32(sh.block)) * c.i32(4))) *
+                    c.i32(sh.block) +
                 ic % c.i32(sh.block);
         Val entry = b.sext(b.load(Type::i32(), b.ptrAdd(tables, (pos / c.i32(sh.block)) * c.i32(4))), Type::i64());
         Val inBlock = b.sext((pos % c.i32(sh.block)) / c.i32(kPage16), Type::i64());
