@@ -4,6 +4,8 @@
 // refused. The tests that need the tool skip cleanly (a WARN) when it is absent.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -177,7 +179,32 @@ TEST_CASE("monogen trace --launch attention: a span per rank x CTA x stage from 
   REQUIRE(perStage.size() == plan.stages.size());
   for (const ir::Stage& s : plan.stages) CHECK(perStage[s.name] == 2 * cfg.blocks);
   std::remove(out.c_str());
-  runShell(kMonogen + " trace --launch attention --config reduced --timed -o " + out, code);
+  // --timed: the same spans in modeled microseconds, the last ending just before the launch does
+  const std::string timed = runShell(
+      kMonogen + " trace --launch attention --config reduced --rows 8 --tp 2 --context 129 --cache atom --timed -o " + out,
+      code);
+  INFO(timed);
+  CHECK(code == 0);
+  double us = 0;
+  const size_t at = timed.find("timed: ");
+  REQUIRE(at != std::string::npos);
+  REQUIRE(std::sscanf(timed.c_str() + timed.find(", ", timed.find("stages", at)) + 2, "%lf us modeled", &us) == 1);
+  std::ifstream g(out);
+  REQUIRE(g);
+  const nlohmann::json k = nlohmann::json::parse(g);
+  CHECK_THAT(k.at("otherData").at("clock").get<std::string>(), Catch::Contains("modeled"));
+  double last = 0;
+  int spans = 0;
+  for (const auto& e : k.at("traceEvents"))
+    if (e.at("ph") == "X") {
+      ++spans;
+      last = std::max(last, e.at("ts").get<double>() + e.at("dur").get<double>());
+    }
+  CHECK(spans == static_cast<int>(plan.stages.size()) * 2 * cfg.blocks);
+  CHECK(last <= us);  // a span ends at its last op's issue; the launch when that op is done
+  CHECK(last > us - 0.5);
+  std::remove(out.c_str());
+  runShell(kMonogen + " trace --launch attention --config reduced --timing-params x.json -o " + out, code);
   CHECK(code == 2);
 }
 

@@ -65,11 +65,15 @@ Run addTrace(CLI::App& app) {
   c->add_flag("--ir-issue", o->irIssue, "with --timed: charge issue by IR op class, not by the compiled ISA");
   addContextOption(c, o->v);
   return [o, ticks] {
-    refuseOtherLaunchOptions(o->v, {"--handshake", "--inject-rank", "--inject-ticks", "--wait-ticks", "--experts",
-                                    "--timed", "--timing-params", "--ir-issue"});
-    if (isAttention(o->v)) return traceAttention(o->v, o->seed, o->out);
+    refuseOtherLaunchOptions(o->v, {"--handshake", "--inject-rank", "--inject-ticks", "--wait-ticks", "--experts"});
     if (!o->timingParams.empty() && !o->timed) throw InputError("--timing-params", "needs --timed");
     if (o->irIssue && !o->timed) throw InputError("--ir-issue", "sets how the timing model issues: it needs --timed");
+    std::shared_ptr<runtime::timing::TimingParams> timing;
+    if (o->timed) {
+      timing = std::make_shared<runtime::timing::TimingParams>();
+      if (!o->timingParams.empty()) timing->load(o->timingParams);
+    }
+    if (isAttention(o->v)) return traceAttention(o->v, o->seed, o->out, timing, o->irIssue);
     checkInjection(o->injectRank, *ticks);
     const auto cfg = configOf(o->v);
     const ir::Key asked = keyOf(o->v, cfg, o->v.rows, o->v.tp);
@@ -92,11 +96,9 @@ Run addTrace(CLI::App& app) {
     runtime::SimOptions so;
     so.seed = o->seed;
     mm::SimSession session(v);
-    if (o->timed) {
-      auto t = std::make_shared<runtime::timing::TimingParams>();
-      if (!o->timingParams.empty()) t->load(o->timingParams);
-      if (!o->irIssue) t->isa = timedIsa(session.plan());  // issue by the compiled ISA, as sim --timed
-      so.timing = t;
+    if (timing) {
+      if (!o->irIssue) timing->isa = timedIsa(session.plan());  // issue by the compiled ISA, as sim --timed
+      so.timing = timing;
     }
     const mm::SimRun run = session.launch(inputs, so, p);
     const runtime::TraceBuffers tb = mm::traceOf(session.plan(), run);

@@ -9,6 +9,7 @@
 #include "specs/minimax_m3/testing/AttentionSim.h"
 #include "support/AtomicFile.h"
 #include "tools/SimAttention.h"
+#include "tools/TimedIsa.h"
 
 namespace monogen::tools {
 
@@ -35,7 +36,8 @@ runtime::TraceBuffers traceOf(const ir::Plan& plan, const runtime::SimStats& sta
 
 }  // namespace
 
-int traceAttention(const VariantOptions& vo, uint64_t seed, const std::string& out) {
+int traceAttention(const VariantOptions& vo, uint64_t seed, const std::string& out,
+                   std::shared_ptr<const runtime::timing::TimingParams> timing, bool irIssue) {
   const mm::ModelConfig cfg = configOf(vo);
   const ir::Key key = keyOf(vo, cfg, vo.rows, vo.tp);
   const mm::AttentionVariant v = mm::AttentionVariant::make(cfg, key);
@@ -49,15 +51,28 @@ int traceAttention(const VariantOptions& vo, uint64_t seed, const std::string& o
   runtime::SimOptions so;
   so.seed = seed;
   so.stageSpans = true;
+  if (timing && !irIssue) {  // this variant's compiled ISA, as sim --timed
+    auto withIsa = std::make_shared<runtime::timing::TimingParams>(*timing);
+    withIsa->isa = timedIsa(plan);
+    timing = withIsa;
+  }
+  so.timing = timing;
   const mm::AttentionSimRun run = mm::runAttentionOnSim(plan, v, in, so);
   nlohmann::json j = runtime::chromeTrace(traceOf(plan, run.stats));
-  j["otherData"]["clock"] = "the Sim's op-count clock (not a time): a CTA's first and last op in each stage";
+  j["otherData"]["clock"] = timing ? "modeled: the Sim's gfx950 timing model (docs/timing.md), a CTA's first and last "
+                                     "op in each stage"
+                                   : "the Sim's op-count clock (not a time): a CTA's first and last op in each stage";
   writeOutputFile(out, j.dump(1) + "\n");
   size_t spans = 0;
   for (const auto& e : j.at("traceEvents"))
     if (e.at("ph") == "X") ++spans;
-  fmt::print("{} on the Sim device: {} ranks x {} CTAs, {} stages, {} ticks of the Sim's op-count clock (not a time)\n",
-             key.variantName(), vo.tp, cfg.blocks, plan.stages.size(), run.stats.ticks);
+  if (timing)
+    fmt::print("{} on the Sim device, timed: {} ranks x {} CTAs, {} stages, {:.2f} us modeled (timestamps modeled)\n",
+               key.variantName(), vo.tp, cfg.blocks, plan.stages.size(), run.stats.timed.us);
+  else
+    fmt::print("{} on the Sim device: {} ranks x {} CTAs, {} stages, {} ticks of the Sim's op-count clock (not a "
+               "time)\n",
+               key.variantName(), vo.tp, cfg.blocks, plan.stages.size(), run.stats.ticks);
   fmt::print("wrote {} stage events to {}\n", spans, out);
   const std::string verdict = attentionVerdict(in, mm::attentionReference(cfg, in), run, cfg);
   fmt::print("verdict: {}\n", verdict);

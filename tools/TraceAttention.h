@@ -3,14 +3,19 @@
 // SimOptions::stageSpans: the launch has no trace knob) as Chrome / Perfetto trace-event JSON.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
+
+#include "runtime/sim/timing/TimingParams.h"
 
 #include "tools/Variant.h"
 
 namespace monogen::tools {
 
-/// Runs it, writes `out` and prints the spans written and "verdict: ...". Returns 0 only when
-/// the outputs are bit-exact and every error word is 0, else 1.
-int traceAttention(const VariantOptions& v, uint64_t seed, const std::string& out);
+/// Runs it (under `timing` when set: the spans in modeled time), writes `out` and prints the
+/// spans written and "verdict: ...". Returns 0 only when the outputs are bit-exact and every
+/// error word is 0, else 1.
+int traceAttention(const VariantOptions& v, uint64_t seed, const std::string& out,
+                   std::shared_ptr<const runtime::timing::TimingParams> timing = nullptr, bool irIssue = false);
 
 }  // namespace monogen::tools

@@ -97,7 +97,7 @@ struct SimOptions {
   /// allocation and LDS the launch touches).
   bool races = false;
   /// Per (rank, CTA, stage): the clock at the first and the last op a wave of the CTA executed in
-  /// the stage (SimStats::stageSpans; the untimed clock only). Off by default.
+  /// the stage (SimStats::stageSpans; under SimOptions::timing in modeled ticks). Off by default.
   bool stageSpans = false;
   /// One rank per process (runtime/sim/SimRankDevice.h): args[i] of a run is rank firstRank + i
   /// (messages and the kernel's view of its rank come from the arguments; this names waves).

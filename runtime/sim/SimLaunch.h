@@ -134,6 +134,8 @@ class SimLaunch {
   // SimOptions::races: the detector, the memory the launch owns and the read-only weights.
   void setUpRaces();
   int runWave(uint32_t wi, int quantum);
+  /// SimOptions::stageSpans: the wave's next op runs at `tick` (the op-count clock, or its modeled one).
+  void noteSpan(const SimWave& w, int64_t tick);
   // The interpreter: step dispatches one flat instruction of w to its op class's visit, which runs
   // it and leaves w.pc at the next one (or blocks w at it).
   Status step(SimWave& w);

@@ -298,6 +298,13 @@ SimStats SimLaunch::finishStats() {
   return stats_;
 }
 
+void SimLaunch::noteSpan(const SimWave& w, int64_t tick) {
+  if (spans_.empty() || w.pc >= static_cast<int32_t>(prog_.insts.size()) || prog_.insts[w.pc].stage < 0) return;
+  auto& sp = spans_[w.ctaIndex * plan_.stages.size() + static_cast<size_t>(prog_.insts[w.pc].stage)];
+  if (sp.first < 0) sp.first = tick;
+  sp.second = tick;
+}
+
 int SimLaunch::runWave(uint32_t wi, int quantum) {
   SimWave& w = waves_[wi];
   const int32_t end = static_cast<int32_t>(prog_.insts.size());
@@ -306,13 +313,8 @@ int SimLaunch::runWave(uint32_t wi, int quantum) {
     return 0;
   }
   int n = 0;
-  const size_t stages = plan_.stages.size();
   while (n < quantum) {
-    if (!spans_.empty() && w.pc < end && prog_.insts[w.pc].stage >= 0) {
-      auto& sp = spans_[w.ctaIndex * stages + static_cast<size_t>(prog_.insts[w.pc].stage)];
-      if (sp.first < 0) sp.first = now_;
-      sp.second = now_;
-    }
+    noteSpan(w, now_);
     const Status s = step(w);
     ++n;
     if (s != kContinue) break;
