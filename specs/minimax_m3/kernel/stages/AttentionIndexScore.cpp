@@ -48,13 +48,19 @@ void scoreIndexBlocks(AttentionContext& c, Val t, Val h, Val lo, Val hi, Val nBl
     ir::Var best = b.var(c.f32(-INFINITY), "best");
     b.if_(!pinned, [&] {
       Val base = b.sext(b.load(Type::i32(), b.ptrAdd(tables, blkId * c.i32(4))), Type::i64());
+      // every page's key bytes in flight before the first MFMA
+      std::vector<std::vector<Val>> pageBytes(blk / 16);
+      for (int pg = 0; pg < blk / 16; ++pg) {
+        Val at = (base * b.i64(blk) + b.sext(c.i32(16 * pg) + T.bCol(), Type::i64())) * b.i64(ID);
+        for (int d = 0; d < ID / 32; ++d)
+          pageBytes[pg].push_back(b.load(Type::i64(), b.ptrAdd(c.arg(a::kIndexCache),
+                                                               at + b.sext(c.i32(32 * d) + T.group * c.i32(8), Type::i64()))));
+      }
       for (int pg = 0; pg < blk / 16; ++pg) {
         Val key = c.i32(16 * pg) + T.bCol();
-        Val at = (base * b.i64(blk) + b.sext(key, Type::i64())) * b.i64(ID);
         Val acc = b.splat(c.f32(0), 4);
         for (int d = 0; d < ID / 32; ++d) {
-          Val bytes = b.load(Type::i64(), b.ptrAdd(c.arg(a::kIndexCache),
-                                                   at + b.sext(c.i32(32 * d) + T.group * c.i32(8), Type::i64())));
+          Val bytes = pageBytes[pg][d];
           Val kv = b.splat(b.bf16(0), 8);
           for (int e = 0; e < 8; ++e)
             kv = b.insert(kv, b.f32ToBf16(b.fp8ToF32(b.trunc(b.lshr(bytes, b.i64(8 * e)), Type::i32()) & c.i32(0xff))), e);
