@@ -237,7 +237,7 @@ class Lowerer {
       case OpCode::Fp4ToF32: return def(op, fp4ToF32(in(0), in(1)));
       case OpCode::Fp4x8ToBF16x8: return def(op, fp4x8ToBf16x8(ops[1], in(0), in(1)));
       case OpCode::E8m0ToF32: e8m0Results_.at(op.result.id) = true; return def(op, e8m0ToF32(in(0)));
-      case OpCode::Fp8ToF32: return def(op, fp8ToF32(in(0)));
+      case OpCode::Fp8ToF32: return def(op, native(op, tg_.fp8ToF32(b_, in(0))));
       case OpCode::F32ToFp8: return def(op, native(op, tg_.f32ToFp8(b_, in(0))));
       // --- math ---
       case OpCode::Exp2: return def(op, intrinsic(llvm::Intrinsic::exp2, {f32}, {in(0)}));
@@ -477,20 +477,6 @@ class Lowerer {
     llvm::Value* bits = b_.CreateShl(e, 23);
     bits = b_.CreateSelect(b_.CreateICmpEQ(e, i32c(0)), i32c(0x00400000), bits);
     bits = b_.CreateSelect(b_.CreateICmpEQ(e, i32c(255)), i32c(0x7fc00000), bits);
-    return f32FromBits(bits);
-  }
-  /// e4m3fn: normal codes rebias the exponent (7 -> 127) and widen the mantissa; subnormal
-  /// codes are m * 2^-9 (exact in f32); 0x7f / 0xff are the quiet NaN 0x7fc00000.
-  llvm::Value* fp8ToF32(llvm::Value* code) {
-    llvm::Value* c = b_.CreateAnd(code, 0xff);
-    llvm::Value* e = b_.CreateAnd(b_.CreateLShr(c, 3), 0xf);
-    llvm::Value* m = b_.CreateAnd(c, 7);
-    llvm::Value* normal = b_.CreateOr(b_.CreateShl(b_.CreateAdd(e, i32c(120)), 23), b_.CreateShl(m, 20));
-    llvm::Value* subF = b_.CreateFMul(b_.CreateUIToFP(m, b_.getFloatTy()), llvm::ConstantFP::get(b_.getFloatTy(), 0x1p-9));
-    llvm::Value* sub = b_.CreateBitCast(subF, b_.getInt32Ty());
-    llvm::Value* mag = b_.CreateSelect(b_.CreateICmpEQ(e, i32c(0)), sub, normal);
-    llvm::Value* bits = b_.CreateOr(mag, b_.CreateShl(b_.CreateAnd(c, 0x80), 24));
-    bits = b_.CreateSelect(b_.CreateICmpEQ(b_.CreateAnd(c, 0x7f), i32c(0x7f)), i32c(0x7fc00000), bits);
     return f32FromBits(bits);
   }
   // --- memory ---

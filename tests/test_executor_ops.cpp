@@ -342,7 +342,7 @@ std::vector<Elementwise> elementwiseCases() {
   Operand bytes{Type::i32(), range(0, 256)};
   for (uint64_t x : {0xffffff00ull, 0x12345601ull, 0x800000ffull}) bytes.pool.push_back(x);
   conv("e8m0tof32", "e8m0 -> exponent bits (0: 2^-127, 255: NaN)", bytes, [](Builder& b, Val a) { return b.e8m0ToF32(a); });
-  conv("fp8tof32", "e4m3fn -> integer/float ops (exact)", bytes, [](Builder& b, Val a) { return b.fp8ToF32(a); });
+  conv("fp8tof32", "v_cvt_f32_fp8 of byte 0, its NaNs selected to 0x7fc00000", bytes, [](Builder& b, Val a) { return b.fp8ToF32(a); });
   Operand toFp8 = f32op();
   for (uint64_t x : fp8Ties()) toFp8.pool.push_back(x);
   for (uint32_t c = 0; c <= 0x7e; ++c) {  // every code's value, both signs

@@ -127,6 +127,13 @@ class Gfx950Target final : public TargetInfo {
     llvm::Value* r = b.CreateAnd(pk, 0xff);
     return b.CreateSelect(b.CreateFCmpUNO(x, x), b.getInt32(0x7f), r);
   }
+  /// v_cvt_f32_fp8 of byte 0, its NaNs selected to 0x7fc00000 after: independent of the
+  /// instruction's NaN sign and payload.
+  llvm::Value* fp8ToF32(Builder& b, llvm::Value* code) const override {
+    llvm::Value* f = intrinsic(b, I::amdgcn_cvt_f32_fp8, {}, {code, b.getInt32(0)});
+    llvm::Value* nan = b.CreateICmpEQ(b.CreateAnd(code, 0x7f), b.getInt32(0x7f));
+    return b.CreateSelect(nan, llvm::ConstantFP::get(b.getFloatTy(), llvm::APFloat::getQNaN(llvm::APFloat::IEEEsingle())), f);
+  }
 
   /// AMDGPUUsage's all-address-space scopes: "workgroup", "agent", and system (no name).
   llvm::SyncScope::ID syncScope(llvm::LLVMContext& ctx, MemScope s) const override {
