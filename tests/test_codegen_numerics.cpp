@@ -78,6 +78,29 @@ void compare(const std::vector<Case>& cases, const std::map<int64_t, uint32_t>& 
   CHECK(bad == 0);
 }
 
+/// One lane-wise conversion `conv` of a loaded `in` element stored to `out`, lowered for gfx950:
+/// its optimized LLVM IR and ISA.
+struct Lowered {
+  std::string ir, isa;
+  size_t count(const std::string& what) const {
+    size_t n = 0;
+    for (size_t at = ir.find(what); at != std::string::npos; at = ir.find(what, at + 1)) ++n;
+    return n;
+  }
+};
+Lowered lowerConversion(Scalar from, Scalar to, const std::function<Val(Builder&, Val)>& conv) {
+  Plan p;
+  p.key.spec = "test.codegen.conversion";
+  p.key.target = gfx950();
+  p.grid = {1, 64};
+  p.args = {{"in", true, from, {64}, ArgRole::Input, 16, ""}, {"out", true, to, {64}, ArgRole::Output, 16, ""}};
+  Builder b(p.kernel);
+  Val in = b.arg(0, Type::ptr(AddrSpace::Global), "in"), out = b.arg(1, Type::ptr(AddrSpace::Global), "out");
+  const Type t = from == Scalar::F32 ? Type::f32() : Type::i32();
+  b.store(b.ptrAdd(out, b.tid() * b.i32(4)), conv(b, b.load(t, b.ptrAdd(in, b.tid() * b.i32(4)))));
+  return {codegen::llvmIr(p, true), codegen::isaText(p)};
+}
+
 float f(uint32_t bits) { return num::bitsToF32(bits); }
 
 }  // namespace
@@ -86,27 +109,13 @@ TEST_CASE("fp8 e4m3fn decode lowers to v_cvt_f32_fp8 of byte 0 and a NaN select"
   // LLVM does not fold llvm.amdgcn.cvt.f32.fp8, so its values are checked where it runs: on
   // gfx950-run, against num::fp8E4m3ToF32 on every code, high bits set too (tests/test_executor_ops.cpp,
   // "fp8tof32"). Here: the path it takes.
-  Plan p;
-  p.key.spec = "test.codegen.fp8tof32";
-  p.key.target = gfx950();
-  p.grid = {1, 64};
-  p.args = {{"in", true, Scalar::I32, {64}, ArgRole::Input, 16, ""}, {"out", true, Scalar::F32, {64}, ArgRole::Output, 16, ""}};
-  Builder b(p.kernel);
-  Val in = b.arg(0, Type::ptr(AddrSpace::Global), "in"), out = b.arg(1, Type::ptr(AddrSpace::Global), "out");
-  b.store(b.ptrAdd(out, b.tid() * b.i32(4)), b.fp8ToF32(b.load(Type::i32(), b.ptrAdd(in, b.tid() * b.i32(4)))));
-  const std::string ir = codegen::llvmIr(p, true);
-  INFO(ir);
-  auto count = [&](const std::string& what) {
-    size_t n = 0;
-    for (size_t at = ir.find(what); at != std::string::npos; at = ir.find(what, at + 1)) ++n;
-    return n;
-  };
-  CHECK(count("call float @llvm.amdgcn.cvt.f32.fp8(i32 %") == 1);
-  CHECK(count(", i32 0)") >= 1);  // byte 0
-  CHECK(count("and i32 %") == 1);  // (code & 0x7f) == 0x7f: a NaN code -> 0x7fc00000
-  CHECK(count("0x7FF8000000000000") == 1);
-  const std::string isa = codegen::isaText(p);
-  CHECK(isa.find("v_cvt_f32_fp8") != std::string::npos);
+  const Lowered l = lowerConversion(Scalar::I32, Scalar::F32, [](Builder& b, Val x) { return b.fp8ToF32(x); });
+  INFO(l.ir);
+  CHECK(l.count("call float @llvm.amdgcn.cvt.f32.fp8(i32 %") == 1);
+  CHECK(l.count(", i32 0)") >= 1);  // byte 0
+  CHECK(l.count("and i32 %") == 1);  // (code & 0x7f) == 0x7f: a NaN code -> 0x7fc00000
+  CHECK(l.count("0x7FF8000000000000") == 1);
+  CHECK(l.isa.find("v_cvt_f32_fp8") != std::string::npos);
 }
 
 TEST_CASE("e8m0 decode and fp4 e2m1 times a scale equal the model", "[codegen][numerics]") {
@@ -194,26 +203,12 @@ TEST_CASE("f32 -> fp8 e4m3fn lowers to a clamp to +-448, v_cvt_pk_fp8_f32 and a 
   // LLVM does not fold llvm.amdgcn.cvt.pk.fp8.f32, so its values are checked where it runs: on
   // gfx950-run, against num::f32ToFp8E4m3 on every code, rounding tie, +-448, overflow, subnormal,
   // NaN and Inf (tests/test_executor_ops.cpp, "f32tofp8"). Here: the path it takes.
-  Plan p;
-  p.key.spec = "test.codegen.f32tofp8";
-  p.key.target = gfx950();
-  p.grid = {1, 64};
-  p.args = {{"in", true, Scalar::F32, {64}, ArgRole::Input, 16, ""}, {"out", true, Scalar::I32, {64}, ArgRole::Output, 16, ""}};
-  Builder b(p.kernel);
-  Val in = b.arg(0, Type::ptr(AddrSpace::Global), "in"), out = b.arg(1, Type::ptr(AddrSpace::Global), "out");
-  b.store(b.ptrAdd(out, b.tid() * b.i32(4)), b.f32ToFp8(b.load(Type::f32(), b.ptrAdd(in, b.tid() * b.i32(4)))));
-  const std::string ir = codegen::llvmIr(p, true);
-  INFO(ir);
-  auto count = [&](const std::string& what) {
-    size_t n = 0;
-    for (size_t at = ir.find(what); at != std::string::npos; at = ir.find(what, at + 1)) ++n;
-    return n;
-  };
-  CHECK(count("call i32 @llvm.amdgcn.cvt.pk.fp8.f32(") == 1);
-  CHECK(count("@llvm.maxnum.f32(float %") + count("@llvm.minnum.f32(float %") == 2);  // the clamp
-  CHECK(count("fcmp uno float") == 1);  // NaN -> 0x7f
-  const std::string isa = codegen::isaText(p);
-  CHECK(isa.find("v_cvt_pk_fp8_f32") != std::string::npos);
+  const Lowered l = lowerConversion(Scalar::F32, Scalar::I32, [](Builder& b, Val x) { return b.f32ToFp8(x); });
+  INFO(l.ir);
+  CHECK(l.count("call i32 @llvm.amdgcn.cvt.pk.fp8.f32(") == 1);
+  CHECK(l.count("@llvm.maxnum.f32(float %") + l.count("@llvm.minnum.f32(float %") == 2);  // the clamp
+  CHECK(l.count("fcmp uno float") == 1);  // NaN -> 0x7f
+  CHECK(l.isa.find("v_cvt_pk_fp8_f32") != std::string::npos);
 }
 
 TEST_CASE("f32 -> bf16 rounds to nearest even like the model", "[codegen][numerics]") {

@@ -63,12 +63,7 @@ int benchAttention(const mm::ModelConfig& cfg, const BenchAttentionOptions& o) {
         ir::verify(plan);
         runtime::SimOptions so;
         so.seed = o.seed;
-        so.timing = o.timing;
-        if (o.timing && !o.irIssue) {  // this variant's compiled ISA
-          auto withIsa = std::make_shared<runtime::timing::TimingParams>(*o.timing);
-          withIsa->isa = timedIsa(plan);
-          so.timing = withIsa;
-        }
+        so.timing = timingFor(o.timing, o.irIssue, plan);
         const mm::AttentionSimRun run = mm::runAttentionOnSim(plan, v, in, so);
         const std::string verdict = attentionVerdict(in, ref, run, cfg);
         if (verdict != "bit-exact") ++bad;

@@ -338,12 +338,7 @@ Run addBench(CLI::App& app) {
       }
       runtime::SimOptions so;
       so.seed = o->seed;
-      so.timing = timing;
-      if (timing && !o->irIssue) {  // this variant's compiled ISA
-        auto withIsa = std::make_shared<runtime::timing::TimingParams>(*timing);
-        withIsa->isa = timedIsa(session.plan());
-        so.timing = withIsa;
-      }
+      so.timing = timingFor(timing, o->irIssue, session.plan());
       std::string row;
       try {
         const mm::SimRun run = session.launch(inputs, so);

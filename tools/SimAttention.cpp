@@ -27,17 +27,22 @@ namespace monogen::tools {
 
 namespace mm = specs::minimax_m3;
 
-int simAttention(const mm::ModelConfig& cfg, const SimAttentionOptions& o) {
-  const mm::AttentionKnobs knobs = attentionKnobsOf(o.cache, o.layer);
-  const mm::AttentionVariant v = mm::AttentionVariant::make(cfg, mm::makeAttentionKey(cfg, o.rows, o.tp, knobs));
-  const ir::Plan plan = mm::buildAttentionPlan(v);
-  ir::verify(plan);
+mm::AttentionInputOptions attentionInputOptions(const SimAttentionOptions& o, const mm::AttentionKnobs& knobs) {
   mm::AttentionInputOptions io;
   io.mode = knobs.mode;
   io.fullLayer = knobs.fullLayer;
   io.context = o.context;
   io.shareSequence = o.share;
   io.paddedRows = o.paddedRows;
+  return io;
+}
+
+int simAttention(const mm::ModelConfig& cfg, const SimAttentionOptions& o) {
+  const mm::AttentionKnobs knobs = attentionKnobsOf(o.cache, o.layer);
+  const mm::AttentionVariant v = mm::AttentionVariant::make(cfg, mm::makeAttentionKey(cfg, o.rows, o.tp, knobs));
+  const ir::Plan plan = mm::buildAttentionPlan(v);
+  ir::verify(plan);
+  const mm::AttentionInputOptions io = attentionInputOptions(o, knobs);
   if (!o.save.empty()) mm::checkSaveDir(o.save, "--save");  // before the launch, not after it
   fmt::print("{} on the Sim device: {} ranks x {} CTAs x {} threads\n", plan.key.variantName(), o.tp, cfg.blocks,
              cfg.threads);
@@ -45,11 +50,7 @@ int simAttention(const mm::ModelConfig& cfg, const SimAttentionOptions& o) {
   const mm::AttentionResult ref = mm::attentionReference(cfg, in);
   fmt::print("inputs: seed {}, {}\n", o.seed, io.describe());
   std::fflush(stdout);
-  std::shared_ptr<runtime::timing::TimingParams> timing = o.timing;
-  if (timing && !o.irIssue) {  // this variant's compiled ISA
-    timing = std::make_shared<runtime::timing::TimingParams>(*o.timing);
-    timing->isa = timedIsa(plan);
-  }
+  const auto timing = timingFor(o.timing, o.irIssue, plan);
   SeedTally tally;
   std::optional<mm::AttentionSimRun> saved;  // with --save: the first failing run, else the last
   std::string savedVerdict;

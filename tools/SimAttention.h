@@ -7,6 +7,7 @@
 
 #include "runtime/sim/timing/TimingParams.h"
 #include "specs/minimax_m3/kernel/ModelConfig.h"
+#include "specs/minimax_m3/testing/AttentionInputs.h"
 #include "specs/minimax_m3/testing/AttentionSim.h"
 #include "specs/minimax_m3/testing/AttentionVerdict.h"
 
@@ -26,6 +27,10 @@ struct SimAttentionOptions {
   bool irIssue = false;  // --timed: issue by IR op class, not by the compiled ISA
   std::string save;  // --save DIR: the launch's tensors (AttentionSave.h), the first failing seed's run
 };
+
+/// The seeded inputs' options `o` and the variant's knobs ask for.
+specs::minimax_m3::AttentionInputOptions attentionInputOptions(const SimAttentionOptions& o,
+                                                               const specs::minimax_m3::AttentionKnobs& knobs);
 
 /// Runs it, prints the Sim line per scheduler seed and "verdict: ...". Returns the exit code: 0
 /// only when every seed's run is bit-exact, its error words 0, and (--races) clean.

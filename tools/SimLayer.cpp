@@ -22,23 +22,14 @@ int simLayer(const mm::ModelConfig& cfg, const SimAttentionOptions& o) {
   const mm::LayerVariant v = mm::LayerVariant::make(cfg, mm::makeLayerKey(cfg, o.rows, o.tp, knobs));
   const ir::Plan plan = mm::buildLayerPlan(v);
   ir::verify(plan);
-  mm::AttentionInputOptions io;
-  io.mode = knobs.mode;
-  io.fullLayer = knobs.fullLayer;
-  io.context = o.context;
-  io.shareSequence = o.share;
-  io.paddedRows = o.paddedRows;
+  const mm::AttentionInputOptions io = attentionInputOptions(o, knobs);
   fmt::print("{} on the Sim device: {} ranks x {} CTAs x {} threads\n", plan.key.variantName(), o.tp, cfg.blocks,
              cfg.threads);
   const mm::LayerInputs in = mm::makeLayerInputs(cfg, o.rows, o.tp, o.seed, io);
   const mm::LayerReference ref = mm::layerReference(cfg, in);
   fmt::print("inputs: seed {}, {}; the FFN's natural routing\n", o.seed, io.describe());
   std::fflush(stdout);
-  std::shared_ptr<runtime::timing::TimingParams> timing = o.timing;
-  if (timing && !o.irIssue) {  // this variant's compiled ISA
-    timing = std::make_shared<runtime::timing::TimingParams>(*o.timing);
-    timing->isa = timedIsa(plan);
-  }
+  const auto timing = timingFor(o.timing, o.irIssue, plan);
   SeedTally tally;
   for (int i = 0; i < o.seeds; ++i) {
     runtime::SimOptions so;

@@ -24,4 +24,14 @@ inline std::shared_ptr<const runtime::timing::IsaCounts> timedIsa(const ir::Plan
   return c;
 }
 
+/// `timing` for a run of `plan`: with the plan's compiled ISA as its issue unless `irIssue`
+/// (then by IR op class); null when `timing` is (an untimed run).
+inline std::shared_ptr<const runtime::timing::TimingParams> timingFor(
+    const std::shared_ptr<const runtime::timing::TimingParams>& timing, bool irIssue, const ir::Plan& plan) {
+  if (!timing || irIssue) return timing;
+  auto withIsa = std::make_shared<runtime::timing::TimingParams>(*timing);
+  withIsa->isa = timedIsa(plan);
+  return withIsa;
+}
+
 }  // namespace monogen::tools

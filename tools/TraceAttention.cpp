@@ -51,12 +51,7 @@ int traceAttention(const VariantOptions& vo, uint64_t seed, const std::string& o
   runtime::SimOptions so;
   so.seed = seed;
   so.stageSpans = true;
-  if (timing && !irIssue) {  // this variant's compiled ISA, as sim --timed
-    auto withIsa = std::make_shared<runtime::timing::TimingParams>(*timing);
-    withIsa->isa = timedIsa(plan);
-    timing = withIsa;
-  }
-  so.timing = timing;
+  so.timing = timingFor(timing, irIssue, plan);
   const mm::AttentionSimRun run = mm::runAttentionOnSim(plan, v, in, so);
   nlohmann::json j = runtime::chromeTrace(traceOf(plan, run.stats));
   j["otherData"]["clock"] = timing ? "modeled: the Sim's gfx950 timing model (docs/timing.md), a CTA's first and last "
