@@ -192,6 +192,18 @@ double pingPongCycles(int rounds, int ranks, const gt::TimingParams& p) {
   return runTimed(k, {{f, f, e}}, p).timed.cycles;
 }
 
+/// One lane: a weight load nothing reads, then a publish at agent scope in `order`; the modeled end.
+double loadThenPublishCycles(MemOrder order, const gt::TimingParams& p) {
+  Kit k(1, 1);
+  auto& b = k.b;
+  Val w = k.gptr(0), flag = k.gptr(1);
+  weightArg(k, 0);
+  b.load(Type::i64(), w);
+  b.publish(flag, b.i32(0), b.i32(1), order, MemScope::Agent);
+  const uint64_t g = k.zeroed(256, "w"), f = k.zeroed(16, "flag");
+  return runTimed(k, {{g, f}}, p).timed.cycles;
+}
+
 /// The test's parameter table: the defaults, with a poll period of one cycle, so a waiter sees a
 /// flag the cycle it is visible (no poll phase) and a round trip has a closed form.
 gt::TimingParams phaseFree() {
@@ -310,6 +322,19 @@ TEST_CASE("sim timing: a flag ping-pong between two ranks over xGMI") {
   const gt::TimingCycles c(p);
   const double rt = (pingPongCycles(8, 2, p) - pingPongCycles(4, 2, p)) / 4;
   CHECK(rt == Approx(2 * (c.visiblePeer + c.pollPeriod + c.acquireSystem)).margin(kExact));
+}
+
+TEST_CASE("sim timing: a release waits for the wave's loads in flight, as vmcnt(0) does") {
+  // The load's value is never read: only the release's drain can wait for it.
+  const gt::TimingParams p;
+  gt::TimingParams slow = p;
+  slow.hbmLatency *= 2;
+  const gt::TimingCycles c(p), cs(slow);
+  const double rel = loadThenPublishCycles(MemOrder::Release, p), relSlow = loadThenPublishCycles(MemOrder::Release, slow);
+  CHECK(relSlow - rel == Approx(cs.hbmLatency - c.hbmLatency).margin(kExact));
+  CHECK(rel >= c.hbmLatency + c.storeLatency);  // the load back, then the flag's store
+  // a relaxed publish does not drain: the load's latency does not reach the end
+  CHECK(loadThenPublishCycles(MemOrder::Relaxed, slow) == Approx(loadThenPublishCycles(MemOrder::Relaxed, p)).margin(kExact));
 }
 
 TEST_CASE("sim timing: realtime reads the modeled clock, and sleep advances it") {

@@ -121,6 +121,9 @@ TimingModel::TimingModel(const TimingParams& params, const ir::Plan& plan, const
   barrierAt_.assign(static_cast<size_t>(ranks) * blocks, 0.0);
 }
 
+double TimingModel::drained(const Wave& w, ir::MemScope s) const {
+  return std::max(w.loadsDone, w.storesDone + release(s));
+}
 double TimingModel::release(ir::MemScope s) const {
   return s == ir::MemScope::System ? c_.releaseSystem : s == ir::MemScope::Agent ? c_.releaseAgent : 0;
 }
@@ -201,7 +204,7 @@ bool TimingModel::issueOp(uint32_t wi, int32_t pc, double horizon) {
   if (cls == CostClass::Fence) {
     if (at.scope != ir::MemScope::Workgroup) {
       double to = w.t;
-      if (releases(at.order)) to = std::max(to, w.storesDone) + release(at.scope);
+      if (releases(at.order)) to = std::max(to, drained(w, at.scope));
       if (acquires(at.order)) to = std::max(to, w.loadsDone) + acquire(at.scope);
       if (to > horizon) {
         w.wake = to;
@@ -249,13 +252,13 @@ bool TimingModel::issueOp(uint32_t wi, int32_t pc, double horizon) {
         const bool store = code == ir::OpCode::Store;
         count = std::max(1, ((store ? in.t1.bytes() : in.rt.bytes()) + 15) / 16);
         if (!lds && code != ir::OpCode::Load && releases(at.order) && at.scope != ir::MemScope::Workgroup &&
-            w.storesDone + release(at.scope) > opReady) {
-          opReady = w.storesDone + release(at.scope);
+            drained(w, at.scope) > opReady) {
+          opReady = drained(w, at.scope);
           mem = true;
         }
       } else if (cls == CostClass::Publish && !lds && releases(at.order) && at.scope != ir::MemScope::Workgroup &&
-                 w.storesDone + release(at.scope) > opReady) {
-        opReady = w.storesDone + release(at.scope);
+                 drained(w, at.scope) > opReady) {
+        opReady = drained(w, at.scope);
         mem = true;
       }
       break;

@@ -87,6 +87,9 @@ class TimingModel {
   }
   // Moves wave wi's clock to `to`, charging the gap to `kind` in the current stage.
   void advance(uint32_t wi, double to, Split kind);
+  /// When a release at scope s may go: its write-back past the wave's stores, and gfx9's
+  /// `s_waitcnt vmcnt(0)` past the wave's loads in flight too (one counter for both).
+  double drained(const Wave& w, ir::MemScope s) const;
   double release(ir::MemScope s) const;
   double acquire(ir::MemScope s) const;
   double visibility(const TimingPlace& from, const TimingPlace& to) const;
