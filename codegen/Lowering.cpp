@@ -264,7 +264,7 @@ class Lowerer {
       case OpCode::Shuffle: return def(op, shuffle(op, in(0), t(ops[0]), in(1)));
       case OpCode::Ballot: return def(op, tg_.ballot(b_, in(0)));
       case OpCode::Popcount: return def(op, popcount(in(0)));
-      case OpCode::ReadFirstLane: return def(op, readFirstLane(in(0), t(ops[0])));
+      case OpCode::ReadFirstLane: case OpCode::CtaUniform: return def(op, readFirstLane(in(0), t(ops[0])));
       case OpCode::Mfma: return def(op, native(op, tg_.mfma(b_, op.attrs.mfma, in(0), in(1), in(2))));
       case OpCode::MfmaScale: return def(op, native(op, tg_.mfmaScale(b_, in(0), in(1), in(2), in(3), in(4))));
       // --- sync: ir/Op.h says which scope each flag takes ---

@@ -370,6 +370,11 @@ Val Builder::readFirstLane(Val v) {
          "expected a 1..8-byte scalar");
   return emit(OpCode::ReadFirstLane, {v.v});
 }
+Val Builder::ctaUniform(Val v) {
+  expect(!v.type().isVector() && v.type().bytes() <= 8 && !v.type().isBool(), OpCode::CtaUniform,
+         "expected a 1..8-byte scalar");
+  return emit(OpCode::CtaUniform, {v.v});
+}
 Val Builder::mfma(MfmaKind k, Val a, Val b, Val acc) {
   const mfma::Shape s = mfma::shapeOf(k);
   expect(s.m != 0, OpCode::Mfma, "unknown MFMA kind");

@@ -113,6 +113,9 @@ class Builder {
   Val ballot(Val c);
   Val popcount(Val v);
   Val readFirstLane(Val v);
+  /// v, stated to be the same in every lane of the CTA (a count read from LDS after a barrier): the
+  /// verifier takes it as uniform (a loop holding barriers may end on it); the Sim checks the claim.
+  Val ctaUniform(Val v);
   Val mfma(MfmaKind k, Val a, Val b, Val acc);
   /// The block-scaled 16x16x128 MFMA: E4M3 a, E2M1 b, an E8M0 scale a lane (ir/Mfma.h).
   Val mfmaScale(Val a, Val b, Val acc, Val scaleA, Val scaleB);

@@ -191,7 +191,7 @@ class Analysis {
                          : exact(0, ty(o[0]).scalar == Scalar::I1 ? 1 : (i128{1} << bitsOf(ty(o[0]))) - 1, a.wrap);
       case OpCode::Trunc:
         return a.lo >= typeMin(t) && a.hi <= typeMax(t) ? exact(a.lo, a.hi, a.wrap) : top(t, a.wrap);
-      case OpCode::Extract: case OpCode::Splat: case OpCode::ReadFirstLane: return exact(a.lo, a.hi, a.wrap);
+      case OpCode::Extract: case OpCode::Splat: case OpCode::ReadFirstLane: case OpCode::CtaUniform: return exact(a.lo, a.hi, a.wrap);
       case OpCode::Insert: return join(a, arg(1));
       case OpCode::Shuffle: return join(a, exact(0, 0));
       default:

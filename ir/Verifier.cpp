@@ -283,6 +283,9 @@ class KernelChecker {
       case OpCode::VarLoad:
         def(op.result, varUniform_.at(op.attrs.var));
         return;
+      case OpCode::CtaUniform:  // a claim the Sim checks at run time
+        def(op.result, true);
+        return;
       case OpCode::VarStore:
         if ((!allUniform || !uniformFlow) && varUniform_.at(op.attrs.var)) {
           varUniform_[op.attrs.var] = false;

@@ -112,7 +112,7 @@ Plan everyOpPlan() {
     Val w64 = b.shuffle(wide, lane ^ 1);
     Val bal = b.ballot(c);
     Val cnt = b.popcount(bal) + b.popcount(h);
-    Val first = b.readFirstLane(x);
+    Val first = b.readFirstLane(x) + b.ctaUniform(b.block());
     // Atomics and fences.
     Val ctr = b.ptrAdd(a.err, int64_t{4});
     Val old = b.atomicRmw(RmwOp::Add, ctr, b.i32(1));

@@ -501,6 +501,12 @@ std::vector<Custom> customCases() {
                   b.store(b.ptrAdd(out, 24), b.arg(3, Type::i64(), "k64"));
                 },
                 nullptr, nullptr});
+  cs.push_back({"cta_uniform", "v_readfirstlane_b32 of a value every lane holds", 0, 16,
+                [](Builder& b, Val, Val, Val out) {
+                  b.store(b.ptrAdd(out, 0), b.ctaUniform(b.block() * 3 + b.arg(2, Type::i32(), "k32")));
+                  b.store(b.ptrAdd(out, 8), b.ctaUniform(b.arg(3, Type::i64(), "k64")));
+                },
+                nullptr, nullptr});
   // Wave ops under divergence: the lanes where in[0] & 3 != 0 take part.
   cs.push_back({"shuffle/ballot/readfirstlane, divergent", "ds_bpermute_b32; v_cmp -> s mask; v_readfirstlane_b32", 16, 48,
                 [](Builder& b, Val, Val in, Val out) {

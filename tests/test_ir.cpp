@@ -306,6 +306,21 @@ TEST_CASE("verifier: barriers only in CTA-uniform control flow", "[ir]") {
   CHECK(anyContains(problems, "op #"));
 }
 
+TEST_CASE("verifier: a loop holding barriers may end on a count read from LDS only as cta_uniform", "[ir]") {
+  for (bool claimed : {false, true}) {
+    Plan p = twoStagePlan();
+    {
+      Builder b(p.kernel);
+      Val n = b.load(Type::i32(), b.intToPtr(b.i32(0), AddrSpace::Lds));  // every lane reads one word
+      b.for_(b.i32(0), claimed ? b.ctaUniform(n) : n, b.i32(1), [&](Val) { b.barrier(); });
+      CHECK_THROWS_WITH(b.ctaUniform(b.splat(n, 2)), Catch::Contains("expected a 1..8-byte scalar"));
+      CHECK_THROWS_WITH(b.ctaUniform(n < 3), Catch::Contains("expected a 1..8-byte scalar"));
+    }
+    INFO("claimed " << claimed);
+    CHECK(anyContains(verifyAll(p), "barrier in control flow that is not uniform") == !claimed);
+  }
+}
+
 TEST_CASE("verifier: operands must be defined where used", "[ir]") {
   Plan p = twoStagePlan();
   {

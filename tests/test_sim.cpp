@@ -473,6 +473,32 @@ TEST_CASE("sim: butterfly sums and maxes across the wave") {
   }
 }
 
+TEST_CASE("sim: cta_uniform passes a value every lane holds and stops on one that differs") {
+  // 2 waves; `split` picks who differs: -1 nobody, 64 lane 5 of wave 0, 1 wave 1 (its lanes agree)
+  for (int split : {-1, 64, 1}) {
+    Kit k(1, 128);
+    auto& b = k.b;
+    Val out = k.gptr(0);
+    Val tid = b.tid();
+    Val v = split == 64 ? b.select(tid == 5, b.i32(8), b.i32(7)) : split == 1 ? b.i32(7) + b.wave() : b.i32(7);
+    Val n = b.ctaUniform(v);
+    b.for_(b.i32(0), n, b.i32(1), [&](Val) { b.barrier(); });
+    b.store(b.ptrAdd(out, b.sext(tid * 4, Type::i64())), n);
+    const uint64_t o = k.zeroed(128 * 4, "out");
+    INFO("split " << split);
+    if (split < 0) {
+      k.run({{o}});
+      for (int32_t x : k.read<int32_t>(o, 128)) CHECK(x == 7);
+    } else if (split == 64) {
+      REQUIRE_THROWS_WITH(k.run({{o}}), Catch::Contains("cta_uniform: lane 5 holds 0x8"));
+    } else {
+      // whichever wave runs first sets the value; the other is stopped
+      REQUIRE_THROWS_WITH(k.run({{o}}), Catch::Contains("an earlier wave of the CTA held") && Catch::Contains("0x7") &&
+                                            Catch::Contains("0x8"));
+    }
+  }
+}
+
 TEST_CASE("sim: ballot, popcount, readfirstlane, shuffle from inactive lanes") {
   Kit k(1, 64);
   auto& b = k.b;

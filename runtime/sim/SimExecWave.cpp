@@ -1,6 +1,8 @@
-// The interpreter's wave-op class: cross-lane ops (Shuffle, Ballot, ReadFirstLane), Popcount, and
+// The interpreter's wave-op class: cross-lane ops (Shuffle, Ballot, ReadFirstLane, CtaUniform), Popcount, and
 // Mfma and MfmaScale, which like the hardware ignores the exec mask and reads and writes all 64 lanes.
 #include <bit>
+
+#include <fmt/format.h>
 
 #include "ir/Mfma.h"
 #include "runtime/sim/SimLanes.h"
@@ -11,6 +13,16 @@ namespace monogen::runtime {
 using namespace simlanes;
 using ir::OpCode;
 using ir::Scalar;
+
+void SimLaunch::checkCtaUniform(const SimWave& w, const SimInst& in, uint64_t v) {
+  const auto key = [&](uint64_t who) { return who << 32 | static_cast<uint32_t>(w.pc); };
+  const uint32_t n = ctaUniformRuns_[key(waveIndex(w))]++;
+  std::vector<uint64_t>& seen = ctaUniformSeen_[key(w.ctaIndex)];
+  if (seen.size() == n) seen.push_back(v);
+  else if (seen[n] != v)
+    fail(w, in, -1, fmt::format("cta_uniform: wave {} holds {:#x} at this op's run {}, an earlier wave of the CTA held {:#x}",
+                                w.wave, v, n, seen[n]));
+}
 
 SimLaunch::Status SimLaunch::visitWaveOp(SimWave& w, const SimInst& in) {
   uint8_t* const fr = w.frame;
@@ -41,6 +53,19 @@ SimLaunch::Status SimLaunch::visitWaveOp(SimWave& w, const SimInst& in) {
       if (!exec) break;
       const int first = __builtin_ctzll(exec);
       FOR_LANES(exec, l) copyN(fr + in.res + n * l, fr + in.opd[0] + n * first, n);
+      break;
+    }
+    case OpCode::CtaUniform: {
+      const int n = in.rt.bytes();
+      if (!exec) break;
+      const uint64_t v = ldN(fr + in.opd[0] + n * __builtin_ctzll(exec), n);
+      FOR_LANES(exec, l) {
+        if (ldN(fr + in.opd[0] + n * l, n) != v)
+          fail(w, in, l, fmt::format("cta_uniform: lane {} holds {:#x}, the wave's first active lane {:#x}", l,
+                                     ldN(fr + in.opd[0] + n * l, n), v));
+        copyN(fr + in.res + n * l, fr + in.opd[0] + n * l, n);
+      }
+      checkCtaUniform(w, in, v);
       break;
     }
     case OpCode::Mfma: {

@@ -34,7 +34,7 @@ SimLaunch::Status SimLaunch::step(SimWave& w) {
     case OpCode::Fence: return visitMemory(w, in);
     case OpCode::Barrier: case OpCode::Publish: case OpCode::Wait: case OpCode::Realtime:
     case OpCode::Sleep: return visitSync(w, in);
-    case OpCode::Shuffle: case OpCode::Ballot: case OpCode::Popcount: case OpCode::ReadFirstLane:
+    case OpCode::Shuffle: case OpCode::Ballot: case OpCode::Popcount: case OpCode::ReadFirstLane: case OpCode::CtaUniform:
     case OpCode::Mfma: case OpCode::MfmaScale: return visitWaveOp(w, in);
     case OpCode::VarLoad: case OpCode::VarStore: return visitVariable(w, in);
     case OpCode::If: case OpCode::For: case OpCode::While: case OpCode::StageScope: visitStructured(w, in);

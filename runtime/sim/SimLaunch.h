@@ -204,6 +204,9 @@ class SimLaunch {
   std::string where(const SimWave& w, const SimInst& in, int lane) const;
   std::string stageName(int stage) const;
   [[noreturn]] void fail(const SimWave& w, const SimInst& in, int lane, const std::string& what) const;
+  /// CtaUniform: fails unless wave w's value `v` is what the CTA's first wave to run this
+  /// instance of the op (its n-th run by each wave) held.
+  void checkCtaUniform(const SimWave& w, const SimInst& in, uint64_t v);
 
   SimMemory& mem_;
   const ir::Plan& plan_;
@@ -224,6 +227,8 @@ class SimLaunch {
     std::vector<std::pair<uint32_t, uint32_t>> waiters;  // (wave, blockSeq)
   };
   std::unordered_map<uint64_t, Watch> watch_;  // pair address -> waves blocked waiting on it
+  std::unordered_map<uint64_t, std::vector<uint64_t>> ctaUniformSeen_;  // (CTA, pc) -> value by instance
+  std::unordered_map<uint64_t, uint32_t> ctaUniformRuns_;               // (wave, pc) -> instances run
   SimMemory::Allocation* lastAlloc_ = nullptr;
   SimRng rng_;
   std::unique_ptr<SimRaces> races_;  // SimOptions::races, else null

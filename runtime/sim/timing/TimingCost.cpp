@@ -18,7 +18,8 @@ CostClass costClassOf(uint16_t code) {
     case OpCode::And: case OpCode::Or: case OpCode::Xor: case OpCode::Shl: case OpCode::LShr: case OpCode::AShr:
     case OpCode::Min: case OpCode::Max: case OpCode::UMin: case OpCode::UMax: case OpCode::Fma: case OpCode::Cmp:
     case OpCode::Select: case OpCode::PtrAdd: case OpCode::SExt: case OpCode::Abs: case OpCode::Shuffle:
-    case OpCode::Ballot: case OpCode::Popcount: case OpCode::ReadFirstLane: case OpCode::BF16ToF32:
+    case OpCode::Ballot: case OpCode::Popcount: case OpCode::ReadFirstLane: case OpCode::CtaUniform:
+    case OpCode::BF16ToF32:
       return CostClass::Valu;
     case OpCode::Div: case OpCode::Rem: case OpCode::UDiv: case OpCode::URem: return CostClass::Divide;
     case OpCode::SIToFP: case OpCode::UIToFP: case OpCode::FPToSI: case OpCode::F32ToBF16: case OpCode::Fp4ToF32:

@@ -46,6 +46,7 @@ TimingModel::TimingModel(const TimingParams& params, const ir::Plan& plan, const
     const auto code = static_cast<ir::OpCode>(in.code);
     scalar_[pc] = uni[pc] && (class_[pc] == CostClass::Valu || class_[pc] == CostClass::Divide) &&
                   !in.rt.isFloat() && !in.t0.isFloat() && !in.t1.isFloat() && code != ir::OpCode::ReadFirstLane &&
+                  code != ir::OpCode::CtaUniform &&
                   code != ir::OpCode::Ballot && code != ir::OpCode::Shuffle;
   }
   // IR loop depths: a for spans its check .. its step, a while its condition .. its back jump.

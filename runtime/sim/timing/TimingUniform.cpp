@@ -68,7 +68,9 @@ std::vector<bool> uniformResults(const SimProgram& prog) {
         continue;
       }
       if (code == ir::OpCode::VarLoad) u = varUniform(in.var);
-      else if (code == ir::OpCode::WaveId || code == ir::OpCode::ReadFirstLane || code == ir::OpCode::Ballot) u = true;
+      else if (code == ir::OpCode::WaveId || code == ir::OpCode::ReadFirstLane || code == ir::OpCode::Ballot ||
+               code == ir::OpCode::CtaUniform)
+        u = true;
       else if (ir::variesByLane(code)) u = false;
       uni[pc] = u;
       if (in.res != kSimNoSlot) slotUni[in.res] = u;
