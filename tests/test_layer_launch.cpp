@@ -3,7 +3,9 @@
 // reference (o_proj path) on its rows and residual.
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <string>
+#include <vector>
 
 #include "codegen/Compiler.h"
 #include "ir/Verifier.h"
@@ -24,11 +26,12 @@ struct Cell {
   CacheMode mode = CacheMode::Vllm;
   int context = 129;
   int padded = 0;  // the last rows get slot -1 (both launches' padded rows)
+  bool modelDims = false;  // the model's own dims (256 CTAs) instead of the reduced config
 };
 
 /// The cell's launch on the Sim under `opts` and its verdict against the reference.
 std::string runCell(const Cell& k, const runtime::SimOptions& opts, runtime::SimStats* stats = nullptr) {
-  const ModelConfig cfg = ModelConfig::reduced();
+  const ModelConfig cfg = k.modelDims ? ModelConfig() : ModelConfig::reduced();
   AttentionKnobs knobs;
   knobs.mode = k.mode;
   knobs.fullLayer = k.full;
@@ -88,4 +91,59 @@ TEST_CASE("layer launch: the Plan verifies and compiles for gfx950 within its li
   CHECK(co.info.scratchBytes == 0);
   CHECK(co.info.vgprSpills == 0);
   CHECK(co.info.ldsBytes == plan.ldsBytes);
+}
+
+namespace {
+
+constexpr std::array kMatrixRows = {1, 3, 4, 5, 8, 9, 16};
+constexpr std::array kMatrixTps = {1, 2, 4, 8};
+constexpr std::array kMatrixContexts = {0, 128, 129, 300};  // 1 key; a block's edge; past it; 2 atom tiles
+
+/// Every S x TP x layer type on the reduced config; the cache mode, context, sequence sharing and
+/// a padded row rotate with the cell so that each occurs with every S.
+std::vector<Cell> layerMatrix() {
+  std::vector<Cell> cells;
+  for (size_t s = 0; s < kMatrixRows.size(); ++s)
+    for (size_t t = 0; t < kMatrixTps.size(); ++t)
+      for (int f = 0; f < 2; ++f) {
+        const int S = kMatrixRows[s];
+        const size_t r = s + t + size_t(f);
+        Cell k;
+        k.S = S;
+        k.TP = kMatrixTps[t];
+        k.full = f == 1;
+        k.mode = r % 2 ? CacheMode::Atom : CacheMode::Vllm;
+        k.context = kMatrixContexts[(s + 2 * t + size_t(f)) % kMatrixContexts.size()];
+        k.share = S > 1 && (s + t) % 2 == 0;
+        k.padded = S > 1 && r % 3 == 2 ? 1 : 0;
+        cells.push_back(k);
+      }
+  return cells;
+}
+
+}  // namespace
+
+TEST_CASE("layer matrix: every S x TP x layer type bit-exact on the reduced config", "[layer_launch][.slow]") {
+  int n = 0;
+  for (const Cell& k : layerMatrix()) {
+    INFO("S " << k.S << " TP " << k.TP << (k.full ? " full " : " sparse ") << cacheModeName(k.mode) << " context "
+              << k.context << (k.share ? " shared" : " batch") << " padded " << k.padded);
+    CHECK(runCell(k, {}) == "bit-exact");
+    ++n;
+  }
+  CHECK(n == int(kMatrixRows.size() * kMatrixTps.size() * 2));
+}
+
+TEST_CASE("layer matrix: the model's dims at S 2 and S 8 TP 4 bit-exact", "[layer_launch][.slow][full_dims]") {
+  // about 9 GB of Sim memory and minutes of CPU a cell
+  for (int S : {2, 8}) {
+    Cell k;
+    k.S = S;
+    k.TP = 4;
+    k.context = 2047;
+    k.share = S == 8;
+    k.modelDims = true;
+    INFO("S " << S);
+    CHECK(runCell(k, {}) == "bit-exact");
+  }
 }
