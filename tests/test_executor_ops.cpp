@@ -13,6 +13,8 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <numbers>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -25,6 +27,8 @@
 #include "runtime/Gfx950RunNumerics.h"
 #include "runtime/sim/SimDeviceAdapter.h"
 #include "runtime/sim/SimRng.h"
+#include "specs/minimax_m3/kernel/Mxfp8.h"
+#include "specs/minimax_m3/reference/Mxfp8Reference.h"
 
 using namespace monogen;
 using namespace monogen::ir;
@@ -840,8 +844,13 @@ KernelBuilder newKernel(Suite& s) {
   return k;
 }
 
-Suite buildSuite() {
+/// The suite of every case, or (given `only`) of those custom cases alone.
+Suite buildSuite(std::optional<std::vector<Custom>> only = std::nullopt) {
   Suite s;
+  if (only) {
+    s.ew.clear();
+    s.custom = std::move(*only);
+  }
   s.plans.reserve((s.ew.size() + s.custom.size()) / kCasesPerKernel + 2);
   KernelBuilder kb;
   int inKernel = kCasesPerKernel;
@@ -1110,4 +1119,247 @@ TEST_CASE("executor ops: every op's lowering on gfx950-run equals the Sim bit fo
              table, s.slots.size(), elements, declared, uncompared, bad, failures);
   INFO(failures);
   CHECK(bad == 0);
+}
+
+// ------------------------------------------------------------------ the MXFP8 quant (mfma_scale's A)
+
+namespace {
+
+using specs::minimax_m3::Mxfp8Block;
+
+constexpr int kMxfp8In = 128, kMxfp8Out = 36;  // a lane: 32 f32 in; 8 A words and the scale word out
+
+/// Block bl (0 .. kLanes - 1, 64 a wave: wave bl / 64, row bl % 64 / 4, K block bl % 4) of the inputs:
+/// - 0 .. 247: scale code bl (amax 448 2^(bl - 127), FLT_MAX for 247; 0 all +-0 and a NaN) over
+///   every e4m3 code times the scale;
+/// - 248 .. 255: Inf, -Inf and NaN, all NaN, f32 subnormals, amax 448 and its f32 neighbours
+///   among 440 .. 448 and their midpoints, amax just below 448 2^-126;
+/// - 256 .. 383: amax 448 2^k (k in -20 .. 19) over every e4m3 midpoint times 2^k, and its f32
+///   neighbours;
+/// - 384 .. 447: Gaussians (bf16) of random magnitude; 448 .. 511: random bits (Infs, NaNs).
+std::vector<float> mxfp8BlockInputs(int bl, uint64_t& st) {
+  auto rnd = [&st] { return runtime::simSplitMix64(st); };
+  auto code = [](int k) { return k < 127 ? k : 0x80 + (k - 127); };  // k in 0 .. 253: every non-NaN code
+  std::vector<float> v(32, 0.0f);
+  const float sign = bl % 2 ? -1.0f : 1.0f;
+  if (bl < 248) {
+    const int c = bl;
+    if (c == 0) {
+      for (int j = 0; j < 32; ++j) v[j] = j % 2 ? -0.0f : 0.0f;
+      v[5] = std::numeric_limits<float>::quiet_NaN();
+      return v;
+    }
+    const double amax = std::ldexp(448.0, c - 127);
+    v[0] = sign * static_cast<float>(std::min<double>(amax, std::numeric_limits<float>::max()));
+    for (int j = 1; j < 32; ++j)
+      v[j] = static_cast<float>(std::ldexp(static_cast<double>(num::fp8E4m3ToF32(code((31 * bl + j - 1) % 254))), c - 127));
+    return v;
+  }
+  if (bl < 256) {
+    const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+    for (int j = 0; j < 32; ++j) v[j] = static_cast<float>(static_cast<int>(rnd() % 2001) - 1000) / 7.0f;
+    switch (bl) {
+      case 248: v[3] = inf; break;
+      case 249: v[7] = -inf, v[9] = nan; break;
+      case 250: for (float& x : v) x = nan; break;
+      case 251: for (float& x : v) x = std::bit_cast<float>(static_cast<uint32_t>(rnd()) & 0x807fffffu); break;
+      case 252:
+      case 253:
+      case 254: {
+        const float a = bl == 252 ? 448.0f : std::nextafter(448.0f, bl == 253 ? inf : 0.0f);
+        const float near[] = {440.0f, 444.0f, 436.0f, 432.0f, 416.0f, 424.0f, 392.0f, 400.0f};
+        for (int j = 0; j < 32; ++j) {
+          const float f = near[j % 8], d = j / 8 == 1 ? std::nextafter(f, 0.0f) : j / 8 == 2 ? std::nextafter(f, inf) : f;
+          v[j] = j % 2 ? -d : d;
+        }
+        v[0] = a, v[1] = -a;
+        break;
+      }
+      default:
+        v[0] = std::nextafter(static_cast<float>(std::ldexp(448.0, -126)), 0.0f);
+        for (int j = 1; j < 32; ++j) v[j] = std::bit_cast<float>(static_cast<uint32_t>(j) << (j % 24));
+    }
+    return v;
+  }
+  if (bl < 384) {
+    const int k = (bl * 37) % 40 - 20;
+    v[0] = sign * std::ldexp(448.0f, k);
+    for (int j = 1; j < 32; ++j) {
+      const int q = (31 * (bl - 256) + j - 1) % 756;  // 126 midpoints x {mid, below, above} x sign
+      const float lo = num::fp8E4m3ToF32(static_cast<uint32_t>(q / 6)), hi = num::fp8E4m3ToF32(static_cast<uint32_t>(q / 6 + 1));
+      const float mid = (lo + hi) / 2, f = q % 3 == 0 ? mid : std::nextafter(mid, q % 3 == 1 ? 0.0f : 1e9f);
+      v[j] = std::ldexp(q / 3 % 2 ? -f : f, k);
+    }
+    return v;
+  }
+  if (bl < 448) {
+    const int k = static_cast<int>(rnd() % 61) - 30;
+    for (int j = 0; j < 32; ++j) {
+      const double u1 = (static_cast<double>(rnd() >> 11) + 1) * 0x1p-53, u2 = static_cast<double>(rnd() >> 11) * 0x1p-53;
+      const double g = std::sqrt(-2 * std::log(u1)) * std::cos(2 * std::numbers::pi * u2);
+      v[j] = num::roundBf16(static_cast<float>(std::ldexp(g, k)));
+    }
+    return v;
+  }
+  for (int j = 0; j < 32; ++j) v[j] = std::bit_cast<float>(static_cast<uint32_t>(rnd()));
+  return v;
+}
+
+/// Where K block t's element j of row i sits in the A layout: the lane (of the wave) and its byte.
+std::pair<int, int> mxfp8ALanePos(int i, int t, int j) {
+  const int k = 32 * t + j;
+  return {16 * (k % 64 / 16) + i, 16 * (k / 64) + k % 16};
+}
+
+void mxfp8Fill(std::vector<uint8_t>& in, uint64_t& st) {
+  for (int bl = 0; bl < kLanes; ++bl) {
+    const std::vector<float> v = mxfp8BlockInputs(bl, st);
+    const int w = bl / 64, i = bl % 64 / 4, t = bl % 4;
+    for (int j = 0; j < 32; ++j) {
+      const auto [l, e] = mxfp8ALanePos(i, t, j);
+      putAt<float>(in, static_cast<size_t>(kMxfp8In * (64 * w + l) + 4 * e), v[j]);
+    }
+  }
+}
+
+/// The lanes' expected output (8 A words, the scale word) from each block's quant.
+std::vector<uint8_t> mxfp8Expected(const std::vector<uint8_t>& in, const std::function<Mxfp8Block(const float*)>& quant,
+                                   bool scaleLane4iPlusT = false) {
+  std::vector<uint8_t> out(static_cast<size_t>(kLanes * kMxfp8Out), 0);
+  for (int bl = 0; bl < kLanes; ++bl) {
+    const int w = bl / 64, i = bl % 64 / 4, t = bl % 4;
+    float x[32];
+    for (int j = 0; j < 32; ++j) {
+      const auto [l, e] = mxfp8ALanePos(i, t, j);
+      x[j] = getAt<float>(in, static_cast<size_t>(kMxfp8In * (64 * w + l) + 4 * e));
+    }
+    const Mxfp8Block blk = quant(x);
+    for (int j = 0; j < 32; ++j) {
+      const auto [l, e] = mxfp8ALanePos(i, t, j);
+      out[static_cast<size_t>(kMxfp8Out * (64 * w + l) + e)] = blk.codes[j];
+    }
+    const int sl = scaleLane4iPlusT ? 4 * i + t : 16 * t + i;
+    out[static_cast<size_t>(kMxfp8Out * (64 * w + sl) + 32)] = blk.scale;
+  }
+  return out;
+}
+
+Custom mxfp8Case() {
+  return {"mxfp8 quant, mfma_scale A", "abs/max, ds_bpermute (shuffle), bit ops, v_cvt_pk_fp8_f32", kMxfp8In, kMxfp8Out,
+          [](Builder& b, Val, Val in, Val out) {
+            std::vector<Val> xs;
+            for (int e = 0; e < 32; ++e) xs.push_back(b.load(Type::f32(), b.ptrAdd(in, 4 * e)));
+            const specs::minimax_m3::Mxfp8Operand q = specs::minimax_m3::mxfp8QuantizeA(b, xs);
+            for (int w = 0; w < 8; ++w) b.store(b.ptrAdd(out, 4 * w), b.extract(q.a, w));
+            b.store(b.ptrAdd(out, 32), q.scale);
+          },
+          mxfp8Fill, nullptr};
+}
+
+/// Words of a device's output region that differ from `want`; the first few described.
+int64_t mxfp8Mismatches(const std::vector<uint8_t>& got, int64_t off, const std::vector<uint8_t>& want, std::string* first) {
+  int64_t bad = 0;
+  for (int64_t i = 0; i < static_cast<int64_t>(want.size()); i += 4) {
+    const uint32_t g = getAt<uint32_t>(got, static_cast<size_t>(off + i)), x = getAt<uint32_t>(want, static_cast<size_t>(i));
+    if (g != x && ++bad <= 6 && first)
+      *first += fmt::format("  lane {} word {}: got {:#010x}, want {:#010x}\n", i / kMxfp8Out, i % kMxfp8Out / 4, g, x);
+  }
+  return bad;
+}
+
+/// A broken quant: a wrong element rounding, scale rule or clamp, to show the inputs tell it apart.
+enum class Mxfp8Broken { Truncate, TiesAway, TiesOdd, FloorScale, FloorScaleNoClamp, FlushSubnormals, NoNanSkip };
+
+uint8_t mxfp8BrokenEncode(double y, Mxfp8Broken k) {
+  using specs::minimax_m3::e4m3RoundNearestEven;
+  if (std::isnan(y) || k == Mxfp8Broken::FloorScale || k == Mxfp8Broken::NoNanSkip) return e4m3RoundNearestEven(y);
+  const uint8_t sign = std::signbit(y) ? 0x80 : 0;
+  const double a = std::fabs(y);
+  if (k == Mxfp8Broken::FloorScaleNoClamp) return a >= 464.0 ? static_cast<uint8_t>(sign | 0x7f) : e4m3RoundNearestEven(y);
+  if (k == Mxfp8Broken::FlushSubnormals) return a < 0x1p-6 ? sign : e4m3RoundNearestEven(y);
+  // the codes below and above a, and which is nearer
+  uint8_t lo = 0;
+  for (uint8_t c = 0; c <= 0x7e; ++c)
+    if (specs::minimax_m3::mxfp8Dequant(c, 127) <= a) lo = c;
+  if (lo == 0x7e) return sign | 0x7e;
+  const double vl = specs::minimax_m3::mxfp8Dequant(lo, 127), vh = specs::minimax_m3::mxfp8Dequant(lo + 1, 127);
+  uint8_t c = lo;
+  if (k == Mxfp8Broken::Truncate) c = lo;
+  else if (a - vl > vh - a) c = lo + 1;
+  else if (a - vl == vh - a) c = k == Mxfp8Broken::TiesAway ? lo + 1 : (lo & 1) ? lo : lo + 1;  // TiesOdd
+  return sign | c;
+}
+
+Mxfp8Block mxfp8BrokenQuant(const float* x, Mxfp8Broken k) {
+  Mxfp8Block blk;
+  float amax = 0.0f;
+  for (int i = 0; i < 32; ++i) amax = k == Mxfp8Broken::NoNanSkip ? (std::isnan(x[i]) ? x[i] : std::max(amax, std::fabs(x[i])))
+                                                                    : std::isnan(x[i]) ? amax : std::max(amax, std::fabs(x[i]));
+  if (k == Mxfp8Broken::FloorScale || k == Mxfp8Broken::FloorScaleNoClamp) {
+    // the OCP spec's rule: 2^(floor(log2 amax) - 8), e4m3's largest power being 2^8
+    int e2 = 0;
+    std::frexp(amax, &e2);
+    blk.scale = amax == 0 ? 0 : std::isinf(amax) ? 255 : static_cast<uint8_t>(std::clamp(e2 - 1 - 8 + 127, 0, 254));
+  } else {
+    blk.scale = std::isnan(amax) ? 255 : specs::minimax_m3::mxfp8ScaleOf(amax);
+  }
+  for (int i = 0; i < 32; ++i) {
+    const double v = x[i];
+    blk.codes[i] = mxfp8BrokenEncode(blk.scale == 255 ? v * 0.0 : std::ldexp(v, 127 - blk.scale), k);
+  }
+  return blk;
+}
+
+}  // namespace
+
+TEST_CASE("executor ops: the MXFP8 quant into mfma_scale's A equals its reference on the Sim and gfx950-run",
+          "[executor_ops][mxfp8]") {
+  const Suite s = buildSuite(std::vector<Custom>{mxfp8Case()});
+  REQUIRE(s.slots.size() == 1);
+  const Slot& sl = s.slots[0];
+  const std::vector<uint8_t> in(s.in.begin() + sl.inOff[0], s.in.begin() + sl.inOff[0] + kLanes * kMxfp8In);
+  const std::vector<uint8_t> want = mxfp8Expected(in, [](const float* x) { return specs::minimax_m3::mxfp8QuantizeBlock(x); });
+
+  // The inputs reach every E8M0 code and every e4m3 code.
+  std::set<int> scales, codes;
+  for (int l = 0; l < kLanes; ++l) {
+    scales.insert(want[static_cast<size_t>(kMxfp8Out * l + 32)]);
+    for (int e = 0; e < 32; ++e) codes.insert(want[static_cast<size_t>(kMxfp8Out * l + e)]);
+  }
+  CHECK(scales.size() == 249);  // 0 .. 247 and 255 (a finite f32 amax never needs 248 .. 254)
+  CHECK(codes.size() == 255);  // every code but 0xff: a NaN becomes 0x7f
+
+  runtime::SimDeviceAdapter simDev;
+  const std::vector<uint8_t> sim = runSuite(simDev, s);
+  std::string first;
+  const int64_t simBad = mxfp8Mismatches(sim, sl.outOff, want, &first);
+  INFO("Sim vs the reference:\n" << first);
+  CHECK(simBad == 0);
+
+  // Each broken quant differs from the Sim somewhere.
+  std::string counts;
+  const std::pair<Mxfp8Broken, const char*> broken[] = {
+      {Mxfp8Broken::Truncate, "truncate"}, {Mxfp8Broken::TiesAway, "ties away"}, {Mxfp8Broken::TiesOdd, "ties odd"},
+      {Mxfp8Broken::FloorScale, "floor scale"}, {Mxfp8Broken::FloorScaleNoClamp, "floor scale, no clamp"},
+      {Mxfp8Broken::FlushSubnormals, "subnormals flushed"}, {Mxfp8Broken::NoNanSkip, "NaN in amax"}};
+  for (const auto& [k, name] : broken) {
+    const int64_t n = mxfp8Mismatches(sim, sl.outOff, mxfp8Expected(in, [k = k](const float* x) { return mxfp8BrokenQuant(x, k); }), nullptr);
+    counts += fmt::format(" {} {};", name, n);
+    CHECK(n > 0);
+  }
+  const int64_t wrongLane = mxfp8Mismatches(sim, sl.outOff, mxfp8Expected(in, [](const float* x) {
+    return specs::minimax_m3::mxfp8QuantizeBlock(x); }, true), nullptr);
+  counts += fmt::format(" scale in lane 4 i + t {}", wrongLane);
+  CHECK(wrongLane > 0);
+  fmt::print("mxfp8: {} words; broken quants' mismatches with the Sim:{}\n", kLanes * kMxfp8Out / 4, counts);
+
+  if (!haveTool()) return;
+  Gfx950RunDevice exeDev;
+  const std::vector<uint8_t> exe = runSuite(exeDev, s);
+  std::string firstExe;
+  const int64_t exeBad = mxfp8Mismatches(exe, sl.outOff, want, &firstExe);
+  fmt::print("mxfp8: gfx950-run vs the reference: {} mismatches of {} words ({} wave-instructions)\n", exeBad,
+             kLanes * kMxfp8Out / 4, exeDev.lastRun().waveInstructions);
+  INFO("gfx950-run vs the reference:\n" << firstExe);
+  CHECK(exeBad == 0);
 }
