@@ -59,7 +59,8 @@ void oprojTokenScales(KernelContext& c) {
           Val inv = b.select(a == b.f32(0.0), b.f32(0.0), b.rcp(scale));
           b.store(redF32(c, kScaleAt, t), scale);
           b.store(redF32(c, kInvAt, t), inv);
-          b.if_(c.block == p.base, [&] { b.store(c.elemAt(c.scratch, L.xscale, t, 4), scale); });  // task 0's CTA: checks
+          // for checks, from push task 0's CTA
+          b.if_(c.block == p.base, [&] { b.store(c.elemAt(c.scratch, L.xscale, t, 4), scale); });
         });
       });
     }
