@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 
+#include "runtime/Gfx950RunDevice.h"
 #include "specs/minimax_m3/kernel/LayerPlacement.h"
 #include "specs/minimax_m3/kernel/ModelConfig.h"
 #include "test_shell.h"
@@ -89,6 +90,24 @@ TEST_CASE("check --launch layer on the Sim: the Generator's Plan, one seeded lau
   CHECK(out.find("inputs: seed 3, ") != std::string::npos);
   CHECK(out.find("reference numerics: the IR's declared models") != std::string::npos);
   CHECK(out.find("  bit-exact\nverdict: bit-exact\n") != std::string::npos);
+}
+
+TEST_CASE("check --launch layer on gfx950-run: the layer Generator's code object, every output bit-exact",
+          "[layer_cli][gfx950run]") {
+  if (!monogen::runtime::Gfx950RunDevice::toolAvailable()) {
+    WARN("gfx950-run not found at '" << monogen::runtime::Gfx950RunDevice::defaultToolPath()
+                                     << "' (set MONOGEN_GFX950_RUN): the executor check is skipped");
+    return;
+  }
+  int code = -1;
+  const std::string out = runMonogen(
+      "check --launch layer --device gfx950-run --config reduced --rows 2 --tp 2 --context 129 --no-cache", code);
+  INFO(out);
+  CHECK(code == 0);
+  CHECK(out.find("minimax_m3.layer-S2-TP2 on the gfx950-run device") != std::string::npos);
+  CHECK(out.find(" B LDS, 0 B scratch") != std::string::npos);
+  CHECK(out.find("reference numerics: gfx950-run's") != std::string::npos);
+  CHECK(out.find("verdict: bit-exact\n") != std::string::npos);
 }
 
 TEST_CASE("check --launch layer catches a broken reference: the executor's numerics against the Sim's", "[layer_cli]") {
