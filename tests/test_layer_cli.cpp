@@ -1,7 +1,6 @@
-// The layer launch on the CLI: `monogen sim --launch layer` runs it on the Sim against the
-// composed references; `monogen dump --what plan --launch layer` prints the layer's placement
-// (LayerPlacement) per S, with the config, TP and knobs given; every other command, dump's other
-// outputs and the options neither reads refuse --launch layer naming what was wrong (exit 2).
+// The layer launch on the CLI: `monogen sim` and `monogen check` run it against the composed
+// references; `monogen dump --what plan --launch layer` prints the layer's placement per S; every
+// other command, dump's other outputs and the options none reads refuse it, naming them (exit 2).
 #include <catch2/catch.hpp>
 
 #include <cstdio>
@@ -9,6 +8,7 @@
 #include <sstream>
 #include <string>
 
+#include "runtime/Gfx950RunDevice.h"
 #include "specs/minimax_m3/kernel/LayerPlacement.h"
 #include "specs/minimax_m3/kernel/ModelConfig.h"
 #include "test_shell.h"
@@ -77,14 +77,67 @@ TEST_CASE("sim --launch layer --timed: one modeled timeline through the attentio
   CHECK(std::stod(line.substr(merge + 12)) < us);
 }
 
+TEST_CASE("check --launch layer on the Sim: the Generator's Plan, one seeded launch, every output bit-exact",
+          "[layer_cli]") {
+  int code = -1;
+  const std::string out = runMonogen(
+      "check --launch layer --device sim --config reduced --rows 2 --tp 2 --cache atom --layer-type full --context 129 "
+      "--seed 3",
+      code);
+  INFO(out);
+  CHECK(code == 0);
+  CHECK(out.find("minimax_m3.layer-S2-TP2-cache=atom,layer=full on the sim device: 2 ranks x ") != std::string::npos);
+  CHECK(out.find("inputs: seed 3, ") != std::string::npos);
+  CHECK(out.find("reference numerics: the IR's declared models") != std::string::npos);
+  CHECK(out.find("  bit-exact\nverdict: bit-exact\n") != std::string::npos);
+}
+
+TEST_CASE("check --launch layer on gfx950-run: the layer Generator's code object, every output bit-exact",
+          "[layer_cli][gfx950run]") {
+  if (!monogen::runtime::Gfx950RunDevice::toolAvailable()) {
+    WARN("gfx950-run not found at '" << monogen::runtime::Gfx950RunDevice::defaultToolPath()
+                                     << "' (set MONOGEN_GFX950_RUN): the executor check is skipped");
+    return;
+  }
+  int code = -1;
+  const std::string out = runMonogen(
+      "check --launch layer --device gfx950-run --config reduced --rows 2 --tp 2 --context 129 --no-cache", code);
+  INFO(out);
+  CHECK(code == 0);
+  CHECK(out.find("minimax_m3.layer-S2-TP2 on the gfx950-run device") != std::string::npos);
+  CHECK(out.find(" B LDS, 0 B scratch") != std::string::npos);
+  CHECK(out.find("reference numerics: gfx950-run's") != std::string::npos);
+  CHECK(out.find("verdict: bit-exact\n") != std::string::npos);
+}
+
+TEST_CASE("check --launch layer catches a broken reference: the executor's numerics against the Sim's", "[layer_cli]") {
+  // The Sim computes the IR's exp2 and quotients; a reference under gfx950-run's differs in bits.
+  int code = -1;
+  const std::string out =
+      runMonogen("check --launch layer --config reduced --rows 2 --tp 2 --context 129 --numerics gfx950-run", code);
+  INFO(out);
+  CHECK(code == 1);
+  CHECK(out.find("  MISMATCH: ") != std::string::npos);
+  CHECK(out.find(" elements differ\n") != std::string::npos);
+  CHECK(out.find("verdict: MISMATCH\n") != std::string::npos);
+}
+
 TEST_CASE("the layer launch: --launch layer is refused where there is none, naming the option", "[layer_cli]") {
   struct Case {
     std::string args;
     std::string error;
   };
-  const std::string simOnly = "runs on sim";
+  const std::string simOnly = "runs on sim and check";
   const Case cases[] = {
-      {"check --launch layer --config reduced", "input error at --launch"},
+      {"check --launch layer --config reduced --device hip", "input error at --device: 'hip': --launch layer runs on sim "
+                                                             "or gfx950-run"},
+      {"check --launch layer --config reduced --per-rank", "input error at --per-rank"},
+      {"check --launch layer --config reduced --launches 2", "input error at --launches"},
+      {"check --launch layer --config reduced --input part", "input error at --input"},
+      {"check --launch layer --config reduced --sum shared", "input error at --sum"},
+      {"check --launch layer --config reduced --spec minimax_m3.attention", "input error at --spec"},
+      {"check --launch layer --config reduced --layer-type dense", "--layer-type"},
+      {"check --launch layer --config reduced --tp 3", "--tp"},
       {"sim --launch layer --config reduced --input part", "input error at --input"},
       {"sim --launch layer --config reduced --experts 4", "input error at --experts"},
       {"sim --launch layer --config reduced --scales rowmajor", "input error at --scales"},

@@ -22,7 +22,7 @@ int dumpLayerPlacement(const VariantOptions& v, const std::string& what, const m
   refuseForLayer(v, {"--pipeline"});
   if (what != "plan")
     throw InputError("--what", fmt::format("'{}' with --launch layer: dump prints the layer's placement only (--what "
-                                           "plan); the launch runs on sim",
+                                           "plan); the launch runs on sim and check",
                                            what));
   const auto cfg = configOf(v);
   std::vector<int> rows;

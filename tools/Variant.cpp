@@ -51,7 +51,8 @@ void addVariantOptions(CLI::App* app, VariantOptions& o, bool rowsTp) {
   app->add_flag("--no-cache", o.noCache, "compile without the code-object cache");
   app->add_option("--launch", o.launch,
                   "the launch: ffn, attention (spec minimax_m3.attention, docs/attention.md) or layer (spec "
-                  "minimax_m3.layer: sim, and its placement in dump --what plan; docs/layer.md)")
+                  "minimax_m3.layer: sim, check on sim or gfx950-run, and its placement in dump --what plan; "
+                  "docs/layer.md)")
       ->check(CLI::IsMember({"ffn", "attention", "layer"}))
       ->capture_default_str();
   app->add_option("--cache", o.cache, "--launch attention or layer: the KV cache mode, vllm or atom (the key's cache knob)")
@@ -94,8 +95,15 @@ void refuseForLayer(const VariantOptions& o, std::initializer_list<const char*> 
 
 void refuseOtherLaunchOptions(const VariantOptions& o, std::initializer_list<const char*> ffnOnly,
                               std::initializer_list<const char*> attnOnly) {
-  if (isLayer(o)) throw InputError("--launch", "layer: the layer launch runs on sim (and dump --what plan prints its placement); "
-                                "not here yet");
+  if (isLayer(o)) {
+    std::string command;  // "trace", "cache key": the subcommands from the root's down
+    for (const CLI::App* a = o.app; a && a->get_parent(); a = a->get_parent())
+      command = a->get_name() + (command.empty() ? "" : " " + command);
+    throw InputError("--launch", fmt::format("layer: the layer launch runs on sim and check (--device sim or "
+                                             "gfx950-run), and dump --what plan prints its placement; {} does not "
+                                             "take it yet",
+                                             command.empty() ? "this command" : command));
+  }
   if (!o.app) return;
   const auto given = [&](const char* name) { return optionGiven(o, name); };
   if (isAttention(o)) {

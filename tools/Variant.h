@@ -59,7 +59,8 @@ void refuseForLayer(const VariantOptions& o, std::initializer_list<const char*> 
 
 /// Refuses (InputError naming the option, exit 2) an option of the other launch: the FFN's knobs
 /// and `ffnOnly` with --launch attention; --cache, --layer-type, --context and `attnOnly` without.
-/// Refuses --launch layer outright: it runs on sim only (and dump --what plan prints its placement).
+/// Refuses --launch layer outright: sim and check run it (and dump --what plan prints its placement),
+/// each before calling this.
 void refuseOtherLaunchOptions(const VariantOptions& o, std::initializer_list<const char*> ffnOnly = {},
                               std::initializer_list<const char*> attnOnly = {});
 

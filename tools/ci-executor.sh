@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # CI's executor job (.ci/run runs it after the tests; runs alone too): `monogen check --device
 # gfx950-run --config reduced --no-cache` over the default variant's S x TP matrix plus the other
-# scale layout and input, and the attention launch (S=8 TP=4, context 129) in vllm / sparse and atom /
-# full, one line a variant. The matrix and its times: docs/verification.md.
+# scale layout and input, the attention launch (S=8 TP=4, context 129) in vllm / sparse and atom /
+# full, and the one-launch layer (TP=2, context 129: S=4 vllm / sparse, S=3 atom / full), one line a
+# variant. The matrix and its times: docs/verification.md.
 # Options: --full (S in {1, 3, 8, 9, 16}: the 15-variant matrix, not run by CI).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,12 +36,14 @@ variants+=("8 2 ffn rowmajor attn")
 variants+=("8 2 ffn e8m0_shuffle part")
 variants+=("8 4 attention vllm sparse")  # fields 4, 5: --scales, --input (ffn); --cache, --layer-type (attention)
 variants+=("8 4 attention atom full")
+variants+=("4 2 layer vllm sparse")  # fields 4, 5 as the attention launch's
+variants+=("3 2 layer atom full")
 echo "== executor: ${#variants[@]} variants on $tool, $jobs at a time"
 
 # One check: its output to $tmp/<i>.log, then "<milliseconds> <exit code>" to $tmp/<i>.done.
 check_one() {
   local i=$1 S=$2 TP=$3 launch=$4 a=$5 b=$6 t0 rc=0 knobs
-  if [ "$launch" = attention ]; then knobs=(--launch attention --context 129 --cache "$a" --layer-type "$b")
+  if [ "$launch" != ffn ]; then knobs=(--launch "$launch" --context 129 --cache "$a" --layer-type "$b")
   else knobs=(--scales "$a" --input "$b"); fi
   t0=$(date +%s%N)
   "$monogen" check --device gfx950-run --config reduced --rows "$S" --tp "$TP" "${knobs[@]}" --seed "$seed" --no-cache \
@@ -66,7 +69,8 @@ for i in "${!variants[@]}"; do
   read -r ms rc <"$tmp/$i.done"
   verdict=$(sed -n 's/^verdict: //p' "$tmp/$i.log" | tail -1)
   [ -n "$verdict" ] || verdict="no verdict"
-  printf '  S=%-2s TP=%s %-9s %-12s %-6s  %4d.%d s  %s (exit %s)\n' "$S" "$TP" "$launch" "$a" "$b" $((ms / 1000)) $((ms % 1000 / 100)) "$verdict" "$rc"
+  regs=$(sed -n 's/^code object: [0-9]* bytes, \([0-9]* VGPR, [0-9]* SGPR\).*/, \1/p' "$tmp/$i.log" | tail -1)
+  printf '  S=%-2s TP=%s %-9s %-12s %-6s  %4d.%d s  %s (exit %s%s)\n' "$S" "$TP" "$launch" "$a" "$b" $((ms / 1000)) $((ms % 1000 / 100)) "$verdict" "$rc" "$regs"
   if [ "$rc" != 0 ]; then
     failed=$((failed + 1))
     sed 's/^/    | /' "$tmp/$i.log" | tail -40

@@ -7,6 +7,9 @@
 #include "ir/Verifier.h"
 #include "specs/minimax_m3/kernel/AttentionSpec.h"
 #include "specs/minimax_m3/kernel/Knobs.h"
+#include "specs/minimax_m3/kernel/LaunchArgs.h"
+#include "specs/minimax_m3/kernel/LayerSpec.h"
+#include "specs/minimax_m3/kernel/WeightContract.h"
 #include "specs/minimax_m3/kernel/Spec.h"
 
 namespace monogen::specs::minimax_m3 {
@@ -49,6 +52,21 @@ ir::Plan verifiedAttentionPlan(const ModelConfig& cfg, const ir::Key& key) {
 runtime::Generator makeAttentionGenerator(const ModelConfig& cfg, std::shared_ptr<runtime::Cache> cache) {
   auto plan = [cfg](const ir::Key& key) { return verifiedAttentionPlan(cfg, key); };
   return runtime::Generator(plan, compileChecked, std::move(cache));
+}
+
+ir::Plan verifiedLayerPlan(const ModelConfig& cfg, const ir::Key& key) {
+  ir::Plan p = buildLayerPlan(cfg, key);
+  ir::verify(p);
+  return p;
+}
+
+runtime::Generator makeLayerGenerator(const ModelConfig& cfg, std::shared_ptr<runtime::Cache> cache) {
+  auto plan = [cfg](const ir::Key& key) { return verifiedLayerPlan(cfg, key); };
+  auto layouts = [cfg](const ir::Plan& p) {
+    const std::string l = scaleLayoutName(LayerVariant::make(cfg, p.key).ffn.knobs.scales);
+    return runtime::ArgLayouts{{arg::kS13, l}, {arg::kS2, l}};
+  };
+  return runtime::Generator(plan, compileChecked, std::move(cache), layouts);
 }
 
 std::shared_ptr<runtime::Cache> defaultCache() {

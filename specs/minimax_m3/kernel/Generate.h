@@ -1,4 +1,4 @@
-// The MiniMax-M3 FFN and attention launches behind the generate-and-launch API: Plans from this spec (built and
+// The MiniMax-M3 FFN, attention and layer launches behind the generate-and-launch API: Plans from this spec (built and
 // verified), code objects from codegen (compiled in-process, checked against the Plan and the
 // target's limits), cached under the given cache.
 #pragma once
@@ -21,6 +21,13 @@ ir::Plan verifiedAttentionPlan(const ModelConfig& cfg, const ir::Key& key);
 
 /// A Generator of the attention launch (AttentionSpec.h) for `cfg`, as makeGenerator's.
 runtime::Generator makeAttentionGenerator(const ModelConfig& cfg, std::shared_ptr<runtime::Cache> cache);
+
+/// buildLayerPlan + ir::verify for a key of spec minimax_m3.layer (LayerVariant.h).
+ir::Plan verifiedLayerPlan(const ModelConfig& cfg, const ir::Key& key);
+
+/// A Generator of the one-launch decoder layer (LayerSpec.h) for `cfg`, as makeGenerator's: its
+/// s13 / s2 declare the layout of the layer's FFN variant.
+runtime::Generator makeLayerGenerator(const ModelConfig& cfg, std::shared_ptr<runtime::Cache> cache);
 
 /// The default on-disk cache: $MONOGEN_CACHE_DIR or ~/.cache/monogen, keyed with this LLVM.
 std::shared_ptr<runtime::Cache> defaultCache();

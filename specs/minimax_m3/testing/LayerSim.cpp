@@ -40,24 +40,29 @@ LayerInputs makeLayerInputs(const ModelConfig& cfg, int S, int TP, uint64_t seed
   return in;
 }
 
-LayerReference layerReference(const ModelConfig& cfg, const LayerInputs& in) {
+LayerReference layerReference(const ModelConfig& cfg, const LayerInputs& in, RefNumerics numerics) {
   const int S = in.attention.S, TP = in.attention.TP;
   LayerReference ref;
-  ref.attention = attentionReference(cfg, in.attention);
+  ref.attention = attentionReference(cfg, in.attention, numerics);
   runtime::TensorMap m = in.ffn;
   for (int r = 0; r < TP; ++r)
     m[rankName(arg::kAttn, r)] =
         tensorOf(DType::BF16, {S, int64_t(ref.attention.ranks[r].attn.size()) / S}, ref.attention.ranks[r].attn);
   m[arg::kResIn] = tensorOf(DType::BF16, {S, cfg.hidden}, ref.attention.h);
-  rederiveDerivedInputs(cfg, S, TP, FfnInput::Attn, m);  // part, sres, ssq from the rows and residual
-  ref.ffn = launchReferenceOutputs(cfg, S, TP, m);
+  rederiveDerivedInputs(cfg, S, TP, FfnInput::Attn, m, numerics);  // part, sres, ssq from the rows and residual
+  ref.ffn = launchReferenceOutputs(cfg, S, TP, m, MoeExperts::All, numerics);
   return ref;
 }
 
 LayerSimRun runLayerOnSim(const ir::Plan& plan, const LayerVariant& v, const LayerInputs& in,
                           const runtime::SimOptions& opts, int32_t tag) {
   runtime::SimDeviceAdapter dev(opts);
-  SimSession session(v.ffn, plan, dev);
+  return runLayer(dev, {}, plan, v, in, opts, tag);
+}
+
+LayerSimRun runLayer(runtime::Device& dev, const runtime::CodeObjectBytes& code, const ir::Plan& plan,
+                     const LayerVariant& v, const LayerInputs& in, const runtime::SimOptions& opts, int32_t tag) {
+  SimSession session(v.ffn, plan, dev, code);
   const std::string where = plan.key.variantName();
   AttentionBuffers at = uploadAttention(dev, v.attention, in.attention, tag, 100'000'000, where);
   std::set<std::string> ffnArgs;

@@ -29,8 +29,9 @@ struct LayerReference {
   AttentionResult attention;
   runtime::TensorMap ffn;  // launchReferenceOutputs on attn.rR := the rows, res_in := h
 };
-/// The attention reference, then the FFN launch's reference on its rows and residual.
-LayerReference layerReference(const ModelConfig& cfg, const LayerInputs& in);
+/// The attention reference, then the FFN launch's reference on its rows and residual, both under
+/// `numerics` (RefNumerics.h: Ir for the Sim, Gfx950Run for the executor).
+LayerReference layerReference(const ModelConfig& cfg, const LayerInputs& in, RefNumerics numerics = RefNumerics::Ir);
 
 struct LayerSimRun {
   AttentionSimRun attention;  // its error words are the launch's (one error word a rank)
@@ -39,6 +40,11 @@ struct LayerSimRun {
 /// One launch of `plan` (buildLayerPlan(v)) on a fresh Sim device.
 LayerSimRun runLayerOnSim(const ir::Plan& plan, const LayerVariant& v, const LayerInputs& in,
                           const runtime::SimOptions& opts, int32_t tag = 0x2a5eed01);
+/// The same launch on any fresh device (the Sim's adapter, gfx950-run): `code` is the Plan's code
+/// object, required by a device that runs code objects; `opts` steer a Sim device only.
+LayerSimRun runLayer(runtime::Device& dev, const runtime::CodeObjectBytes& code, const ir::Plan& plan,
+                     const LayerVariant& v, const LayerInputs& in, const runtime::SimOptions& opts = {},
+                     int32_t tag = 0x2a5eed01);
 
 /// attentionVerdict on the attention outputs, then, when bit-exact, the FFN's: "bit-exact",
 /// "INVALID: ..." or "MISMATCH: <the first output that differs>".

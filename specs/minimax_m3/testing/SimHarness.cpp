@@ -79,11 +79,13 @@ SimSession::SimSession(const FfnVariant& v, runtime::Device& device, runtime::Co
   allocate();
 }
 
-SimSession::SimSession(const FfnVariant& v, ir::Plan plan, runtime::Device& device)
-    : v_(v), plan_(std::move(plan)), dev_(&device), attnWritten_(true) {
-  if (dev_->runsCodeObjects())
-    throw InputError(plan_.key.variantName(), fmt::format("the {} device runs code objects: expected one that runs the IR",
-                                                          dev_->name()));
+SimSession::SimSession(const FfnVariant& v, ir::Plan plan, runtime::Device& device, runtime::CodeObjectBytes code)
+    : v_(v), plan_(std::move(plan)), dev_(&device), code_(std::move(code)), attnWritten_(true) {
+  if (dev_->runsCodeObjects() && code_.empty())
+    throw InputError(plan_.key.variantName(),
+                     fmt::format("the {} device runs code objects: expected the Plan's code object (the generator's), "
+                                 "got none",
+                                 dev_->name()));
   allocate();
 }
 

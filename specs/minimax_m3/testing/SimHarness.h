@@ -85,11 +85,12 @@ class SimSession {
   /// The same for FfnVariant::make(cfg, key) (the tests' way in).
   SimSession(const ModelConfig& cfg, const ir::Key& key);
   SimSession(const ModelConfig& cfg, const ir::Key& key, runtime::Device& device, runtime::CodeObjectBytes code = {});
-  /// The FFN stages of a larger launch (the layer launch, LayerSpec.h) on `device`, which runs
-  /// the IR: the session runs `plan`, whose FFN arguments are v's, and allocates those. The launch
-  /// itself writes attn and res_in, so they are not uploaded; launch()'s `extra` binds each
-  /// rank's other arguments, whose buffers (their flags zeroed) are the caller's.
-  SimSession(const FfnVariant& v, ir::Plan plan, runtime::Device& device);
+  /// The FFN stages of a larger launch (the layer launch, LayerSpec.h) on `device`: the session
+  /// runs `plan` (`code`, its code object, on a device that runs code objects: required there),
+  /// whose FFN arguments are v's, and allocates those. The launch itself writes attn and res_in,
+  /// so they are not uploaded; launch()'s `extra` binds each rank's other arguments, whose
+  /// buffers (their flags zeroed) are the caller's.
+  SimSession(const FfnVariant& v, ir::Plan plan, runtime::Device& device, runtime::CodeObjectBytes code = {});
   const ir::Plan& plan() const { return plan_; }
   const FfnVariant& variant() const { return v_; }
   const Layout& layout() const { return v_.layout; }
