@@ -86,14 +86,20 @@ int runCheck(const CheckLaunchOptions& o, CheckedLaunch& c) {
   return exact ? 0 : 1;
 }
 
+/// The attention inputs' options for a variant's knobs and `--context`.
+static mm::AttentionInputOptions inputOptionsOf(const mm::AttentionKnobs& knobs, int context) {
+  mm::AttentionInputOptions io;
+  io.mode = knobs.mode;
+  io.fullLayer = knobs.fullLayer;
+  io.context = context;
+  return io;
+}
+
 int checkAttention(const VariantOptions& vo, const CheckLaunchOptions& o) {
   const mm::ModelConfig cfg = configOf(vo);
   const ir::Key key = keyOf(vo, cfg, vo.rows, vo.tp);
   const mm::AttentionVariant v = mm::AttentionVariant::make(cfg, key);
-  mm::AttentionInputOptions io;
-  io.mode = v.knobs.mode;
-  io.fullLayer = v.knobs.fullLayer;
-  io.context = vo.context;
+  const mm::AttentionInputOptions io = inputOptionsOf(v.knobs, vo.context);
   mm::AttentionLaunch in;
   mm::AttentionResult ref;
   CheckedLaunch c{"attention", key, vo.tp, cfg.blocks, cfg.threads, generatorOf(vo, cfg), {}, {}};
@@ -114,10 +120,7 @@ int checkLayer(const VariantOptions& vo, const CheckLaunchOptions& o) {
   ir::Key key = mm::makeLayerKey(cfg, vo.rows, vo.tp, attentionKnobsOf(vo));
   key.target = ir::targetNamed(vo.arch, "--arch");
   const mm::LayerVariant v = mm::LayerVariant::make(cfg, key);
-  mm::AttentionInputOptions io;
-  io.mode = v.knobs.mode;
-  io.fullLayer = v.knobs.fullLayer;
-  io.context = vo.context;
+  const mm::AttentionInputOptions io = inputOptionsOf(v.knobs, vo.context);
   mm::LayerInputs in;
   mm::LayerReference ref;
   CheckedLaunch c{"layer", v.key, vo.tp, cfg.blocks, cfg.threads,
