@@ -11,8 +11,5 @@ namespace monogen::specs {
 /// blocks; t < tasks; t += blocks. The bounds are CTA-uniform, so the body may hold barriers.
 void forEachTask(ir::Builder& b, ir::Val block, int64_t base, int64_t tasks, int blocks,
                  const std::function<void(ir::Val task)>& body);
-/// As above, up to a count known at run time; `tasks` must be CTA-uniform (Builder::ctaUniform).
-void forEachTask(ir::Builder& b, ir::Val block, int64_t base, ir::Val tasks, int blocks,
-                 const std::function<void(ir::Val task)>& body);
 
 }  // namespace monogen::specs

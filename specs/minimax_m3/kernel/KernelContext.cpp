@@ -208,8 +208,4 @@ void KernelContext::forEachTask(const Placement& p, const std::function<void(Val
   specs::forEachTask(b, block, p.base, p.tasks, L.blocks, body);
 }
 
-void KernelContext::forEachTask(const Placement& p, Val tasks, const std::function<void(Val)>& body) {
-  specs::forEachTask(b, block, p.base, tasks, L.blocks, body);
-}
-
 }  // namespace monogen::specs::minimax_m3

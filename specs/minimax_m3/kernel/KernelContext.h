@@ -147,8 +147,6 @@ struct KernelContext {
   void finishMutation() const { mutator_.finish(plan_->key.variantName()); }
   /// specs::forEachTask over p's placement: the tasks of `p` this CTA runs.
   void forEachTask(const Placement& p, const std::function<void(ir::Val task)>& body);
-  /// The same, to the first `tasks` of p's (a CTA-uniform count, at most p.tasks).
-  void forEachTask(const Placement& p, ir::Val tasks, const std::function<void(ir::Val task)>& body);
 
  private:
   /// The stage's ids, arguments, parity and LDS pools, emitted at its top (stage() calls it).

@@ -192,11 +192,7 @@ extern const StageDef kUpStage = {
       loadUpWeights(c, c.block, cur);  // the CTA's first unit (up's base is CTA 0), right after the table
       c.awaitX(kSiteUp);
       if (c.L.xnInLds) stageXnToLds(c);
-      // the table's units: its slot count (every lane reads it alike from LDS), within the bound
-      ir::Builder& b = c.b;
-      const int upTiles = c.L.tiling.upTiles;
-      Val slots = b.max(b.min(b.ctaUniform(c.slotCount()), c.i32(c.L.up.tasks / upTiles)), c.i32(0));
-      c.forEachTask(c.L.up, slots * c.i32(upTiles), [&](Val t) { stageUp(c, t, cur, next); });
+      c.forEachTask(c.L.up, [&](Val t) { stageUp(c, t, cur, next); });
     },
     .reference = "a16w4Dot, swigluOai",
     .runtimeTasks = true,
