@@ -7,14 +7,18 @@
 #include "ir/Verifier.h"
 #include "specs/minimax_m3/kernel/AttentionSpec.h"
 #include "specs/minimax_m3/kernel/Knobs.h"
-#include "specs/minimax_m3/kernel/LaunchArgs.h"
 #include "specs/minimax_m3/kernel/LayerSpec.h"
-#include "specs/minimax_m3/kernel/WeightContract.h"
 #include "specs/minimax_m3/kernel/Spec.h"
 
 namespace monogen::specs::minimax_m3 {
 
 namespace {
+
+/// `p`, once ir::verify passed it.
+ir::Plan verified(ir::Plan p) {
+  ir::verify(p);
+  return p;
+}
 
 /// A Plan's code object (its metadata read back and checked), left in $MONOGEN_DUMP_DIR too.
 std::vector<uint8_t> compileChecked(const ir::Plan& p) {
@@ -25,11 +29,7 @@ std::vector<uint8_t> compileChecked(const ir::Plan& p) {
 
 }  // namespace
 
-ir::Plan verifiedPlan(const ModelConfig& cfg, const ir::Key& key) {
-  ir::Plan p = buildPlan(cfg, key);
-  ir::verify(p);
-  return p;
-}
+ir::Plan verifiedPlan(const ModelConfig& cfg, const ir::Key& key) { return verified(buildPlan(cfg, key)); }
 
 runtime::Generator makeGenerator(const ModelConfig& cfg, std::shared_ptr<runtime::Cache> cache) {
   auto plan = [cfg](const ir::Key& key) {
@@ -44,9 +44,7 @@ runtime::Generator makeGenerator(const ModelConfig& cfg, std::shared_ptr<runtime
 }
 
 ir::Plan verifiedAttentionPlan(const ModelConfig& cfg, const ir::Key& key) {
-  ir::Plan p = buildAttentionPlan(cfg, key);
-  ir::verify(p);
-  return p;
+  return verified(buildAttentionPlan(cfg, key));
 }
 
 runtime::Generator makeAttentionGenerator(const ModelConfig& cfg, std::shared_ptr<runtime::Cache> cache) {
@@ -54,18 +52,11 @@ runtime::Generator makeAttentionGenerator(const ModelConfig& cfg, std::shared_pt
   return runtime::Generator(plan, compileChecked, std::move(cache));
 }
 
-ir::Plan verifiedLayerPlan(const ModelConfig& cfg, const ir::Key& key) {
-  ir::Plan p = buildLayerPlan(cfg, key);
-  ir::verify(p);
-  return p;
-}
+ir::Plan verifiedLayerPlan(const ModelConfig& cfg, const ir::Key& key) { return verified(buildLayerPlan(cfg, key)); }
 
 runtime::Generator makeLayerGenerator(const ModelConfig& cfg, std::shared_ptr<runtime::Cache> cache) {
   auto plan = [cfg](const ir::Key& key) { return verifiedLayerPlan(cfg, key); };
-  auto layouts = [cfg](const ir::Plan& p) {
-    const std::string l = scaleLayoutName(LayerVariant::make(cfg, p.key).ffn.knobs.scales);
-    return runtime::ArgLayouts{{arg::kS13, l}, {arg::kS2, l}};
-  };
+  auto layouts = [cfg](const ir::Plan& p) { return scaleArgLayouts(LayerVariant::make(cfg, p.key).ffn.knobs.scales); };
   return runtime::Generator(plan, compileChecked, std::move(cache), layouts);
 }
 

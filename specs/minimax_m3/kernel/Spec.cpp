@@ -97,10 +97,12 @@ std::vector<KernelArg> kernelArgs(const Layout& L, ScaleLayout scales) {
 
 }  // namespace
 
-runtime::ArgLayouts argLayouts(const ir::Plan& plan) {
-  const std::string l = scaleLayoutName(knobsOf(plan.key).scales);
+runtime::ArgLayouts scaleArgLayouts(ScaleLayout scales) {
+  const std::string l = scaleLayoutName(scales);
   return {{arg::kS13, l}, {arg::kS2, l}};
 }
+
+runtime::ArgLayouts argLayouts(const ir::Plan& plan) { return scaleArgLayouts(knobsOf(plan.key).scales); }
 
 static int intParamOf(const ir::Key& key, const char* name) {
   const int64_t v = key.intParam(name);

@@ -34,6 +34,8 @@ ir::Plan buildPlan(const FfnVariant& v);
 /// s13 and s2 in the key's scales layout (WeightContract.h). makeGenerator hands it to the
 /// Generator, so Generator::launch and RankRuntime::bind refuse undeclared or other ones.
 runtime::ArgLayouts argLayouts(const ir::Plan& plan);
+/// The same for a scales layout (the layer launch's FFN variant's).
+runtime::ArgLayouts scaleArgLayouts(ScaleLayout scales);
 
 /// A key for (S, TP) on cfg with these knobs (by default every knob at its default).
 ir::Key makeKey(const ModelConfig& cfg, int rows, int tp, const FfnKnobs& knobs = {});
