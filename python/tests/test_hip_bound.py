@@ -72,6 +72,7 @@ def test_the_layer_launches_on_hip_with_its_caches_bound_in_place(tmp_path, monk
     r.open_peers([r.export_handle()])
     r.peers_opened()
     lines = r.warm_up()
+    print(lines)
     assert len(lines) == 1 and "ready" in lines[0] and "bytes" in lines[0], lines
     m = mm.rank_inputs(mm.make_layer_steps("reduced", 2, 1, 31)[0]["inputs"], 0)
     g = {n: Cuda(t) for n, t in m.items()}
