@@ -97,19 +97,14 @@ void FfnRunner::launch(const py::dict& tensors, const py::dict& scalars, uint64_
 }
 
 void bindFfnRunner(py::module_& m) {
-  py::class_<FfnRunner>(m, "FfnRunner",
-                        "One rank of the MiniMax-M3 FFN launch (python/bindings/FfnRunner.h); use "
-                        "monogen.minimax_m3.FfnRunner, which wraps it.")
-      .def(py::init([](py::handle config, int tp, int rank, std::vector<int> rows, std::string device, int ordinal,
+  py::class_<FfnRunner> c(m, "FfnRunner",
+                          "One rank of the MiniMax-M3 FFN launch (python/bindings/FfnRunner.h); use "
+                          "monogen.minimax_m3.FfnRunner, which wraps it.");
+  c.def(py::init([](py::handle config, int tp, int rank, std::vector<int> rows, std::string device, int ordinal,
                        int64_t waitTicks, py::object progress, std::string scales, py::handle input) {
              FfnRunnerOptions o;
-             o.tp = tp;
-             o.rank = rank;
-             o.rows = std::move(rows);
-             o.device = std::move(device);
-             o.deviceOrdinal = ordinal;
-             o.waitTicks = waitTicks;
-             o.progress = std::move(progress);
+             static_cast<RunnerOptions&>(o) =
+                 runnerOptions(tp, rank, std::move(rows), std::move(device), ordinal, waitTicks, std::move(progress));
              o.scales = std::move(scales);
              o.input = inputOf(input, fmt::format("FfnRunner.__init__, rank {} of TP {}, input", rank, tp));
              return std::make_unique<FfnRunner>(configOf(config), std::move(o));
@@ -117,20 +112,9 @@ void bindFfnRunner(py::module_& m) {
            py::arg("config"), py::arg("tp"), py::arg("rank"), py::arg("rows"), py::arg("device") = "sim",
            py::arg("device_ordinal") = -1, py::arg("wait_ticks") = 2'000'000'000, py::arg("progress") = py::none(),
            py::arg("scales") = "e8m0_shuffle", py::arg("input") = "attn")
-      .def("allocate", &FfnRunner::allocate)
-      .def("export_handle", &FfnRunner::exportHandle)
-      .def("open_peers", &FfnRunner::openPeers, py::arg("handles"))
-      .def("peers_opened", &FfnRunner::peersOpened)
-      .def("warm_up", &FfnRunner::warmUp)
-      .def("launch", &FfnRunner::launch, py::arg("tensors"), py::arg("scalars") = py::dict(), py::arg("stream") = 0)
       .def("arguments", &FfnRunner::arguments, py::arg("rows"))
-      .def_property_readonly("rows", &FfnRunner::rows)
-      .def_property_readonly("tp", &FfnRunner::tp)
-      .def_property_readonly("rank", &FfnRunner::rank)
-      .def_property_readonly("device_name", &FfnRunner::deviceName)
-      .def_property_readonly("input", &FfnRunner::input)
-      .def_property_readonly("tensor_device", &FfnRunner::tensorDevice)
-      .def_property_readonly("bound_count", &FfnRunner::boundCount);
+      .def_property_readonly("input", &FfnRunner::input);
+  bindRunnerSteps(c);
 }
 
 }  // namespace monogen::python

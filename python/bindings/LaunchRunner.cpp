@@ -23,6 +23,19 @@ std::string joined(const std::vector<std::string>& v) {
   return s;
 }
 
+RunnerOptions runnerOptions(int tp, int rank, std::vector<int> rows, std::string device, int ordinal,
+                            int64_t waitTicks, py::object progress) {
+  RunnerOptions o;
+  o.tp = tp;
+  o.rank = rank;
+  o.rows = std::move(rows);
+  o.device = std::move(device);
+  o.deviceOrdinal = ordinal;
+  o.waitTicks = waitTicks;
+  o.progress = std::move(progress);
+  return o;
+}
+
 LaunchRunner::LaunchRunner(std::string kind, mm::ModelConfig cfg, RunnerOptions opts)
     : cfg_(std::move(cfg)), opts_(std::move(opts)), kind_(std::move(kind)) {
   if (opts_.device == "sim") {

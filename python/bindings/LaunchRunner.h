@@ -124,4 +124,25 @@ class LaunchRunner {
 /// "a, b, c".
 std::string joined(const std::vector<std::string>& v);
 
+/// The options every runner's Python constructor takes, in its argument order.
+RunnerOptions runnerOptions(int tp, int rank, std::vector<int> rows, std::string device, int ordinal,
+                            int64_t waitTicks, py::object progress);
+
+/// What every runner class shows Python: the steps, launch, and the properties.
+template <class R>
+void bindRunnerSteps(py::class_<R>& c) {
+  c.def("allocate", &R::allocate)
+      .def("export_handle", &R::exportHandle)
+      .def("open_peers", &R::openPeers, py::arg("handles"))
+      .def("peers_opened", &R::peersOpened)
+      .def("warm_up", &R::warmUp)
+      .def("launch", &R::launch, py::arg("tensors"), py::arg("scalars") = py::dict(), py::arg("stream") = 0)
+      .def_property_readonly("rows", &R::rows)
+      .def_property_readonly("tp", &R::tp)
+      .def_property_readonly("rank", &R::rank)
+      .def_property_readonly("device_name", &R::deviceName)
+      .def_property_readonly("tensor_device", &R::tensorDevice)
+      .def_property_readonly("bound_count", &R::boundCount);
+}
+
 }  // namespace monogen::python

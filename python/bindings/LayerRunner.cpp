@@ -190,19 +190,14 @@ void LayerRunner::launch(const py::dict& tensors, const py::dict& scalars, uint6
 }
 
 void bindLayerRunner(py::module_& m) {
-  py::class_<LayerRunner>(m, "LayerRunner",
-                          "One rank of the MiniMax-M3 one-launch decoder layer (python/bindings/LayerRunner.h); use "
-                          "monogen.minimax_m3.LayerRunner, which wraps it.")
-      .def(py::init([](py::handle config, int tp, int rank, std::vector<int> rows, std::string device, int ordinal,
+  py::class_<LayerRunner> c(m, "LayerRunner",
+                            "One rank of the MiniMax-M3 one-launch decoder layer (python/bindings/LayerRunner.h); "
+                            "use monogen.minimax_m3.LayerRunner, which wraps it.");
+  c.def(py::init([](py::handle config, int tp, int rank, std::vector<int> rows, std::string device, int ordinal,
                        int64_t waitTicks, py::object progress, const std::string& cache, const std::string& layer) {
              LayerRunnerOptions o;
-             o.tp = tp;
-             o.rank = rank;
-             o.rows = std::move(rows);
-             o.device = std::move(device);
-             o.deviceOrdinal = ordinal;
-             o.waitTicks = waitTicks;
-             o.progress = std::move(progress);
+             static_cast<RunnerOptions&>(o) =
+                 runnerOptions(tp, rank, std::move(rows), std::move(device), ordinal, waitTicks, std::move(progress));
              const std::string at = fmt::format("LayerRunner.__init__, rank {} of TP {}", rank, tp);
              if (layer != "sparse" && layer != "full")
                throw InputError(at + ", layer", fmt::format("\"{}\": expected \"sparse\" or \"full\"", layer));
@@ -212,20 +207,9 @@ void bindLayerRunner(py::module_& m) {
            py::arg("config"), py::arg("tp"), py::arg("rank"), py::arg("rows"), py::arg("device") = "sim",
            py::arg("device_ordinal") = -1, py::arg("wait_ticks") = 2'000'000'000, py::arg("progress") = py::none(),
            py::arg("cache") = "vllm", py::arg("layer") = "sparse")
-      .def("allocate", &LayerRunner::allocate)
-      .def("export_handle", &LayerRunner::exportHandle)
-      .def("open_peers", &LayerRunner::openPeers, py::arg("handles"))
-      .def("peers_opened", &LayerRunner::peersOpened)
-      .def("warm_up", &LayerRunner::warmUp)
-      .def("launch", &LayerRunner::launch, py::arg("tensors"), py::arg("scalars") = py::dict(), py::arg("stream") = 0)
       .def("arguments", &LayerRunner::callerArguments, py::arg("rows"))
-      .def_property_readonly("rows", &LayerRunner::rows)
-      .def_property_readonly("tp", &LayerRunner::tp)
-      .def_property_readonly("rank", &LayerRunner::rank)
-      .def_property_readonly("device_name", &LayerRunner::deviceName)
-      .def_property_readonly("layer", &LayerRunner::layer)
-      .def_property_readonly("tensor_device", &LayerRunner::tensorDevice)
-      .def_property_readonly("bound_count", &LayerRunner::boundCount);
+      .def_property_readonly("layer", &LayerRunner::layer);
+  bindRunnerSteps(c);
 }
 
 }  // namespace monogen::python

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 import layer_rank
-from pipe_group import ParentGroup
+from pipe_group import run_ranks
 
 STEPS = 2
 
@@ -31,15 +31,7 @@ def run(how, tp, layer, seed):
         return [layer_rank.run_rank(Solo(), how, 1, layer, STEPS, seed)]
     argv = [sys.executable, os.path.join(os.path.dirname(__file__), "layer_rank.py"), how, str(tp), layer,
             str(STEPS), str(seed)]
-    group = ParentGroup(tp, argv)
-    try:
-        mine = layer_rank.run_rank(group, how, tp, layer, STEPS, seed)
-        (theirs, code), = group.results()
-    finally:
-        group.kill()
-    assert "error" not in theirs, theirs["error"]
-    assert code == 0
-    return [mine, theirs]
+    return run_ranks(tp, argv, lambda group: layer_rank.run_rank(group, how, tp, layer, STEPS, seed))
 
 
 @pytest.mark.parametrize("how,tp,layer,seed", [("launch", 1, "sparse", 11), ("functional", 1, "full", 12),
