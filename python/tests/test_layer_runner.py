@@ -49,3 +49,22 @@ def test_layer_bit_exact_two_steps(how, tp, layer, seed):
             assert v["kv_cache_changed"], f"{at}: the launch appended nothing to kv_cache"
             for what in ("out", "res_out", "kv_cache", "index_cache"):
                 assert v[what], f"{at}: {what} differs from the reference"
+
+
+def test_one_runner_serves_two_row_counts():
+    """rows=[1, 2]: the S values share the runtime's heads_count (one buffer of the most rows, zero
+    between launches); S = 2, then S = 1, then S = 2 again, each bit-exact on its own caches."""
+    import torch
+    import monogen.minimax_m3 as mm
+    r = mm.LayerRunner(layer_rank.CONFIG, 1, 0, rows=[1, 2])
+    assert len(layer_rank.set_up(r, Solo())) == 2
+    for s, seed in ((2, 31), (1, 32), (2, 33)):
+        step = mm.make_layer_steps(layer_rank.CONFIG, s, 1, seed, context=layer_rank.CONTEXT)[0]
+        m, ref = mm.rank_inputs(step["inputs"], 0), mm.rank_inputs(step["reference"], 0)
+        out, res_out = r.forward(m["x"], m["res"], {n: m[n] for n in r.weight_names(s)},
+                                 *layer_rank.step_args(m, {"kv_cache": m["kv_cache"], "index_cache": m["index_cache"]},
+                                                       True))
+        assert torch.equal(layer_rank.bits(out), layer_rank.bits(ref["out"])), f"S = {s}: out differs"
+        assert torch.equal(layer_rank.bits(res_out), layer_rank.bits(ref["res_out"])), f"S = {s}: res_out differs"
+        assert torch.equal(m["kv_cache"], ref["kv_cache"]), f"S = {s}: kv_cache differs"
+    r.close()
