@@ -82,10 +82,14 @@ void RankRuntime::allocate() {
         scratchTotal += roundUp(a.bytes(), kRegionAlign);
       } else if (a.role == ir::ArgRole::Control) {
         auto [it, fresh] = control.try_emplace(a.name, &a);
-        if (!fresh && (it->second->shape != a.shape || it->second->elem != a.elem))
-          throw InputError(where(), fmt::format("control argument '{}' differs between S values ({} bytes vs {}): the "
-                                                "runtime keeps one for every S",
-                                                a.name, it->second->bytes(), a.bytes()));
+        const ir::KernelArg& b = *it->second;
+        const bool rowsOnly = !a.shape.empty() && b.shape.size() == a.shape.size() &&
+                              std::equal(a.shape.begin() + 1, a.shape.end(), b.shape.begin() + 1);
+        if (!fresh && (b.elem != a.elem || !rowsOnly))
+          throw InputError(where(), fmt::format("control argument '{}' differs between S values ({} bytes vs {}) in "
+                                                "more than its rows: the runtime keeps one for every S",
+                                                a.name, b.bytes(), a.bytes()));
+        if (a.bytes() > b.bytes()) it->second = &a;  // one buffer of the most rows serves every S
       } else if (a.name == opts_.symmetricArg) {
         p.symOffset = static_cast<uint64_t>(symTotal);
         symTotal += roundUp(a.bytes(), kRegionAlign);

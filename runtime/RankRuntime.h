@@ -49,7 +49,8 @@ class RankRuntime {
 
   /// Builds the Plan of every S (InputError for a key of another TP, an S given twice, a Plan
   /// without the symmetric or the peers argument, a Control tensor whose shape differs between
-  /// S), allocates the runtime's own buffers and zeroes them.
+  /// S in more than its leading rows), allocates the runtime's own buffers and zeroes them. A
+  /// Control tensor of S rows (zero between launches) is one buffer of the most rows for every S.
   void allocate();
   /// The handle bytes of this rank's symmetric buffer (after allocate).
   std::vector<uint8_t> exportHandle();

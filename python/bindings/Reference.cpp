@@ -24,14 +24,6 @@ namespace mm = specs::minimax_m3;
 
 namespace {
 
-py::dict toPython(const runtime::TensorMap& m) {
-  py::dict out;
-  for (const auto& [name, t] : m)
-    out[py::str(name)] = py::make_tuple(torchDtypeOf(t.dtype), py::tuple(py::cast(t.shape)),
-                                        py::bytes(reinterpret_cast<const char*>(t.data.data()), t.data.size()));
-  return out;
-}
-
 /// CPU, contiguous torch tensors by name -> host tensors (copied).
 runtime::TensorMap fromPython(const py::dict& tensors, const std::string& where) {
   runtime::TensorMap m;

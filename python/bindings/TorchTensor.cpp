@@ -1,5 +1,7 @@
 #include "bindings/TorchTensor.h"
 
+#include <pybind11/stl.h>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -90,17 +92,31 @@ runtime::DType hostDtypeOf(const std::string& torchDtype, const std::string& whe
 }
 
 void checkTensor(const TensorView& v, const ir::KernelArg& a, const std::string& device, const std::string& where) {
-  const std::vector<std::string> dtypes = torchDtypesFor(a.elem);
-  const std::string want = fmt::format("{} {} on {}, contiguous", dtypes.empty() ? "?" : dtypes[0], shapeText(a.shape),
+  checkTensor(v, torchDtypesFor(a.elem), a.shape, shapeText(a.shape), device, where);
+}
+
+void checkTensor(const TensorView& v, const std::vector<std::string>& dtypes, const std::vector<int64_t>& shape,
+                 const std::string& shapeDescription, const std::string& device, const std::string& where) {
+  const std::string want = fmt::format("{} {} on {}, contiguous", dtypes.empty() ? "?" : dtypes[0], shapeDescription,
                                        device);
   auto refuse = [&](const std::string& what) {
     throw InputError(where, fmt::format("{}: expected {}; given {}", what, want, v.describe()));
   };
   if (v.device != device) refuse(fmt::format("on device '{}'", v.device));
   if (std::find(dtypes.begin(), dtypes.end(), v.dtype) == dtypes.end()) refuse(fmt::format("dtype {}", v.dtype));
-  if (v.shape != a.shape) refuse(fmt::format("shape {}", shapeText(v.shape)));
+  bool fits = v.shape.size() == shape.size();
+  for (size_t i = 0; fits && i < shape.size(); ++i) fits = shape[i] < 0 ? v.shape[i] >= 1 : v.shape[i] == shape[i];
+  if (!fits) refuse(fmt::format("shape {}", shapeText(v.shape)));
   if (!v.contiguous()) refuse(fmt::format("strides {}", shapeText(v.strides)));
-  if (v.ptr == 0 && a.bytes() > 0) refuse("a null data_ptr()");
+  if (v.ptr == 0 && v.bytes() > 0) refuse("a null data_ptr()");
+}
+
+py::dict toPython(const runtime::TensorMap& m) {
+  py::dict out;
+  for (const auto& [name, t] : m)
+    out[py::str(name)] = py::make_tuple(torchDtypeOf(t.dtype), py::tuple(py::cast(t.shape)),
+                                        py::bytes(reinterpret_cast<const char*>(t.data.data()), t.data.size()));
+  return out;
 }
 
 }  // namespace monogen::python

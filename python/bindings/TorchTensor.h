@@ -49,6 +49,14 @@ runtime::DType hostDtypeOf(const std::string& torchDtype, const std::string& whe
 /// Checks `v` against kernel argument `a`: device type `device`, dtype, shape (a's shape
 /// exactly), contiguous, a non-null pointer. InputError(where) naming a's name, expected, given.
 void checkTensor(const TensorView& v, const ir::KernelArg& a, const std::string& device, const std::string& where);
+/// The same against `dtypes` and `shape` (-1: any length >= 1), the expectation's shape named as
+/// `shapeDescription` ("[blocks, 2, 256, 64] (vLLM's packed cache ...)").
+void checkTensor(const TensorView& v, const std::vector<std::string>& dtypes, const std::vector<int64_t>& shape,
+                 const std::string& shapeDescription, const std::string& device, const std::string& where);
+
+/// Host tensors as {name: (torch dtype name, shape, bytes)}: how monogen's own tensors cross to
+/// Python (python/monogen/minimax_m3.py makes torch tensors of them).
+py::dict toPython(const runtime::TensorMap& m);
 
 /// "[2, 1536]".
 std::string shapeText(const std::vector<int64_t>& shape);

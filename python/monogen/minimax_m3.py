@@ -1,4 +1,6 @@
-"""One rank of the MiniMax-M3 FFN launch, as a vLLM / SGLang model file calls it.
+"""One rank of the MiniMax-M3 FFN launch (FfnRunner) or of the whole decoder layer in one
+launch (LayerRunner: attention, o_proj, all-reduce, MoE; the caches in vLLM's layout, updated in
+place), as a vLLM / SGLang model file calls it. Both take the same steps at model load.
 
 At model load, in every rank's process (one process a GPU, torch.distributed style)::
 
@@ -64,32 +66,17 @@ def _default_device():
     return "sim"
 
 
-class FfnRunner:
-    """One rank's runner (python/bindings/FfnRunner.h has the details).
+class _Runner:
+    """What FfnRunner and LayerRunner share: the registration by handle and name, the per-rank
+    steps, the Plan's arguments, the properties."""
 
-    config: "full", "reduced", a Hugging Face config.json path, or its dict. rows: the S values
-    served, each warmed up. wait_ticks: a wait's bound (100 MHz ticks; on the Sim, real seconds x
-    1e8 of a rank idling). progress: a callable taking each warm-up line. scales: the layout
-    the framework holds s13 / s2 in: "e8m0_shuffle" (what vLLM and SGLang hold after
-    process_weights_after_loading; the default) or "rowmajor". The shapes cannot tell the two
-    apart, so this is the caller's declaration: it picks the variant that reads that layout.
-    input: what launch()'s x is (one of INPUTS): "attn" (the attention rows, o_proj in the launch,
-    with weights wo / wo_scale; the default) or "part" (the o_proj partial); it picks the variant
-    (the C++ input knob; warm-up lines name "input=part", attn being the default key).
-    """
-
-    def __init__(self, config, tp, rank, rows=(1,), device=None, device_ordinal=-1,
-                 wait_ticks=2_000_000_000, progress=None, name=None, scales="e8m0_shuffle", input="attn"):
+    def _register(self, cls, name, *args):
         if name is not None and name in _by_name:
-            raise _monogen.InputError(f"input error at FfnRunner(name={name!r}): the name is taken "
+            raise _monogen.InputError(f"input error at {type(self).__name__}(name={name!r}): the name is taken "
                                       f"by runner {_by_name[name].handle}; expected a new name")
-        self._c = _monogen.FfnRunner(config, tp, rank, list(rows), device or _default_device(),
-                                     device_ordinal, wait_ticks, progress, scales, input)
-        self.scales = scales
-        self.input = self._c.input  # "attn" or "part", checked by the C++ runner
+        self._c = cls(*args)
         self.handle = next(_handles)
         self.name = name
-        self._slots = {}
         self._arguments = {}
         _by_handle[self.handle] = self
         if name is not None:
@@ -111,6 +98,86 @@ class FfnRunner:
     def warm_up(self):
         """Loads every S (compiled, or from the cache); returns the progress lines."""
         return self._c.warm_up()
+
+    # --- what the Plan asks for
+    def arguments(self, rows):
+        """The caller's arguments of S = rows: [{name, role, dtype, shape, doc}] in Plan order."""
+        if rows not in self._arguments:
+            self._arguments[rows] = self._c.arguments(rows)
+        return self._arguments[rows]
+
+    def check_rows(self, x, step="launch", arg="x", hint=""):
+        """S = x.shape[0] if x is a tensor whose S the runner warmed up; else monogen.InputError
+        naming the argument, the S and the warmed ones."""
+        at = f"input error at {type(self).__name__}.{step}, rank {self.rank} of TP {self.tp}, argument '{arg}'"
+        if not all(hasattr(x, a) for a in ("shape", "dtype", "device", "data_ptr")):
+            raise _monogen.InputError(f"{at}: a {type(x).__name__} was given: expected a torch.Tensor")
+        S = int(x.shape[0]) if len(x.shape) else 0
+        if S not in self.rows:
+            raise _monogen.InputError(
+                f"{at}: {x.dtype} {list(x.shape)} gives S = {S}: this runner serves S in "
+                f"{{{', '.join(map(str, self.rows))}}} (warmed up); pad the batch to one of them{hint} "
+                f"or build the runner with rows=[...] for more")
+        return S
+
+    @property
+    def rows(self):
+        return self._c.rows
+
+    @property
+    def tp(self):
+        return self._c.tp
+
+    @property
+    def rank(self):
+        return self._c.rank
+
+    @property
+    def device(self):
+        """"sim rank 0 of 2", "hip rank 1 of 4 (device 1, ...)"."""
+        return self._c.device_name
+
+    @property
+    def tensor_device(self):
+        """The torch device type its tensors must be on: "cpu" (Sim) or "cuda" (HIP)."""
+        return self._c.tensor_device
+
+    def close(self):
+        """Unregisters the runner (the torch ops no longer find its handle)."""
+        _by_handle.pop(self.handle, None)
+        if self.name is not None:
+            _by_name.pop(self.name, None)
+
+    def _stream(self, x, stream):
+        if self.tensor_device == "cpu":
+            return 0  # the Sim has no streams
+        import torch
+        if stream is None:
+            stream = torch.cuda.current_stream(x.device)
+        return stream if isinstance(stream, int) else stream.cuda_stream
+
+
+class FfnRunner(_Runner):
+    """One rank's runner (python/bindings/FfnRunner.h has the details).
+
+    config: "full", "reduced", a Hugging Face config.json path, or its dict. rows: the S values
+    served, each warmed up. wait_ticks: a wait's bound (100 MHz ticks; on the Sim, real seconds x
+    1e8 of a rank idling). progress: a callable taking each warm-up line. scales: the layout
+    the framework holds s13 / s2 in: "e8m0_shuffle" (what vLLM and SGLang hold after
+    process_weights_after_loading; the default) or "rowmajor". The shapes cannot tell the two
+    apart, so this is the caller's declaration: it picks the variant that reads that layout.
+    input: what launch()'s x is (one of INPUTS): "attn" (the attention rows, o_proj in the launch,
+    with weights wo / wo_scale; the default) or "part" (the o_proj partial); it picks the variant
+    (the C++ input knob; warm-up lines name "input=part", attn being the default key).
+    """
+
+    def __init__(self, config, tp, rank, rows=(1,), device=None, device_ordinal=-1,
+                 wait_ticks=2_000_000_000, progress=None, name=None, scales="e8m0_shuffle", input="attn"):
+        self._register(_monogen.FfnRunner, name, config, tp, rank, list(rows), device or _default_device(),
+                       device_ordinal, wait_ticks, progress, scales, input)
+        self.scales = scales
+        self.input = self._c.input  # "attn" or "part", checked by the C++ runner
+        self._slots = {}
 
     def launch(self, x, res_in, out, res_out, weights, slots=None, stream=None, **scalars):
         """One launch: reads x, res_in, slots and weights; writes out and res_out.
@@ -136,18 +203,8 @@ class FfnRunner:
         self._c.launch(tensors, scalars, self._stream(x, stream))
 
     def check_rows(self, x, step="launch"):
-        """S = x.shape[0] if x is a tensor whose S the runner warmed up; else monogen.InputError
-        naming the argument, the S and the warmed ones."""
-        at = f"input error at FfnRunner.{step}, rank {self.rank} of TP {self.tp}, argument '{self.input}'"
-        if not all(hasattr(x, a) for a in ("shape", "dtype", "device", "data_ptr")):
-            raise _monogen.InputError(f"{at}: a {type(x).__name__} was given: expected a torch.Tensor")
-        S = int(x.shape[0]) if len(x.shape) else 0
-        if S not in self.rows:
-            raise _monogen.InputError(
-                f"{at}: {x.dtype} {list(x.shape)} gives S = {S}: this runner serves S in "
-                f"{{{', '.join(map(str, self.rows))}}} (warmed up); pad the batch to one of them "
-                f"(FfnRunner.pad) or build the runner with rows=[...] for more")
-        return S
+        """_Runner.check_rows for the launch's input (self.input)."""
+        return super().check_rows(x, step, self.input, " (FfnRunner.pad)")
 
     def padded_rows(self, n):
         """The smallest warmed-up S >= n, or monogen.InputError naming n and the warmed ones."""
@@ -180,44 +237,9 @@ class FfnRunner:
             padded[n:] = -1
         return grow(x), grow(res_in), padded
 
-    # --- what the Plan asks for
-    def arguments(self, rows):
-        """The caller's arguments of S = rows: [{name, role, dtype, shape, doc}] in Plan order."""
-        if rows not in self._arguments:
-            self._arguments[rows] = self._c.arguments(rows)
-        return self._arguments[rows]
-
     def weight_names(self, rows):
         """The tensor arguments launch() takes in `weights`, in Plan order (the ops' list order)."""
         return [a["name"] for a in self.arguments(rows) if a["role"] != "scalar" and a["name"] not in ACTIVATIONS]
-
-    @property
-    def rows(self):
-        return self._c.rows
-
-    @property
-    def tp(self):
-        return self._c.tp
-
-    @property
-    def rank(self):
-        return self._c.rank
-
-    @property
-    def device(self):
-        """"sim rank 0 of 2", "hip rank 1 of 4 (device 1, ...)"."""
-        return self._c.device_name
-
-    @property
-    def tensor_device(self):
-        """The torch device type its tensors must be on: "cpu" (Sim) or "cuda" (HIP)."""
-        return self._c.tensor_device
-
-    def close(self):
-        """Unregisters the runner (the torch ops no longer find its handle)."""
-        _by_handle.pop(self.handle, None)
-        if self.name is not None:
-            _by_name.pop(self.name, None)
 
     # --- helpers
     def _names(self, x):
@@ -231,13 +253,71 @@ class FfnRunner:
             self._slots[key] = torch.arange(x.shape[0], dtype=torch.int64, device=x.device)
         return self._slots[key]
 
-    def _stream(self, x, stream):
-        if self.tensor_device == "cpu":
-            return 0  # the Sim has no streams
+
+# The layer's per-step tensors (LayerRunner.launch's named arguments; every other tensor argument
+# is a weight): the rows, the caches (vLLM's layout, written in place) and the rows' metadata.
+LAYER_CACHES = ("kv_cache", "k_scale", "v_scale", "index_cache")
+LAYER_METADATA = ("positions", "slots", "seq_lens", "block_tables", "index_slots", "index_block_tables")
+LAYER_ACTIVATIONS = ("x", "res", "out", "res_out") + LAYER_CACHES + LAYER_METADATA
+
+
+class LayerRunner(_Runner):
+    """One rank's runner of the one-launch decoder layer (python/bindings/LayerRunner.h): the
+    attention (norm, QKV GEMV, head norms and RoPE, the cache appends, the indexer's selection on
+    sparse layers, split attention), o_proj, the all-reduce, norm, router, MoE and the final
+    all-reduce, in one launch a rank.
+
+    config, tp, rank, rows, device, device_ordinal, wait_ticks, progress, name: as FfnRunner's.
+    cache: the caches' layout, "vllm" (ABI 1: one packed K/V tensor [blocks, 2, KV heads x 128,
+    head_dim] E4M3, scalar K / V scales, an index-key cache [index blocks, 128, index_dim] with its
+    own slots and tables). layer: "sparse" (the indexer's top-k blocks) or "full" (every key; no
+    index cache, slots or tables: pass None).
+    """
+
+    def __init__(self, config, tp, rank, rows=(1,), device=None, device_ordinal=-1,
+                 wait_ticks=2_000_000_000, progress=None, name=None, cache="vllm", layer="sparse"):
+        self._register(_monogen.LayerRunner, name, config, tp, rank, list(rows), device or _default_device(),
+                       device_ordinal, wait_ticks, progress, cache, layer)
+        self.cache = cache
+        self.layer = self._c.layer
+
+    def launch(self, x, res, out, res_out, weights, kv_cache, k_scale, v_scale, index_cache, positions, slots,
+               seq_lens, block_tables, index_slots=None, index_block_tables=None, stream=None, **scalars):
+        """One launch of the layer: reads x and res (bf16 [S, hidden]: the previous layer's
+        all-reduced output and its residual), the weights and the rows' metadata; appends each
+        live row's K, V (and index key) to the caches in place; writes out (the layer's output,
+        bf16 [S, hidden]) and res_out (the new residual).
+
+        weights: {argument name: tensor} (weight_names(S): the attention's g_in, w_qkv, s_qkv,
+        g_q, g_k, g_iq, g_ik, cos_sin and the FFN's wo, wo_scale, w13, s13, w2, s2, ...).
+        positions i64 [S]; slots i64 [S] (-1: a padded row); seq_lens i32 [S]; block_tables i32
+        [S, width]; index_slots i64 [S] and index_block_tables i32 [S, width] (sparse layers).
+        Every tensor is checked (dtype, shape, device, contiguity) before anything is written;
+        out, res_out and the caches must not share memory with any other argument. Serialized
+        and on streams as FfnRunner.launch.
+        """
+        self.check_rows(x, "launch")
+        tensors = dict(weights)
+        tensors.update({"x": x, "res": res, "out": out, "res_out": res_out, "kv_cache": kv_cache,
+                        "k_scale": k_scale, "v_scale": v_scale, "positions": positions, "slots": slots,
+                        "seq_lens": seq_lens, "block_tables": block_tables})
+        for k, t in (("index_cache", index_cache), ("index_slots", index_slots),
+                     ("index_block_tables", index_block_tables)):
+            if t is not None:
+                tensors[k] = t
+        self._c.launch(tensors, scalars, self._stream(x, stream))
+
+    def forward(self, x, res, weights, *args, **kwargs):
+        """launch() with out and res_out made here: returns (out, res_out)."""
         import torch
-        if stream is None:
-            stream = torch.cuda.current_stream(x.device)
-        return stream if isinstance(stream, int) else stream.cuda_stream
+        self.check_rows(x, "forward")
+        out, res_out = torch.empty_like(x), torch.empty_like(x)
+        self.launch(x, res, out, res_out, weights, *args, **kwargs)
+        return out, res_out
+
+    def weight_names(self, rows):
+        """The tensor arguments launch() takes in `weights`, in Plan order (the ops' list order)."""
+        return [a["name"] for a in self.arguments(rows) if a["role"] == "weight"]
 
 
 # --- test inputs and the C++ reference (python/bindings/Reference.cpp)
@@ -282,3 +362,15 @@ def rank_reference(config, rows, tp, rank, inputs, scales="e8m0_shuffle", input=
     def name(k):  # down.r<src> keeps its source rank
         return k[:-len(own)] if k.endswith(own) and not k.startswith("down.") else k
     return {name(k): _torch(v) for k, v in ref.items()}
+
+
+def make_layer_steps(config, rows, tp, seed, layer="sparse", context=128, steps=1, padded_rows=0):
+    """`steps` consecutive decode steps of the layer (C++ makeLayerInputs, layerReference), seeded,
+    in LayerRunner's names and vLLM's cache layout: [{"inputs": {name: CPU tensor}, "reference":
+    {name: CPU tensor}}], per-rank tensors "<name>.r<rank>" (rank_inputs cuts one rank's share).
+    The first step's inputs hold the caches (kv_cache, index_cache); each reference holds out,
+    res_out and the caches after its step; step k + 1 reads the caches step k wrote (every live row
+    one position on)."""
+    made = _monogen.make_layer_steps(config, rows, tp, seed, layer, context, steps, padded_rows)
+    return [{part: {k: _torch(v) for k, v in step[part].items()} for part in ("inputs", "reference")}
+            for step in made]

@@ -15,6 +15,7 @@ import time
 import torch
 
 import monogen.minimax_m3 as mm
+from pipe_group import set_up
 
 CONFIG = "reduced"
 ROWS = 2
@@ -28,13 +29,7 @@ def bits(t):
 def ready_runner(group, tp, **options):
     """What a framework does at model load: build, allocate, exchange, open, barrier, warm up."""
     runner = mm.FfnRunner(CONFIG, tp, group.rank, rows=[ROWS], **options)
-    runner.allocate()
-    handles = [None] * tp
-    group.all_gather_object(handles, runner.export_handle())
-    runner.open_peers(handles)
-    group.barrier()
-    runner.peers_opened()
-    return runner, runner.warm_up()
+    return runner, set_up(runner, group)
 
 
 def run_rank(group, how, tp, launches, seed, input=None):

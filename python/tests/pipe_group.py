@@ -1,6 +1,6 @@
 """A two-or-more-process group over pipes standing in for torch.distributed's CPU process group:
 all_gather_object and barrier, the two calls a framework makes around monogen's handle exchange
-(monogen opens no sockets). The parent is rank 0 and the hub; each child talks to it over its
+(monogen opens no sockets); run_ranks runs a test's ranks, set_up a runner's load-time steps. The parent is rank 0 and the hub; each child talks to it over its
 stdin/stdout (pickled frames; a child prints to stderr only)."""
 import os
 import pickle
@@ -73,3 +73,31 @@ class ChildGroup:
 
     def result(self, obj):
         _send(self._out, obj)
+
+
+def run_ranks(world, argv, mine):
+    """Rank 0's body `mine(group)` here, ranks 1 .. world-1 as children running `argv` + [rank]:
+    [rank 0's result, the children's ...]; a child's error or non-zero exit fails the caller."""
+    group = ParentGroup(world, argv)
+    try:
+        results = [mine(group)]
+        theirs = group.results()
+    finally:
+        group.kill()
+    for res, code in theirs:
+        assert "error" not in res, res["error"]
+        assert code == 0
+        results.append(res)
+    return results
+
+
+def set_up(runner, group):
+    """What a framework does at model load after building a runner: allocate, all_gather_object
+    the handle bytes, open the peers, barrier, peers_opened, warm up; returns the progress lines."""
+    runner.allocate()
+    handles = [None] * group.world
+    group.all_gather_object(handles, runner.export_handle())
+    runner.open_peers(handles)
+    group.barrier()
+    runner.peers_opened()
+    return runner.warm_up()

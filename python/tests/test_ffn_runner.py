@@ -13,7 +13,7 @@ import sys
 import pytest
 
 import ffn_rank
-from pipe_group import ParentGroup
+from pipe_group import run_ranks
 
 TP = 2
 LAUNCHES = 3
@@ -22,18 +22,9 @@ LAUNCHES = 3
 def run(how, seed, input=None):
     argv = [sys.executable, os.path.join(os.path.dirname(__file__), "ffn_rank.py"), how, str(TP), str(LAUNCHES), str(seed),
             input or "default"]
-    group = ParentGroup(TP, argv)
-    try:
-        if how == "absent":
-            mine = ffn_rank.run_absent_peer(group, TP, seed)
-        else:
-            mine = ffn_rank.run_rank(group, how, TP, LAUNCHES, seed, input)
-        (theirs, code), = group.results()
-    finally:
-        group.kill()
-    assert "error" not in theirs, theirs["error"]
-    assert code == 0
-    return [mine, theirs]
+    if how == "absent":
+        return run_ranks(TP, argv, lambda group: ffn_rank.run_absent_peer(group, TP, seed))
+    return run_ranks(TP, argv, lambda group: ffn_rank.run_rank(group, how, TP, LAUNCHES, seed, input))
 
 
 @pytest.mark.parametrize("how,seed", [("launch", 40), ("op", 50), ("traced", 60), ("functional", 70)])

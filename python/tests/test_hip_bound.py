@@ -56,3 +56,36 @@ def test_fresh_outputs_every_launch_keep_the_bound_launches_bounded(tmp_path, mo
     with pytest.raises(monogen.InputError, match=r"argument 'out': on .*cuda:1: this runner launches on cuda:0"):
         r.launch(x, res_in, other, Cuda(pool[0][1]), fixed, slots=slots, stream=0)
     r.close()
+
+
+@pytest.mark.skipif(not os.path.exists(FAKE), reason=f"no fake HIP library at {FAKE} (build monogen_fake_hip)")
+def test_the_layer_launches_on_hip_with_its_caches_bound_in_place(tmp_path, monkeypatch):
+    """LayerRunner on HIP: the layer's code object compiled at warm-up, then launch after launch
+    enqueued on the given stream (the fake library's stream log records each), one bound launch
+    for one set of tensors; a cache on another GPU is refused, naming both."""
+    log = tmp_path / "streams.log"
+    monkeypatch.setenv("MONOGEN_HIP_LIBRARY", FAKE)
+    monkeypatch.setenv("MONOGEN_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("MONOGEN_FAKE_HIP_STREAM_LOG", str(log))
+    r = mm.LayerRunner("reduced", 1, 0, rows=[2], device="hip")
+    r.allocate()
+    r.open_peers([r.export_handle()])
+    r.peers_opened()
+    lines = r.warm_up()
+    print(lines)
+    assert len(lines) == 1 and "ready" in lines[0] and "bytes" in lines[0], lines
+    m = mm.rank_inputs(mm.make_layer_steps("reduced", 2, 1, 31)[0]["inputs"], 0)
+    g = {n: Cuda(t) for n, t in m.items()}
+    out, res_out = Cuda(torch.zeros_like(m["x"])), Cuda(torch.zeros_like(m["x"]))
+    weights = {n: g[n] for n in r.weight_names(2)}
+    state = [g[n] for n in mm.LAYER_CACHES + mm.LAYER_METADATA]
+    for _ in range(3):
+        r.launch(g["x"], g["res"], out, res_out, weights, *state, stream=0)
+    assert r._c.bound_count == 1
+    launches = [line for line in log.read_text().splitlines() if line.split()[1] == "launch"]
+    assert len(launches) == 3, log.read_text()
+    other = Cuda(m["kv_cache"])
+    other.device = types.SimpleNamespace(type="cuda", index=1)
+    with pytest.raises(monogen.InputError, match=r"argument 'kv_cache': on .*cuda:1: this runner launches on cuda:0"):
+        r.launch(g["x"], g["res"], out, res_out, weights, other, *state[1:], stream=0)
+    r.close()
