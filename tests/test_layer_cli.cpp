@@ -1,12 +1,18 @@
-// The layer launch on the CLI: `monogen sim` and `monogen check` run it against the composed
-// references; `monogen dump --what plan --launch layer` prints the layer's placement per S; every
-// other command, dump's other outputs and the options none reads refuse it, naming them (exit 2).
+// The layer launch on the CLI: `monogen sim`, `check`, `trace` and `bench --timed` run it against
+// the composed references; `emit`, `info` and `cache key` build it from its Generator; `monogen dump
+// --what plan --launch layer` prints the layer's placement per S; dump's other outputs and the
+// options none reads refuse it, naming them (exit 2).
 #include <catch2/catch.hpp>
+#include <stdlib.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "runtime/Gfx950RunDevice.h"
 #include "specs/minimax_m3/kernel/LayerPlacement.h"
@@ -20,6 +26,33 @@ namespace {
 const std::string kMonogen = std::string(MONOGEN_BINARY_DIR) + "/tools/monogen";
 
 std::string runMonogen(const std::string& args, int& code) { return runShell(kMonogen + " " + args, code); }
+
+/// A fresh directory, removed with everything in it at scope end.
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    std::string t = (std::filesystem::temp_directory_path() / "monogen-layer-cli-XXXXXX").string();
+    REQUIRE(mkdtemp(t.data()));
+    path = t;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
+/// The whitespace-separated fields of the line of `out` that starts with `prefix`; empty when none.
+std::vector<std::string> fieldsOfLine(const std::string& out, const std::string& prefix) {
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(prefix, 0) == 0) {
+      std::istringstream f(line);
+      std::vector<std::string> fields;
+      for (std::string w; f >> w;) fields.push_back(w);
+      return fields;
+    }
+  return {};
+}
 
 }  // namespace
 
@@ -122,12 +155,162 @@ TEST_CASE("check --launch layer catches a broken reference: the executor's numer
   CHECK(out.find("verdict: MISMATCH\n") != std::string::npos);
 }
 
+TEST_CASE("emit --launch layer writes the layer Generator's code object", "[layer_cli]") {
+  const TempDir d;
+  const std::string co = (d.path / "layer.co").string();
+  int code = -1;
+  const std::string out = runMonogen("emit --launch layer --config reduced --rows 2 --tp 2 --cache atom --no-cache -o " + co, code);
+  INFO(out);
+  CHECK(code == 0);
+  CHECK(out.find(co + ": ") == 0);
+  CHECK(out.find(" B scratch (compiled in ") != std::string::npos);
+  CHECK(std::filesystem::file_size(co) > 0);
+  std::ifstream f(co, std::ios::binary);
+  std::string magic(4, '\0');
+  f.read(magic.data(), 4);
+  CHECK(magic == "\x7f" "ELF");
+}
+
+TEST_CASE("info --launch layer lists the layer's resources; cache key names its spec", "[layer_cli]") {
+  int code = -1;
+  const std::string info = runMonogen("info --launch layer --config reduced --rows 2 --tp 2 --no-cache", code);
+  INFO(info);
+  CHECK(code == 0);
+  const std::vector<std::string> head = fieldsOfLine(info, "  S  TP");
+  REQUIRE(head.size() >= 12);
+  CHECK(head[7] == "scratch");  // "LDS B" is two fields
+  CHECK(head[9] == "sspill");
+  const std::vector<std::string> row = fieldsOfLine(info, "  2   2 ");
+  REQUIRE(row.size() >= 11);
+  CHECK(row[6] == "0");  // no scratch
+  CHECK(row[8] == "0");  // no SGPR spill
+
+  const std::string key = runMonogen("cache key --launch layer --config reduced --rows 2 --tp 2 --cache atom", code);
+  INFO(key);
+  CHECK(code == 0);
+  CHECK(key.rfind("minimax_m3.layer v", 0) == 0);
+  CHECK(key.find("\ndigest ") != std::string::npos);
+  const std::string attention = runMonogen("cache key --launch attention --config reduced --rows 2 --tp 2 --cache atom", code);
+  CHECK(code == 0);
+  CHECK(attention.substr(attention.find("\ndigest ")) != key.substr(key.find("\ndigest ")));
+  const std::string bySpec = runMonogen("cache key --spec minimax_m3.layer --config reduced --rows 2 --tp 2 --cache atom", code);
+  CHECK(code == 0);
+  CHECK(bySpec == key);
+}
+
+TEST_CASE("info and emit --launch layer: a variant over the target's limits is shown, and refused", "[layer_cli]") {
+  // Reduced S 12 TP 1 sparse has spilled SGPRs: info shows the spill (exit 1), emit refuses the
+  // variant naming it. When it fits, both pass.
+  int code = -1;
+  const std::string info = runMonogen("info --launch layer --config reduced --rows 12 --tp 1 --no-cache", code);
+  INFO(info);
+  const std::vector<std::string> row = fieldsOfLine(info, " 12   1 ");
+  REQUIRE(row.size() >= 11);
+  const bool spills = row[8] != "0" || row[7] != "0" || row[6] != "0";
+  CHECK(code == (spills ? 1 : 0));
+  CHECK((info.find("OVER LIMITS (emit refuses it): ") != std::string::npos) == spills);
+  const TempDir d;
+  const std::string emit =
+      runMonogen("emit --launch layer --config reduced --rows 12 --tp 1 --no-cache -o " + (d.path / "x.co").string(), code);
+  INFO(emit);
+  CHECK(code == (spills ? 2 : 0));
+  if (spills) {
+    CHECK(emit.find("minimax_m3.layer-S12-TP1: code object over its limits: ") != std::string::npos);
+    CHECK(emit.find(row[8] + " SGPRs spilled; expected 0") != std::string::npos);
+    CHECK(!std::filesystem::exists(d.path / "x.co"));
+  }
+}
+
+TEST_CASE("emit --all --launch layer: every S x TP with progress, a variant over its limits refused", "[layer_cli][.slow]") {
+  const TempDir d;
+  int code = -1;
+  const std::string out = runMonogen("emit --all --launch layer --config reduced -o " + (d.path / "objs").string(), code);
+  INFO(out);
+  const ModelConfig reduced = ModelConfig::reduced();
+  const int variants = 4 * reduced.maxRows;
+  int written = 0, refused = 0;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    if (line.find(" REFUSED: ") != std::string::npos) ++refused;
+    else if (line.rfind("[", 0) == 0 && line.find(".co") != std::string::npos) ++written;
+  }
+  CHECK(written + refused == variants);
+  CHECK(code == (refused ? 2 : 0));
+  size_t files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(d.path / "objs")) files += e.path().extension() == ".co";
+  CHECK(files == size_t(written));
+}
+
+TEST_CASE("trace --launch layer writes every CTA's stage spans, op-count or modeled", "[layer_cli]") {
+  const TempDir d;
+  for (const bool timed : {false, true}) {
+    const std::string file = (d.path / (timed ? "timed.json" : "trace.json")).string();
+    int code = -1;
+    const std::string out = runMonogen("trace --launch layer --config reduced --rows 2 --tp 2 --context 129 -o " + file +
+                                           (timed ? " --timed" : ""),
+                                       code);
+    INFO(out);
+    CHECK(code == 0);
+    CHECK(out.find("minimax_m3.layer-S2-TP2 on the Sim device") == 0);
+    CHECK((out.find(" us modeled (timestamps modeled)") != std::string::npos) == timed);
+    CHECK(out.find("verdict: bit-exact\n") != std::string::npos);
+    std::ifstream f(file);
+    const nlohmann::json j = nlohmann::json::parse(f);
+    CHECK(j.at("otherData").at("clock").get<std::string>().rfind(timed ? "modeled" : "the Sim's op-count", 0) == 0);
+    std::set<std::string> stages;
+    std::set<int> ranks;
+    for (const auto& e : j.at("traceEvents"))
+      if (e.at("ph") == "X") {
+        stages.insert(e.at("name").get<std::string>());
+        ranks.insert(e.at("pid").get<int>());
+      }
+    CHECK(stages.count("attn_merge") == 1);  // the attention stages and the FFN's, one launch
+    CHECK(stages.count("push") == 1);
+    CHECK(stages.count("down") == 1);
+    CHECK(ranks.size() == 2);
+  }
+}
+
+TEST_CASE("bench --launch layer --timed: the layer, the two launches and the floor, modeled; --json the cells",
+          "[layer_cli]") {
+  const TempDir d;
+  const std::string json = (d.path / "cells.json").string();
+  int code = -1;
+  const std::string out =
+      runMonogen("bench --launch layer --timed --config reduced --rows 2 --tp 2 --context 129 --json " + json, code);
+  INFO(out);
+  CHECK(code == 0);
+  CHECK(out.find("[1/1] S=2 TP=2: inputs ") != std::string::npos);  // progress, by run
+  CHECK(out.find(" modeled us   modeled us   modeled us   modeled us") != std::string::npos);
+  CHECK(out.find("measured us") != std::string::npos);
+  const std::vector<std::string> row = fieldsOfLine(out, "  2   2 ");
+  REQUIRE(row.size() == 9);
+  const double layer = std::stod(row[2]), attention = std::stod(row[3]), ffn = std::stod(row[4]), two = std::stod(row[5]);
+  CHECK(layer > 0);
+  CHECK(two == Approx(attention + ffn).margin(0.011));
+  CHECK(row[7] == "-");  // the serving stack's figure is at full dims only
+  CHECK(row[8] == "bit-exact");
+  std::ifstream f(json);
+  const nlohmann::json cells = nlohmann::json::parse(f);
+  REQUIRE(cells.size() == 1);
+  const nlohmann::json& c = cells[0];
+  CHECK(c.at("launch") == "layer");
+  CHECK(c.at("rows") == 2);
+  CHECK(c.at("context") == 129);
+  CHECK(c.at("layer_modeled_us").get<double>() == Approx(layer).margin(0.006));
+  CHECK(c.at("two_launches_modeled_us").get<double>() ==
+        Approx(c.at("attention_modeled_us").get<double>() + c.at("ffn_modeled_us").get<double>()));
+  CHECK(c.at("floor_us").get<double>() > 0);
+  CHECK(c.at("serving_measured_us").is_null());
+  for (const char* v : {"layer_verdict", "attention_verdict", "ffn_verdict"}) CHECK(c.at(v) == "bit-exact");
+}
+
 TEST_CASE("the layer launch: --launch layer is refused where there is none, naming the option", "[layer_cli]") {
   struct Case {
     std::string args;
     std::string error;
   };
-  const std::string simOnly = "runs on sim and check";
+  const std::string placementOnly = "dump prints the layer's placement only";
   const Case cases[] = {
       {"check --launch layer --config reduced --device hip", "input error at --device: 'hip': --launch layer runs on sim "
                                                              "or gfx950-run"},
@@ -142,11 +325,17 @@ TEST_CASE("the layer launch: --launch layer is refused where there is none, nami
       {"sim --launch layer --config reduced --experts 4", "input error at --experts"},
       {"sim --launch layer --config reduced --scales rowmajor", "input error at --scales"},
       {"sim --launch layer --config reduced --save /tmp/never", "input error at --save"},
-      {"trace --launch layer --config reduced -o " + std::string(MONOGEN_BINARY_DIR) + "/layer-cli-trace.json",
-       "input error at --launch"},
-      {"emit --launch layer --config reduced -o /dev/null", "input error at --launch"},
-      {"info --launch layer --config reduced --rows 1 --tp 1", "input error at --launch"},
-      {"cache key --launch layer --config reduced", "input error at --launch"},
+      {"trace --launch layer --config reduced --experts 4 -o /tmp/never.json", "input error at --experts"},
+      {"trace --launch layer --config reduced --handshake -o /tmp/never.json", "input error at --handshake"},
+      {"emit --launch layer --config reduced --input part -o /tmp/never.co", "input error at --input"},
+      {"emit --launch layer --config reduced --spec minimax_m3.attention -o /tmp/never.co", "input error at --spec"},
+      {"emit --launch attention --spec minimax_m3.layer -o /tmp/never.co", "input error at --launch"},
+      {"info --launch layer --config reduced --sum shared", "input error at --sum"},
+      {"cache key --launch layer --config reduced --trace", "input error at --trace"},
+      {"bench --launch layer --config reduced", "input error at --launch: layer: bench prints the layer's modeled"},
+      {"bench --launch layer --config reduced --timed --experts 4", "input error at --experts"},
+      {"bench --launch layer --config reduced --timed --breakdown", "input error at --breakdown"},
+      {"bench --launch layer --config reduced --timed --device hip", "input error at --device"},
       {"dump --launch layer --config reduced --what isa", "input error at --what"},
       {"dump --launch layer --config reduced --what ir", "input error at --what"},
       {"dump --launch layer --config reduced --input part", "input error at --input"},
@@ -164,8 +353,7 @@ TEST_CASE("the layer launch: --launch layer is refused where there is none, nami
     INFO(c.args << "\n" << out);
     CHECK(code == 2);
     CHECK(out.find(c.error) != std::string::npos);
-    if (c.error == "input error at --launch" || c.error == "input error at --what")
-      CHECK(out.find(simOnly) != std::string::npos);
+    if (c.error == "input error at --what") CHECK(out.find(placementOnly) != std::string::npos);
   }
 }
 

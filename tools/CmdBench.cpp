@@ -20,6 +20,7 @@
 #include "specs/minimax_m3/testing/SimHarness.h"
 #include "specs/minimax_m3/kernel/Spec.h"
 #include "tools/BenchAttention.h"
+#include "tools/BenchLayer.h"
 #include "tools/BytesTable.h"
 #include "tools/BenchHip.h"
 #include "tools/Commands.h"
@@ -137,22 +138,30 @@ Run addBench(CLI::App& app) {
       ->check(numeric<double>(0.001, 3600))
       ->capture_default_str();
   c->add_flag("--no-cache", o->noCache, "--device hip: compile every variant, do not use the code-object cache");
-  c->add_option("--launch", o->launch, "the launch: ffn, or attention (its bytes against AttentionBytesModel's minimum)")
-      ->check(CLI::IsMember({"ffn", "attention"}))
+  c->add_option("--launch", o->launch,
+                "the launch: ffn, attention (its bytes against AttentionBytesModel's minimum) or layer (with --timed: "
+                "the one-launch layer's modeled time beside the two launches'; --rows default 1,2,4,8, --tp 4)")
+      ->check(CLI::IsMember({"ffn", "attention", "layer"}))
       ->capture_default_str();
-  c->add_option("--context", o->attention.context, "--launch attention: keys each sequence holds before the launch")
+  c->add_option("--context", o->attention.context, "--launch attention or layer: keys each sequence holds before the launch")
       ->check(numeric(0, 1 << 20))
       ->capture_default_str();
-  c->add_option("--cache", o->attention.cache, "--launch attention: the KV cache mode, vllm or atom")
+  c->add_option("--cache", o->attention.cache, "--launch attention or layer: the KV cache mode, vllm or atom")
       ->capture_default_str();
-  c->add_option("--layer-type,--layer", o->attention.layer, "--launch attention: the layer type, sparse or full")
+  c->add_option("--layer-type,--layer", o->attention.layer, "--launch attention or layer: the layer type, sparse or full")
       ->capture_default_str();
-  c->add_flag("--share-sequence", o->attention.share, "--launch attention: the rows share one sequence");
+  c->add_flag("--share-sequence", o->attention.share, "--launch attention or layer: the rows share one sequence");
   return [o, c] {
-    const bool attention = o->launch == "attention";
+    const bool layer = o->launch == "layer";
+    const bool attention = o->launch == "attention" || layer;  // the layer takes the attention launch's options
     const bool hip = o->device == "hip";
     if (!o->json.empty() && !o->timed && !hip)
       throw InputError("--json", attention ? "needs --timed" : "needs --timed or --device hip");
+    if (layer && !o->timed)
+      throw InputError("--launch", "layer: bench prints the layer's modeled table against the two launches: it needs "
+                                   "--timed");
+    if (layer && c->count("--rows") == 0) o->rows = "1,2,4,8";
+    if (layer && c->count("--tp") == 0) o->tp = "4";
     if (!o->timingParams.empty() && !o->timed) throw InputError("--timing-params", "needs --timed");
     if (o->irIssue && !o->timed) throw InputError("--ir-issue", "sets how the timing model issues: it needs --timed");
     if (o->timed && o->noSim) throw InputError("--timed", "runs the Sim: it cannot go with --no-sim");
@@ -162,10 +171,8 @@ Run addBench(CLI::App& app) {
       if (!o->timingParams.empty()) timing->load(o->timingParams);
     }
     const mm::ModelConfig cfg = mm::ModelConfig::byName(o->config);
-    if (attention)
-      cfg.validateAttention("--config");
-    else
-      cfg.validate("--config");
+    if (attention) cfg.validateAttention("--config");
+    if (!attention || layer) cfg.validate("--config");
     const std::vector<int> rowsList = parseList(o->rows, "--rows", false);
     const std::vector<int> tpList = parseList(o->tp, "--tp", false);
     for (int s : rowsList)
@@ -173,11 +180,17 @@ Run addBench(CLI::App& app) {
     for (int t : tpList)
       if (t != 1 && t != 2 && t != 4 && t != 8) throw InputError("--tp", fmt::format("TP = {}: expected 1, 2, 4 or 8", t));
     for (const char* opt : {"--context", "--cache", "--layer-type", "--share-sequence"})
-      if (!attention && c->count(opt)) throw InputError(opt, "is an option of --launch attention: not with the FFN launch");
+      if (!attention && c->count(opt))
+        throw InputError(opt, "is an option of --launch attention or layer: not with the FFN launch");
     if (attention) {
       for (const char* opt : {"--experts", "--input", "--device", "--copies", "--repeats", "--launches",
                               "--wait-seconds", "--no-cache"})
-        if (c->count(opt)) throw InputError(opt, "is an option of the FFN launch's bench: not with --launch attention");
+        if (c->count(opt))
+          throw InputError(opt, fmt::format("is an option of the FFN launch's bench: not with --launch {}", o->launch));
+      if (layer)
+        for (const char* opt : {"--breakdown", "--no-sim"})
+          if (c->count(opt)) throw InputError(opt, "is an option of the bytes table: bench --launch layer prints the "
+                                                   "modeled one");
       BenchAttentionOptions a = o->attention;
       a.rows = rowsList;
       a.tps = tpList;
@@ -187,7 +200,7 @@ Run addBench(CLI::App& app) {
       a.timing = timing;
       a.irIssue = o->irIssue;
       a.json = o->json;
-      return benchAttention(cfg, a);
+      return layer ? benchLayer(cfg, a) : benchAttention(cfg, a);
     }
     if (hip && (o->timed || o->noSim || o->breakdown))
       throw InputError("--device hip", "times the launch on the GPUs: it cannot go with --timed, --no-sim or "

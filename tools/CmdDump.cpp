@@ -1,5 +1,5 @@
 // monogen dump: the Plan, the kernel IR, the LLVM IR or the ISA of one variant; with --launch
-// layer, the layer's placement (it has no launch yet).
+// layer, the layer's placement.
 #include <fmt/format.h>
 
 #include "codegen/Compiler.h"
@@ -22,7 +22,7 @@ int dumpLayerPlacement(const VariantOptions& v, const std::string& what, const m
   refuseForLayer(v, {"--pipeline"});
   if (what != "plan")
     throw InputError("--what", fmt::format("'{}' with --launch layer: dump prints the layer's placement only (--what "
-                                           "plan); the launch runs on sim and check",
+                                           "plan); the launch's code object: emit, info; its runs: sim, check, trace, bench",
                                            what));
   const auto cfg = configOf(v);
   std::vector<int> rows;

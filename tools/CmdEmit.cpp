@@ -9,6 +9,7 @@
 
 #include "ir/Error.h"
 #include "support/AtomicFile.h"
+#include "support/Error.h"
 #include "tools/Commands.h"
 #include "tools/Variant.h"
 #include "tools/NumericFlag.h"
@@ -57,7 +58,8 @@ int emitAll(const EmitOptions& o) {
   const int jobs = o.jobs > 0 ? o.jobs : std::max(1u, std::thread::hardware_concurrency());
   std::atomic<size_t> next{0}, done{0};
   std::mutex mu;
-  std::exception_ptr failure;
+  std::exception_ptr failure;  // stops the workers: any error but a variant's own compile
+  std::vector<std::exception_ptr> refused;  // a variant's CodegenError (its limits)
   const auto t0 = std::chrono::steady_clock::now();
   auto worker = [&] {
     for (size_t i; (i = next++) < variants.size();) {
@@ -76,6 +78,11 @@ int emitAll(const EmitOptions& o) {
                    variants.size(), s, tp, b.info.vgprs, b.info.agprs, b.info.ldsBytes,
                    runtime::cacheSourceName(b.variant->source), b.seconds, file);
         flushStdout();
+      } catch (const CodegenError& e) {  // this variant's compile: the others go on
+        std::lock_guard<std::mutex> g(mu);
+        fmt::print("[{:2}/{}] S={:<2} TP={} REFUSED: {}\n", ++done, variants.size(), s, tp, e.what());
+        flushStdout();
+        refused.push_back(std::current_exception());
       } catch (...) {
         std::lock_guard<std::mutex> g(mu);
         if (!failure) failure = std::current_exception();
@@ -86,8 +93,13 @@ int emitAll(const EmitOptions& o) {
   for (int j = 0; j < jobs; ++j) pool.emplace_back(worker);
   for (auto& t : pool) t.join();
   if (failure) std::rethrow_exception(failure);
-  fmt::print("emitted {} variants into {} in {:.1f} s ({} jobs)\n", variants.size(), o.out,
+  fmt::print("emitted {} variants into {} in {:.1f} s ({} jobs)\n", variants.size() - refused.size(), o.out,
              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), jobs);
+  if (!refused.empty()) {
+    fmt::print("{} of {} variants refused (above); the first:\n", refused.size(), variants.size());
+    flushStdout();
+    std::rethrow_exception(refused.front());
+  }
   return 0;
 }
 
@@ -97,7 +109,8 @@ Run addEmit(CLI::App& app) {
   auto o = std::make_shared<EmitOptions>();
   CLI::App* c = app.add_subcommand("emit", "write gfx950 code objects: one variant, or every S x TP with --all");
   addVariantOptions(c, o->v, true);
-  c->add_flag("--all", o->all, "every variant: S 1..16 x TP 1, 2, 4, 8 (with progress)");
+  c->add_flag("--all", o->all, "every variant: S 1..16 x TP 1, 2, 4, 8 (with progress); a variant over the target's "
+                              "limits is refused, the others written");
   c->add_option("-o,--output", o->out, "the code object file (one variant) or directory (--all)")->required();
   c->add_option("-j,--jobs", o->jobs, "parallel compiles for --all (default: the cores)")->check(numeric(1, 64));
   return [o] { return o->all ? emitAll(*o) : emitOne(*o); };

@@ -1,6 +1,10 @@
-// monogen info: a resource table per variant (registers, LDS, scratch, spills, size).
+// monogen info: a resource table per variant (registers, LDS, scratch, spills, size); a variant
+// over the target's limits is listed with its figures and what is over (exit 1).
 #include <fmt/format.h>
 
+#include <optional>
+
+#include "support/Error.h"
 #include "tools/Commands.h"
 #include "tools/Variant.h"
 #include "tools/NumericFlag.h"
@@ -26,15 +30,43 @@ Run addInfo(CLI::App& app) {
     if (tps.empty()) tps = {1, 2, 4, 8};
     fmt::print("{:>3} {:>3} {:>5} {:>5} {:>5} {:>8} {:>8} {:>7} {:>7} {:>9} {:>8}  {}\n", "S", "TP", "VGPR", "AGPR",
                "SGPR", "LDS B", "scratch", "vspill", "sspill", "code B", "kernarg", "source");
+    int over = 0;
     for (int tp : tps)
       for (int s : rows) {
-        BuiltVariant b = buildVariant(gen, keyOf(o->v, cfg, s, tp));
-        fmt::print("{:>3} {:>3} {:>5} {:>5} {:>5} {:>8} {:>8} {:>7} {:>7} {:>9} {:>8}  {} {:.2f} s\n", s, tp,
-                   b.info.vgprs, b.info.agprs, b.info.sgprs, b.info.ldsBytes, b.info.scratchBytes, b.info.vgprSpills,
-                   b.info.sgprSpills, b.bytes().size(), b.info.kernargBytes, runtime::cacheSourceName(b.variant->source),
-                   b.seconds);
+        const ir::Key key = keyOf(o->v, cfg, s, tp);
+        codegen::CodeObjectInfo info;
+        size_t codeBytes = 0;
+        std::string source;
+        try {
+          BuiltVariant b = buildVariant(gen, key);
+          info = b.info;
+          codeBytes = b.bytes().size();
+          source = fmt::format("{} {:.2f} s", runtime::cacheSourceName(b.variant->source), b.seconds);
+        } catch (const CodegenError& e) {
+          // Over the target's limits (a spill, scratch): the figures of a compile that does not
+          // check them, and what the check refuses; anything else is rethrown.
+          std::optional<codegen::CodeObject> co;
+          try {
+            codegen::CompileOptions opts;
+            opts.checkLimits = false;
+            co = codegen::compile(specOf(o->v).plan(cfg, key), opts);
+          } catch (const monogen::Error&) {
+            throw e;
+          }
+          info = co->info;
+          codeBytes = co->bytes.size();
+          source = fmt::format("OVER LIMITS (emit refuses it): {}", e.what());
+          ++over;
+        }
+        fmt::print("{:>3} {:>3} {:>5} {:>5} {:>5} {:>8} {:>8} {:>7} {:>7} {:>9} {:>8}  {}\n", s, tp, info.vgprs,
+                   info.agprs, info.sgprs, info.ldsBytes, info.scratchBytes, info.vgprSpills, info.sgprSpills,
+                   codeBytes, info.kernargBytes, source);
         flushStdout();
       }
+    if (over) {
+      fmt::print("{} of {} variants over the target's limits\n", over, rows.size() * tps.size());
+      return 1;
+    }
     return 0;
   };
 }

@@ -15,7 +15,7 @@
 #include "specs/minimax_m3/testing/SimHarness.h"
 #include "tools/Commands.h"
 #include "tools/TimedIsa.h"
-#include "tools/TraceAttention.h"
+#include "tools/TraceSpans.h"
 #include "tools/Variant.h"
 #include "tools/NumericFlag.h"
 
@@ -73,6 +73,7 @@ Run addTrace(CLI::App& app) {
       timing = std::make_shared<runtime::timing::TimingParams>();
       if (!o->timingParams.empty()) timing->load(o->timingParams);
     }
+    if (isLayer(o->v)) return traceLayer(o->v, o->seed, o->out, timing, o->irIssue);
     if (isAttention(o->v)) return traceAttention(o->v, o->seed, o->out, timing, o->irIssue);
     checkInjection(o->injectRank, *ticks);
     const auto cfg = configOf(o->v);

@@ -7,6 +7,7 @@
 #include "ir/Error.h"
 #include "specs/minimax_m3/kernel/AttentionVariant.h"
 #include "specs/minimax_m3/kernel/Generate.h"
+#include "specs/minimax_m3/kernel/LayerVariant.h"
 #include "specs/minimax_m3/kernel/Spec.h"
 #include "tools/Variant.h"
 
@@ -36,15 +37,29 @@ ir::Key minimaxAttentionKey(const VariantOptions& o, const mm::ModelConfig& cfg,
   return key;
 }
 
+ir::Key minimaxLayerKey(const VariantOptions& o, const mm::ModelConfig& cfg, int rows, int tp) {
+  const ir::Target target = ir::targetNamed(o.arch, "--arch");
+  ir::Key key = mm::makeLayerKey(cfg, rows, tp, attentionKnobsOf(o));
+  key.target = target;
+  return key;
+}
+
 runtime::ArgLayouts noLayouts(const ir::Plan&) { return {}; }
 
-const std::array<SpecEntry, 2> kSpecs{{
+/// The layer's FFN stages read s13 / s2 in the FFN launch's default layout.
+runtime::ArgLayouts layerLayouts(const ir::Plan&) { return mm::scaleArgLayouts(mm::FfnKnobs{}.scales); }
+
+const std::array<SpecEntry, 3> kSpecs{{
     {mm::kSpecId, "MiniMax-M3's FFN decode launch: o_proj, all-reduce, RMSNorm, router, top-k, MoE, combine",
      mm::kSpecVersion, minimaxFfnKey, mm::verifiedPlan, mm::makeGenerator, mm::argLayouts},
     {mm::kAttentionSpecId,
      "MiniMax-M3's attention decode launch (--launch attention): RMSNorm, w_qkv GEMV, heads and cache inserts, ...",
      mm::kAttentionSpecVersion, minimaxAttentionKey, mm::verifiedAttentionPlan, mm::makeAttentionGenerator,
      noLayouts},
+    {mm::kLayerSpecId,
+     "MiniMax-M3's one-launch decoder layer (--launch layer): the attention stages, then the FFN's, one persistent "
+     "launch a rank",
+     mm::kLayerSpecVersion, minimaxLayerKey, mm::verifiedLayerPlan, mm::makeLayerGenerator, layerLayouts},
 }};
 
 }  // namespace

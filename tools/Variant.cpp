@@ -12,6 +12,7 @@
 #include "ir/Error.h"
 #include "support/AtomicFile.h"
 #include "specs/minimax_m3/kernel/Generate.h"
+#include "specs/minimax_m3/kernel/LayerVariant.h"
 
 namespace monogen::tools {
 
@@ -51,8 +52,7 @@ void addVariantOptions(CLI::App* app, VariantOptions& o, bool rowsTp) {
   app->add_flag("--no-cache", o.noCache, "compile without the code-object cache");
   app->add_option("--launch", o.launch,
                   "the launch: ffn, attention (spec minimax_m3.attention, docs/attention.md) or layer (spec "
-                  "minimax_m3.layer: sim, check on sim or gfx950-run, and its placement in dump --what plan; "
-                  "docs/layer.md)")
+                  "minimax_m3.layer, docs/layer.md; dump --what plan prints its placement)")
       ->check(CLI::IsMember({"ffn", "attention", "layer"}))
       ->capture_default_str();
   app->add_option("--cache", o.cache, "--launch attention or layer: the KV cache mode, vllm or atom (the key's cache knob)")
@@ -68,9 +68,11 @@ void addContextOption(CLI::App* app, VariantOptions& o) {
       ->check(numeric(0, 1 << 20));
 }
 
-bool isAttention(const VariantOptions& o) { return o.launch == "attention" || o.spec == mm::kAttentionSpecId; }
+bool isAttention(const VariantOptions& o) {
+  return !isLayer(o) && (o.launch == "attention" || o.spec == mm::kAttentionSpecId);
+}
 
-bool isLayer(const VariantOptions& o) { return o.launch == "layer"; }
+bool isLayer(const VariantOptions& o) { return o.launch == "layer" || o.spec == mm::kLayerSpecId; }
 
 bool optionGiven(const VariantOptions& o, const char* name) {
   if (!o.app) return false;
@@ -95,17 +97,20 @@ void refuseForLayer(const VariantOptions& o, std::initializer_list<const char*> 
 
 void refuseOtherLaunchOptions(const VariantOptions& o, std::initializer_list<const char*> ffnOnly,
                               std::initializer_list<const char*> attnOnly) {
-  if (isLayer(o)) {
-    std::string command;  // "trace", "cache key": the subcommands from the root's down
-    for (const CLI::App* a = o.app; a && a->get_parent(); a = a->get_parent())
-      command = a->get_name() + (command.empty() ? "" : " " + command);
-    throw InputError("--launch", fmt::format("layer: the layer launch runs on sim and check (--device sim or "
-                                             "gfx950-run), and dump --what plan prints its placement; {} does not "
-                                             "take it yet",
-                                             command.empty() ? "this command" : command));
-  }
   if (!o.app) return;
   const auto given = [&](const char* name) { return optionGiven(o, name); };
+  if (isLayer(o)) {
+    if (o.launch != "layer" && given("--launch"))
+      throw InputError("--launch", fmt::format("'{}' with --spec {}: expected layer or no --launch", o.launch, o.spec));
+    if (o.launch == "layer" && given("--spec") && o.spec != mm::kLayerSpecId)
+      throw InputError("--spec", fmt::format("'{}' with --launch layer: expected {} or no --spec", o.spec,
+                                             mm::kLayerSpecId));
+    for (const char* n : {"--sum", "--scales", "--input", "--trace", "--drop-mark"})
+      if (given(n)) throw InputError(n, "is an option of the FFN launch: not with --launch layer");
+    for (const char* n : ffnOnly)
+      if (given(n)) throw InputError(n, "is an option of the FFN launch: not with --launch layer");
+    return;
+  }
   if (isAttention(o)) {
     if (o.launch != "attention" && given("--launch"))
       throw InputError("--launch", fmt::format("'{}' with --spec {}: expected attention or no --launch", o.launch, o.spec));
@@ -134,7 +139,9 @@ mm::AttentionKnobs attentionKnobsOf(const std::string& cache, const std::string&
 
 const SpecEntry& specOf(const VariantOptions& o) {
   refuseOtherLaunchOptions(o);
-  return specNamed(isAttention(o) ? std::string(mm::kAttentionSpecId) : o.spec);
+  return specNamed(isLayer(o)       ? std::string(mm::kLayerSpecId)
+                   : isAttention(o) ? std::string(mm::kAttentionSpecId)
+                                    : o.spec);
 }
 
 mm::ModelConfig configOf(const VariantOptions& o) {

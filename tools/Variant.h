@@ -44,10 +44,10 @@ void addVariantOptions(CLI::App* app, VariantOptions& o, bool rowsTp);
 /// Adds --context (the attention launch's keys a sequence holds) to a command that runs the launch.
 void addContextOption(CLI::App* app, VariantOptions& o);
 
-/// Whether the options name the attention launch (--launch attention or its --spec).
+/// Whether the options name the attention launch (--launch attention or its --spec) and not the layer.
 bool isAttention(const VariantOptions& o);
 
-/// Whether the options name the layer launch (--launch layer, docs/layer.md).
+/// Whether the options name the layer launch (--launch layer or its --spec, docs/layer.md).
 bool isLayer(const VariantOptions& o);
 
 /// Whether the option `name` was given on the command the options were added to.
@@ -58,9 +58,8 @@ bool optionGiven(const VariantOptions& o, const char* name);
 void refuseForLayer(const VariantOptions& o, std::initializer_list<const char*> others = {});
 
 /// Refuses (InputError naming the option, exit 2) an option of the other launch: the FFN's knobs
-/// and `ffnOnly` with --launch attention; --cache, --layer-type, --context and `attnOnly` without.
-/// Refuses --launch layer outright: sim and check run it (and dump --what plan prints its placement),
-/// each before calling this.
+/// and `ffnOnly` with --launch attention or layer (which take the attention launch's options);
+/// --cache, --layer-type, --context and `attnOnly` without; a --spec that is not --launch's.
 void refuseOtherLaunchOptions(const VariantOptions& o, std::initializer_list<const char*> ffnOnly = {},
                               std::initializer_list<const char*> attnOnly = {});
 
