@@ -205,7 +205,7 @@ void KernelContext::awaitX(int site) {
 }
 
 void KernelContext::forEachTask(const Placement& p, const std::function<void(Val)>& body) {
-  specs::forEachTask(b, block, p.base, p.tasks, L.blocks, body);
+  specs::forEachTask(b, block, p.base, p.tasks, L.blocks, body, /*stageBlock=*/true);
 }
 
 }  // namespace monogen::specs::minimax_m3

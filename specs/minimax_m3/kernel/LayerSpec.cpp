@@ -42,7 +42,7 @@ ir::Stage attentionRecord(const AttentionStageDef& d, const AttentionLaunchLayou
 void awaitAttnRows(KernelContext& c, const AttentionLaunchLayout& A) {
   ir::Builder& b = c.b;
   const Placement& p = c.L.push;
-  Val hasTasks = (c.block - c.i32(p.base) + c.i32(c.L.blocks)) % c.i32(c.L.blocks) < c.i32(p.tasks);
+  Val hasTasks = specs::stageFirstTask(c.b, c.block, p.base, c.L.blocks) < c.i32(p.tasks);
   b.if_(hasTasks, [&] {
     b.if_(c.tid < c.i32(A.rows), [&] {
       Val pair = b.ptrAdd(c.argPtr(kLayerAttnScratch), c.i32(A.ardyOffset) + c.tid * c.i32(8));

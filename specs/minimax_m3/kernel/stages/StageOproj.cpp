@@ -35,7 +35,7 @@ void oprojTokenScales(KernelContext& c) {
   const Placement& p = L.push;
   // the CTAs that run push tasks, (block - base) mod blocks < tasks (block < tasks from CTA 0)
   Val hasTasks = p.base == 0 ? c.block < p.tasks
-                             : (c.block - c.i32(p.base) + c.i32(L.blocks)) % c.i32(L.blocks) < c.i32(p.tasks);
+                             : specs::stageFirstTask(b, c.block, p.base, L.blocks) < c.i32(p.tasks);
   b.if_(hasTasks, [&] {
     for (int r = 0; r * L.waves < L.rows; ++r) {
       Val t = b.named(c.wave + r * L.waves, "t");
