@@ -36,7 +36,7 @@ Val KernelContext::argPtr(const char* name) {
 void KernelContext::bindStage() {
   tid = b.named(b.tid(), "tid");
   lane = b.named(b.lane(), "lane");
-  block = b.named(b.block(), "block");
+  block = b.named(stageBlocks ? b.stageBlock() : b.block(), "block");
   wave = b.named(b.wave(), "wave");
   const bool oproj = plan_->argIndex(arg::kAttn) >= 0;
   if (!oproj) part = argPtr(arg::kPart);
