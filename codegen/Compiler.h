@@ -44,6 +44,7 @@ const char* pipelineName(Pipeline p);
 struct CompileOptions {
   Pipeline pipeline = Pipeline::Fast;
   bool attributeOps = false;  // debug lines = IR op numbers (attributeIsa); the .text stays the same
+  bool checkLimits = true;    // false: compile returns the code object over its limits too (to measure them)
 };
 
 /// Seconds spent in each phase of one compile.
