@@ -212,7 +212,8 @@ class Lowerer {
       case OpCode::ThreadId: return def(op, tg_.threadId(b_));
       case OpCode::LaneId: return def(op, tg_.laneId(b_));
       case OpCode::WaveId: return def(op, tg_.waveId(b_));
-      case OpCode::BlockId: return def(op, tg_.blockId(b_));
+      case OpCode::BlockId:  // Builder::stageBlock in a stage: that stage's own copy (TargetInfo::stageBlockId)
+        return def(op, op.attrs.imm == 1 && stageKernarg_ ? tg_.stageBlockId(b_, stageName_) : tg_.blockId(b_));
       case OpCode::Arg: return def(op, lowerArg(op, rt));
       // --- arithmetic ---
       case OpCode::Add: case OpCode::Sub: case OpCode::Mul: case OpCode::Div: case OpCode::Rem:
@@ -335,9 +336,12 @@ class Lowerer {
     const std::string name =
         si >= 0 && static_cast<size_t>(si) < plan_.stages.size() ? detail::sanitize(plan_.stages[si].name) : "?";
     llvm::Value* outer = stageKernarg_;
+    const std::string outerName = stageName_;
     stageKernarg_ = tg_.stageKernargPtr(b_, name);
+    stageName_ = name;
     region(op.regions[0]);
     stageKernarg_ = outer;
+    stageName_ = outerName;
   }
 
   /// Argument i read from the stage's kernarg pointer: an invariant, uniform load (an s_load).
@@ -719,6 +723,7 @@ class Lowerer {
   std::vector<llvm::AllocaInst*> vars_;
   std::vector<bool> e8m0Results_ = std::vector<bool>(fn_.values.size(), false);  // by value id: an E8m0ToF32 result
   std::vector<int> kernargOffsets_ = plan_.kernargOffsets();
+  std::string stageName_;                // the current stage's name (sanitized)
   llvm::Value* stageKernarg_ = nullptr;  // the current stage's kernarg pointer (opaqueKernargPtr)
   bool attribute_ = false;               // CompileOptions::attributeOps
   llvm::DISubprogram* sp_ = nullptr;     // attribute_: the kernel's subprogram

@@ -46,6 +46,9 @@ class TargetInfo {
   /// The kernarg segment pointer behind an opaque asm naming the stage, so a stage's argument
   /// loads stay in that stage (LLVM cannot hoist or CSE them across stages).
   virtual llvm::Value* stageKernargPtr(Builder& b, const std::string& stageName) const = 0;
+  /// The CTA's index behind an opaque asm naming the stage: what a stage computes from it (its
+  /// first task from a base) is not CSE'd with another stage's, nor live across stages.
+  virtual llvm::Value* stageBlockId(Builder& b, const std::string& stageName) const = 0;
 
   // --- wave ops ---
   /// Lane 0's (the first active lane's) value of an i32 or i64.

@@ -102,6 +102,12 @@ Val Builder::lane() { return emit(OpCode::LaneId, {}); }
 Val Builder::wave() { return emit(OpCode::WaveId, {}); }
 Val Builder::block() { return emit(OpCode::BlockId, {}); }
 
+Val Builder::stageBlock() {
+  Attrs a;
+  a.imm = 1;
+  return emit(OpCode::BlockId, {}, a);
+}
+
 Val Builder::arg(int index, Type t, const std::string& name) {
   Attrs a;
   a.imm = index;

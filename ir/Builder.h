@@ -43,6 +43,9 @@ class Builder {
   Val lane();
   Val wave();
   Val block();
+  /// The CTA's index again, read in the current stage (imm 1: codegen lowers it per stage, so
+  /// what is computed from it is neither CSE'd with nor live into another stage).
+  Val stageBlock();
   /// Kernel argument `index` of type `t` (pointer args: Type::ptr(Global)).
   Val arg(int index, Type t, const std::string& name);
 

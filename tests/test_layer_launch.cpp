@@ -29,9 +29,9 @@ struct Cell {
   bool modelDims = false;  // the model's own dims (256 CTAs) instead of the reduced config
 };
 
-/// The cell's launch on the Sim under `opts` and its verdict against the reference.
-std::string runCell(const Cell& k, const runtime::SimOptions& opts, runtime::SimStats* stats = nullptr) {
-  const ModelConfig cfg = k.modelDims ? ModelConfig() : ModelConfig::reduced();
+/// The cell's launch on `cfg` on the Sim under `opts` and its verdict against the reference.
+std::string runCellOn(const ModelConfig& cfg, const Cell& k, const runtime::SimOptions& opts,
+                      runtime::SimStats* stats = nullptr) {
   AttentionKnobs knobs;
   knobs.mode = k.mode;
   knobs.fullLayer = k.full;
@@ -49,6 +49,11 @@ std::string runCell(const Cell& k, const runtime::SimOptions& opts, runtime::Sim
   const LayerSimRun run = runLayerOnSim(plan, v, in, opts);
   if (stats) *stats = run.ffn.stats;
   return layerVerdict(cfg, in, ref, run);
+}
+
+/// The same on the reduced config, or the model's own dims.
+std::string runCell(const Cell& k, const runtime::SimOptions& opts, runtime::SimStats* stats = nullptr) {
+  return runCellOn(k.modelDims ? ModelConfig() : ModelConfig::reduced(), k, opts, stats);
 }
 
 }  // namespace
@@ -121,6 +126,13 @@ std::vector<Cell> layerMatrix() {
   return cells;
 }
 
+/// The reduced config on 64 CTAs: o_proj's 48 push tasks no longer cover the grid.
+ModelConfig reduced64() {
+  ModelConfig cfg = ModelConfig::reduced();
+  cfg.blocks = 64;
+  return cfg;
+}
+
 }  // namespace
 
 TEST_CASE("layer matrix: every S x TP x layer type bit-exact on the reduced config", "[layer_launch][.slow]") {
@@ -146,4 +158,57 @@ TEST_CASE("layer matrix: the model's dims at S 2 and S 8 TP 4 bit-exact", "[laye
     INFO("S " << S);
     CHECK(runCell(k, {}) == "bit-exact");
   }
+}
+TEST_CASE("layer launch: the stages run from the serving stack's bases (LayerPlacement)", "[layer_launch]") {
+  for (const ModelConfig& cfg : {ModelConfig::reduced(), reduced64(), ModelConfig{}})
+    for (int TP : {2, 4})
+      for (int S = 1; S <= 16; ++S) {
+        CAPTURE(cfg.blocks, TP, S);
+        const LayerVariant v = LayerVariant::make(cfg, makeLayerKey(cfg, S, TP));
+        const LayerPlacement P = LayerPlacement::make(cfg, S, TP);
+        const AttentionLaunchLayout& A = v.attention.layout;
+        const Layout& F = v.ffn.layout;
+        CHECK(A.split.base == P.splitBase % cfg.blocks);
+        CHECK(A.merge.base == P.mergeBase % cfg.blocks);
+        CHECK(F.push.base == P.oBase % cfg.blocks);
+        CHECK(F.reduce.base == F.push.base);  // a CTA reduces the columns it pushed
+        CHECK(F.router.base == P.routerBase % cfg.blocks);
+        CHECK(F.up.base == P.ugBase);
+        CHECK(F.down.base == P.downBase % cfg.blocks);
+      }
+  // the Plan's stage records carry them: S 2 TP 2 on the reduced config
+  const ModelConfig cfg = ModelConfig::reduced();
+  const ir::Plan plan = buildLayerPlan(cfg, makeLayerKey(cfg, 2, 2));
+  const LayerPlacement P = LayerPlacement::make(cfg, 2, 2);
+  const std::pair<const char*, int> want[] = {{"attn_split", P.splitBase}, {"attn_merge", P.mergeBase},
+                                              {"push", P.oBase % 32},      {"reduce", P.oBase % 32},
+                                              {"router", P.routerBase},    {"up", P.ugBase},
+                                              {"down", P.downBase}};
+  for (const auto& [name, base] : want) {
+    CAPTURE(name);
+    CHECK(plan.stages.at(plan.stageIndex(name)).base == base);
+  }
+}
+
+TEST_CASE("layer launch: o_proj's token scales on push CTAs past CTA 0's range (64 CTAs)", "[layer_launch]") {
+  // S 2: push tasks 0..47 on CTAs 18..63, 0..1, so CTAs 48..63 quantize the rows too and XSCALE
+  // (xscale.rR, checked) is task 0's CTA's; S 5 TP 1: CTAs 45..63, 0..28.
+  const Cell cells[] = {{2, 2, false, false}, {5, 1, true, false}};
+  for (const Cell& k : cells) {
+    INFO("S " << k.S << " TP " << k.TP);
+    CHECK(runCellOn(reduced64(), k, {}) == "bit-exact");
+  }
+}
+
+TEST_CASE("layer launch: the race detector finds nothing on the serving stack's placement", "[layer_launch]") {
+  // 64 CTAs, S 2 TP 2: the merges on CTAs 16, 17 beside the splits' 0..31, push from CTA 18, the
+  // router past it (CTA 2), down from 16: attention and FFN stages share CTAs.
+  runtime::SimOptions opts;
+  opts.races = true;
+  opts.seed = 3;
+  runtime::SimStats stats;
+  CHECK(runCellOn(reduced64(), {2, 2, false, true}, opts, &stats) == "bit-exact");
+  for (const std::string& f : stats.races) UNSCOPED_INFO(f);
+  for (const std::string& f : stats.uninit) UNSCOPED_INFO(f);
+  CHECK(stats.findings() == 0);
 }

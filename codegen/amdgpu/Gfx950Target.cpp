@@ -67,6 +67,11 @@ class Gfx950Target final : public TargetInfo {
     auto* opaque = llvm::InlineAsm::get(asmTy, "; stage " + stageName + " arguments $0", "=s,0", /*hasSideEffects=*/true);
     return b.CreateCall(asmTy, opaque, {kp}, "stage.args");
   }
+  llvm::Value* stageBlockId(Builder& b, const std::string& stageName) const override {
+    auto* asmTy = llvm::FunctionType::get(b.getInt32Ty(), {b.getInt32Ty()}, false);
+    auto* opaque = llvm::InlineAsm::get(asmTy, "; stage " + stageName + " block $0", "=s,0", /*hasSideEffects=*/true);
+    return b.CreateCall(asmTy, opaque, {blockId(b)}, "stage.block");
+  }
 
   llvm::Value* readFirstLane(Builder& b, llvm::Value* x) const override {
     return intrinsic(b, I::amdgcn_readfirstlane, {x->getType()}, {x});

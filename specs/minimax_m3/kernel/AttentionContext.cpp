@@ -35,7 +35,7 @@ void AttentionContext::stage(int index, const std::function<void()>& body) {
     tid = b.named(b.tid(), "tid");
     lane = b.named(b.lane(), "lane");
     wave = b.named(b.wave(), "wave");
-    block = b.named(b.block(), "block");
+    block = b.named(launchTag_.id != 0 ? b.stageBlock() : b.block(), "block");
     red = b.named(b.intToPtr(b.i32(0), AddrSpace::Lds), "red");
     tag = launchTag_.id != 0 ? b.wrap(launchTag_) : b.arg(plan_->argIndex(attn_arg::kTag), Type::i32(), attn_arg::kTag);
     waitTicks = b.arg(plan_->argIndex(attn_arg::kWaitTicks), Type::i64(), attn_arg::kWaitTicks);

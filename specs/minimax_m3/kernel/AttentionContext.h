@@ -31,8 +31,8 @@ inline constexpr const char *kX = "x", *kRes = "res", *kResOut = "res_out", *kGI
 struct AttentionContext {
   AttentionContext(const AttentionVariant& v, const ir::Plan& plan, ir::Builder& b);
   /// Inside another launch's Plan (the layer launch): argument `name` is the Plan's
-  /// `renames[name]` when listed, and the tag is `tag` (a value of the kernel's prologue), not
-  /// the `tag` argument.
+  /// `renames[name]` when listed, the tag is `tag` (a value of the kernel's prologue), not the
+  /// `tag` argument, and each stage's `block` is its own read (Builder::stageBlock).
   AttentionContext(const AttentionVariant& v, const ir::Plan& plan, ir::Builder& b,
                    std::map<std::string, std::string> renames, ir::Value tag);
 

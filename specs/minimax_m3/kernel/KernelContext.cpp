@@ -36,7 +36,7 @@ Val KernelContext::argPtr(const char* name) {
 void KernelContext::bindStage() {
   tid = b.named(b.tid(), "tid");
   lane = b.named(b.lane(), "lane");
-  block = b.named(b.block(), "block");
+  block = b.named(stageBlocks ? b.stageBlock() : b.block(), "block");
   wave = b.named(b.wave(), "wave");
   const bool oproj = plan_->argIndex(arg::kAttn) >= 0;
   if (!oproj) part = argPtr(arg::kPart);
@@ -205,7 +205,7 @@ void KernelContext::awaitX(int site) {
 }
 
 void KernelContext::forEachTask(const Placement& p, const std::function<void(Val)>& body) {
-  specs::forEachTask(b, block, p.base, p.tasks, L.blocks, body);
+  specs::forEachTask(b, block, p.base, p.tasks, L.blocks, body, /*stageBlock=*/true);
 }
 
 }  // namespace monogen::specs::minimax_m3

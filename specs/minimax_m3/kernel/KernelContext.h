@@ -43,6 +43,9 @@ struct KernelContext {
 
   // --- ids ---
   ir::Val tid, lane, block;
+  /// The layer launch: each stage binds `block` to its own read (Builder::stageBlock), so no
+  /// value derived from it is shared with, hoisted above or live into another stage.
+  bool stageBlocks = false;
   // --- arguments ---
   ir::Val part, resIn, resOut;  // bf16 [S][hidden] pointers (part: input=part only)
   ir::Val attn, wo, woScale;    // input=attn only: bf16 [S][attnWidth], e4m3fn [hidden][attnWidth], f32 [hidden]

@@ -42,7 +42,7 @@ ir::Stage attentionRecord(const AttentionStageDef& d, const AttentionLaunchLayou
 void awaitAttnRows(KernelContext& c, const AttentionLaunchLayout& A) {
   ir::Builder& b = c.b;
   const Placement& p = c.L.push;
-  Val hasTasks = (c.block - c.i32(p.base) + c.i32(c.L.blocks)) % c.i32(c.L.blocks) < c.i32(p.tasks);
+  Val hasTasks = specs::stageFirstTask(c.b, c.block, p.base, c.L.blocks) < c.i32(p.tasks);
   b.if_(hasTasks, [&] {
     b.if_(c.tid < c.i32(A.rows), [&] {
       Val pair = b.ptrAdd(c.argPtr(kLayerAttnScratch), c.i32(A.ardyOffset) + c.tid * c.i32(8));
@@ -84,6 +84,11 @@ ir::Plan buildLayerPlan(const LayerVariant& v) {
   }
 
   plan.regions = ffnPlan.regions;
+  for (ir::MemRegion& r : plan.regions)
+    if (r.name == L.xscale.name)
+      r.doc = fmt::format("f32 [S]: row t's per-token FP8 scale, amax x f32(1/448), as the quant of push task 0's CTA "
+                          "({}) computed it (for checks)",
+                          L.push.base);
   for (ir::MemRegion r : attnPlan.regions) {
     r.name = prefixed(r.name);
     if (auto it = attnRenames().find(r.buffer); it != attnRenames().end()) r.buffer = it->second;
@@ -113,7 +118,11 @@ ir::Plan buildLayerPlan(const LayerVariant& v) {
     if (d->placement(L).name == L.push.name) plan.stages.back().waits.push_back({prefixed("ARDY"), A.rows});
   }
 
-  plan.facts = {{"launch", "the attention stages, then the FFN's (o_proj after ARDY), then the finish stages"}};
+  plan.facts = {{"launch", "the attention stages, then the FFN's (o_proj after ARDY), then the finish stages"},
+                {"placement", fmt::format("the serving stack's bases (LayerPlacement): attn_split {}, attn_merge {}, "
+                                          "push and reduce {}, router {}, up {}, down {}; each stage's own task count",
+                                          A.split.base, A.merge.base, L.push.base, L.router.base, L.up.base,
+                                          L.down.base)}};
   for (const auto& f : attnPlan.facts) plan.facts.push_back({"attention: " + f.first, f.second});
   for (const auto& f : ffnPlan.facts) plan.facts.push_back({"ffn: " + f.first, f.second});
   plan.facts.push_back({"error sites", fmt::format("attention {}..{} (site | token << 16), layer ARDY {}, the FFN's "
@@ -123,6 +132,7 @@ ir::Plan buildLayerPlan(const LayerVariant& v) {
   plan.kernel.name = "monogen_minimax_m3_layer";
   ir::Builder b(plan.kernel);
   KernelContext c(v.ffn, plan, b);  // its prologue reads the epoch: the launch's tag
+  c.stageBlocks = true;
   AttentionContext ac(v.attention, plan, b, attnRenames(), c.launchTag());
   for (const AttentionStageDef* d : attentionStages())
     if (d->placement(A).tasks > 0) ac.stage(plan.stageIndex(d->placement(A).name), [&] { d->body(ac); });

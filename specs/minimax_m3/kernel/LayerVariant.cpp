@@ -37,6 +37,15 @@ LayerVariant LayerVariant::make(const ModelConfig& cfg, const ir::Key& keyIn) {
   AttentionLaunchLayout& A = v.attention.layout;
   A.ardyOffset = A.scratchBytes;  // past every other area: zeroed with the flags before them
   A.scratchBytes += (8 * int64_t{S} + 255) / 256 * 256;
+  v.placement = LayerPlacement::make(cfg, S, TP);
+  const LayerPlacement& P = v.placement;
+  Layout& F = v.ffn.layout;
+  A.split.base = P.splitBase % P.blocks;
+  A.merge.base = P.mergeBase % P.blocks;  // at S = 1 the placement's o base: the one merge task runs there
+  F.push.base = F.reduce.base = P.oBase % P.blocks;  // a CTA reduces the columns it pushed
+  F.router.base = P.routerBase % P.blocks;
+  F.up.base = P.ugBase % P.blocks;  // round-robin from CTA 0 (the placement's row-k CTAs from S = 4: not yet)
+  F.down.base = P.downBase % P.blocks;
   if (A.shape.attnWidth() != v.ffn.layout.attnWidth || A.blocks != v.ffn.layout.blocks ||
       A.threads != cfg.threads)
     throw InputError(where, fmt::format("the attention rows ({} wide, {} CTAs) are not o_proj's ({} wide, {} CTAs)",

@@ -1,12 +1,14 @@
 // One variant of the MiniMax-M3 one-launch decoder layer (spec minimax_m3.layer), made and checked
 // once: the key (S, TP, the attention knobs), the attention launch's variant with the layer's row
-// flags (ARDY) and the FFN launch's default variant (o_proj in the launch), on one config.
+// flags (ARDY) and the FFN launch's default variant (o_proj in the launch), on one config, their
+// stages moved to the serving stack's bases (LayerPlacement).
 #pragma once
 #include <cstdint>
 
 #include "ir/Plan.h"
 #include "specs/minimax_m3/kernel/AttentionVariant.h"
 #include "specs/minimax_m3/kernel/FfnVariant.h"
+#include "specs/minimax_m3/kernel/LayerPlacement.h"
 #include "specs/minimax_m3/kernel/ModelConfig.h"
 
 namespace monogen::specs::minimax_m3 {
@@ -23,6 +25,9 @@ struct LayerVariant {
   AttentionKnobs knobs;
   AttentionVariant attention;  // its layout's ardyOffset is set: attn_merge publishes ARDY
   FfnVariant ffn;              // the FFN launch's default knobs: o_proj reads `attn`
+  /// The serving stack's placement of (S, TP): attn_split, attn_merge, push (and reduce), router,
+  /// up and down run from its bases; every stage keeps its own task count.
+  LayerPlacement placement;
 
   /// Checks key against cfg once (spec id and version, parameters S and TP, config text, knobs,
   /// and both launches' checks); InputError naming the variant.

@@ -32,7 +32,11 @@ void oprojTokenScales(KernelContext& c) {
   ir::Builder& b = c.b;
   const Layout& L = c.L;
   const int K = L.attnWidth, runs = K / 8;
-  b.if_(c.block < L.push.tasks, [&] {
+  const Placement& p = L.push;
+  // the CTAs that run push tasks, (block - base) mod blocks < tasks (block < tasks from CTA 0)
+  Val hasTasks = p.base == 0 ? c.block < p.tasks
+                             : specs::stageFirstTask(b, c.block, p.base, L.blocks) < c.i32(p.tasks);
+  b.if_(hasTasks, [&] {
     for (int r = 0; r * L.waves < L.rows; ++r) {
       Val t = b.named(c.wave + r * L.waves, "t");
       b.if_(t < L.rows, [&] {
@@ -55,7 +59,8 @@ void oprojTokenScales(KernelContext& c) {
           Val inv = b.select(a == b.f32(0.0), b.f32(0.0), b.rcp(scale));
           b.store(redF32(c, kScaleAt, t), scale);
           b.store(redF32(c, kInvAt, t), inv);
-          b.if_(c.block == 0, [&] { b.store(c.elemAt(c.scratch, L.xscale, t, 4), scale); });  // for checks
+          // for checks, from push task 0's CTA
+          b.if_(c.block == p.base, [&] { b.store(c.elemAt(c.scratch, L.xscale, t, 4), scale); });
         });
       });
     }

@@ -188,6 +188,8 @@ extern const StageDef kUpStage = {
              "UPF; the task count is the table's slots x upTiles (bounded here)";
     },
     .body = [](KernelContext& c) {
+      if (c.L.up.base != 0)  // the first unit below and stageXnToLds's tasks are the CTA's from CTA 0
+        throw IrError(c.variant.key.variantName(), fmt::format("up's base is CTA {}: expected 0", c.L.up.base));
       UpWeights cur = makeUpWeights(c), next = makeUpWeights(c);
       loadUpWeights(c, c.block, cur);  // the CTA's first unit (up's base is CTA 0), right after the table
       c.awaitX(kSiteUp);
