@@ -114,6 +114,10 @@ AttentionVariant AttentionVariant::make(const ModelConfig& cfg, const ir::Key& k
     throw InputError(where, fmt::format("{} waves, {} query heads a KV head, head dim {}: the split expects 8 waves "
                                         "(32 keys each), at most 16 heads (the MFMA's rows) and a multiple of 32",
                                         L.waves, L.shape.qGroup, L.shape.headDim));
+  if (L.shape.block / kPage16 != L.waves)
+    throw InputError(where, fmt::format("{}-key index blocks and {} waves: the indexer scores a block's page-16s a "
+                                        "wave each, so expects {} keys a block",
+                                        L.shape.block, L.waves, kPage16 * L.waves));
 
   auto align = [](int64_t x) { return (x + 255) / 256 * 256; };
   L.x8Offset = 0;
@@ -133,7 +137,8 @@ AttentionVariant AttentionVariant::make(const ModelConfig& cfg, const ir::Key& k
   L.irdyOffset = L.selOffset + align(4 * sels * kSelWords);
   L.candOffset = L.irdyOffset + align(8 * sels);
   L.crdyOffset = L.candOffset + align(8 * sels * kAttnSplits * L.shape.topk);
-  L.scratchBytes = L.crdyOffset + align(8 * sels * kAttnSplits);
+  L.iscoreOffset = L.crdyOffset + align(8 * sels * kAttnSplits);
+  L.scratchBytes = L.iscoreOffset + align(4 * sels * kLongFromBlocks);
   L.splitLdsM = 0;
   L.splitLdsL = L.splitLdsM + 4 * int64_t{L.waves} * 16;
   L.splitLdsV = L.splitLdsL + 4 * int64_t{L.waves} * 16;
@@ -142,7 +147,7 @@ AttentionVariant AttentionVariant::make(const ModelConfig& cfg, const ir::Key& k
   L.splitLdsSel = L.splitLdsPv + 4 * int64_t{L.waves} * 16 * L.shape.headDim;
   L.ldsBytes = std::max({int64_t{4} * (32 + L.waves), 4 * int64_t{L.waves} * 16 * 16,
                          L.splitLdsSel + 4 * (1 + int64_t{L.shape.topk}),
-                         int64_t{4} * kMaxIndexBlocks});
+                         int64_t{4} * L.waves * kIndexTaskBlocks});
 
   L.norm = Placement{"attn_norm", L.rows, 0};
   L.gemv = Placement{"attn_gemv", L.qkvTiles, 0};
