@@ -114,10 +114,6 @@ AttentionVariant AttentionVariant::make(const ModelConfig& cfg, const ir::Key& k
     throw InputError(where, fmt::format("{} waves, {} query heads a KV head, head dim {}: the split expects 8 waves "
                                         "(32 keys each), at most 16 heads (the MFMA's rows) and a multiple of 32",
                                         L.waves, L.shape.qGroup, L.shape.headDim));
-  if (L.shape.block / kPage16 != L.waves)
-    throw InputError(where, fmt::format("{}-key index blocks and {} waves: the indexer scores a block's page-16s a "
-                                        "wave each, so expects {} keys a block",
-                                        L.shape.block, L.waves, kPage16 * L.waves));
 
   auto align = [](int64_t x) { return (x + 255) / 256 * 256; };
   L.x8Offset = 0;

@@ -16,6 +16,8 @@ namespace {
 
 /// Blocks whose page a wave has in flight at once (their table entries, then their key bytes).
 constexpr int kIndexBlocksAhead = 8;
+/// Entries whose LDS loads the ranking has in flight at once.
+constexpr int kIndexRankAhead = 4;
 
 /// indexSortKey in the IR: -0 -> 0; the float's order-preserving int; NaN -> INT32_MIN.
 Val sortKey(ir::Builder& b, Val score) {
@@ -25,15 +27,32 @@ Val sortKey(ir::Builder& b, Val score) {
   return b.select((bits & b.i32(0x7fffffff)) > b.i32(0x7f800000), b.i32(INT32_MIN), key);
 }
 
+/// Row t's table row: the index table (vllm) or the main one (atom).
+
+Val tableRow(AttentionContext& c, Val t) {
+  const bool atom = c.variant.knobs.mode == CacheMode::Atom;
+  return c.b.ptrAdd(c.arg(atom ? a::kBlockTables : a::kIndexTables), t * c.scalarI32(a::kTableStride) * c.i32(4));
+}
+
 }  // namespace
 
-void scoreIndexPages(AttentionContext& c, Val t, Val h, Val first, Val step, Val count, Val nBlk, Val seq) {
+Val indexTableEntries(AttentionContext& c, Val t, Val first, Val step, Val count) {
+  ir::Builder& b = c.b;
+  ir::Var e = b.var(c.i32(0), "entry");
+  b.if_(count > c.i32(0), [&] {
+    Val j = b.min(c.lane, count - c.i32(1));
+    b.set(e, b.load(Type::i32(), b.ptrAdd(tableRow(c, t), (first + step * j) * c.i32(4))));
+  });
+  return b.get(e);
+}
+
+void scoreIndexPages(AttentionContext& c, Val t, Val h, Val first, Val step, Val count, Val nBlk, Val seq,
+                     Val laneEntries) {
   ir::Builder& b = c.b;
   const AttentionShape& sh = c.L.shape;
   const ModelConfig& cfg = c.variant.cfg;
   const int ID = sh.indexDim, blk = sh.block;
-  const bool atom = c.variant.knobs.mode == CacheMode::Atom;
-  Val tables = b.ptrAdd(c.arg(atom ? a::kBlockTables : a::kIndexTables), t * c.scalarI32(a::kTableStride) * c.i32(4));
+  Val tables = tableRow(c, t);
   b.if_(count > c.i32(0), [&] {
     // row 0 of A the index q (lanes 0, 16, 32, 48: channels 32 d + 8 group + e), B the page's 16
     // widened keys; lanes 0 .. 15 hold its dots (accumulator row 0)
@@ -51,8 +70,12 @@ void scoreIndexPages(AttentionContext& c, Val t, Val h, Val first, Val step, Val
       // first MFMA (past count: the last block again, not scored)
       std::vector<Val> ids, entries;
       for (int j = 0; j < kIndexBlocksAhead; ++j) {
-        ids.push_back(first + step * b.min(i0 + c.i32(j), count - c.i32(1)));
-        entries.push_back(b.load(Type::i32(), b.ptrAdd(tables, ids[j] * c.i32(4))));
+        Val i = b.min(i0 + c.i32(j), count - c.i32(1));
+        ids.push_back(first + step * i);
+        // the first 64 blocks' entries on the lanes (laneEntries), the rest loaded
+        ir::Var e = b.var(b.shuffle(laneEntries, b.min(i, c.i32(63))), "entry");
+        b.if_(i >= c.i32(64), [&] { b.set(e, b.load(Type::i32(), b.ptrAdd(tables, ids[j] * c.i32(4)))); });
+        entries.push_back(b.get(e));
       }
       std::vector<std::vector<Val>> bytes(kIndexBlocksAhead);
       for (int j = 0; j < kIndexBlocksAhead; ++j) {
@@ -106,16 +129,31 @@ void indexBlockKeys(AttentionContext& c, Val first, Val step, Val count, Val nBl
   });
 }
 
-Val indexRankOf(AttentionContext& c, Val count, const std::function<Val(Val)>& keyAt,
-                const std::function<Val(Val)>& blockAt, Val kb, Val bb) {
+std::vector<Val> indexRanksOf(AttentionContext& c, Val count, const std::function<Val(Val)>& keyAt,
+                              const std::function<Val(Val)>& blockAt, const std::vector<std::pair<Val, Val>>& of) {
   ir::Builder& b = c.b;
-  ir::Var r = b.var(c.i32(0), "rank");
-  b.for_(c.i32(0), count, c.i32(1), [&](Val o) {
-    Val ko = keyAt(o), bo = blockAt(o);
-    Val beats = (ko > kb) | ((ko == kb) & (bo > bb));
-    b.set(r, b.get(r) + b.select(beats, c.i32(1), c.i32(0)));
+  std::vector<ir::Var> r;
+  for (size_t k = 0; k < of.size(); ++k) r.push_back(b.var(c.i32(0), "rank"));
+  b.for_(c.i32(0), count, c.i32(kIndexRankAhead), [&](Val o0) {
+    // past count: the last entry again, not counted
+    std::vector<Val> ko, bo;
+    for (int u = 0; u < kIndexRankAhead; ++u) {
+      Val o = b.min(o0 + c.i32(u), count - c.i32(1));
+      ko.push_back(keyAt(o));
+      bo.push_back(blockAt(o));
+    }
+    for (int u = 0; u < kIndexRankAhead; ++u) {
+      Val in = o0 + c.i32(u) < count;
+      for (size_t k = 0; k < of.size(); ++k) {
+        auto [kb, bb] = of[k];
+        Val beats = in & ((ko[u] > kb) | ((ko[u] == kb) & (bo[u] > bb)));
+        b.set(r[k], b.get(r[k]) + b.select(beats, c.i32(1), c.i32(0)));
+      }
+    }
   });
-  return b.get(r);
+  std::vector<Val> out;
+  for (ir::Var& v : r) out.push_back(b.get(v));
+  return out;
 }
 
 }  // namespace monogen::specs::minimax_m3

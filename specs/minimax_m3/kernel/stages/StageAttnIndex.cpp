@@ -20,6 +20,8 @@ namespace a = attn_arg;
 
 namespace {
 
+static_assert(kLongFromBlocks <= 8 * 64, "attn_index ranks a block a thread: the variant's 8 waves of 64");
+
 void stageAttnIndex(AttentionContext& c, Val task) {
   ir::Builder& b = c.b;
   const AttentionLaunchLayout& L = c.L;
@@ -60,21 +62,19 @@ void stageAttnIndex(AttentionContext& c, Val task) {
   auto keyOf = [&](Val i) { return b.load(Type::i32(), ldsAt(i)); };
   auto candBlock = [&](Val i) { return b.load(Type::i32(), ldsAt(i + c.i32(cands))); };
   Val tail = nBlk - c.i32(1);
-  // the ranking over `count` entries: rank(e) = the entries that beat e on (key, block); the top
-  // topk placed, the tail block (nBlk - 1, its key kTail, tailIn: among the entries) last; the
-  // sparse length after them
+  // the ranking over `count` entries (<= threads): rank(e) = the entries that beat e on (key,
+  // block), a thread an entry, the tail block's (nBlk - 1, its key kTail, tailIn: among the
+  // entries) in the same pass; the top topk placed, the tail block last; the sparse length after
   auto rankAndPlace = [&](Val count, const std::function<Val(Val)>& blockOf, Val kTail, Val tailIn) {
-    auto rankOf = [&](Val kb, Val bb) { return indexRankOf(c, count, keyOf, blockOf, kb, bb); };
-    Val tailSel = tailIn & (rankOf(kTail, tail) < c.i32(topk));
+    Val i = b.min(c.tid, count - c.i32(1));
+    Val kb = keyOf(i), bb = blockOf(i);
+    std::vector<Val> r = indexRanksOf(c, count, keyOf, blockOf, {{kb, bb}, {kTail, tail}});
+    Val tailSel = tailIn & (r[1] < c.i32(topk));
     Val nFull = c.i32(topk) - b.select(tailSel, c.i32(1), c.i32(0));
-    b.for_(c.tid, count, c.i32(L.threads), [&](Val i) {
-      Val kb = keyOf(i), bb = blockOf(i);
-      Val r = rankOf(kb, bb);
-      b.if_(r < c.i32(topk), [&] {
-        Val tailBeats = (kTail > kb) | ((kTail == kb) & (tail > bb));
-        Val slot = b.select(bb == tail, nFull, r - b.select(tailSel & tailBeats, c.i32(1), c.i32(0)));
-        b.store(b.ptrAdd(sel, slot * c.i32(4)), bb);
-      });
+    b.if_((c.tid < count) & (r[0] < c.i32(topk)), [&] {
+      Val tailBeats = (kTail > kb) | ((kTail == kb) & (tail > bb));
+      Val slot = b.select(bb == tail, nFull, r[0] - b.select(tailSel & tailBeats, c.i32(1), c.i32(0)));
+      b.store(b.ptrAdd(sel, slot * c.i32(4)), bb);
     });
     b.if_(c.tid == c.i32(0), [&] {
       Val n = b.select(tailSel, nFull * c.i32(blk) + seq - tail * c.i32(blk), b.min(c.i32(topk * blk), seq));

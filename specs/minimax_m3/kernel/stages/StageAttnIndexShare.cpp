@@ -39,7 +39,14 @@ void stageAttnIndexShare(AttentionContext& c, Val task) {
   Val step = b.select(longPath, c.i32(1), c.i32(kAttnSplits));
   Val strided = b.max(nBlk - p + c.i32(kAttnSplits - 1), c.i32(0)) / c.i32(kAttnSplits);
   Val count = b.select(scored, b.select(longPath, hi - lo, strided), c.i32(0));
-  scoreIndexPages(c, t, h, first, step, count, nBlk, seq);
+  // the table entries before the wait for every row's inserts (HRDY; the keys after it)
+  Val entries = indexTableEntries(c, t, first, step, count);
+  for (int64_t r0 = 0; r0 < L.rows; r0 += L.threads) {
+    Val r = c.tid + c.i32(r0);
+    b.if_(r < c.i32(L.rows), [&] { c.await(c.pairAt(L.hrdyOffset, r), kSiteAttnIndex, r); });
+  }
+  c.ctaSync(false);
+  scoreIndexPages(c, t, h, first, step, count, nBlk, seq, entries);
   c.ctaSync(false);
   indexBlockKeys(c, first, step, count, nBlk);
   c.ctaSync(false);
@@ -55,7 +62,7 @@ void stageAttnIndexShare(AttentionContext& c, Val task) {
     auto blockOf = [&](Val i) { return lo + i; };
     b.for_(c.tid, count, c.i32(L.threads), [&](Val i) {
       Val kb = keyOf(i), bb = blockOf(i);
-      Val r = indexRankOf(c, count, keyOf, blockOf, kb, bb);
+      Val r = indexRanksOf(c, count, keyOf, blockOf, {{kb, bb}})[0];
       b.if_(r < c.i32(topk), [&] {
         b.store(b.ptrAdd(cand, r * c.i32(8)), kb);
         b.store(b.ptrAdd(cand, r * c.i32(8) + c.i32(4)), bb);
@@ -83,10 +90,7 @@ extern const AttentionStageDef kAttnIndexShareStage = {
                          "best {} -> CAND; CRDY",
                          kAttnSplits, L.shape.topk, kLongFromBlocks, L.shape.topk);
     },
-    [](AttentionContext& c) {
-      c.awaitAllOnce(c.L.indexShare, c.L.hrdyOffset, c.L.rows, kSiteAttnIndex);
-      c.forEachTask(c.L.indexShare, [&](Val t) { stageAttnIndexShare(c, t); });
-    },
+    [](AttentionContext& c) { c.forEachTask(c.L.indexShare, [&](Val t) { stageAttnIndexShare(c, t); }); },
     "the block scores of attentionReference (indexSortKey); selectBlocks' long path: each share's topRanked "
     "(AttentionIndexer.h)",
 };
