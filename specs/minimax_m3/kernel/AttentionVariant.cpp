@@ -153,6 +153,9 @@ AttentionVariant AttentionVariant::make(const ModelConfig& cfg, const ir::Key& k
   // the shares after the index tasks: a long row's index task waits on them
   L.indexShare = Placement{"attn_index_share", v.knobs.fullLayer ? 0 : sels * kAttnSplits,
                            static_cast<int>((L.rows + L.heads.tasks + L.index.tasks) % L.blocks)};
+  // a scored row's blocks are scored by its 8 shares while they take at most 2 tasks a CTA; past
+  // that (reduced dims, 32 CTAs, S 16 TP 1: 16 a CTA) the index task scores them itself
+  L.indexSpread = L.indexShare.tasks <= 2 * int64_t{L.blocks};
   L.split = Placement{"attn_split", L.splitTasks, 0};
   L.merge = Placement{"attn_merge", L.rows, static_cast<int>(L.splitTasks % L.blocks)};
   return v;

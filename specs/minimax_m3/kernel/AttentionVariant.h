@@ -92,6 +92,9 @@ struct AttentionLaunchLayout {
   // i32 [1 + topk]: the task's checked selection: its sparse length (-1: dropped), its blocks
   int64_t splitLdsSel = 0;
   Placement norm, gemv, heads, indexShare, index, split, merge;
+  /// Rows of topk < n <= kLongFromBlocks blocks scored by attn_index_share (ISCORE), not by
+  /// attn_index: when the share tasks take at most 2 a CTA.
+  bool indexSpread = true;
 };
 
 struct AttentionVariant {

@@ -17,7 +17,7 @@ namespace {
 /// Blocks whose page a wave has in flight at once (their table entries, then their key bytes).
 constexpr int kIndexBlocksAhead = 8;
 /// Entries whose LDS loads the ranking has in flight at once.
-constexpr int kIndexRankAhead = 4;
+constexpr int kIndexRankAhead = 2;
 
 /// indexSortKey in the IR: -0 -> 0; the float's order-preserving int; NaN -> INT32_MIN.
 Val sortKey(ir::Builder& b, Val score) {

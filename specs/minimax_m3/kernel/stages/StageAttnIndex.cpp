@@ -1,7 +1,7 @@
 // attn_index (sparse layers): one task a (row, local index head = KV head): the lightning
 // indexer's selection (AttentionIndexer.h; attentionReference). n <= topk blocks: every block in
 // id order. Up to kLongFromBlocks blocks: the sort keys the 8 shares scored (attn_index_share,
-// ISCORE) -> LDS, then a thread a block counts the entries that beat it on (key, block). Past
+// ISCORE; or, L.indexSpread false, its own: a page a wave) -> LDS, then a thread a block counts the entries that beat it on (key, block). Past
 // it (the long path): the 8 shares' candidates (CAND) ranked the same way. The top 16 placed
 // (the tail block last) -> SEL, IRDY.
 #include "specs/minimax_m3/kernel/stages/AttentionIndexScore.h"
@@ -38,7 +38,7 @@ void stageAttnIndex(AttentionContext& c, Val task) {
   // the entries ranked: short, every block (key LDS [b] from the shares' ISCORE, block b); long,
   // the shares' candidates (CAND: key LDS [i], block LDS [cands + i]; a share's unused slots
   // (INT32_MIN, -1) are beaten by every block and rank past topk)
-  b.if_(scored, [&] {
+  b.if_(longPath | (scored & b.i1(L.indexSpread)), [&] {
     b.if_(c.tid < c.i32(kAttnSplits), [&] {
       c.await(c.pairAt(L.crdyOffset, task * c.i32(kAttnSplits) + c.tid), kSiteAttnIndexShare,
               task * c.i32(kAttnSplits) + c.tid);
@@ -47,7 +47,14 @@ void stageAttnIndex(AttentionContext& c, Val task) {
   c.ctaSync(false);
   Val lds = c.red;
   auto ldsAt = [&](Val i) { return b.ptrAdd(lds, i * c.i32(4)); };
-  b.if_(scored & !longPath, [&] {
+  if (!L.indexSpread) {  // the row's blocks scored here, a page a wave
+    Val here = b.select(scored & !longPath, nBlk, c.i32(0));
+    scoreIndexPages(c, t, task % c.i32(KV), c.i32(0), c.i32(1), here, nBlk, seq,
+                    indexTableEntries(c, t, c.i32(0), c.i32(1), here));
+    c.ctaSync(false);
+    indexBlockKeys(c, c.i32(0), c.i32(1), here, nBlk);
+  }
+  b.if_(scored & !longPath & b.i1(L.indexSpread), [&] {
     Val keys = b.ptrAdd(c.arg(a::kScratch), c.i32(L.iscoreOffset) + task * c.i32(4 * kLongFromBlocks));
     b.for_(c.tid, nBlk, c.i32(L.threads), [&](Val i) {
       b.store(ldsAt(i), b.load(Type::i32(), b.ptrAdd(keys, i * c.i32(4))));

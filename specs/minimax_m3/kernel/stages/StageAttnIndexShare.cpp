@@ -1,7 +1,7 @@
 // attn_index_share (sparse layers): one task a (row, index head, share p of 8), the indexer's
 // scoring spread over 8 CTAs a (row, head), a page a wave (scoreIndexPages). A row of
 // topk < n <= kLongFromBlocks blocks: share p scores blocks p, p + 8, .. and writes their sort
-// keys -> ISCORE. Past it (the long path's first half, AttentionIndexer.h, selectBlocks): share
+// keys -> ISCORE (L.indexSpread; else attn_index scores them). Past it (the long path's first half, AttentionIndexer.h, selectBlocks): share
 // p's blocks [p s, min(p s + s, n)), s = ceil(n / 8), scored, then ranked within the share by
 // (key, block); its best topk (key, block) -> CAND in rank order ((INT32_MIN, -1) past the
 // share's blocks). Either way CRDY (a row of <= topk blocks: CRDY alone).
@@ -38,19 +38,22 @@ void stageAttnIndexShare(AttentionContext& c, Val task) {
   Val first = b.select(longPath, lo, p);
   Val step = b.select(longPath, c.i32(1), c.i32(kAttnSplits));
   Val strided = b.max(nBlk - p + c.i32(kAttnSplits - 1), c.i32(0)) / c.i32(kAttnSplits);
-  Val count = b.select(scored, b.select(longPath, hi - lo, strided), c.i32(0));
-  // the table entries before the wait for every row's inserts (HRDY; the keys after it)
+  Val count = b.select(scored, b.select(longPath, hi - lo, L.indexSpread ? strided : c.i32(0)), c.i32(0));
+  // spread: the table entries before the wait for every row's inserts (HRDY; the keys after it);
+  // else HRDY was waited for once a CTA
   Val entries = indexTableEntries(c, t, first, step, count);
-  for (int64_t r0 = 0; r0 < L.rows; r0 += L.threads) {
-    Val r = c.tid + c.i32(r0);
-    b.if_(r < c.i32(L.rows), [&] { c.await(c.pairAt(L.hrdyOffset, r), kSiteAttnIndex, r); });
+  if (L.indexSpread) {
+    for (int64_t r0 = 0; r0 < L.rows; r0 += L.threads) {
+      Val r = c.tid + c.i32(r0);
+      b.if_(r < c.i32(L.rows), [&] { c.await(c.pairAt(L.hrdyOffset, r), kSiteAttnIndex, r); });
+    }
+    c.ctaSync(false);
   }
-  c.ctaSync(false);
   scoreIndexPages(c, t, h, first, step, count, nBlk, seq, entries);
   c.ctaSync(false);
   indexBlockKeys(c, first, step, count, nBlk);
   c.ctaSync(false);
-  b.if_(scored & !longPath, [&] {
+  b.if_(scored & !longPath & b.i1(L.indexSpread), [&] {
     Val keys = b.ptrAdd(c.arg(a::kScratch), c.i32(L.iscoreOffset) + sel * c.i32(4 * kLongFromBlocks));
     b.for_(c.tid, count, c.i32(L.threads), [&](Val i) {
       b.store(b.ptrAdd(keys, (first + step * i) * c.i32(4)), b.load(Type::i32(), b.ptrAdd(c.red, i * c.i32(4))));
@@ -90,7 +93,10 @@ extern const AttentionStageDef kAttnIndexShareStage = {
                          "best {} -> CAND; CRDY",
                          kAttnSplits, L.shape.topk, kLongFromBlocks, L.shape.topk);
     },
-    [](AttentionContext& c) { c.forEachTask(c.L.indexShare, [&](Val t) { stageAttnIndexShare(c, t); }); },
+    [](AttentionContext& c) {
+      if (!c.L.indexSpread) c.awaitAllOnce(c.L.indexShare, c.L.hrdyOffset, c.L.rows, kSiteAttnIndex);
+      c.forEachTask(c.L.indexShare, [&](Val t) { stageAttnIndexShare(c, t); });
+    },
     "the block scores of attentionReference (indexSortKey); selectBlocks' long path: each share's topRanked "
     "(AttentionIndexer.h)",
 };
