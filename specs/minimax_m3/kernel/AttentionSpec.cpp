@@ -153,7 +153,11 @@ ir::Plan buildAttentionPlan(const AttentionVariant& v) {
                                          8 * L.indexShare.tasks * L.shape.topk,
                                          "i32 pairs [S x kvHeads][8][topk]: each share's best (key, block) by rank"});
     plan.regions.push_back(ir::MemRegion{"CRDY", attn_arg::kScratch, L.crdyOffset, 8 * L.indexShare.tasks,
-                                         "pairs [S x kvHeads x 8]: a share's candidates are written"});
+                                         "pairs [S x kvHeads x 8]: a share's sort keys or candidates are written"});
+    plan.regions.push_back(ir::MemRegion{"ISCORE", attn_arg::kScratch, L.iscoreOffset,
+                                         4 * L.index.tasks * int64_t{kLongFromBlocks},
+                                         "i32 [S x kvHeads][blocks]: a scored row's sort keys a block (the shares', "
+                                         "up to the long path's blocks)"});
   }
   plan.flags.push_back(ir::FlagArray{"XRDY", "XRDY", L.rows, false, "attn_norm's rows", false});
   plan.flags.push_back(ir::FlagArray{"QRDY", "QRDY", L.qkvTiles, false, "attn_gemv's tiles", false});
@@ -161,7 +165,7 @@ ir::Plan buildAttentionPlan(const AttentionVariant& v) {
   if (L.index.tasks > 0)
     plan.flags.push_back(ir::FlagArray{"IRDY", "IRDY", L.index.tasks, false, "attn_index's selections", false});
   if (L.indexShare.tasks > 0)
-    plan.flags.push_back(ir::FlagArray{"CRDY", "CRDY", L.indexShare.tasks, false, "attn_index_share's candidates",
+    plan.flags.push_back(ir::FlagArray{"CRDY", "CRDY", L.indexShare.tasks, false, "attn_index_share's sort keys or candidates",
                                        false});
   plan.flags.push_back(ir::FlagArray{"SRDY", "SRDY", L.splitTasks, false, "attn_split's splits", false});
   plan.pools.push_back(ir::LdsPool{"red", 0, L.ldsBytes, "",

@@ -133,7 +133,8 @@ AttentionVariant AttentionVariant::make(const ModelConfig& cfg, const ir::Key& k
   L.irdyOffset = L.selOffset + align(4 * sels * kSelWords);
   L.candOffset = L.irdyOffset + align(8 * sels);
   L.crdyOffset = L.candOffset + align(8 * sels * kAttnSplits * L.shape.topk);
-  L.scratchBytes = L.crdyOffset + align(8 * sels * kAttnSplits);
+  L.iscoreOffset = L.crdyOffset + align(8 * sels * kAttnSplits);
+  L.scratchBytes = L.iscoreOffset + align(4 * sels * kLongFromBlocks);
   L.splitLdsM = 0;
   L.splitLdsL = L.splitLdsM + 4 * int64_t{L.waves} * 16;
   L.splitLdsV = L.splitLdsL + 4 * int64_t{L.waves} * 16;
@@ -142,7 +143,7 @@ AttentionVariant AttentionVariant::make(const ModelConfig& cfg, const ir::Key& k
   L.splitLdsSel = L.splitLdsPv + 4 * int64_t{L.waves} * 16 * L.shape.headDim;
   L.ldsBytes = std::max({int64_t{4} * (32 + L.waves), 4 * int64_t{L.waves} * 16 * 16,
                          L.splitLdsSel + 4 * (1 + int64_t{L.shape.topk}),
-                         int64_t{4} * kMaxIndexBlocks});
+                         int64_t{4} * L.waves * kIndexTaskBlocks});
 
   L.norm = Placement{"attn_norm", L.rows, 0};
   L.gemv = Placement{"attn_gemv", L.qkvTiles, 0};
@@ -152,6 +153,9 @@ AttentionVariant AttentionVariant::make(const ModelConfig& cfg, const ir::Key& k
   // the shares after the index tasks: a long row's index task waits on them
   L.indexShare = Placement{"attn_index_share", v.knobs.fullLayer ? 0 : sels * kAttnSplits,
                            static_cast<int>((L.rows + L.heads.tasks + L.index.tasks) % L.blocks)};
+  // a scored row's blocks are scored by its 8 shares while they take at most 2 tasks a CTA; past
+  // that (reduced dims, 32 CTAs, S 16 TP 1: 16 a CTA) the index task scores them itself
+  L.indexSpread = L.indexShare.tasks <= 2 * int64_t{L.blocks};
   L.split = Placement{"attn_split", L.splitTasks, 0};
   L.merge = Placement{"attn_merge", L.rows, static_cast<int>(L.splitTasks % L.blocks)};
   return v;

@@ -24,7 +24,7 @@ inline constexpr int32_t kSiteAttnSplitSel = 37;  // attn_split (sparse): IRDY o
 /// attn_split (sparse): its selection came with a block id or a length out of range (token: the
 /// selection, row x kvHeads + KV head); the split attends nothing.
 inline constexpr int32_t kSiteAttnSelRange = 38;
-/// attn_index (long path): CRDY of its (row, KV head)'s shares (token: the share, selection x 8 + p).
+/// attn_index (a scored row): CRDY of its (row, KV head)'s shares (token: the share, selection x 8 + p).
 inline constexpr int32_t kSiteAttnIndexShare = 39;
 inline constexpr int32_t kSiteAttnLast = kSiteAttnIndexShare;  // a launch that adds sites starts past it
 /// What an attention error word says, naming the site and its row: "attn_split waited past its
@@ -32,6 +32,8 @@ inline constexpr int32_t kSiteAttnLast = kSiteAttnIndexShare;  // a launch that 
 std::string attentionErrorMeaning(int32_t code);
 /// Blocks a row the indexer ranks at most (its keys in LDS): 2^20 positions of 128.
 inline constexpr int kMaxIndexBlocks = 8192;
+/// Blocks one attn_index_share task scores at most: its pages' maxima f32 [waves][this] in LDS.
+inline constexpr int kIndexTaskBlocks = kMaxIndexBlocks / kAttnSplits;
 /// A selection's words in scratch: the topk blocks in slot order, then the sparse length.
 inline constexpr int kSelWords = 32;
 
@@ -75,6 +77,7 @@ struct AttentionLaunchLayout {
   int64_t selOffset = 0;     // i32 [S x kvHeads][kSelWords]: each selection (sparse layers)
   int64_t irdyOffset = 0;    // pairs [S x kvHeads]: a selection is written
   int64_t candOffset = 0;    // i32 pairs [S x kvHeads][8 shares][topk]: each share's (key, block) by rank
+  int64_t iscoreOffset = 0;  // i32 [S x kvHeads][kLongFromBlocks]: a short scored row's sort keys a block
   int64_t crdyOffset = 0;    // pairs [S x kvHeads x 8]: a share's candidates are written
   /// pairs [S]: a row's attention row is written (ARDY, published by attn_merge), in the layer
   /// launch only (LayerVariant sets it past the rest); -1 in the attention launch alone.
@@ -89,6 +92,9 @@ struct AttentionLaunchLayout {
   // i32 [1 + topk]: the task's checked selection: its sparse length (-1: dropped), its blocks
   int64_t splitLdsSel = 0;
   Placement norm, gemv, heads, indexShare, index, split, merge;
+  /// Rows of topk < n <= kLongFromBlocks blocks scored by attn_index_share (ISCORE), not by
+  /// attn_index: when the share tasks take at most 2 a CTA.
+  bool indexSpread = true;
 };
 
 struct AttentionVariant {

@@ -1,21 +1,36 @@
-// The lightning indexer's pieces both of its stages use (attn_index and attn_index_share): a
-// block's score and sort key into LDS, and an entry's rank among entries by (key, block)
-// (AttentionIndexer.h: indexSortKey, topRanked).
+// The lightning indexer's pieces both of its stages use (attn_index_share and attn_index): the
+// blocks' scores and sort keys into LDS, a page a wave, and an entry's rank among entries by
+// (key, block) (AttentionIndexer.h: indexSortKey, topRanked).
 #pragma once
 #include <functional>
+#include <utility>
+#include <vector>
 
 #include "specs/minimax_m3/kernel/AttentionContext.h"
 
 namespace monogen::specs::minimax_m3 {
 
-/// The scores of blocks [lo, hi) of (row t, index head h), a wave a block (lo + wave, + waves,
-/// ..): the max over its keys below seq of dot(bf16 index q, widened E4M3 key) x the scale, the
-/// pinned blocks' 1e30 / 1e29, its sort key -> LDS red i32 [block - lo]. nBlk: the row's blocks.
-void scoreIndexBlocks(AttentionContext& c, ir::Val t, ir::Val h, ir::Val lo, ir::Val hi, ir::Val nBlk, ir::Val seq);
+/// Lane j's table entry (index table, vllm; the main one, atom) of block first + step j of row t,
+/// j < min(count, 64) (past count: the last block's; 0 when count is 0): the table is the host's,
+/// so this may run before the launch's inserts are waited for.
+ir::Val indexTableEntries(AttentionContext& c, ir::Val t, ir::Val first, ir::Val step, ir::Val count);
 
-/// How many of entries 0 .. count - 1 (keyAt(i), blockAt(i)) beat (kb, bb): a higher key, or the
-/// same key and a higher block (a tie goes to the higher id).
-ir::Val indexRankOf(AttentionContext& c, ir::Val count, const std::function<ir::Val(ir::Val)>& keyAt,
-                    const std::function<ir::Val(ir::Val)>& blockAt, ir::Val kb, ir::Val bb);
+/// Page `wave` of blocks first + step i, i < count (<= kIndexTaskBlocks), of (row t, index head h):
+/// the max over the page's keys below seq of dot(bf16 index q, widened E4M3 key) -> LDS red f32
+/// [wave][i]; -inf for a pinned block. nBlk: the row's blocks; entries: indexTableEntries'. The
+/// CTA's waves are a block's pages (the variant's 8 waves, its 128-key blocks).
+void scoreIndexPages(AttentionContext& c, ir::Val t, ir::Val h, ir::Val first, ir::Val step, ir::Val count,
+                     ir::Val nBlk, ir::Val seq, ir::Val entries);
+
+/// After scoreIndexPages and a CTA sync: a thread a block i < count, the max of its pages x the
+/// scale, the pinned blocks' 1e30 / 1e29, its sort key -> LDS red i32 [i] (over wave 0's maximum).
+void indexBlockKeys(AttentionContext& c, ir::Val first, ir::Val step, ir::Val count, ir::Val nBlk);
+
+/// For each (kb, bb) of `of`: how many of entries 0 .. count - 1 (keyAt(i), blockAt(i)), count
+/// >= 1, beat it: a higher key, or the same key and a higher block (a tie goes to the higher id).
+/// One pass over the entries for all of them, kIndexRankAhead entries' loads at a time.
+std::vector<ir::Val> indexRanksOf(AttentionContext& c, ir::Val count, const std::function<ir::Val(ir::Val)>& keyAt,
+                                  const std::function<ir::Val(ir::Val)>& blockAt,
+                                  const std::vector<std::pair<ir::Val, ir::Val>>& of);
 
 }  // namespace monogen::specs::minimax_m3

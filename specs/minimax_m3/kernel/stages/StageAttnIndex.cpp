@@ -1,9 +1,9 @@
 // attn_index (sparse layers): one task a (row, local index head = KV head): the lightning
 // indexer's selection (AttentionIndexer.h; attentionReference). n <= topk blocks: every block in
-// id order. Up to kLongFromBlocks blocks: a wave a block's score and sort key -> LDS
-// (scoreIndexBlocks), then a thread a block counts the entries that beat it on (key, block).
-// Past it (the long path): the 8 shares' candidates (attn_index_share, CAND) ranked the same
-// way. The top 16 placed (the tail block last) -> SEL, IRDY.
+// id order. Up to kLongFromBlocks blocks: the sort keys the 8 shares scored (attn_index_share,
+// ISCORE; or, L.indexSpread false, its own: a page a wave) -> LDS, then a thread a block counts the entries that beat it on (key, block). Past
+// it (the long path): the 8 shares' candidates (CAND) ranked the same way. The top 16 placed
+// (the tail block last) -> SEL, IRDY.
 #include "specs/minimax_m3/kernel/stages/AttentionIndexScore.h"
 #include "specs/minimax_m3/kernel/stages/AttentionStageDef.h"
 
@@ -20,12 +20,14 @@ namespace a = attn_arg;
 
 namespace {
 
+static_assert(kLongFromBlocks <= 8 * 64, "attn_index ranks a block a thread: the variant's 8 waves of 64");
+
 void stageAttnIndex(AttentionContext& c, Val task) {
   ir::Builder& b = c.b;
   const AttentionLaunchLayout& L = c.L;
   const AttentionShape& sh = L.shape;
   const int KV = sh.kvHeads, blk = sh.block, topk = sh.topk, cands = kAttnSplits * topk;
-  Val t = task / c.i32(KV), h = task % c.i32(KV);
+  Val t = task / c.i32(KV);
   Val live = b.load(Type::i64(), b.ptrAdd(c.arg(a::kSlots), t * c.i32(8))) >= b.i64(0);
   Val seq = b.load(Type::i32(), b.ptrAdd(c.arg(a::kSeqLens), t * c.i32(4)));
   Val nBlk = (seq + c.i32(blk - 1)) / c.i32(blk);
@@ -33,11 +35,10 @@ void stageAttnIndex(AttentionContext& c, Val task) {
   Val longPath = scored & (nBlk > c.i32(kLongFromBlocks));
   Val sel = b.ptrAdd(c.arg(a::kScratch), c.i32(L.selOffset) + task * c.i32(4 * kSelWords));
 
-  // the entries ranked: short, every block (key LDS [b], block b); long, the shares' candidates
-  // (attn_index_share: key LDS [i], block LDS [cands + i]; a share's unused slots (INT32_MIN, -1)
-  // are beaten by every block and rank past topk)
-  b.if_(scored & !longPath, [&] { scoreIndexBlocks(c, t, h, c.i32(0), nBlk, nBlk, seq); });
-  b.if_(longPath, [&] {
+  // the entries ranked: short, every block (key LDS [b] from the shares' ISCORE, block b); long,
+  // the shares' candidates (CAND: key LDS [i], block LDS [cands + i]; a share's unused slots
+  // (INT32_MIN, -1) are beaten by every block and rank past topk)
+  b.if_(longPath | (scored & b.i1(L.indexSpread)), [&] {
     b.if_(c.tid < c.i32(kAttnSplits), [&] {
       c.await(c.pairAt(L.crdyOffset, task * c.i32(kAttnSplits) + c.tid), kSiteAttnIndexShare,
               task * c.i32(kAttnSplits) + c.tid);
@@ -46,6 +47,19 @@ void stageAttnIndex(AttentionContext& c, Val task) {
   c.ctaSync(false);
   Val lds = c.red;
   auto ldsAt = [&](Val i) { return b.ptrAdd(lds, i * c.i32(4)); };
+  if (!L.indexSpread) {  // the row's blocks scored here, a page a wave
+    Val here = b.select(scored & !longPath, nBlk, c.i32(0));
+    scoreIndexPages(c, t, task % c.i32(KV), c.i32(0), c.i32(1), here, nBlk, seq,
+                    indexTableEntries(c, t, c.i32(0), c.i32(1), here));
+    c.ctaSync(false);
+    indexBlockKeys(c, c.i32(0), c.i32(1), here, nBlk);
+  }
+  b.if_(scored & !longPath & b.i1(L.indexSpread), [&] {
+    Val keys = b.ptrAdd(c.arg(a::kScratch), c.i32(L.iscoreOffset) + task * c.i32(4 * kLongFromBlocks));
+    b.for_(c.tid, nBlk, c.i32(L.threads), [&](Val i) {
+      b.store(ldsAt(i), b.load(Type::i32(), b.ptrAdd(keys, i * c.i32(4))));
+    });
+  });
   b.if_(longPath & (c.tid < c.i32(cands)), [&] {
     Val cand = b.ptrAdd(c.arg(a::kScratch), c.i32(L.candOffset) + (task * c.i32(cands) + c.tid) * c.i32(8));
     b.store(ldsAt(c.tid), b.load(Type::i32(), cand));
@@ -55,21 +69,19 @@ void stageAttnIndex(AttentionContext& c, Val task) {
   auto keyOf = [&](Val i) { return b.load(Type::i32(), ldsAt(i)); };
   auto candBlock = [&](Val i) { return b.load(Type::i32(), ldsAt(i + c.i32(cands))); };
   Val tail = nBlk - c.i32(1);
-  // the ranking over `count` entries: rank(e) = the entries that beat e on (key, block); the top
-  // topk placed, the tail block (nBlk - 1, its key kTail, tailIn: among the entries) last; the
-  // sparse length after them
+  // the ranking over `count` entries (<= threads): rank(e) = the entries that beat e on (key,
+  // block), a thread an entry, the tail block's (nBlk - 1, its key kTail, tailIn: among the
+  // entries) in the same pass; the top topk placed, the tail block last; the sparse length after
   auto rankAndPlace = [&](Val count, const std::function<Val(Val)>& blockOf, Val kTail, Val tailIn) {
-    auto rankOf = [&](Val kb, Val bb) { return indexRankOf(c, count, keyOf, blockOf, kb, bb); };
-    Val tailSel = tailIn & (rankOf(kTail, tail) < c.i32(topk));
+    Val i = b.min(c.tid, count - c.i32(1));
+    Val kb = keyOf(i), bb = blockOf(i);
+    std::vector<Val> r = indexRanksOf(c, count, keyOf, blockOf, {{kb, bb}, {kTail, tail}});
+    Val tailSel = tailIn & (r[1] < c.i32(topk));
     Val nFull = c.i32(topk) - b.select(tailSel, c.i32(1), c.i32(0));
-    b.for_(c.tid, count, c.i32(L.threads), [&](Val i) {
-      Val kb = keyOf(i), bb = blockOf(i);
-      Val r = rankOf(kb, bb);
-      b.if_(r < c.i32(topk), [&] {
-        Val tailBeats = (kTail > kb) | ((kTail == kb) & (tail > bb));
-        Val slot = b.select(bb == tail, nFull, r - b.select(tailSel & tailBeats, c.i32(1), c.i32(0)));
-        b.store(b.ptrAdd(sel, slot * c.i32(4)), bb);
-      });
+    b.if_((c.tid < count) & (r[0] < c.i32(topk)), [&] {
+      Val tailBeats = (kTail > kb) | ((kTail == kb) & (tail > bb));
+      Val slot = b.select(bb == tail, nFull, r[0] - b.select(tailSel & tailBeats, c.i32(1), c.i32(0)));
+      b.store(b.ptrAdd(sel, slot * c.i32(4)), bb);
     });
     b.if_(c.tid == c.i32(0), [&] {
       Val n = b.select(tailSel, nFull * c.i32(blk) + seq - tail * c.i32(blk), b.min(c.i32(topk * blk), seq));
@@ -107,10 +119,9 @@ extern const AttentionStageDef kAttnIndexStage = {
     },
     [](const AttentionLaunchLayout& L) { return std::vector<ir::FlagUse>{{"IRDY", L.index.tasks}}; },
     [](const AttentionLaunchLayout& L) {
-      return fmt::format("(row, index head) a task: up to {} blocks a wave a block's max score (bf16 MFMA), the "
-                         "sort keys in LDS; past it the {} shares' candidates (CRDY); a thread an entry's rank, the "
-                         "top {} -> SEL, IRDY",
-                         kLongFromBlocks, kAttnSplits, L.shape.topk);
+      return fmt::format("(row, index head) a task, rows past {} blocks: its {} shares' (CRDY) sort keys (up to {} "
+                         "blocks) or candidates; a thread an entry's rank, the top {} -> SEL, IRDY",
+                         L.shape.topk, kAttnSplits, kLongFromBlocks, L.shape.topk);
     },
     [](AttentionContext& c) {
       c.awaitAllOnce(c.L.index, c.L.hrdyOffset, c.L.rows, kSiteAttnIndex);
