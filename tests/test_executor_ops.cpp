@@ -152,7 +152,7 @@ struct Elementwise {
   int randomTuples = 1024;
   Open open = Open::Nothing;  // what the IR leaves open in its result (ir/Op.h)
   /// Declared: operands where the executor's result is not compared (runtime/Gfx950RunNumerics.h).
-  std::function<bool(const std::vector<uint64_t>&)> skip;
+  std::function<bool(const std::vector<uint64_t>&)> skip = nullptr;
 };
 
 /// A case with its own kernel code: it gets the lane's grid index, its input and output

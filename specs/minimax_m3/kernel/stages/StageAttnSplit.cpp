@@ -69,7 +69,7 @@ void stageAttnSplit(AttentionContext& c, Val task) {
       Val nBlk = (seq + c.i32(sh.block - 1)) / c.i32(sh.block);
       Val used = c.tid * c.i32(sh.block) < len;
       Val lenOk = (len >= c.i32(1)) & (len <= b.min(seq, c.i32(sh.topk * sh.block)));
-      b.set(bad, !lenOk | (used & ((blkJ < c.i32(0)) | (blkJ >= nBlk))));
+      b.set(bad, (!lenOk) | (used & ((blkJ < c.i32(0)) | (blkJ >= nBlk))));
       b.store(b.ptrAdd(ldsSel, (c.tid + c.i32(1)) * c.i32(4)), b.select(used, blkJ, c.i32(0)));
     });
     Val anyBad = b.ballot(b.get(bad)) != b.i64(0);  // lanes 0 .. topk - 1 of wave 0
