@@ -45,13 +45,15 @@ Run addDump(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* c = app.add_subcommand("dump", "print a variant's plan, kernel IR, LLVM IR (optimized) or ISA");
   addVariantOptions(c, o->v, true);
-  c->add_option("--what", o->what, "plan, ir, llvm, llvm-raw (before the IR pipeline) or isa; --launch layer: plan is its placement")
+  c->add_option("--what", o->what,
+                "plan, ir, llvm, llvm-raw (before the IR pipeline) or isa; --launch layer: plan is its placement")
       ->check(CLI::IsMember({"plan", "ir", "llvm", "llvm-raw", "isa"}))
       ->capture_default_str();
   c->add_option("--pipeline", o->pipeline, "the LLVM IR pipeline for llvm and isa: fast (the generator's) or O3")
       ->check(CLI::IsMember({"fast", "O3"}))
       ->capture_default_str();
-  c->add_option("--wide-from", o->layer.wideFrom, "--launch layer --what plan: the MoE is wide (grouped by expert) from this S")
+  c->add_option("--wide-from", o->layer.wideFrom,
+                "--launch layer --what plan: the MoE is wide (grouped by expert) from this S")
       ->check(numeric(1, 64))
       ->capture_default_str();
   c->add_option("--ag-rs-from", o->layer.agRsFrom,
@@ -62,9 +64,10 @@ Run addDump(CLI::App& app) {
     if (isLayer(o->v) && o->what == "plan") return dumpLayerPlacement(o->v, o->layer);
     for (const char* n : {"--wide-from", "--ag-rs-from"})
       if (optionGiven(o->v, n))
-        throw InputError(n, isLayer(o->v) ? fmt::format("is a knob of the layer's placement (--what plan): the launch's "
-                                                        "code (--what {}) is on the default knobs", o->what)
-                                          : "is an option of --launch layer: not with the " + o->v.launch + " launch");
+        throw InputError(n, isLayer(o->v)
+                                ? fmt::format("is a knob of the layer's placement (--what plan): the launch's code "
+                                              "(--what {}) is on the default knobs", o->what)
+                                : "is an option of --launch layer: not with the " + o->v.launch + " launch");
     codegen::CompileOptions opts;
     opts.pipeline = o->pipeline == "O3" ? codegen::Pipeline::O3 : codegen::Pipeline::Fast;
     const auto cfg = configOf(o->v);

@@ -78,7 +78,8 @@ int traceAttention(const VariantOptions& vo, uint64_t seed, const std::string& o
   const mm::AttentionVariant v = mm::AttentionVariant::make(cfg, key);
   const ir::Plan plan = specOf(vo).plan(cfg, key);
   support::checkOutputFile(out, "-o");  // before the launch
-  const mm::AttentionLaunch in = mm::makeAttentionLaunch(cfg, vo.rows, vo.tp, seed, attentionInputOptions(v.knobs, vo.context));
+  const mm::AttentionLaunch in =
+      mm::makeAttentionLaunch(cfg, vo.rows, vo.tp, seed, attentionInputOptions(v.knobs, vo.context));
   const mm::AttentionSimRun run = mm::runAttentionOnSim(plan, v, in, spanOptions(seed, timing, irIssue, plan));
   return writeSpans(plan, run.stats, timing != nullptr, out,
                     attentionVerdict(in, mm::attentionReference(cfg, in), run, cfg));
