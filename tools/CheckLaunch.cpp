@@ -9,7 +9,6 @@
 #include "runtime/Gfx950RunDevice.h"
 #include "runtime/sim/SimDeviceAdapter.h"
 #include "specs/minimax_m3/kernel/AttentionVariant.h"
-#include "specs/minimax_m3/kernel/Generate.h"
 #include "specs/minimax_m3/kernel/LayerVariant.h"
 #include "specs/minimax_m3/reference/AttentionReference.h"
 #include "specs/minimax_m3/testing/AttentionInputs.h"
@@ -86,20 +85,11 @@ int runCheck(const CheckLaunchOptions& o, CheckedLaunch& c) {
   return exact ? 0 : 1;
 }
 
-/// The attention inputs' options for a variant's knobs and `--context`.
-static mm::AttentionInputOptions inputOptionsOf(const mm::AttentionKnobs& knobs, int context) {
-  mm::AttentionInputOptions io;
-  io.mode = knobs.mode;
-  io.fullLayer = knobs.fullLayer;
-  io.context = context;
-  return io;
-}
-
 int checkAttention(const VariantOptions& vo, const CheckLaunchOptions& o) {
   const mm::ModelConfig cfg = configOf(vo);
   const ir::Key key = keyOf(vo, cfg, vo.rows, vo.tp);
   const mm::AttentionVariant v = mm::AttentionVariant::make(cfg, key);
-  const mm::AttentionInputOptions io = inputOptionsOf(v.knobs, vo.context);
+  const mm::AttentionInputOptions io = attentionInputOptions(v.knobs, vo.context);
   mm::AttentionLaunch in;
   mm::AttentionResult ref;
   CheckedLaunch c{"attention", key, vo.tp, cfg.blocks, cfg.threads, generatorOf(vo, cfg), {}, {}};
@@ -117,14 +107,11 @@ int checkAttention(const VariantOptions& vo, const CheckLaunchOptions& o) {
 
 int checkLayer(const VariantOptions& vo, const CheckLaunchOptions& o) {
   const mm::ModelConfig cfg = configOf(vo);
-  ir::Key key = mm::makeLayerKey(cfg, vo.rows, vo.tp, attentionKnobsOf(vo));
-  key.target = ir::targetNamed(vo.arch, "--arch");
-  const mm::LayerVariant v = mm::LayerVariant::make(cfg, key);
-  const mm::AttentionInputOptions io = inputOptionsOf(v.knobs, vo.context);
+  const mm::LayerVariant v = mm::LayerVariant::make(cfg, keyOf(vo, cfg, vo.rows, vo.tp));
+  const mm::AttentionInputOptions io = attentionInputOptions(v.knobs, vo.context);
   mm::LayerInputs in;
   mm::LayerReference ref;
-  CheckedLaunch c{"layer", v.key, vo.tp, cfg.blocks, cfg.threads,
-                  mm::makeLayerGenerator(cfg, vo.noCache ? nullptr : mm::defaultCache()), {}, {}};
+  CheckedLaunch c{"layer", v.key, vo.tp, cfg.blocks, cfg.threads, generatorOf(vo, cfg), {}, {}};
   c.prepare = [&](mm::RefNumerics numerics) {
     in = mm::makeLayerInputs(cfg, vo.rows, vo.tp, o.seed, io);
     ref = mm::layerReference(cfg, in, numerics);

@@ -173,16 +173,8 @@ Run addCheck(CLI::App& app) {
       ->capture_default_str();
   addContextOption(c, o->v);
   return [o] {
-    if (isLayer(o->v)) {  // the one-launch layer: the attention launch's options, on sim or gfx950-run
-      for (const char* n : {"--spec", "--sum", "--scales", "--input", "--trace", "--drop-mark", "--per-rank",
-                            "--launches", "--wait-seconds"})
-        if (optionGiven(o->v, n))
-          throw InputError(n, "does not apply to check --launch layer: it takes --config, --rows, --tp, --arch, "
-                              "--cache, --layer-type, --context, --device sim|gfx950-run, --seed, --timeout, "
-                              "--numerics and --no-cache");
-      return checkLayer(o->v, {o->device, o->seed, o->timeout, o->numerics});
-    }
     refuseOtherLaunchOptions(o->v, {"--per-rank", "--launches", "--wait-seconds"});
+    if (isLayer(o->v)) return checkLayer(o->v, {o->device, o->seed, o->timeout, o->numerics});
     if (isAttention(o->v)) return checkAttention(o->v, {o->device, o->seed, o->timeout, o->numerics});
     const auto cfg = configOf(o->v);
     const bool perRank = o->perRank || o->device == "hip";  // hip: always one process a rank

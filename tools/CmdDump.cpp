@@ -1,5 +1,5 @@
 // monogen dump: the Plan, the kernel IR, the LLVM IR or the ISA of one variant; with --launch
-// layer, the layer's placement.
+// layer, --what plan is the layer's placement (its Plan print heads --what ir).
 #include <fmt/format.h>
 
 #include "codegen/Compiler.h"
@@ -18,12 +18,8 @@ namespace {
 namespace mm = specs::minimax_m3;
 
 /// The layer's placement at --rows S, or at every S 1..maxRows when --rows is not given.
-int dumpLayerPlacement(const VariantOptions& v, const std::string& what, const mm::LayerPlacementKnobs& knobs) {
+int dumpLayerPlacement(const VariantOptions& v, const mm::LayerPlacementKnobs& knobs) {
   refuseForLayer(v, {"--pipeline"});
-  if (what != "plan")
-    throw InputError("--what", fmt::format("'{}' with --launch layer: dump prints the layer's placement only (--what "
-                                           "plan); the launch's code object: emit, info; its runs: sim, check, trace, bench",
-                                           what));
   const auto cfg = configOf(v);
   std::vector<int> rows;
   if (optionGiven(v, "--rows"))
@@ -49,23 +45,29 @@ Run addDump(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* c = app.add_subcommand("dump", "print a variant's plan, kernel IR, LLVM IR (optimized) or ISA");
   addVariantOptions(c, o->v, true);
-  c->add_option("--what", o->what, "plan, ir, llvm, llvm-raw (before the IR pipeline) or isa")
+  c->add_option("--what", o->what,
+                "plan, ir, llvm, llvm-raw (before the IR pipeline) or isa; --launch layer: plan is its placement")
       ->check(CLI::IsMember({"plan", "ir", "llvm", "llvm-raw", "isa"}))
       ->capture_default_str();
   c->add_option("--pipeline", o->pipeline, "the LLVM IR pipeline for llvm and isa: fast (the generator's) or O3")
       ->check(CLI::IsMember({"fast", "O3"}))
       ->capture_default_str();
-  c->add_option("--wide-from", o->layer.wideFrom, "--launch layer: the MoE is wide (grouped by expert) from this S")
+  c->add_option("--wide-from", o->layer.wideFrom,
+                "--launch layer --what plan: the MoE is wide (grouped by expert) from this S")
       ->check(numeric(1, 64))
       ->capture_default_str();
   c->add_option("--ag-rs-from", o->layer.agRsFrom,
-                "--launch layer: the all-reduces are reduce-scatter + all-gather from this S")
+                "--launch layer --what plan: the all-reduces are reduce-scatter + all-gather from this S")
       ->check(numeric(1, 64))
       ->capture_default_str();
   return [o] {
-    if (isLayer(o->v)) return dumpLayerPlacement(o->v, o->what, o->layer);
+    if (isLayer(o->v) && o->what == "plan") return dumpLayerPlacement(o->v, o->layer);
     for (const char* n : {"--wide-from", "--ag-rs-from"})
-      if (optionGiven(o->v, n)) throw InputError(n, "is an option of --launch layer: not with the " + o->v.launch + " launch");
+      if (optionGiven(o->v, n))
+        throw InputError(n, isLayer(o->v)
+                                ? fmt::format("is a knob of the layer's placement (--what plan): the launch's code "
+                                              "(--what {}) is on the default knobs", o->what)
+                                : "is an option of --launch layer: not with the " + o->v.launch + " launch");
     codegen::CompileOptions opts;
     opts.pipeline = o->pipeline == "O3" ? codegen::Pipeline::O3 : codegen::Pipeline::Fast;
     const auto cfg = configOf(o->v);

@@ -27,11 +27,16 @@ namespace monogen::tools {
 
 namespace mm = specs::minimax_m3;
 
-mm::AttentionInputOptions attentionInputOptions(const SimAttentionOptions& o, const mm::AttentionKnobs& knobs) {
+mm::AttentionInputOptions attentionInputOptions(const mm::AttentionKnobs& knobs, int context) {
   mm::AttentionInputOptions io;
   io.mode = knobs.mode;
   io.fullLayer = knobs.fullLayer;
-  io.context = o.context;
+  io.context = context;
+  return io;
+}
+
+mm::AttentionInputOptions attentionInputOptions(const SimAttentionOptions& o, const mm::AttentionKnobs& knobs) {
+  mm::AttentionInputOptions io = attentionInputOptions(knobs, o.context);
   io.shareSequence = o.share;
   io.paddedRows = o.paddedRows;
   return io;

@@ -28,6 +28,11 @@ struct SimAttentionOptions {
   std::string save;  // --save DIR: the launch's tensors (AttentionSave.h), the first failing seed's run
 };
 
+/// The seeded inputs' options the variant's knobs and `context` ask for (no shared sequence, no
+/// padded rows): check's and trace's, of the attention and the layer launch.
+specs::minimax_m3::AttentionInputOptions attentionInputOptions(const specs::minimax_m3::AttentionKnobs& knobs,
+                                                               int context);
+
 /// The seeded inputs' options `o` and the variant's knobs ask for.
 specs::minimax_m3::AttentionInputOptions attentionInputOptions(const SimAttentionOptions& o,
                                                                const specs::minimax_m3::AttentionKnobs& knobs);

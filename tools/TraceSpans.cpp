@@ -69,13 +69,6 @@ runtime::SimOptions spanOptions(uint64_t seed, const std::shared_ptr<const runti
   return so;
 }
 
-/// The seeded attention inputs' options for the knobs and --context (as sim's, no shared sequence).
-mm::AttentionInputOptions inputOptionsOf(const mm::AttentionKnobs& knobs, int context) {
-  SimAttentionOptions a;
-  a.context = context;
-  return attentionInputOptions(a, knobs);
-}
-
 }  // namespace
 
 int traceAttention(const VariantOptions& vo, uint64_t seed, const std::string& out,
@@ -85,7 +78,8 @@ int traceAttention(const VariantOptions& vo, uint64_t seed, const std::string& o
   const mm::AttentionVariant v = mm::AttentionVariant::make(cfg, key);
   const ir::Plan plan = specOf(vo).plan(cfg, key);
   support::checkOutputFile(out, "-o");  // before the launch
-  const mm::AttentionLaunch in = mm::makeAttentionLaunch(cfg, vo.rows, vo.tp, seed, inputOptionsOf(v.knobs, vo.context));
+  const mm::AttentionLaunch in =
+      mm::makeAttentionLaunch(cfg, vo.rows, vo.tp, seed, attentionInputOptions(v.knobs, vo.context));
   const mm::AttentionSimRun run = mm::runAttentionOnSim(plan, v, in, spanOptions(seed, timing, irIssue, plan));
   return writeSpans(plan, run.stats, timing != nullptr, out,
                     attentionVerdict(in, mm::attentionReference(cfg, in), run, cfg));
@@ -98,7 +92,7 @@ int traceLayer(const VariantOptions& vo, uint64_t seed, const std::string& out,
   const mm::LayerVariant v = mm::LayerVariant::make(cfg, key);
   const ir::Plan plan = specOf(vo).plan(cfg, key);
   support::checkOutputFile(out, "-o");  // before the launch
-  const mm::LayerInputs in = mm::makeLayerInputs(cfg, vo.rows, vo.tp, seed, inputOptionsOf(v.knobs, vo.context));
+  const mm::LayerInputs in = mm::makeLayerInputs(cfg, vo.rows, vo.tp, seed, attentionInputOptions(v.knobs, vo.context));
   const mm::LayerSimRun run = mm::runLayerOnSim(plan, v, in, spanOptions(seed, timing, irIssue, plan));
   return writeSpans(plan, run.ffn.stats, timing != nullptr, out,
                     mm::layerVerdict(cfg, in, mm::layerReference(cfg, in), run));
