@@ -194,7 +194,7 @@ TEST_CASE("emit --launch layer writes the layer Generator's code object", "[laye
   CHECK(magic == "\x7f" "ELF");
 }
 
-TEST_CASE("info --launch layer lists the layer's resources; cache key names its spec", "[layer_cli]") {
+TEST_CASE("info --launch layer lists the layer's resources, cache key names its spec", "[layer_cli]") {
   int code = -1;
   const std::string info = runMonogen("info --launch layer --config reduced --rows 2 --tp 2 --no-cache", code);
   INFO(info);
@@ -294,7 +294,7 @@ TEST_CASE("trace --launch layer writes every CTA's stage spans, op-count or mode
   }
 }
 
-TEST_CASE("bench --launch layer --timed: the layer, the two launches and the floor, modeled; --json the cells",
+TEST_CASE("bench --launch layer --timed: the layer, the two launches and the floor, modeled, and --json the cells",
           "[layer_cli]") {
   const TempDir d;
   const std::string json = (d.path / "cells.json").string();
