@@ -43,4 +43,14 @@ HostTensor HostTensor::zeros(DType d, std::vector<int64_t> shape) {
   return t;
 }
 
+HostTensor HostTensor::fromBytes(DType d, std::vector<int64_t> shape, const void* src, size_t bytes,
+                                 const std::string& where) {
+  HostTensor t = zeros(d, std::move(shape));
+  if (t.data.size() != bytes)
+    throw InputError(where, fmt::format("{} bytes for a {} tensor of [{}]: expected {}", bytes, dtypeName(d),
+                                        fmt::join(t.shape, ", "), t.data.size()));
+  if (bytes) std::memcpy(t.data.data(), src, bytes);
+  return t;
+}
+
 }  // namespace monogen::runtime

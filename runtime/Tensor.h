@@ -24,6 +24,13 @@ struct HostTensor {
   std::string layout;
 
   static HostTensor zeros(DType d, std::vector<int64_t> shape);
+  /// A tensor of `shape` holding `bytes` bytes from `src`; throws InputError(where) when that is
+  /// not the shape's size in `d`.
+  static HostTensor fromBytes(DType d, std::vector<int64_t> shape, const void* src, size_t bytes, const std::string& where);
+  template <class T>
+  static HostTensor of(DType d, std::vector<int64_t> shape, const std::vector<T>& v, const std::string& where) {
+    return fromBytes(d, std::move(shape), v.data(), v.size() * sizeof(T), where);
+  }
   int64_t numel() const;
   template <class T> T* as() { return reinterpret_cast<T*>(data.data()); }
   template <class T> const T* as() const { return reinterpret_cast<const T*>(data.data()); }

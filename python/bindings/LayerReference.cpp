@@ -27,11 +27,7 @@ namespace {
 
 template <class T>
 HostTensor tensorOf(DType d, std::vector<int64_t> shape, const std::vector<T>& v) {
-  HostTensor t = HostTensor::zeros(d, std::move(shape));
-  if (t.data.size() != v.size() * sizeof(T))
-    throw InputError("make_layer_steps", fmt::format("{} bytes for a tensor of {}", v.size() * sizeof(T), t.data.size()));
-  std::memcpy(t.data.data(), v.data(), t.data.size());
-  return t;
+  return HostTensor::of(d, std::move(shape), v, "make_layer_steps");
 }
 
 /// Rank r's caches as LayerRunner takes them (vLLM's layout), named "<name>.r<r>".

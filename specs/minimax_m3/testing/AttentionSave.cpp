@@ -25,10 +25,7 @@ HostTensor tensorOf(DType d, std::vector<int64_t> shape, const T* src) {
 }
 template <class T>
 HostTensor tensorOf(DType d, std::vector<int64_t> shape, const std::vector<T>& v) {
-  HostTensor t = tensorOf(d, std::move(shape), v.data());
-  if (static_cast<size_t>(t.numel()) != v.size())
-    throw InputError("attention save", fmt::format("{} elements for a tensor of {}", v.size(), t.numel()));
-  return t;
+  return HostTensor::of(d, std::move(shape), v, "attention save");
 }
 
 /// Each of `blocks`' `bytes` bytes at byte offset block x bytes of `src`, back to back.

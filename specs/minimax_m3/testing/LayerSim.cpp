@@ -24,10 +24,7 @@ namespace {
 
 template <class T>
 HostTensor tensorOf(DType d, std::vector<int64_t> shape, const std::vector<T>& v) {
-  HostTensor t = HostTensor::zeros(d, std::move(shape));
-  if (t.data.size() != v.size() * sizeof(T)) throw InputError("layer inputs", "a tensor's size is not its shape's");
-  std::memcpy(t.data.data(), v.data(), t.data.size());
-  return t;
+  return HostTensor::of(d, std::move(shape), v, "layer inputs");
 }
 
 }  // namespace
