@@ -14,19 +14,6 @@ namespace monogen::specs::minimax_m3 {
 
 namespace num = ir::num;
 
-namespace {
-struct E4m3Tables {
-  std::array<float, 256> value{};
-  std::array<float, 127> positive{};  // codes 0 .. 0x7e, ascending
-  E4m3Tables() {
-    for (int c = 0; c < 256; ++c) value[c] = num::fp8E4m3ToF32(static_cast<uint32_t>(c));
-    for (int c = 0; c <= 0x7e; ++c) positive[c] = value[c];
-  }
-};
-const E4m3Tables kTables;
-const E4m3Tables& tables() { return kTables; }
-}  // namespace
-
 uint8_t e4m3Saturating(float x) {
   if (std::isnan(x)) return 0x7f;
   const uint8_t sign = std::signbit(x) ? 0x80 : 0;
