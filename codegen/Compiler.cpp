@@ -119,7 +119,7 @@ CodeObject compile(const ir::Plan& plan, const CompileOptions& opts) {
   if (co.info.kernelSymbol != kernelSymbol(plan))
     throw CodegenError(s.where, fmt::format("the code object's kernel is '{}', expected '{}'", co.info.kernelSymbol,
                                             kernelSymbol(plan)));
-  if (opts.checkLimits) checkLimits(co.info, plan);
+  if (opts.checkLimits) checkLimits(co.info, plan, co.bytes.size());
   clock.lap(&PhaseTimes::metadata);
   return co;
 }

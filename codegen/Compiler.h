@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/Error.h"
 #include "ir/Plan.h"
 
 namespace monogen::codegen {
@@ -80,9 +81,17 @@ std::string isaText(const ir::Plan& plan, const CompileOptions& opts = {});
 CodeObject compile(const ir::Plan& plan, const CompileOptions& opts = {});
 /// Reads NT_AMDGPU_METADATA from a code object (LLVM's ELF and msgpack readers).
 CodeObjectInfo readMetadata(const std::vector<uint8_t>& codeObject);
-/// Throws CodegenError (naming the variant) on scratch/spills, LDS or registers over the
+/// A code object over its limits: the CodegenError of checkLimits, with the refused object's
+/// metadata and size (what `monogen info` lists without compiling it again).
+struct LimitsError : CodegenError {
+  LimitsError(std::string where, std::string what, CodeObjectInfo info, size_t codeBytes)
+      : CodegenError(std::move(where), std::move(what)), info(std::move(info)), codeBytes(codeBytes) {}
+  CodeObjectInfo info;
+  size_t codeBytes = 0;
+};
+/// Throws LimitsError (naming the variant) on scratch/spills, LDS or registers over the
 /// limits for the Plan's CTA size, or a kernarg layout other than the Plan's.
-void checkLimits(const CodeObjectInfo& info, const ir::Plan& plan);
+void checkLimits(const CodeObjectInfo& info, const ir::Plan& plan, size_t codeBytes = 0);
 /// The class of one gfx950 machine instruction, as the Sim's timing model charges it.
 enum class IsaClass : uint8_t { Salu, Smem, Valu, Trans, Cvt, MfmaBf16, MfmaFp8, MfmaF32, Mfma, Vmem, Lds, Branch, Waitcnt, Other };
 inline constexpr int kIsaClasses = 14;

@@ -30,7 +30,7 @@ void detail::checkPlan(const ir::Plan& plan) {
                                    plan.ldsBytes, plan.target().ldsBytes, plan.target().ldsBytes / 1024));
 }
 
-void checkLimits(const CodeObjectInfo& info, const ir::Plan& plan) {
+void checkLimits(const CodeObjectInfo& info, const ir::Plan& plan, size_t codeBytes) {
   std::vector<std::string> bad;
   const ir::Target& tg = plan.target();
   if (info.scratchBytes != 0)
@@ -73,7 +73,7 @@ void checkLimits(const CodeObjectInfo& info, const ir::Plan& plan) {
   if (bad.empty()) return;
   std::string msg = "code object over its limits: ";
   for (size_t i = 0; i < bad.size(); ++i) msg += (i ? "; " : "") + bad[i];
-  throw CodegenError(plan.key.variantName(), msg);
+  throw LimitsError(plan.key.variantName(), msg, info, codeBytes);
 }
 
 }  // namespace monogen::codegen

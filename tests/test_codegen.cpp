@@ -355,6 +355,21 @@ TEST_CASE("a kernel that needs too many registers is reported, naming the varian
                      msg.find("VGPRs + AGPRs") != std::string::npos;
   CHECK(named);
   WARN(msg);
+
+  // The error carries the refused object's figures: those of a compile that does not check them.
+  codegen::CompileOptions unchecked;
+  unchecked.checkLimits = false;
+  const codegen::CodeObject co = codegen::compile(p, unchecked);
+  try {
+    codegen::compile(p);
+    FAIL("a kernel over its limits compiled");
+  } catch (const codegen::LimitsError& e) {
+    CHECK(e.info.vgprs == co.info.vgprs);
+    CHECK(e.info.scratchBytes == co.info.scratchBytes);
+    CHECK(e.info.vgprSpills == co.info.vgprSpills);
+    CHECK(e.info.sgprs == co.info.sgprs);
+    CHECK(e.codeBytes == co.bytes.size());
+  }
 }
 
 TEST_CASE("dump the every-op kernel (run explicitly)", "[.dump]") {

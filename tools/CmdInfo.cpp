@@ -2,8 +2,6 @@
 // over the target's limits is listed with its figures and what is over (exit 1).
 #include <fmt/format.h>
 
-#include <optional>
-
 #include "support/Error.h"
 #include "tools/Commands.h"
 #include "tools/Variant.h"
@@ -42,19 +40,10 @@ Run addInfo(CLI::App& app) {
           info = b.info;
           codeBytes = b.bytes().size();
           source = fmt::format("{} {:.2f} s", runtime::cacheSourceName(b.variant->source), b.seconds);
-        } catch (const CodegenError& e) {
-          // Over the target's limits (a spill, scratch): the figures of a compile that does not
-          // check them, and what the check refuses; anything else is rethrown.
-          std::optional<codegen::CodeObject> co;
-          try {
-            codegen::CompileOptions opts;
-            opts.checkLimits = false;
-            co = codegen::compile(specOf(o->v).plan(cfg, key), opts);
-          } catch (const monogen::Error&) {
-            throw e;
-          }
-          info = co->info;
-          codeBytes = co->bytes.size();
+        } catch (const codegen::LimitsError& e) {
+          // Over the target's limits (a spill, scratch): the refused compile's figures.
+          info = e.info;
+          codeBytes = e.codeBytes;
           source = fmt::format("OVER LIMITS (emit refuses it): {}", e.what());
           ++over;
         }

@@ -177,7 +177,7 @@ BuiltVariant buildVariant(runtime::Generator& gen, const ir::Key& key) {
   BuiltVariant b;
   b.variant = gen.variant(key, true);
   b.info = codegen::readMetadata(b.variant->code->bytes);
-  codegen::checkLimits(b.info, b.variant->plan);
+  codegen::checkLimits(b.info, b.variant->plan, b.bytes().size());
   b.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return b;
 }
