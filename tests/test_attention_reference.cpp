@@ -1,9 +1,10 @@
 // The MiniMax-M3 attention reference (specs/minimax_m3/reference/Attention*): its model config and
 // cache contract, its agreement with the float64 model over S x TP x cache mode x layer type,
-// the selection's tie / pin / NaN rules and short == long, the hostile-input errors, a row seeing
+// the selection's tie / pin / NaN rules, short == long and context parallelism's selection, the hostile-input errors, a row seeing
 // its launch's earlier keys, and a NaN cache entry reaching only the rows that read it.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -304,6 +305,68 @@ TEST_CASE("attention: the selection's tie, pin and NaN rules, short == long", "[
     std::set<int> distinct(a.blocks.begin(), a.blocks.end());
     CHECK(distinct.size() == 16);
   }
+}
+
+TEST_CASE("attention: context parallelism's selection equals the unsplit one", "[attention]") {
+  // rank r scores the blocks b = r (mod TP), each of its runs mails its best 16 to the head's
+  // owner, which ranks them: the same blocks, slots and sparse length as every block ranked at
+  // once, on random contexts (tails mid-block, n mod TP every residue), ties across the slices,
+  // NaN / -0 / +-inf scores, the pinned init and local blocks
+  uint64_t st = 29;
+  auto next = [&st] { return st = st * 6364136223846793005ull + 1442695040888963407ull, st >> 33; };
+  int edgeTiesAcross = 0, nanSelected = 0, zeroTies = 0, oneRank = 0, cases = 0;
+  for (int i = 0; i < 600; ++i) {
+    const int tp = 2 << (next() % 3), parts = std::max(1, (8 / tp) >> (next() % 2));
+    const int nBlk = i % 10 == 0 ? 1 + static_cast<int>(next() % 16) : 17 + static_cast<int>(next() % (i % 7 == 0 ? 1400 : 300));
+    const int seq = nBlk * 128 - static_cast<int>(next() % 128);
+    const int init = static_cast<int>(next() % 3), local = 1 + static_cast<int>(next() % 2);
+    const int mode = static_cast<int>(next() % 4);
+    const int pick = next() % 2 ? (nBlk - 1) % tp : static_cast<int>(next() % tp);  // often the tail's rank
+    std::vector<int32_t> keys(static_cast<size_t>(nBlk));
+    std::vector<float> score(static_cast<size_t>(nBlk));
+    for (int b = 0; b < nBlk; ++b) {
+      const int r = static_cast<int>(next() % 16);
+      float sc = mode == 2 ? static_cast<float>(next() % 100000) * 0.37f - 1000.0f
+                           : static_cast<float>(static_cast<int>(next() % 5) - 2);  // many ties
+      if (mode != 2 && r == 0) sc = NAN;
+      if (mode != 2 && r == 1) sc = -0.0f;
+      if (mode != 2 && r == 2) sc = -INFINITY;
+      if (mode != 2 && r == 3) sc = INFINITY;
+      if (mode == 1 && next() % 32 != 0) sc = NAN;  // NaN blocks selected
+      if (mode == 3) sc = b % tp == pick ? 3.0f : sc > 2.0f ? 2.0f : sc;  // the top on one rank
+      score[b] = sc;
+      keys[b] = nBlk <= 16 ? -b : indexSortKey(b, sc, nBlk, init, local);
+    }
+    const Selection whole = selectBlocks(keys, seq, 128, 16, false);
+    const Selection cp = mergeCpCandidates(cpCandidates(keys, 16, tp, parts), nBlk, seq, 128, 16);
+    INFO("case " << i << ": " << nBlk << " blocks, seq " << seq << ", TP " << tp << ", parts " << parts);
+    CHECK(cp.blocks == whole.blocks);
+    CHECK(cp.nCtx == whole.nCtx);
+    ++cases;
+    // what the cases covered: a tie at the top-16 edge between blocks of two ranks, NaN blocks
+    // selected, a -0 block tied with a 0 one, 14 or more of the top 16 on one rank
+    if (nBlk <= 16) continue;
+    std::vector<RankedBlock> all;
+    for (int b = 0; b < nBlk; ++b) all.push_back({keys[b], b});
+    std::sort(all.begin(), all.end(), [](const RankedBlock& a, const RankedBlock& b) { return beats(a, b); });
+    if (all[15].key == all[16].key && all[15].block % tp != all[16].block % tp) ++edgeTiesAcross;
+    int onPick = 0;
+    for (int k = 0; k < 16; ++k) onPick += all[k].block % tp == pick ? 1 : 0;
+    oneRank += onPick >= 14 ? 1 : 0;
+    for (int k = 0; k < 16; ++k) nanSelected += all[k].key == std::numeric_limits<int32_t>::min() ? 1 : 0;
+    for (int k = 0; k < 16; ++k)
+      zeroTies += std::signbit(score[all[k].block]) && score[all[k].block] == 0.0f &&
+                          all[k].key == all[k + 1].key
+                      ? 1
+                      : 0;
+  }
+  CAPTURE(edgeTiesAcross, nanSelected, zeroTies, oneRank);
+  CHECK(cases == 600);
+  CHECK(edgeTiesAcross > 50);
+  CHECK(nanSelected > 300);
+  CHECK(zeroTies > 20);
+  CHECK(oneRank > 50);
+  CHECK(inputErrorOf([] { cpCandidates({1, 2, 3}, 16, 4, 0); }).find("parts = 0") != std::string::npos);
 }
 
 TEST_CASE("attention: hostile launch inputs get clear errors", "[attention]") {

@@ -1,10 +1,13 @@
 #include "specs/minimax_m3/reference/AttentionIndexer.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
 #include <limits>
 
+#include "ir/Error.h"
 #include "specs/minimax_m3/kernel/AttentionLayout.h"
 #include "specs/minimax_m3/reference/AttentionNumerics.h"
 
@@ -29,6 +32,31 @@ std::vector<std::pair<RankedBlock, int>> topRanked(const std::vector<RankedBlock
   return out;
 }
 
+namespace {
+
+/// The placement of the chosen (entry, rank) pairs: the full blocks by rank, the tail block last.
+Selection place(const std::vector<std::pair<RankedBlock, int>>& chosen, int nBlocks, int seqLen, int block,
+                int topk, bool longPath) {
+  const int nSel = std::min(nBlocks, topk);
+  Selection s;
+  s.longPath = longPath;
+  s.blocks.assign(static_cast<size_t>(topk), -1);
+  const int tail = nBlocks - 1;
+  bool tailSel = false;
+  RankedBlock tailEntry{0, tail};
+  for (const auto& [e, r] : chosen)
+    if (e.block == tail) tailSel = true, tailEntry = e;
+  const int nFull = nSel - (tailSel ? 1 : 0);
+  for (const auto& [e, r] : chosen) {
+    const int slot = e.block == tail ? nFull : r - (tailSel && beats(tailEntry, e) ? 1 : 0);
+    s.blocks[slot] = e.block;
+  }
+  s.nCtx = tailSel ? nFull * block + seqLen - tail * block : std::min(nSel * block, seqLen);
+  return s;
+}
+
+}  // namespace
+
 Selection selectBlocks(const std::vector<int32_t>& keys, int seqLen, int block, int topk, bool longPath) {
   const int nBlocks = static_cast<int>(keys.size());
   const int nSel = std::min(nBlocks, topk);
@@ -48,20 +76,30 @@ Selection selectBlocks(const std::vector<int32_t>& keys, int seqLen, int block, 
     }
     chosen = topRanked(cand, nSel);
   }
-  Selection s;
-  s.longPath = longPath;
-  s.blocks.assign(static_cast<size_t>(topk), -1);
-  const int tail = nBlocks - 1;
-  bool tailSel = false;
-  for (const auto& [e, r] : chosen) tailSel |= e.block == tail;
-  const int nFull = nSel - (tailSel ? 1 : 0);
-  const RankedBlock tailEntry{keys[tail], tail};
-  for (const auto& [e, r] : chosen) {
-    const int slot = e.block == tail ? nFull : r - (tailSel && beats(tailEntry, e) ? 1 : 0);
-    s.blocks[slot] = e.block;
+  return place(chosen, nBlocks, seqLen, block, topk, longPath);
+}
+
+std::vector<RankedBlock> cpCandidates(const std::vector<int32_t>& keys, int topk, int tp, int parts) {
+  if (tp < 1 || parts < 1 || topk < 1)
+    throw InputError("cpCandidates", fmt::format("tp = {}, parts = {}, topk = {}: expected each >= 1", tp, parts, topk));
+  const int nBlocks = static_cast<int>(keys.size());
+  std::vector<RankedBlock> mail(static_cast<size_t>(tp) * parts * topk, kNoCandidate);
+  for (int r = 0; r < tp; ++r) {
+    std::vector<RankedBlock> slice;
+    for (int b = r; b < nBlocks; b += tp) slice.push_back({keys[b], b});
+    const int len = static_cast<int>(slice.size()), span = (len + parts - 1) / parts;
+    for (int q = 0; q < parts; ++q) {
+      const int lo = std::min(q * span, len), hi = std::min(lo + span, len);
+      const std::vector<RankedBlock> run(slice.begin() + lo, slice.begin() + hi);
+      for (const auto& [e, rank] : topRanked(run, topk))
+        mail[(static_cast<size_t>(r) * parts + q) * topk + rank] = e;
+    }
   }
-  s.nCtx = tailSel ? nFull * block + seqLen - tail * block : std::min(nSel * block, seqLen);
-  return s;
+  return mail;
+}
+
+Selection mergeCpCandidates(const std::vector<RankedBlock>& mail, int nBlocks, int seqLen, int block, int topk) {
+  return place(topRanked(mail, std::min(nBlocks, topk)), nBlocks, seqLen, block, topk, true);
 }
 
 }  // namespace monogen::specs::minimax_m3

@@ -1,7 +1,8 @@
 // The MiniMax-M3 lightning indexer's reference: block scores, the pinned blocks, the top-k by
 // (score, block id) on an order-preserving int key, the short path (every block ranked at once)
 // and the long path (8 shares, their best 16 each, then the candidates), and the placement of
-// the selected blocks (docs/attention.md, "The indexer").
+// the selected blocks, and context parallelism's selection: each rank's slice of the blocks,
+// its candidates, the owner's merge (docs/attention.md, "The indexer").
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -38,5 +39,18 @@ struct Selection {
 /// (indexSortKey, or -b for a context of <= topk blocks): short = every block ranked at once,
 /// long = 8 shares of ceil(nBlocks / 8) blocks, each share's best topk, then those ranked.
 Selection selectBlocks(const std::vector<int32_t>& keys, int seqLen, int block, int topk, bool longPath);
+
+/// The candidate of an unused mail slot: (INT32_MIN, -1) loses to every block, a NaN one too.
+inline constexpr RankedBlock kNoCandidate{INT32_MIN, -1};
+
+/// Context parallelism's mail to one (row, index head)'s owner, [rank][part][slot]: rank r's
+/// slice is the blocks b = r (mod tp) ascending, cut into `parts` runs of ceil(len / parts);
+/// each run's best topk by rank (topRanked), the slots past them kNoCandidate. InputError on a
+/// tp, parts or topk below 1.
+std::vector<RankedBlock> cpCandidates(const std::vector<int32_t>& keys, int topk, int tp, int parts);
+
+/// The owner's merge of that mail: the candidates' top min(nBlocks, topk) placed as selectBlocks
+/// places them (the tail block's key taken from the mail). Equals selectBlocks' selection.
+Selection mergeCpCandidates(const std::vector<RankedBlock>& mail, int nBlocks, int seqLen, int block, int topk);
 
 }  // namespace monogen::specs::minimax_m3
