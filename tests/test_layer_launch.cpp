@@ -173,7 +173,7 @@ TEST_CASE("layer launch: the stages run from the serving stack's bases (LayerPla
         CHECK(F.push.base == P.oBase % cfg.blocks);
         CHECK(F.reduce.base == F.push.base);  // a CTA reduces the columns it pushed
         CHECK(F.router.base == P.routerBase % cfg.blocks);
-        CHECK(F.up.base == P.ugBase);
+        CHECK(F.up.base == P.sharedBase);  // slot 0, the shared expert, first: in the shared window
         CHECK(F.down.base == P.downBase % cfg.blocks);
       }
   // the Plan's stage records carry them: S 2 TP 2 on the reduced config
@@ -182,7 +182,7 @@ TEST_CASE("layer launch: the stages run from the serving stack's bases (LayerPla
   const LayerPlacement P = LayerPlacement::make(cfg, 2, 2);
   const std::pair<const char*, int> want[] = {{"attn_split", P.splitBase}, {"attn_merge", P.mergeBase},
                                               {"push", P.oBase % 32},      {"reduce", P.oBase % 32},
-                                              {"router", P.routerBase},    {"up", P.ugBase},
+                                              {"router", P.routerBase},    {"up", P.sharedBase},
                                               {"down", P.downBase}};
   for (const auto& [name, base] : want) {
     CAPTURE(name);

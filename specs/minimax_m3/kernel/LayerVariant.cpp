@@ -44,7 +44,9 @@ LayerVariant LayerVariant::make(const ModelConfig& cfg, const ir::Key& keyIn) {
   A.merge.base = P.mergeBase % P.blocks;  // at S = 1 the placement's o base: the one merge task runs there
   F.push.base = F.reduce.base = P.oBase % P.blocks;  // a CTA reduces the columns it pushed
   F.router.base = P.routerBase % P.blocks;
-  F.up.base = P.ugBase % P.blocks;  // round-robin from CTA 0 (the placement's row-k CTAs from S = 4: not yet)
+  // up's tasks round-robin from the shared window's base: slot 0's (the shared expert's) tasks on
+  // the window's first CTAs, the routed slots' after them (docs/layer.md, "The launch on it")
+  F.up.base = P.sharedBase % P.blocks;
   F.down.base = P.downBase % P.blocks;
   if (A.shape.attnWidth() != v.ffn.layout.attnWidth || A.blocks != v.ffn.layout.blocks ||
       A.threads != cfg.threads)

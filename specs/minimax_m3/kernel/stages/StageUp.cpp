@@ -2,6 +2,7 @@
 
 #include "ir/Error.h"
 #include "ir/Op.h"
+#include "specs/common/TaskLoop.h"
 #include "specs/minimax_m3/kernel/Sites.h"
 #include "specs/minimax_m3/kernel/stages/Stages.h"
 #include "specs/minimax_m3/kernel/WeightContract.h"
@@ -36,18 +37,23 @@ MfmaTile a16w4Tile(KernelContext& c) {
   return c.mfmaTile(kind, chain);
 }
 
+Val upFirstTask(KernelContext& c) {
+  if (c.L.up.base == 0) return c.block;  // the FFN launch: the CTA's own id
+  return specs::stageFirstTask(c.b, c.block, c.L.up.base, c.L.blocks);
+}
+
 // XN to LDS (when L.xnInLds: S <= 8): the CTA ORs the slot masks of its up tasks
-// (block, block + blocks, .. below the table's slots x upTiles), i.e. the rows its units' B
+// (first, first + blocks, .. below the table's slots x upTiles), i.e. the rows its units' B
 // columns read, and copies only those rows of XN to the bstage pool, 16 bytes a thread a pass,
 // after awaitX; then the CTA's barrier. Up reads its B operands there. (A slot of no rows, the
 // shared one when every row is padded, reads nothing: stageUp skips its GEMV.)
-void stageXnToLds(KernelContext& c) {
+void stageXnToLds(KernelContext& c, Val first) {
   ir::Builder& b = c.b;
   const Layout& L = c.L;
   const MoeTiling& T = L.tiling;
   Val tasks = c.slotCount() * c.i32(T.upTiles);
   ir::Var need = b.var(c.i32(0), "xn_rows");
-  b.for_(c.block, tasks, c.i32(L.blocks),
+  b.for_(first, tasks, c.i32(L.blocks),
          [&](Val t) { b.set(need, b.get(need) | c.tabLd(L.tw.slotMask, t / T.upTiles)); });
   Val rows = b.get(need);
   b.for_(c.tid, c.i32(int64_t{L.rows} * L.hidden / 8), c.i32(L.threads), [&](Val i) {
@@ -188,12 +194,11 @@ extern const StageDef kUpStage = {
              "UPF; the task count is the table's slots x upTiles (bounded here)";
     },
     .body = [](KernelContext& c) {
-      if (c.L.up.base != 0)  // the first unit below and stageXnToLds's tasks are the CTA's from CTA 0
-        throw IrError(c.variant.key.variantName(), fmt::format("up's base is CTA {}: expected 0", c.L.up.base));
       UpWeights cur = makeUpWeights(c), next = makeUpWeights(c);
-      loadUpWeights(c, c.block, cur);  // the CTA's first unit (up's base is CTA 0), right after the table
+      Val first = upFirstTask(c);
+      loadUpWeights(c, first, cur);  // the CTA's first unit, right after the table
       c.awaitX(kSiteUp);
-      if (c.L.xnInLds) stageXnToLds(c);
+      if (c.L.xnInLds) stageXnToLds(c, first);
       c.forEachTask(c.L.up, [&](Val t) { stageUp(c, t, cur, next); });
     },
     .reference = "a16w4Dot, swigluOai",

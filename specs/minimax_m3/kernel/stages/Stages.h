@@ -43,8 +43,12 @@ void loadUpWeights(KernelContext& c, ir::Val task, UpWeights& w);
 /// e8m0 `scaleByte`, B the lane's bf16 operands x[d]. Up and down run their GEMVs on them.
 MfmaTile a16w4Tile(KernelContext& c);
 ir::Val a16w4Step(const MfmaTile& t, ir::Val acc, ir::Val w4, ir::Val scaleByte, const std::vector<ir::Val>& x);
-/// up's prologue when L.xnInLds (S <= 8): the CTA copies the XN rows its up tasks read to LDS.
-void stageXnToLds(KernelContext& c);
+/// The CTA's first up task: up's tasks run round-robin from its base (task t on CTA (base + t) %
+/// blocks, a CTA's next task t + blocks); slot 0, the shared expert, is tasks 0 .. upTiles - 1.
+ir::Val upFirstTask(KernelContext& c);
+/// up's prologue when L.xnInLds (S <= 8): the CTA copies the XN rows its up tasks (from `first`)
+/// read to LDS.
+void stageXnToLds(KernelContext& c, ir::Val first);
 /// up: slot task / upTiles, tile pair task % upTiles (a task past the slots does nothing but
 /// the CTA's barriers) -> MID, UPF.
 void stageUp(KernelContext& c, ir::Val task, UpWeights& cur, UpWeights& next);
