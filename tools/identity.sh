@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The generator's output, pinned: the SHA-256 of every variant's Plan + kernel IR and of its ISA
-# over the reduced matrix, knob variants and the full S=8 TP=4, compared with
+# over the FFN launch's reduced matrix, knob variants and full S=8 TP=4, and a set of attention
+# and layer variants (reduced, and one at full dims each), compared with
 # tests/golden/identity.sha256. A refactoring must leave it unchanged; a change to the kernel
 # regenerates it with --write and says why in its commit.
 # Usage: tools/identity.sh [--write] [--monogen PATH] [--jobs N]
@@ -32,6 +33,12 @@ variants+=("reduced-S8-TP2-part|--config reduced --rows 8 --tp 2 --input part"
            "reduced-S8-TP2-trace|--config reduced --rows 8 --tp 2 --trace"
            "reduced-S2-TP4-part-rowmajor|--config reduced --rows 2 --tp 4 --input part --scales rowmajor"
            "full-S8-TP4|--config full --rows 8 --tp 4")
+for v in "S1-TP1|--rows 1 --tp 1" "S4-TP4|--rows 4 --tp 4" "S8-TP4-atom|--rows 8 --tp 4 --cache atom" \
+         "S3-TP8-full|--rows 3 --tp 8 --layer-type full" "S16-TP2-atom-full|--rows 16 --tp 2 --cache atom --layer-type full"; do
+  for launch in attention layer; do variants+=("$launch-reduced-${v%%|*}|--launch $launch --config reduced ${v#*|}"); done
+done
+variants+=("attention-full-S8-TP4|--launch attention --config full --rows 8 --tp 4"
+           "layer-full-S2-TP4|--launch layer --config full --rows 2 --tp 4")
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/monogen-identity.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
