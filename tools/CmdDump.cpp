@@ -26,8 +26,9 @@ int dumpLayerPlacement(const VariantOptions& v, const mm::LayerPlacementKnobs& k
     rows = {v.rows};
   else
     for (int s = 1; s <= cfg.maxRows; ++s) rows.push_back(s);
-  fmt::print("minimax_m3 layer placement (the layer launch's split, merge, o, router, ug, down bases; the rest is to "
-             "come: docs/layer.md), --config {}, TP {}, wide_from {}, ag_rs_from {}\n",
+  fmt::print("minimax_m3 layer placement (the layer launch's split, merge, o, router, ug, down bases and the "
+             "all-reduces' form; the rest is to come: docs/layer.md), --config {}, TP {}, wide_from {}, "
+             "ag_rs_from {}\n",
              v.config, v.tp, knobs.wideFrom, knobs.agRsFrom);
   for (int s : rows) fmt::print("\n{}", mm::LayerPlacement::make(cfg, s, v.tp, knobs).describe());
   return 0;
