@@ -112,6 +112,9 @@ struct FlagArray {
   bool peer = false;  // written by other ranks (lives in the symmetric buffer)
   std::string doc;
   bool parityHalves = false;
+  /// Pairs a launch publishes across every rank when it fills only part of each rank's half (a
+  /// reduce-scatter: each row to its owner rank alone); 0: launchPairs() x ranks.
+  int64_t publishedPairs = 0;
   /// Pairs one launch publishes (a rank's share for a peer array): one half, or all.
   int64_t launchPairs() const { return parityHalves ? pairs / 2 : pairs; }
 };

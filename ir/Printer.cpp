@@ -160,7 +160,9 @@ std::string printPlan(const Plan& p) {
   add("  flags ((value, tag) pairs, never reset):");
   for (const FlagArray& f : p.flags)
     add(fmt::format("    {:<10} in {:<10} {} pairs{}  {}", f.name, f.region, f.pairs,
-                    std::string(f.peer ? " (peer)" : "") + (f.parityHalves ? " (2 parity halves, tag & 1)" : ""), f.doc));
+                    std::string(f.peer ? " (peer)" : "") + (f.parityHalves ? " (2 parity halves, tag & 1)" : "") +
+                        (f.publishedPairs > 0 ? fmt::format(" ({} a launch, every rank)", f.publishedPairs) : ""),
+                    f.doc));
   add(fmt::format("  lds pools ({} of {} bytes):", p.ldsBytes, p.target().ldsBytes));
   for (const LdsPool& l : p.pools)
     add(fmt::format("    {:<10} [{:#x}, {:#x}) {} bytes{}  {}", l.name, l.offset, l.offset + l.bytes, l.bytes,

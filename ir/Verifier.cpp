@@ -151,12 +151,14 @@ void checkStages(const Plan& p, Problems& out) {
       int64_t published = 0;
       for (const FlagUse& u : p.stages[pubs[0]].publishes)
         if (u.flag == f.name) published += u.pairs;
-      const int64_t expect = f.launchPairs() * (f.peer ? p.ranks : 1);
+      const int64_t expect = f.publishedPairs > 0 ? f.publishedPairs : f.launchPairs() * (f.peer ? p.ranks : 1);
       if (published != expect)
         out.add(where, fmt::format("stage '{}' publishes {} pairs a launch; the array holds {}{}{}, each to be "
                                    "published exactly once",
                                    p.stages[pubs[0]].name, published, expect,
-                                   f.peer ? fmt::format(" ({} a rank x {} ranks)", f.launchPairs(), p.ranks) : "",
+                                   f.publishedPairs > 0 ? " (a reduce-scatter's)"
+                                   : f.peer             ? fmt::format(" ({} a rank x {} ranks)", f.launchPairs(), p.ranks)
+                                                        : "",
                                    f.parityHalves ? fmt::format(" in the launch's parity half (of {} pairs in "
                                                                 "two halves)",
                                                                 f.pairs)

@@ -337,6 +337,9 @@ TEST_CASE("the layer launch: --launch layer is refused where there is none, nami
       {"check --launch layer --config reduced --device hip", "input error at --device: 'hip': --launch layer runs on sim "
                                                              "or gfx950-run"},
       {"check --launch layer --config reduced --per-rank", "input error at --per-rank"},
+      {"sim --config reduced --rows 2 --tp 2 --ag-rs-from 3", "input error at --ag-rs-from: is a knob of --launch layer"},
+      {"check --launch attention --config reduced --ag-rs-from 3", "input error at --ag-rs-from: is a knob of --launch "
+                                                                   "layer"},
       {"check --launch layer --config reduced --launches 2", "input error at --launches"},
       {"check --launch layer --config reduced --input part", "input error at --input"},
       {"check --launch layer --config reduced --sum shared", "input error at --sum"},

@@ -27,6 +27,7 @@ struct Cell {
   int context = 129;
   int padded = 0;  // the last rows get slot -1 (both launches' padded rows)
   bool modelDims = false;  // the model's own dims (256 CTAs) instead of the reduced config
+  int agRsFrom = 12;  // the key's ag_rs_from: the FFN output's all-reduce is reduce-scattered from this S
 };
 
 /// The cell's launch on `cfg` on the Sim under `opts` and its verdict against the reference.
@@ -35,9 +36,10 @@ std::string runCellOn(const ModelConfig& cfg, const Cell& k, const runtime::SimO
   AttentionKnobs knobs;
   knobs.mode = k.mode;
   knobs.fullLayer = k.full;
-  const LayerVariant v = LayerVariant::make(cfg, makeLayerKey(cfg, k.S, k.TP, knobs));
+  const LayerVariant v = LayerVariant::make(cfg, makeLayerKey(cfg, k.S, k.TP, knobs, {.agRsFrom = k.agRsFrom}));
   const ir::Plan plan = buildLayerPlan(v);
   ir::verify(plan);
+  if (v.ffn.layout.ffnReduceScatter != (k.S >= k.agRsFrom)) return "the all-reduce form is not the knob's";
   AttentionInputOptions o;
   o.mode = k.mode;
   o.fullLayer = k.full;
@@ -211,4 +213,40 @@ TEST_CASE("layer launch: the race detector finds nothing on the serving stack's 
   for (const std::string& f : stats.races) UNSCOPED_INFO(f);
   for (const std::string& f : stats.uninit) UNSCOPED_INFO(f);
   CHECK(stats.findings() == 0);
+}
+
+TEST_CASE("layer launch: the FFN output's all-reduce as reduce-scatter + all-gather bit-exact", "[layer_launch]") {
+  // ag_rs_from 1 forces the form at small S; the outputs are the one-shot form's, bit for bit
+  const Cell cells[] = {
+      {3, 4, false, false, CacheMode::Vllm, 129, 1, false, 1},  // sparse, a padded row, rank 3 owns none
+      {4, 2, true, true, CacheMode::Vllm, 129, 0, false, 1},    // full layer, one sequence
+  };
+  for (const Cell& k : cells) {
+    INFO("S " << k.S << " TP " << k.TP << (k.full ? " full" : " sparse") << " ag_rs_from " << k.agRsFrom);
+    CHECK(runCell(k, {}) == "bit-exact");
+  }
+}
+
+TEST_CASE("layer launch: the reduce-scatter form's race detector finds nothing", "[layer_launch]") {
+  runtime::SimOptions opts;
+  opts.races = true;
+  runtime::SimStats stats;
+  CHECK(runCell({4, 2, false, true, CacheMode::Vllm, 129, 0, false, 1}, opts, &stats) == "bit-exact");
+  for (const std::string& f : stats.races) UNSCOPED_INFO(f);
+  for (const std::string& f : stats.uninit) UNSCOPED_INFO(f);
+  CHECK(stats.findings() == 0);
+}
+
+TEST_CASE("layer matrix: the reduce-scatter form, S 1, 3, 4, 5 x TP 2, 4, 8, and the default at S 12, 16",
+          "[layer_launch][.slow]") {
+  std::vector<Cell> cells;
+  for (int S : {1, 3, 4, 5})
+    for (int TP : {2, 4, 8})
+      for (bool full : {false, true}) cells.push_back({S, TP, full, S % 2 == 1, CacheMode::Vllm, 129, 0, false, 1});
+  cells.push_back({12, 4, false, false});  // the default ag_rs_from: reduce-scattered from S 12
+  cells.push_back({16, 4, true, false, CacheMode::Atom, 300});
+  for (const Cell& k : cells) {
+    INFO("S " << k.S << " TP " << k.TP << (k.full ? " full" : " sparse") << " ag_rs_from " << k.agRsFrom);
+    CHECK(runCell(k, {}) == "bit-exact");
+  }
 }

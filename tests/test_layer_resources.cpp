@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -60,4 +61,12 @@ TEST_CASE("layer resources: every reduced S x TP x layer type x cache mode, no s
     for (int full = 0; full < 2; ++full)
       for (int TP : {1, 2, 4, 8})
         for (int S = 1; S <= cfg.maxRows; ++S) checkResources(cfg, {S, TP, full == 1, mode});
+}
+
+TEST_CASE("layer resources: S 12..16 (the FFN output's all-reduce reduce-scattered), no scratch and no spill",
+          "[.slow][layer_resources][ag_rs]") {
+  const ModelConfig cfg = ModelConfig::reduced();
+  for (int full = 0; full < 2; ++full)
+    for (int TP : {1, 2, 4, 8})
+      for (int S = 12; S <= std::min(16, cfg.maxRows); ++S) checkResources(cfg, {S, TP, full == 1, CacheMode::Vllm});
 }

@@ -172,7 +172,9 @@ Run addCheck(CLI::App& app) {
       ->check(numeric(0.001, 3600.0))
       ->capture_default_str();
   addContextOption(c, o->v);
+  addAgRsFromOption(c, o->v);
   return [o] {
+    refuseAgRsFrom(o->v);
     refuseOtherLaunchOptions(o->v, {"--per-rank", "--launches", "--wait-seconds"});
     if (isLayer(o->v)) return checkLayer(o->v, {o->device, o->seed, o->timeout, o->numerics});
     if (isAttention(o->v)) return checkAttention(o->v, {o->device, o->seed, o->timeout, o->numerics});

@@ -26,9 +26,10 @@ int dumpLayerPlacement(const VariantOptions& v, const mm::LayerPlacementKnobs& k
     rows = {v.rows};
   else
     for (int s = 1; s <= cfg.maxRows; ++s) rows.push_back(s);
-  fmt::print("minimax_m3 layer placement (the layer launch follows its split, merge, o, router and down bases and "
-             "runs up round-robin from the shared base; not yet the up / gate row CTAs, the task shapes, the forms, the "
-             "pool or the regions: docs/layer.md), --config {}, TP {}, wide_from {}, ag_rs_from {}\n",
+  fmt::print("minimax_m3 layer placement (the layer launch follows its split, merge, o, router and down bases, "
+             "runs up round-robin from the shared base and its all-reduces in the form named below; not yet the up / "
+             "gate row CTAs, the task shapes, the MoE form, the pool or the regions' offsets: docs/layer.md), --config "
+             "{}, TP {}, wide_from {}, ag_rs_from {}\n",
              v.config, v.tp, knobs.wideFrom, knobs.agRsFrom);
   for (int s : rows) fmt::print("\n{}", mm::LayerPlacement::make(cfg, s, v.tp, knobs).describe());
   return 0;

@@ -171,6 +171,7 @@ Run addSim(CLI::App& app) {
                 "(runtime/sim/timing/Gfx950Timing.def, in their units)")
       ->check(CLI::ExistingFile);
   addContextOption(c, o->v);
+  addAgRsFromOption(c, o->v);
   c->add_flag("--share-sequence", o->attention.share, "--launch attention or layer: the rows share one sequence");
   c->add_flag("--handshake", o->launch.handshake, "run it as the step's last launch (the ranks trade failure flags)");
   CLI::Option* rank = c->add_option("--inject-rank", o->launch.injectRank,
@@ -195,6 +196,7 @@ Run addSim(CLI::App& app) {
       a.context = o->v.context;
       a.cache = o->v.cache;
       a.layer = o->v.layerType;
+      a.agRsFrom = o->v.agRsFrom;
       a.rows = o->v.rows;
       a.tp = o->v.tp;
       a.paddedRows = o->paddedRows;
@@ -212,10 +214,11 @@ Run addSim(CLI::App& app) {
                             "--wait-ticks"})
         if (optionGiven(o->v, n))
           throw InputError(n, "does not apply to sim --launch layer: it takes --config, --rows, --tp, --cache, "
-                              "--layer-type, --context, --share-sequence, --padded-rows, --seed, --seeds, --races "
-                              "and --timed");
+                              "--layer-type, --context, --ag-rs-from, --share-sequence, --padded-rows, --seed, --seeds, "
+                              "--races and --timed");
       return simLayer(configOf(o->v), attentionOptions());
     }
+    refuseAgRsFrom(o->v);
     refuseOtherLaunchOptions(o->v,
                              {"--experts", "--inputs", "--handshake", "--inject-rank", "--wait-ticks"},
                              {"--share-sequence"});

@@ -19,7 +19,7 @@ namespace mm = specs::minimax_m3;
 
 int simLayer(const mm::ModelConfig& cfg, const SimAttentionOptions& o) {
   const mm::AttentionKnobs knobs = attentionKnobsOf(o.cache, o.layer);
-  const mm::LayerVariant v = mm::LayerVariant::make(cfg, mm::makeLayerKey(cfg, o.rows, o.tp, knobs));
+  const mm::LayerVariant v = mm::LayerVariant::make(cfg, mm::makeLayerKey(cfg, o.rows, o.tp, knobs, {.agRsFrom = o.agRsFrom}));
   const ir::Plan plan = mm::buildLayerPlan(v);
   ir::verify(plan);
   const mm::AttentionInputOptions io = attentionInputOptions(o, knobs);

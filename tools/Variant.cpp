@@ -63,6 +63,19 @@ void addVariantOptions(CLI::App* app, VariantOptions& o, bool rowsTp) {
   o.app = app;
 }
 
+void addAgRsFromOption(CLI::App* app, VariantOptions& o) {
+  app->add_option("--ag-rs-from", o.agRsFrom,
+                  "--launch layer: the FFN output's all-reduce is reduce-scatter + all-gather from this S (the key's "
+                  "ag_rs_from knob)")
+      ->check(numeric(1, 17))
+      ->capture_default_str();
+}
+
+void refuseAgRsFrom(const VariantOptions& o) {
+  if (optionGiven(o, "--ag-rs-from") && !isLayer(o))
+    throw InputError("--ag-rs-from", "is a knob of --launch layer: not with the " + o.launch + " launch");
+}
+
 void addContextOption(CLI::App* app, VariantOptions& o) {
   app->add_option("--context", o.context, "--launch attention or layer: keys each sequence holds before the launch")
       ->check(numeric(0, 1 << 20));

@@ -35,6 +35,7 @@ struct VariantOptions {
   std::string cache = "vllm";       // --cache (attention): the KV cache mode, vllm or atom
   std::string layerType = "sparse";  // --layer-type (attention): sparse or full
   int context = 128;                // --context (attention, commands that run it): keys a sequence holds
+  int agRsFrom = 12;                // --ag-rs-from (layer, commands that run it): the key's ag_rs_from knob
   const CLI::App* app = nullptr;    // the command the options were added to (which were given)
 };
 
@@ -43,6 +44,11 @@ void addVariantOptions(CLI::App* app, VariantOptions& o, bool rowsTp);
 
 /// Adds --context (the attention launch's keys a sequence holds) to a command that runs the launch.
 void addContextOption(CLI::App* app, VariantOptions& o);
+
+/// Adds --ag-rs-from (the layer launch's ag_rs_from knob) to a command that runs the launch; with
+/// another launch, refuseAgRsFrom names it.
+void addAgRsFromOption(CLI::App* app, VariantOptions& o);
+void refuseAgRsFrom(const VariantOptions& o);
 
 /// Whether the options name the attention launch (--launch attention or its --spec) and not the layer.
 bool isAttention(const VariantOptions& o);

@@ -162,6 +162,8 @@ std::string LayerPlacement::describe() const {
   s += fmt::format("  moe {} (wide from S = {}); all-reduce {} (reduce-scatter + all-gather from S = {})\n",
                    wideMoe ? "wide" : "narrow", knobs.wideFrom, reduceScatter ? "reduce-scatter + all-gather" : "one-shot push",
                    knobs.agRsFrom);
+  s += fmt::format("  the launch's all-reduces (o_proj's, the FFN output's): {}\n",
+                   reduceScatter ? "reduce-scatter to the row's owner + all-gather (A_AG, FFN_AG)" : "one-shot push");
   s += fmt::format("  LDS pool: {} words ({} B), {}\n", poolWords, poolWords * 4,
                    wideMoe ? "the largest of the split's partials, the up / gate and the down operands"
                            : "every row's bf16 xn");

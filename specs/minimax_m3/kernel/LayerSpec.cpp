@@ -113,7 +113,7 @@ ir::Plan buildLayerPlan(const LayerVariant& v) {
 
   for (const AttentionStageDef* d : attentionStages())
     if (d->placement(A).tasks > 0) plan.stages.push_back(attentionRecord(*d, A));
-  for (const StageDef* d : ffnStages()) {
+  for (const StageDef* d : layerFfnStages(L)) {
     plan.stages.push_back(d->record(L));
     if (d->placement(L).name == L.push.name) plan.stages.back().waits.push_back({prefixed("ARDY"), A.rows});
   }
@@ -122,7 +122,12 @@ ir::Plan buildLayerPlan(const LayerVariant& v) {
                 {"placement", fmt::format("the serving stack's bases (LayerPlacement): attn_split {}, attn_merge {}, "
                                           "push and reduce {}, router {}, up {}, down {}; each stage's own task count",
                                           A.split.base, A.merge.base, L.push.base, L.router.base, L.up.base,
-                                          L.down.base)}};
+                                          L.down.base)},
+                {"all-reduces", L.ffnReduceScatter ? fmt::format("reduce-scatter to row t's owner rank t % TP + "
+                                                                 "all-gather (A_AG, FFN_AG): S >= ag_rs_from = {}",
+                                                                 v.placementKnobs.agRsFrom)
+                                                   : fmt::format("one-shot push to every rank: S < ag_rs_from = {}",
+                                                                 v.placementKnobs.agRsFrom)}};
   for (const auto& f : attnPlan.facts) plan.facts.push_back({"attention: " + f.first, f.second});
   for (const auto& f : ffnPlan.facts) plan.facts.push_back({"ffn: " + f.first, f.second});
   plan.facts.push_back({"error sites", fmt::format("attention {}..{} (site | token << 16), layer ARDY {}, the FFN's "
@@ -136,7 +141,7 @@ ir::Plan buildLayerPlan(const LayerVariant& v) {
   AttentionContext ac(v.attention, plan, b, attnRenames(), c.launchTag());
   for (const AttentionStageDef* d : attentionStages())
     if (d->placement(A).tasks > 0) ac.stage(plan.stageIndex(d->placement(A).name), [&] { d->body(ac); });
-  for (const StageDef* d : ffnStages()) {
+  for (const StageDef* d : layerFfnStages(L)) {
     const bool push = d->placement(L).name == L.push.name;
     c.stage(plan.stageIndex(d->placement(L).name), [&] {
       if (push) awaitAttnRows(c, A);

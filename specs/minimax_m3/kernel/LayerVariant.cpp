@@ -2,15 +2,54 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
+#include <sstream>
+#include <utility>
+
 #include "ir/Error.h"
 #include "specs/minimax_m3/kernel/Spec.h"
 
 namespace monogen::specs::minimax_m3 {
 
-ir::Key makeLayerKey(const ModelConfig& cfg, int rows, int tp, const AttentionKnobs& knobs) {
+namespace {
+
+constexpr const char* kAgRsFromKnob = "ag_rs_from=";
+
+/// The attention knobs' text and the placement's knobs of a layer key's knob text (comma-separated).
+std::pair<std::string, LayerPlacementKnobs> splitKnobs(const std::string& text, const std::string& where) {
+  std::string attn;
+  LayerPlacementKnobs pk;
+  std::istringstream in(text);
+  for (std::string tok; std::getline(in, tok, ',');) {
+    if (tok.rfind(kAgRsFromKnob, 0) != 0) {
+      attn += (attn.empty() ? "" : ",") + tok;
+      continue;
+    }
+    const std::string value = tok.substr(std::string(kAgRsFromKnob).size());
+    int n = 0;
+    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+    if (ec != std::errc{} || end != value.data() + value.size())
+      throw InputError(where, fmt::format("knob '{}': expected ag_rs_from=<rows>", tok));
+    pk.agRsFrom = n;
+  }
+  return {attn, pk};
+}
+
+std::string layerKnobText(const AttentionKnobs& knobs, const LayerPlacementKnobs& pk) {
+  std::string t = knobs.canonical();
+  if (pk.agRsFrom != LayerPlacementKnobs{}.agRsFrom)
+    t += fmt::format("{}{}{}", t.empty() ? "" : ",", kAgRsFromKnob, pk.agRsFrom);
+  return t;
+}
+
+}  // namespace
+
+ir::Key makeLayerKey(const ModelConfig& cfg, int rows, int tp, const AttentionKnobs& knobs,
+                     const LayerPlacementKnobs& placement) {
   ir::Key k = makeAttentionKey(cfg, rows, tp, knobs);
   k.spec = kLayerSpecId;
   k.specVersion = kLayerSpecVersion;
+  k.knobs = layerKnobText(knobs, placement);
   return k;
 }
 
@@ -28,18 +67,39 @@ LayerVariant LayerVariant::make(const ModelConfig& cfg, const ir::Key& keyIn) {
   if (v.key.config.empty()) v.key.config = canon;
   if (v.key.config != canon)
     throw InputError(where, fmt::format("the key's config '{}' is not the model config's '{}'", v.key.config, canon));
-  v.knobs = AttentionKnobs::parse(keyIn.knobs, where);
-  if (v.knobs.canonical() != keyIn.knobs)
-    throw InputError(where, fmt::format("knobs '{}' are not canonical ('{}')", keyIn.knobs, v.knobs.canonical()));
+  auto [attnKnobs, placementKnobs] = splitKnobs(keyIn.knobs, where);
+  v.knobs = AttentionKnobs::parse(attnKnobs, where);
+  v.placementKnobs = placementKnobs;
+  if (layerKnobText(v.knobs, placementKnobs) != keyIn.knobs)
+    throw InputError(where, fmt::format("knobs '{}' are not canonical ('{}')", keyIn.knobs,
+                                        layerKnobText(v.knobs, placementKnobs)));
   const int S = rowsOf(keyIn), TP = tpOf(keyIn);
   v.attention = AttentionVariant::make(cfg, makeAttentionKey(cfg, S, TP, v.knobs));
   v.ffn = FfnVariant::make(cfg, makeKey(cfg, S, TP));
   AttentionLaunchLayout& A = v.attention.layout;
   A.ardyOffset = A.scratchBytes;  // past every other area: zeroed with the flags before them
   A.scratchBytes += (8 * int64_t{S} + 255) / 256 * 256;
-  v.placement = LayerPlacement::make(cfg, S, TP);
+  v.placement = LayerPlacement::make(cfg, S, TP, v.placementKnobs);
   const LayerPlacement& P = v.placement;
   Layout& F = v.ffn.layout;
+  if (P.reduceScatter) {
+    // ATTN and FFN: each rank's row t reaches rank t % TP alone; A_AG and FFN_AG (the owner's
+    // all-reduced rows to every rank) past the FFN launch's sym areas
+    const int64_t rowPairs = int64_t{S} * (cfg.hidden / 2);
+    const auto gathered = [&](const char* name, const char* what) {
+      Area a{name, "sym", F.symBytes, 2 * rowPairs * 8, 2 * rowPairs, true,
+             fmt::format("pairs [parity][S][hidden / 2]: row t's all-reduced {} as bf16 pairs, published by its owner "
+                         "rank t % TP to every rank into half (tag & 1)",
+                         what),
+             true};
+      F.symBytes += (a.bytes + 255) / 256 * 256;
+      return a;
+    };
+    F.attnReduceScatter = F.ffnReduceScatter = true;
+    F.attn.publishedPairs = F.ffn.publishedPairs = int64_t{TP} * rowPairs;
+    F.attnAg = gathered("A_AG", "o_proj output");
+    F.ffnAg = gathered("FFN_AG", "MoE output");
+  }
   A.split.base = P.splitBase % P.blocks;
   A.merge.base = P.mergeBase % P.blocks;  // at S = 1 the placement's o base: the one merge task runs there
   F.push.base = F.reduce.base = P.oBase % P.blocks;  // a CTA reduces the columns it pushed

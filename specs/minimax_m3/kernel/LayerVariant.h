@@ -23,6 +23,9 @@ struct LayerVariant {
   ModelConfig cfg;
   ir::Key key;  // key.config is cfg.attentionCanonical()
   AttentionKnobs knobs;
+  /// The placement's knobs the key carries: ",ag_rs_from=N" after the attention knobs when it is not
+  /// the default (the FFN output's all-reduce is reduce-scatter + all-gather from S = N).
+  LayerPlacementKnobs placementKnobs;
   AttentionVariant attention;  // its layout's ardyOffset is set: attn_merge publishes ARDY
   FfnVariant ffn;              // the FFN launch's default knobs: o_proj reads `attn`
   /// The serving stack's placement of (S, TP): attn_split, attn_merge, push (and reduce), router,
@@ -35,6 +38,7 @@ struct LayerVariant {
 };
 
 /// A key of the layer launch for (S, TP) on cfg.
-ir::Key makeLayerKey(const ModelConfig& cfg, int rows, int tp, const AttentionKnobs& knobs = {});
+ir::Key makeLayerKey(const ModelConfig& cfg, int rows, int tp, const AttentionKnobs& knobs = {},
+                     const LayerPlacementKnobs& placement = {});
 
 }  // namespace monogen::specs::minimax_m3

@@ -45,6 +45,8 @@ class AreaAlloc {
 std::vector<Area> Layout::areas() const {
   std::vector<Area> a{sres, ssq, xn, rstd, xrdy, logit, routeA, mid, upf, tabDump, marks, attn, ffn, faults};
   if (oproj) a.insert(a.begin() + 11, {opart, xscale});  // after MARKS, the last scratch areas
+  if (attnReduceScatter) a.push_back(attnAg);
+  if (ffnReduceScatter) a.push_back(ffnAg);
   return a;
 }
 std::vector<Pool> Layout::pools() const {

@@ -40,6 +40,7 @@ struct Area {
   bool peer = false;  // a flag array other ranks write
   std::string doc;
   bool parity = false;  // two halves of pairs / 2 pairs; a launch uses half (tag & 1)
+  int64_t publishedPairs = 0;  // a peer array a launch fills only in part: its pairs, every rank (else 0)
 };
 
 /// An LDS pool.
@@ -89,6 +90,15 @@ struct Layout {
   Area xn, rstd, xrdy, logit, routeA, mid, upf, tabDump;
   // the MoE's peer region: FFN pairs [src rank][S][hidden / 2]
   Area ffn;
+  // The FFN output's all-reduce as reduce-scatter + all-gather (the layer launch from its
+  // ag_rs_from): down pushes row t to its owner rank t % TP alone; final there sums the ranks in
+  // rank order and publishes the row to every rank's FFN_AG pairs [S][hidden / 2] (in sym).
+  bool ffnReduceScatter = false;
+  Area ffnAg;
+  // o_proj's all-reduce in the same form: push sends row t to rank t % TP's ATTN alone; reduce
+  // there sums it and publishes the bf16 row to every rank's A_AG pairs [S][hidden / 2] (in sym).
+  bool attnReduceScatter = false;
+  Area attnAg;
   int64_t symBytes = 0;
   // --- the finish stages (StageFinish.cpp): MARKS pairs [blocks] in scratch (a CTA's "launch
   // done" mark), FAULTS pairs [src rank] in sym (the handshake's failure flags, parity halves) ---

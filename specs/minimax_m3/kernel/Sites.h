@@ -26,7 +26,9 @@ enum Site : int32_t {
   kSiteHandshake = 11,  // the step's last launch: a rank's failure flag (rank: the failed rank,
                         // token: the site in its error word, 0 when its flag never came)
   kSitePick = 12,       // table: a pick that came with its tag but no expert id (row: token)
-  kSiteLast = kSitePick,
+  kSiteFinalAg = 13,    // final (reduce-scatter form): the owner rank's reduced row in FFN_AG
+  kSiteReduceAg = 14,   // reduce (reduce-scatter form): the owner rank's reduced row in A_AG
+  kSiteLast = kSiteReduceAg,
 };
 
 /// The error word's value for a wait at `site` on a pair `rank` owed for row `token`.
@@ -41,7 +43,7 @@ constexpr int32_t errorToken(int32_t code) { return (code >> 16) & 0xffff; }
 inline std::string siteName(int32_t site) {
   static const char* const names[] = {"?",     "reduce", "norm",  "router", "route",    "table",
                                       "up",    "down",   "final", "epoch",  "inject",   "handshake",
-                                      "pick"};
+                                      "pick",  "final_ag", "reduce_ag"};
   return site >= 1 && site <= kSiteLast ? names[site] : fmt::format("site {}", site);
 }
 

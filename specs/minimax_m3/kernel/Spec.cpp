@@ -141,7 +141,8 @@ ir::Plan buildPlan(const FfnVariant& v) {
 
   for (const Area& a : L.areas()) {
     plan.regions.push_back(ir::MemRegion{a.name, a.buffer, a.offset, a.bytes, a.doc});
-    if (a.pairs > 0) plan.flags.push_back(ir::FlagArray{a.name, a.name, a.pairs, a.peer, a.doc, a.parity});
+    if (a.pairs > 0)
+      plan.flags.push_back(ir::FlagArray{a.name, a.name, a.pairs, a.peer, a.doc, a.parity, a.publishedPairs});
   }
   for (const Pool& p : L.pools()) plan.pools.push_back(ir::LdsPool{p.name, p.offset, p.bytes, "", p.doc});
   plan.ldsBytes = L.ldsBytes;

@@ -330,8 +330,19 @@ void SimSession::readMoe(int r, int32_t tag, TensorMap& o) {
   readMoeOutputs(
       v_.layout, r, b.scratch, b.moe.at(arg::kOut),
       [&](uint64_t addr, int64_t bytes) { return read(r, addr, bytes); }, o);
-  // rank r's combined partial as rank 0 received it (FFN[src = r])
-  o[rankName("down", r)] = downPartial(v_.layout, r, tag, read(0, bufs_[0].sym + v_.layout.ffn.offset, v_.layout.ffn.bytes));
+  // rank r's combined partial as rank 0 received it (FFN[src = r]); reduce-scattered, row t as its
+  // owner rank t % TP received it
+  const Layout& L = v_.layout;
+  const auto ffnOf = [&](int at) { return read(at, bufs_[at].sym + L.ffn.offset, L.ffn.bytes); };
+  HostTensor down = downPartial(L, r, tag, ffnOf(0));
+  if (L.ffnReduceScatter)
+    for (int owner = 1; owner < std::min(L.tp, L.rows); ++owner) {
+      const HostTensor part = downPartial(L, r, tag, ffnOf(owner));
+      for (int t = owner; t < L.rows; t += L.tp)
+        std::memcpy(down.as<uint16_t>() + int64_t{t} * L.hidden, part.as<uint16_t>() + int64_t{t} * L.hidden,
+                    size_t(L.hidden) * 2);
+    }
+  o[rankName("down", r)] = std::move(down);
 }
 
 void readMoeOutputs(const Layout& L, int r, uint64_t scratch, uint64_t outAddr, const RankReader& read, TensorMap& o) {

@@ -4,7 +4,7 @@ namespace monogen::specs::minimax_m3 {
 
 // Each is defined at the end of its stage's file.
 extern const StageDef kPushStage, kReduceStage, kNormStage, kRouterStage, kRouteStage, kTableStage, kUpStage,
-    kDownStage, kFinalStage;
+    kDownStage, kFinalStage, kReduceAgStage, kFinalAgStage;
 
 ir::Stage StageDef::record(const Layout& L) const {
   const Placement p = placement(L);
@@ -24,6 +24,16 @@ const std::vector<const StageDef*>& ffnStages() {
   static const std::vector<const StageDef*> stages = {&kPushStage,  &kReduceStage, &kNormStage,
                                                       &kRouterStage, &kRouteStage, &kTableStage,
                                                       &kUpStage,     &kDownStage,  &kFinalStage};
+  return stages;
+}
+
+std::vector<const StageDef*> layerFfnStages(const Layout& L) {
+  std::vector<const StageDef*> stages;
+  for (const StageDef* d : ffnStages()) {
+    stages.push_back(d);
+    if (d == &kReduceStage && L.attnReduceScatter) stages.push_back(&kReduceAgStage);
+    if (d == &kFinalStage && L.ffnReduceScatter) stages.push_back(&kFinalAgStage);
+  }
   return stages;
 }
 

@@ -29,7 +29,13 @@ inline int64_t allToAllPairs(const Layout& L) { return int64_t{L.tp} * L.tp * L.
 /// SSQ's pairs: a sum of squares a row and reduce task.
 inline int64_t ssqPairs(const Layout& L) { return int64_t{L.rows} * L.reduce.tasks; }
 
+/// The pairs an all-gather of S x hidden bf16 moves: each row once from its owner to TP ranks.
+inline int64_t gatherPairs(const Layout& L) { return int64_t{L.tp} * L.rows * (L.hidden / 2); }
+
 /// The launch's stages in Plan and code order (the finish stages follow them, StageFinish.cpp).
 const std::vector<const StageDef*>& ffnStages();
+/// The FFN stages of the layer launch: ffnStages(), with reduce_ag after reduce and final_ag after
+/// final when the layout's all-reduces are reduce-scattered.
+std::vector<const StageDef*> layerFfnStages(const Layout& L);
 
 }  // namespace monogen::specs::minimax_m3

@@ -15,7 +15,8 @@ using ir::Val;
 
 // awaitUp waits (site down) for UPF of every slot's tile pairs; stageDown runs a slot a wave's GEMV
 // of w2 over I/TP to CONTRIB, then combines shared + weighted routed terms in top-k order to bf16
-// pairs pushed to every rank's FFN (relaxed, system). Order: docs/minimax-m3-kernel.md, "down".
+// pairs pushed to every rank's FFN (relaxed, system), or, reduce-scattered, to the row's owner
+// rank t % TP's alone. Order: docs/minimax-m3-kernel.md, "down".
 void awaitUp(KernelContext& c) {
   ir::Builder& b = c.b;
   const Layout& L = c.L;
@@ -141,8 +142,13 @@ void stageDown(KernelContext& c, Val task) {
     for (int h = 0; h < 2; ++h) o[h] = b.f32ToBf16(b.get(tots[h]));
     Val word = b.bitcast(b.insert(b.splat(o[0], 2), o[1], 1), Type::i32());
     Val at = (c.rank * S + t) * c.i32(H / 2) + task * 8 + r2;
-    for (int p = 0; p < L.tp; ++p)
-      c.publish(c.pairAt(c.peerSym[p], L.ffn, at), word, c.tag, MemOrder::Relaxed, MemScope::System);
+    for (int p = 0; p < L.tp; ++p) {
+      const auto push = [&] {
+        c.publish(c.pairAt(c.peerSym[p], L.ffn, at), word, c.tag, MemOrder::Relaxed, MemScope::System);
+      };
+      if (L.ffnReduceScatter) b.if_(t % c.i32(L.tp) == c.i32(p), push);  // the row's owner alone
+      else push();
+    }
   });
   c.ctaSync(false);  // CONTRIB is free for the next task
 }
@@ -150,7 +156,11 @@ void stageDown(KernelContext& c, Val task) {
 extern const StageDef kDownStage = {
     .placement = [](const Layout& L) { return L.down; },
     .waits = [](const Layout& L) { return std::vector<ir::FlagUse>{{L.upf.name, L.upf.pairs}}; },
-    .publishes = [](const Layout& L) { return std::vector<ir::FlagUse>{{L.ffn.name, allToAllPairs(L)}}; },
+    .publishes =
+        [](const Layout& L) {
+          return std::vector<ir::FlagUse>{
+              {L.ffn.name, L.ffnReduceScatter ? L.ffn.publishedPairs : allToAllPairs(L)}};
+        },
     .doc = [](const Layout&) -> std::string {
       return "16 hidden rows a task: every slot's A16W4 GEMV of MID -> CONTRIB (LDS), the combine -> every rank's "
              "FFN";

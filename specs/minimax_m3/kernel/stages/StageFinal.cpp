@@ -36,12 +36,83 @@ void stageFinal(KernelContext& c, Val task) {
   });
 }
 
+// Reduce-scattered (the layer from ag_rs_from): row t's owner rank t % TP alone waits for the
+// ranks' FFN pairs (site final), sums them in rank order in f32, rounds once to bf16 and publishes
+// the pair to every rank's FFN_AG (relaxed, system); final_ag writes out.
+static void stageFinalOwner(KernelContext& c, Val task) {
+  ir::Builder& b = c.b;
+  const Layout& L = c.L;
+  b.if_(c.tid < L.rows * kTaskPairs, [&] {
+    Val t = c.tid / kTaskPairs;
+    Val pair = task * kTaskPairs + c.tid % kTaskPairs;
+    b.if_(t % c.i32(L.tp) == c.rank, [&] {
+      std::vector<Val> word;
+      for (int src = 0; src < L.tp; ++src) {
+        Val at = (src * L.rows + t) * c.i32(L.hidden / 2) + pair;
+        Val code = c.errorCode(kSiteFinal, src, t);
+        word.push_back(c.await(c.pairAt(c.sym, L.ffn, at), code, kSiteFinal, MemOrder::Acquire, MemScope::System));
+      }
+      Val o[2];
+      for (int h = 0; h < 2; ++h) {
+        Val shift = c.i32(16 * h);
+        Val acc = b.bf16BitsToF32(b.lshr(word[0], shift));
+        for (int src = 1; src < L.tp; ++src) acc = acc + b.bf16BitsToF32(b.lshr(word[src], shift));
+        o[h] = b.f32ToBf16(acc);
+      }
+      Val sum = b.bitcast(b.insert(b.splat(o[0], 2), o[1], 1), Type::i32());
+      for (int p = 0; p < L.tp; ++p)
+        c.publish(c.pairAt(c.peerSym[p], L.ffnAg, t * c.i32(L.hidden / 2) + pair), sum, c.tag, MemOrder::Relaxed,
+                  MemScope::System);
+    });
+  });
+}
+
 extern const StageDef kFinalStage = {
     .placement = [](const Layout& L) { return L.final; },
-    .waits = [](const Layout& L) { return std::vector<ir::FlagUse>{{L.ffn.name, allToAllPairs(L)}}; },
-    .publishes = [](const Layout&) { return std::vector<ir::FlagUse>{}; },
+    .waits =
+        [](const Layout& L) {
+          return std::vector<ir::FlagUse>{{L.ffn.name, L.ffnReduceScatter ? L.ffn.publishedPairs : allToAllPairs(L)}};
+        },
+    .publishes =
+        [](const Layout& L) {
+          if (L.ffnReduceScatter) return std::vector<ir::FlagUse>{{L.ffnAg.name, gatherPairs(L)}};
+          return std::vector<ir::FlagUse>{};
+        },
     .doc = [](const Layout&) -> std::string { return "the ranks' combined partials in rank order, f32 -> bf16 -> out"; },
-    .body = [](KernelContext& c) { c.forEachTask(c.L.final, [&](Val t) { stageFinal(c, t); }); },
+    .body =
+        [](KernelContext& c) {
+          if (!c.L.ffnReduceScatter) return c.forEachTask(c.L.final, [&](Val t) { stageFinal(c, t); });
+          c.loadPeers();
+          c.forEachTask(c.L.final, [&](Val t) { stageFinalOwner(c, t); });
+        },
+    .reference = "moeReference's final sum (rank order)",
+};
+
+}  // namespace monogen::specs::minimax_m3
+
+namespace monogen::specs::minimax_m3 {
+
+// Pairs 16 task .., every row: waits for row t's all-reduced pair in FFN_AG (site final_ag; the
+// owner's own too) -> out.
+extern const StageDef kFinalAgStage = {
+    .placement = [](const Layout& L) { return Placement{"final_ag", L.final.tasks, L.final.base}; },
+    .waits = [](const Layout& L) { return std::vector<ir::FlagUse>{{L.ffnAg.name, gatherPairs(L)}}; },
+    .publishes = [](const Layout&) { return std::vector<ir::FlagUse>{}; },
+    .doc = [](const Layout&) -> std::string { return "the owner's all-reduced pairs (FFN_AG) -> out"; },
+    .body =
+        [](KernelContext& c) {
+          ir::Builder& b = c.b;
+          const Layout& L = c.L;
+          c.forEachTask(L.final, [&](Val task) {
+            b.if_(c.tid < L.rows * kTaskPairs, [&] {
+              Val t = c.tid / kTaskPairs;
+              Val row = t * (L.hidden / 2) + task * kTaskPairs + c.tid % kTaskPairs;
+              Val code = c.i32(errorCode(kSiteFinalAg, 0, 0)) | (t % c.i32(L.tp)) << c.i32(8) | t << c.i32(16);
+              Val w = c.await(c.pairAt(c.sym, L.ffnAg, row), code, kSiteFinalAg, MemOrder::Acquire, MemScope::System);
+              b.store(c.elemAt(c.out, row, 4), b.bitcast(w, Type::vec(Type::bf16(), 2)));
+            });
+          });
+        },
     .reference = "moeReference's final sum (rank order)",
 };
 

@@ -11,8 +11,13 @@ using ir::Val;
 void pushPair(KernelContext& c, Val t, Val pair, Val word) {
   const Layout& L = c.L;
   Val at = (c.rank * L.rows + t) * c.i32(L.hidden / 2) + pair;  // L.attnPair(rank, t, pair)
-  for (int p = 0; p < L.tp; ++p)
-    c.publish(c.pairAt(c.peerSym[p], L.attn, at), word, c.tag, MemOrder::Relaxed, MemScope::System);
+  for (int p = 0; p < L.tp; ++p) {
+    const auto push = [&] {
+      c.publish(c.pairAt(c.peerSym[p], L.attn, at), word, c.tag, MemOrder::Relaxed, MemScope::System);
+    };
+    if (L.attnReduceScatter) c.b.if_(t % c.i32(L.tp) == c.i32(p), push);  // the row's owner alone
+    else push();
+  }
 }
 
 // Pairs 16 task .. (columns 32 task ..) of this rank's o_proj partial, for every row: thread
@@ -33,7 +38,11 @@ void stagePush(KernelContext& c, Val task) {
 extern const StageDef kPushStage = {
     .placement = [](const Layout& L) { return L.push; },
     .waits = [](const Layout&) { return std::vector<ir::FlagUse>{}; },
-    .publishes = [](const Layout& L) { return std::vector<ir::FlagUse>{{L.attn.name, allToAllPairs(L)}}; },
+    .publishes =
+        [](const Layout& L) {
+          return std::vector<ir::FlagUse>{
+              {L.attn.name, L.attnReduceScatter ? L.attn.publishedPairs : allToAllPairs(L)}};
+        },
     .doc = [](const Layout& L) -> std::string {
       return L.oproj ? "o_proj: every row's per-token FP8 quant, then the rowwise-FP8 GEMM of the task's 32 columns "
                        "(v_mfma_f32_16x16x32_fp8_fp8; OPART), as bf16 pairs to every rank's ATTN"

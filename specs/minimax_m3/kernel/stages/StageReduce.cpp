@@ -56,15 +56,109 @@ void stageReduce(KernelContext& c, Val task) {
   });
 }
 
+// Reduce-scattered (the layer from ag_rs_from): row t's owner rank t % TP alone waits for the
+// ranks' pairs in ATTN (site reduce), sums them in rank order in f32, rounds to bf16 and publishes
+// the pair to every rank's A_AG (relaxed, system); reduce_ag goes on from there.
+static void stageReduceOwner(KernelContext& c, Val task) {
+  ir::Builder& b = c.b;
+  const Layout& L = c.L;
+  b.if_(c.tid < L.rows * kTaskPairs, [&] {
+    Val t = b.named(c.tid / kTaskPairs, "t");
+    Val pair = b.named(task * kTaskPairs + c.tid % kTaskPairs, "pair");
+    b.if_(t % c.i32(L.tp) == c.rank, [&] {
+      std::vector<Val> word;  // word[src]: source rank src's bf16 pair
+      for (int src = 0; src < L.tp; ++src) {
+        Val at = (src * L.rows + t) * c.i32(L.hidden / 2) + pair;  // L.attnPair(src, t, pair)
+        Val code = c.errorCode(kSiteReduce, src, t);
+        word.push_back(c.await(c.pairAt(c.sym, L.attn, at), code, kSiteReduce, MemOrder::Acquire, MemScope::System));
+      }
+      Val a[2];
+      for (int h = 0; h < 2; ++h) {
+        Val shift = c.i32(16 * h);
+        Val acc = b.bf16BitsToF32(b.lshr(word[0], shift));
+        for (int src = 1; src < L.tp; ++src) acc = acc + b.bf16BitsToF32(b.lshr(word[src], shift));
+        a[h] = b.f32ToBf16(acc);
+      }
+      Val sum = b.bitcast(b.insert(b.splat(a[0], 2), a[1], 1), Type::i32());
+      for (int p = 0; p < L.tp; ++p)
+        c.publish(c.pairAt(c.peerSym[p], L.attnAg, t * c.i32(L.hidden / 2) + pair), sum, c.tag, MemOrder::Relaxed,
+                  MemScope::System);
+    });
+  });
+}
+
+// Pairs 16 task .. of every row: waits for row t's all-reduced pair in A_AG (site reduce_ag; the
+// owner's own too), adds the residual: res_out, SRES and SSQ, as stageReduce does after its sum.
+static void stageReduceGather(KernelContext& c, Val task) {
+  ir::Builder& b = c.b;
+  const Layout& L = c.L;
+  const int active = L.rows * kTaskPairs;
+  ir::Var sq = b.var(b.f32(0.0), "sq");
+  b.if_(c.tid < active, [&] {
+    Val t = b.named(c.tid / kTaskPairs, "t");
+    Val pair = b.named(task * kTaskPairs + c.tid % kTaskPairs, "pair");
+    Val row = t * (L.hidden / 2) + pair;  // the pair's index in a bf16 [S][hidden] tensor
+    Val code = c.i32(errorCode(kSiteReduceAg, 0, 0)) | (t % c.i32(L.tp)) << c.i32(8) | t << c.i32(16);
+    Val sum = c.await(c.pairAt(c.sym, L.attnAg, row), code, kSiteReduceAg, MemOrder::Acquire, MemScope::System);
+    Val res = b.load(Type::i32(), c.elemAt(c.resIn, row, 4));
+    Val v[2];
+    for (int h = 0; h < 2; ++h) {
+      Val shift = c.i32(16 * h);
+      v[h] = b.bf16BitsToF32(b.lshr(sum, shift)) + b.bf16BitsToF32(b.lshr(res, shift));
+    }
+    Val out = b.insert(b.splat(b.f32ToBf16(v[0]), 2), b.f32ToBf16(v[1]), 1);
+    b.store(c.elemAt(c.resOut, row, 4), out);
+    Val sres = b.insert(b.splat(v[0], 2), v[1], 1);
+    b.store(c.elemAt(c.scratch, L.sres, row, 8), sres);
+    Val s = b.f32(0.0) + v[0] * v[0];
+    s = s + v[1] * v[1];
+    b.set(sq, b.butterfly(s, {8, 4, 2, 1}));
+  });
+  c.ctaSync(/*drain=*/true);
+  b.if_((c.tid < active) & (c.tid % kTaskPairs == c.i32(0)), [&] {
+    Val t = c.tid / kTaskPairs;
+    Val at = t * L.reduce.tasks + task;  // L.ssqPair(t, task)
+    c.publish(c.pairAt(c.scratch, L.ssq, at), b.bitcast(b.get(sq), Type::i32()), c.tag, MemOrder::Release,
+              MemScope::Agent);
+  });
+}
+
 extern const StageDef kReduceStage = {
     .placement = [](const Layout& L) { return L.reduce; },
-    .waits = [](const Layout& L) { return std::vector<ir::FlagUse>{{L.attn.name, allToAllPairs(L)}}; },
-    .publishes = [](const Layout& L) { return std::vector<ir::FlagUse>{{L.ssq.name, ssqPairs(L)}}; },
+    .waits =
+        [](const Layout& L) {
+          return std::vector<ir::FlagUse>{{L.attn.name, L.attnReduceScatter ? L.attn.publishedPairs : allToAllPairs(L)}};
+        },
+    .publishes =
+        [](const Layout& L) {
+          if (L.attnReduceScatter) return std::vector<ir::FlagUse>{{L.attnAg.name, gatherPairs(L)}};
+          return std::vector<ir::FlagUse>{{L.ssq.name, ssqPairs(L)}};
+        },
     .doc = [](const Layout&) -> std::string {
       return "the ranks' pairs in rank order, f32 -> bf16, + residual in f32 -> res_out (bf16), SRES (f32), "
              "SSQ (the task's sum of squares, a pair a row)";
     },
-    .body = [](KernelContext& c) { c.forEachTask(c.L.reduce, [&](Val t) { stageReduce(c, t); }); },
+    .body =
+        [](KernelContext& c) {
+          if (!c.L.attnReduceScatter) return c.forEachTask(c.L.reduce, [&](Val t) { stageReduce(c, t); });
+          c.loadPeers();
+          c.forEachTask(c.L.reduce, [&](Val t) { stageReduceOwner(c, t); });
+        },
+    .reference = "referenceAllReduce, pairSquares, butterfly16 (Reference.h)",
+};
+
+}  // namespace monogen::specs::minimax_m3
+
+namespace monogen::specs::minimax_m3 {
+
+extern const StageDef kReduceAgStage = {
+    .placement = [](const Layout& L) { return Placement{"reduce_ag", L.reduce.tasks, L.reduce.base}; },
+    .waits = [](const Layout& L) { return std::vector<ir::FlagUse>{{L.attnAg.name, gatherPairs(L)}}; },
+    .publishes = [](const Layout& L) { return std::vector<ir::FlagUse>{{L.ssq.name, ssqPairs(L)}}; },
+    .doc = [](const Layout&) -> std::string {
+      return "the owner's all-reduced pairs (A_AG) + residual in f32 -> res_out (bf16), SRES (f32), SSQ";
+    },
+    .body = [](KernelContext& c) { c.forEachTask(c.L.reduce, [&](Val t) { stageReduceGather(c, t); }); },
     .reference = "referenceAllReduce, pairSquares, butterfly16 (Reference.h)",
 };
 
