@@ -1,6 +1,9 @@
 // o_proj inside the launch (input=attn), on the push CTAs: AITER's per-token FP8 quant of the
 // attention rows, then the rowwise-FP8 GEMM of a task's 32 output channels to OPART and, as pairs,
 // every rank's ATTN; numerics OprojReference.h's (waves, order, LDS: docs/minimax-m3-kernel.md).
+#include <algorithm>
+#include <vector>
+
 #include "ir/Op.h"
 #include "specs/minimax_m3/kernel/OprojShape.h"
 #include "specs/minimax_m3/kernel/stages/Stages.h"
@@ -13,6 +16,10 @@ using ir::Type;
 using ir::Val;
 
 namespace {
+
+// A wave issues the row and weight loads of this many K steps before it uses the first of them:
+// one memory round trip a group, not a step.
+constexpr int kOprojStepsAhead = 8;
 
 constexpr int kSumsBytes = kOprojKParts * kTaskColumns * 16 * 4;  // f32 [parts][32 channels][16 tokens]
 constexpr int kScaleAt = kSumsBytes, kInvAt = kSumsBytes + 16 * 4;
@@ -40,20 +47,21 @@ void oprojTokenScales(KernelContext& c) {
     for (int r = 0; r * L.waves < L.rows; ++r) {
       Val t = b.named(c.wave + r * L.waves, "t");
       b.if_(t < L.rows, [&] {
-        ir::Var amax = b.var(b.f32(0.0), "amax");
+        // Every run of the row loads before the first max; a lane past the row's runs reads its
+        // last run again (max is idempotent), so no lane branches.
+        std::vector<Val> xs;
         for (int j = 0; j * 64 < runs; ++j) {
           Val run = c.lane + j * 64;
-          b.if_(run < runs, [&] {
-            Val x = attnRun(c, t, run * 8);
-            Val m = b.get(amax);
-            for (int e = 0; e < 8; ++e) {
-              Val v = b.bf16ToF32(b.extract(x, e));
-              m = b.max(m, b.bitcast(b.bitcast(v, Type::i32()) & c.i32(0x7fffffff), Type::f32()));  // |x|
-            }
-            b.set(amax, m);
-          });
+          if ((j + 1) * 64 > runs) run = b.min(run, c.i32(runs - 1));
+          xs.push_back(attnRun(c, t, run * 8));
         }
-        Val a = b.named(b.butterfly(b.get(amax), {32, 16, 8, 4, 2, 1}, ir::OpCode::Max), "amax");
+        Val m = b.f32(0.0);
+        for (Val x : xs)
+          for (int e = 0; e < 8; ++e) {
+            Val v = b.bf16ToF32(b.extract(x, e));
+            m = b.max(m, b.bitcast(b.bitcast(v, Type::i32()) & c.i32(0x7fffffff), Type::f32()));  // |x|
+          }
+        Val a = b.named(b.butterfly(m, {32, 16, 8, 4, 2, 1}, ir::OpCode::Max), "amax");
         b.if_(c.lane == 0, [&] {
           Val scale = a * b.f32(static_cast<double>(kFp8InvMax));
           Val inv = b.select(a == b.f32(0.0), b.f32(0.0), b.rcp(scale));
@@ -78,14 +86,22 @@ void stageOprojPush(KernelContext& c, Val task) {
   Val token = b.named(b.min(T.bCol(), c.i32(L.rows - 1)), "token");
   Val inv = b.load(Type::f32(), redF32(c, kInvAt, token));
   ir::Var acc = b.var(b.splat(b.f32(0.0), 4), "acc");
-  Val s0 = part * partSteps;
-  b.for_(s0, s0 + partSteps, c.i32(1), [&](Val s) {
-    Val k0 = s * 32 + T.laneK0();  // the lane's first K of the step
-    Val bq = c.fp8x8(attnRun(c, token, k0), inv);
-    Val wOff = c.shuffledOffset(chan0 + T.aRow(), k0, K) + k0 % 16;
-    Val a = b.load(Type::i64(), b.ptrAdd(c.wo, wOff));
-    b.set(acc, T.step(b.get(acc), std::vector<Val>{a}, std::vector<Val>{bq}));
-  });
+  // The part's K steps, unrolled. Step st reads K kBase + 32 st of the row and the weight 512 bytes
+  // (one 32-byte K tile of 16 rows) past step 0's: laneK0 < 32, so K / 32 grows by st.
+  Val kBase = b.named(part * (partSteps * 32) + T.laneK0(), "kbase");
+  Val wBase = b.named(c.shuffledOffset(chan0 + T.aRow(), kBase, K) + kBase % 16, "wbase");
+  struct Step {
+    Val x, a;
+  };
+  const auto loadStep = [&](int st) {
+    return Step{attnRun(c, token, kBase + st * 32), b.load(Type::i64(), b.ptrAdd(c.wo, wBase + st * 512))};
+  };
+  for (int first = 0; first < partSteps; first += kOprojStepsAhead) {
+    std::vector<Step> group;
+    for (int st = first; st < std::min(first + kOprojStepsAhead, partSteps); ++st) group.push_back(loadStep(st));
+    for (const Step& in : group)
+      b.set(acc, T.step(b.get(acc), std::vector<Val>{in.a}, std::vector<Val>{c.fp8x8(in.x, inv)}));
+  }
   // [part][channel in the task][token]
   T.storeAcc(b.get(acc), c.red, [&](int i) {
     return (part * kTaskColumns + nt * 16 + T.accRow(i)) * c.i32(16) + T.accCol();
