@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "codegen/Compiler.h"
+#include "ir/Error.h"
 #include "ir/Verifier.h"
 #include "specs/minimax_m3/kernel/LayerSpec.h"
 #include "specs/minimax_m3/kernel/LayerVariant.h"
@@ -211,4 +212,25 @@ TEST_CASE("layer launch: the race detector finds nothing on the serving stack's 
   for (const std::string& f : stats.races) UNSCOPED_INFO(f);
   for (const std::string& f : stats.uninit) UNSCOPED_INFO(f);
   CHECK(stats.findings() == 0);
+}
+
+TEST_CASE("layer launch: the moe= knob refuses a8w4 until its stages exist", "[layer_launch][knobs]") {
+  const ModelConfig cfg = ModelConfig::reduced();
+  auto message = [&](const std::string& knobs) -> std::string {
+    ir::Key k = makeLayerKey(cfg, 2, 2);
+    k.knobs = knobs;
+    try {
+      LayerVariant::make(cfg, k);
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  CHECK(message("") == "");
+  CHECK(LayerVariant::make(cfg, makeLayerKey(cfg, 2, 2)).moe == MoeQuant::A16w4);
+  CHECK_THAT(message("moe=a8w4"), Catch::Contains("knob 'moe=a8w4': the layer's A8W4 MoE stages"));
+  CHECK_THAT(message("cache=atom,moe=a8w4"), Catch::Contains("not built yet"));
+  CHECK_THAT(message("moe=a16w4"), Catch::Contains("is the default"));
+  CHECK_THAT(message("moe=a4w4"), Catch::Contains("moe=a4w4: expected a16w4 or a8w4"));
+  CHECK_THAT(message("moe=bogus,moe=a8w4"), Catch::Contains("expected a16w4 or a8w4"));
 }

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <sstream>
+
 #include "ir/Error.h"
 #include "specs/minimax_m3/kernel/Spec.h"
 
@@ -13,6 +15,32 @@ ir::Key makeLayerKey(const ModelConfig& cfg, int rows, int tp, const AttentionKn
   k.specVersion = kLayerSpecVersion;
   return k;
 }
+
+namespace {
+
+/// The key's knob text without the layer's own "moe=" token, which sets `moe`.
+std::string attentionKnobText(const std::string& text, MoeQuant& moe, const std::string& where) {
+  std::stringstream ss(text);
+  std::string tok, rest;
+  bool seen = false;
+  while (std::getline(ss, tok, ',')) {
+    if (tok.rfind("moe=", 0) != 0) {
+      rest += (rest.empty() ? "" : ",") + tok;
+      continue;
+    }
+    if (seen) throw InputError(where, fmt::format("knob '{}': moe= is given twice", tok));
+    seen = true;
+    moe = parseMoeQuant(tok.substr(4), where);
+    if (moe == MoeQuant::A16w4)
+      throw InputError(where, "knob 'moe=a16w4' is the default, which a canonical key leaves out");
+  }
+  if (moe == MoeQuant::A8w4)
+    throw InputError(where, "knob 'moe=a8w4': the layer's A8W4 MoE stages (MXFP8 xn and mids on the scaled MFMA) "
+                            "are not built yet; expected moe=a16w4 (the default)");
+  return rest;
+}
+
+}  // namespace
 
 LayerVariant LayerVariant::make(const ModelConfig& cfg, const ir::Key& keyIn) {
   const std::string where = keyIn.variantName();
@@ -28,8 +56,9 @@ LayerVariant LayerVariant::make(const ModelConfig& cfg, const ir::Key& keyIn) {
   if (v.key.config.empty()) v.key.config = canon;
   if (v.key.config != canon)
     throw InputError(where, fmt::format("the key's config '{}' is not the model config's '{}'", v.key.config, canon));
-  v.knobs = AttentionKnobs::parse(keyIn.knobs, where);
-  if (v.knobs.canonical() != keyIn.knobs)
+  const std::string attnKnobs = attentionKnobText(keyIn.knobs, v.moe, where);
+  v.knobs = AttentionKnobs::parse(attnKnobs, where);
+  if (v.knobs.canonical() != attnKnobs)
     throw InputError(where, fmt::format("knobs '{}' are not canonical ('{}')", keyIn.knobs, v.knobs.canonical()));
   const int S = rowsOf(keyIn), TP = tpOf(keyIn);
   v.attention = AttentionVariant::make(cfg, makeAttentionKey(cfg, S, TP, v.knobs));

@@ -10,6 +10,7 @@
 #include "specs/minimax_m3/kernel/FfnVariant.h"
 #include "specs/minimax_m3/kernel/LayerPlacement.h"
 #include "specs/minimax_m3/kernel/ModelConfig.h"
+#include "specs/minimax_m3/kernel/MoeQuant.h"
 
 namespace monogen::specs::minimax_m3 {
 
@@ -23,6 +24,9 @@ struct LayerVariant {
   ModelConfig cfg;
   ir::Key key;  // key.config is cfg.attentionCanonical()
   AttentionKnobs knobs;
+  /// The experts' numerics, the layer's own knob "moe=" after the attention's (a16w4, the default;
+  /// a8w4 is refused until its stages exist).
+  MoeQuant moe = MoeQuant::A16w4;
   AttentionVariant attention;  // its layout's ardyOffset is set: attn_merge publishes ARDY
   FfnVariant ffn;              // the FFN launch's default knobs: o_proj reads `attn`
   /// The serving stack's placement of (S, TP): attn_split, attn_merge, push (and reduce), router,
