@@ -233,4 +233,10 @@ TEST_CASE("layer launch: the moe= knob refuses a8w4 until its stages exist", "[l
   CHECK_THAT(message("moe=a16w4"), Catch::Contains("is the default"));
   CHECK_THAT(message("moe=a4w4"), Catch::Contains("moe=a4w4: expected a16w4 or a8w4"));
   CHECK_THAT(message("moe=bogus,moe=a8w4"), Catch::Contains("expected a16w4 or a8w4"));
+  AttentionKnobs atom;
+  atom.mode = CacheMode::Atom;
+  CHECK(makeLayerKey(cfg, 2, 2, {}, MoeQuant::A8w4).knobs == "moe=a8w4");
+  CHECK(makeLayerKey(cfg, 2, 2, atom, MoeQuant::A8w4).knobs == "cache=atom,moe=a8w4");
+  CHECK(makeLayerKey(cfg, 2, 2, atom).knobs == "cache=atom");
+  CHECK_THAT(message(makeLayerKey(cfg, 2, 2, atom, MoeQuant::A8w4).knobs), Catch::Contains("not built yet"));
 }

@@ -204,6 +204,7 @@ Run addSim(CLI::App& app) {
       a.save = o->save;
       a.timing = timing;
       a.irIssue = o->irIssue;
+      a.moe = o->v.moe;
       return a;
     };
     if (isLayer(o->v)) {  // the layer launch: the attention launch's inputs, then the FFN's
@@ -212,8 +213,8 @@ Run addSim(CLI::App& app) {
                             "--wait-ticks"})
         if (optionGiven(o->v, n))
           throw InputError(n, "does not apply to sim --launch layer: it takes --config, --rows, --tp, --cache, "
-                              "--layer-type, --context, --share-sequence, --padded-rows, --seed, --seeds, --races "
-                              "and --timed");
+                              "--layer-type, --moe, --context, --share-sequence, --padded-rows, --seed, --seeds, "
+                              "--races and --timed");
       return simLayer(configOf(o->v), attentionOptions());
     }
     refuseOtherLaunchOptions(o->v,

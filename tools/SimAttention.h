@@ -18,6 +18,7 @@ struct SimAttentionOptions {
   int context = 128;           // keys each sequence holds before the launch
   std::string cache = "vllm";  // the cache mode knob
   std::string layer = "sparse";
+  std::string moe = "a16w4";   // the layer launch's moe knob
   bool share = false;          // the rows share one sequence (speculative verify)
   int paddedRows = 0;
   uint64_t seed = 1;

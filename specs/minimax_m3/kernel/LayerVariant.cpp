@@ -9,10 +9,11 @@
 
 namespace monogen::specs::minimax_m3 {
 
-ir::Key makeLayerKey(const ModelConfig& cfg, int rows, int tp, const AttentionKnobs& knobs) {
+ir::Key makeLayerKey(const ModelConfig& cfg, int rows, int tp, const AttentionKnobs& knobs, MoeQuant moe) {
   ir::Key k = makeAttentionKey(cfg, rows, tp, knobs);
   k.spec = kLayerSpecId;
   k.specVersion = kLayerSpecVersion;
+  if (moe != MoeQuant::A16w4) k.knobs += std::string(k.knobs.empty() ? "" : ",") + "moe=" + moeQuantName(moe);
   return k;
 }
 

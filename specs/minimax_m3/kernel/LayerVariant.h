@@ -38,7 +38,8 @@ struct LayerVariant {
   static LayerVariant make(const ModelConfig& cfg, const ir::Key& key);
 };
 
-/// A key of the layer launch for (S, TP) on cfg.
-ir::Key makeLayerKey(const ModelConfig& cfg, int rows, int tp, const AttentionKnobs& knobs = {});
+/// A key of the layer launch for (S, TP) on cfg: the attention's knobs, then moe= unless a16w4.
+ir::Key makeLayerKey(const ModelConfig& cfg, int rows, int tp, const AttentionKnobs& knobs = {},
+                     MoeQuant moe = MoeQuant::A16w4);
 
 }  // namespace monogen::specs::minimax_m3
