@@ -18,6 +18,7 @@
 #include "ir/Numerics.h"
 #include "runtime/Tensor.h"
 #include "specs/minimax_m3/kernel/ModelConfig.h"
+#include "specs/minimax_m3/reference/MoeA8w4Reference.h"
 #include "specs/minimax_m3/reference/MoeFloat64.h"
 #include "specs/minimax_m3/reference/MoeReference.h"
 #include "specs/minimax_m3/kernel/MoeTiling.h"
@@ -203,6 +204,98 @@ TEST_CASE("moe reference at hidden 6144 agrees with the float64 model", "[moe][r
   CHECK(a.over == 0);
   CHECK(a.overSigma == 0);
   CHECK(a.rmsErr <= 3.0 / 256.0 * a.rmsOut);
+}
+
+// ---------------------------------------------------------------------------------- A8W4
+
+namespace {
+
+/// Rank `rank`'s slice of expert e's logical weights, row-major as moeReferenceA8w4 reads them:
+/// w13 the rank's gate rows then its up rows [2 IP][hidden], w2 its columns [hidden][IP].
+struct RankExpert {
+  std::vector<uint8_t> c13, s13, c2, s2;
+  Mxfp4Rows w13, w2;
+  RankExpert(const ModelConfig& cfg, const TensorMap& logical, int e, int tp, int rank) {
+    const int64_t h = cfg.hidden, I = cfg.intermediate, ip = cfg.interPerRank(tp);
+    const uint8_t *lw13 = logical.at("w13").as<uint8_t>(), *ls13 = logical.at("s13").as<uint8_t>();
+    const uint8_t *lw2 = logical.at("w2").as<uint8_t>(), *ls2 = logical.at("s2").as<uint8_t>();
+    for (int64_t r = 0; r < 2 * ip; ++r) {
+      const int64_t src = e * 2 * I + (r < ip ? rank * ip + r : I + rank * ip + r - ip);
+      c13.insert(c13.end(), lw13 + src * (h / 2), lw13 + (src + 1) * (h / 2));
+      s13.insert(s13.end(), ls13 + src * (h / 32), ls13 + (src + 1) * (h / 32));
+    }
+    for (int64_t r = 0; r < h; ++r) {
+      const int64_t row = e * h + r;
+      c2.insert(c2.end(), lw2 + row * (I / 2) + rank * ip / 2, lw2 + row * (I / 2) + (rank + 1) * ip / 2);
+      s2.insert(s2.end(), ls2 + row * (I / 32) + rank * ip / 32, ls2 + row * (I / 32) + (rank + 1) * ip / 32);
+    }
+    w13 = {int(2 * ip), int(h), c13.data(), s13.data()};
+    w2 = {int(h), int(ip), c2.data(), s2.data()};
+  }
+};
+
+}  // namespace
+
+TEST_CASE("moe reference A8W4: each slot is moeReferenceA8w4, not A16W4; its float64 error", "[moe][reference][a8w4]") {
+  const ModelConfig cfg = ModelConfig::reduced();
+  const float limit = static_cast<float>(cfg.swigluLimit), alpha = static_cast<float>(cfg.swigluAlpha);
+  const int K = cfg.topk, H = cfg.hidden;
+  const double u = 1.0 / 256;
+  for (int S : {1, 3, 8, 16})
+    for (int TP : {1, 2, 4}) {
+      CAPTURE(S, TP);
+      const int IP = cfg.interPerRank(TP);
+      const TensorMap in = makeInputs(cfg, S, TP, reducedLogical(), 0x1000 + S);
+      const TensorMap a16 = moeReference(cfg, S, TP, in);
+      const TensorMap a8 = moeReference(cfg, S, TP, in, MoeExperts::All, nullptr, MoeQuant::A8w4);
+      // the router and the table are the quant's inputs, not its outputs
+      for (const char* n : {"rstd", "xn", "logits", "picks", "weights", "slot_expert", "slot_count", "slot_row", "slot_pick"})
+        CHECK(sameBytes(a16.at(n), a8.at(n)));
+      int64_t midSame = 0, midAll = 0, outSame = 0, mism = 0;
+      const int nSlots = static_cast<int>(a8.at("slot_count").numel());
+      for (int r = 0; r < TP; ++r) {
+        const HostTensor &mid8 = a8.at(rankName("mid", r)), &mid16 = a16.at(rankName("mid", r));
+        const HostTensor& contrib = a8.at(rankName("contrib", r));
+        for (int sl = 0; sl < nSlots; ++sl) {
+          const int rows = a8.at("slot_count").as<int32_t>()[sl], e = a8.at("slot_expert").as<int32_t>()[sl];
+          std::vector<uint16_t> x;
+          std::vector<float> w;
+          for (int c = 0; c < rows; ++c) {
+            const int t = a8.at("slot_row").as<int32_t>()[sl * 16 + c], pick = a8.at("slot_pick").as<int32_t>()[sl * 16 + c];
+            x.insert(x.end(), a8.at("xn").as<uint16_t>() + int64_t(t) * H, a8.at("xn").as<uint16_t>() + int64_t(t + 1) * H);
+            w.push_back(pick < K * S ? a8.at("weights").as<float>()[pick] : 1.0f);
+          }
+          const RankExpert re(cfg, reducedLogical(), e, TP, r);
+          const A8w4Expert want = moeReferenceA8w4(x.data(), w.data(), rows, re.w13, re.w2, limit, alpha);
+          for (int c = 0; c < rows; ++c) {
+            const int pick = a8.at("slot_pick").as<int32_t>()[sl * 16 + c];
+            for (int i = 0; i < IP; ++i) {
+              const int64_t o = (int64_t(sl) * 16 + c) * IP + i;
+              mism += mid8.as<uint16_t>()[o] != want.mid[size_t(c) * IP + i];
+              midSame += mid8.as<uint16_t>()[o] == mid16.as<uint16_t>()[o];
+              ++midAll;
+            }
+            for (int h = 0; h < H; ++h) {
+              const float d = contrib.as<float>()[int64_t(pick) * H + h];
+              mism += std::bit_cast<uint32_t>(d) != std::bit_cast<uint32_t>(want.down[size_t(c) * H + h]);
+              mism += std::bit_cast<uint32_t>(d * w[c]) != std::bit_cast<uint32_t>(want.out[size_t(c) * H + h]);
+            }
+          }
+        }
+      }
+      CHECK(mism == 0);
+      for (int64_t i = 0; i < int64_t(S) * H; ++i) outSame += a8.at("out").as<uint16_t>()[i] == a16.at("out").as<uint16_t>()[i];
+      CHECK(midSame < midAll / 2);   // the MXFP8 xn changes most mids' bf16 bits
+      CHECK(outSame < S * H / 2);
+      const MoeFloat64Result d = moeFloat64(cfg, S, TP, in);
+      const Agreement e16 = compare(cfg, S, a16, d), e8 = compare(cfg, S, a8, d);
+      std::printf("moe vs float64 S=%2d TP=%d: rms err / rms out a16w4 %.2e (%.2f u), a8w4 %.2e (%.2f u); "
+                  "max err / sigma a16w4 %.2f, a8w4 %.1f; mids equal %lld of %lld\n",
+                  S, TP, e16.rmsErr / e16.rmsOut, e16.rmsErr / e16.rmsOut / u, e8.rmsErr / e8.rmsOut,
+                  e8.rmsErr / e8.rmsOut / u, e16.maxSigmas, e8.maxSigmas, (long long)midSame, (long long)midAll);
+      CHECK(e8.rmsErr > 2 * e16.rmsErr);    // MXFP8 adds about 16x bf16's error a value
+      CHECK(e8.rmsErr < 0.1 * e8.rmsOut);   // stated tolerance: moeReferenceA8w4's one-expert 0.1
+    }
 }
 
 // ---------------------------------------------------------------------------------- routing

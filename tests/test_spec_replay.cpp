@@ -22,7 +22,7 @@ namespace {
 /// Every output of a launch against the references for its inputs; the first mismatch, if any.
 std::optional<Mismatch> wrongOutput(const ModelConfig& cfg, int S, int TP, const TensorMap& in, const SimRun& run,
                                     RefNumerics numerics = RefNumerics::Ir) {
-  return firstMismatch(run.outputs, launchReferenceOutputs(cfg, S, TP, in, MoeExperts::All, numerics));
+  return firstMismatch(run.outputs, launchReferenceOutputs(cfg, S, TP, in, MoeExperts::All, MoeQuant::A16w4, numerics));
 }
 
 }  // namespace

@@ -114,7 +114,7 @@ int checkLayer(const VariantOptions& vo, const CheckLaunchOptions& o) {
   CheckedLaunch c{"layer", v.key, vo.tp, cfg.blocks, cfg.threads, generatorOf(vo, cfg), {}, {}};
   c.prepare = [&](mm::RefNumerics numerics) {
     in = mm::makeLayerInputs(cfg, vo.rows, vo.tp, o.seed, io);
-    ref = mm::layerReference(cfg, in, numerics);
+    ref = mm::layerReference(cfg, in, v.moe, numerics);
     return fmt::format("seed {}, {}; the FFN's natural routing", o.seed, io.describe());
   };
   c.run = [&](runtime::Device& dev, const runtime::CodeObjectBytes& code, const ir::Plan& plan) {

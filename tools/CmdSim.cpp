@@ -206,6 +206,7 @@ Run addSim(CLI::App& app) {
       a.save = o->save;
       a.timing = timing;
       a.irIssue = o->irIssue;
+      a.moe = o->v.moe;
       return a;
     };
     if (isLayer(o->v)) {  // the layer launch: the attention launch's inputs, then the FFN's
@@ -214,7 +215,8 @@ Run addSim(CLI::App& app) {
                             "--wait-ticks"})
         if (optionGiven(o->v, n))
           throw InputError(n, "does not apply to sim --launch layer: it takes --config, --rows, --tp, --cache, "
-                              "--layer-type, --context, --ag-rs-from, --share-sequence, --padded-rows, --seed, --seeds, "
+                              "--layer-type, --moe, --context, --ag-rs-from, --share-sequence, --padded-rows, --seed, "
+                              "--seeds, "
                               "--races and --timed");
       return simLayer(configOf(o->v), attentionOptions());
     }

@@ -19,6 +19,7 @@ struct SimAttentionOptions {
   std::string cache = "vllm";  // the cache mode knob
   std::string layer = "sparse";
   int agRsFrom = 12;           // the layer launch: its ag_rs_from knob
+  std::string moe = "a16w4";   // the layer launch's moe knob
   bool share = false;          // the rows share one sequence (speculative verify)
   int paddedRows = 0;
   uint64_t seed = 1;

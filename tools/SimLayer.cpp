@@ -19,14 +19,15 @@ namespace mm = specs::minimax_m3;
 
 int simLayer(const mm::ModelConfig& cfg, const SimAttentionOptions& o) {
   const mm::AttentionKnobs knobs = attentionKnobsOf(o.cache, o.layer);
-  const mm::LayerVariant v = mm::LayerVariant::make(cfg, mm::makeLayerKey(cfg, o.rows, o.tp, knobs, {.agRsFrom = o.agRsFrom}));
+  const mm::LayerVariant v = mm::LayerVariant::make(
+      cfg, mm::makeLayerKey(cfg, o.rows, o.tp, knobs, {.agRsFrom = o.agRsFrom}, mm::parseMoeQuant(o.moe, "--moe")));
   const ir::Plan plan = mm::buildLayerPlan(v);
   ir::verify(plan);
   const mm::AttentionInputOptions io = attentionInputOptions(o, knobs);
   fmt::print("{} on the Sim device: {} ranks x {} CTAs x {} threads\n", plan.key.variantName(), o.tp, cfg.blocks,
              cfg.threads);
   const mm::LayerInputs in = mm::makeLayerInputs(cfg, o.rows, o.tp, o.seed, io);
-  const mm::LayerReference ref = mm::layerReference(cfg, in);
+  const mm::LayerReference ref = mm::layerReference(cfg, in, v.moe);
   fmt::print("inputs: seed {}, {}; the FFN's natural routing\n", o.seed, io.describe());
   std::fflush(stdout);
   const auto timing = timingFor(o.timing, o.irIssue, plan);

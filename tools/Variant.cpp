@@ -60,6 +60,8 @@ void addVariantOptions(CLI::App* app, VariantOptions& o, bool rowsTp) {
   app->add_option("--layer-type,--layer", o.layerType,
                   "--launch attention or layer: the layer type, sparse (the indexer's selections) or full (every key)")
       ->check(CLI::IsMember({"sparse", "full"}));
+  app->add_option("--moe", o.moe, "--launch layer: the experts' numerics, a16w4 or a8w4 (the key's moe knob)")
+      ->check(CLI::IsMember({"a16w4", "a8w4"}));
   o.app = app;
 }
 
@@ -103,7 +105,7 @@ void refuseForLayer(const VariantOptions& o, std::initializer_list<const char*> 
                           "--wide-from and --ag-rs-from alone");
   };
   for (const char* n : {"--spec", "--arch", "--sum", "--scales", "--input", "--trace", "--drop-mark", "--no-cache",
-                        "--cache", "--layer-type", "--context"})
+                        "--cache", "--layer-type", "--context", "--moe"})
     refuse(n);
   for (const char* n : others) refuse(n);
 }
@@ -124,6 +126,7 @@ void refuseOtherLaunchOptions(const VariantOptions& o, std::initializer_list<con
       if (given(n)) throw InputError(n, "is an option of the FFN launch: not with --launch layer");
     return;
   }
+  if (given("--moe")) throw InputError("--moe", "is an option of --launch layer: not with the FFN or attention launch");
   if (isAttention(o)) {
     if (o.launch != "attention" && given("--launch"))
       throw InputError("--launch", fmt::format("'{}' with --spec {}: expected attention or no --launch", o.launch, o.spec));

@@ -34,6 +34,7 @@ struct VariantOptions {
   std::string launch = "ffn";       // --launch: ffn, attention (spec minimax_m3.attention) or layer
   std::string cache = "vllm";       // --cache (attention): the KV cache mode, vllm or atom
   std::string layerType = "sparse";  // --layer-type (attention): sparse or full
+  std::string moe = "a16w4";        // --moe (layer): the experts' numerics, a16w4 or a8w4
   int context = 128;                // --context (attention, commands that run it): keys a sequence holds
   int agRsFrom = 12;                // --ag-rs-from (layer, commands that run it): the key's ag_rs_from knob
   const CLI::App* app = nullptr;    // the command the options were added to (which were given)

@@ -4,7 +4,6 @@
 
 #include <charconv>
 #include <sstream>
-#include <utility>
 
 #include "ir/Error.h"
 #include "specs/minimax_m3/kernel/Spec.h"
@@ -14,15 +13,30 @@ namespace monogen::specs::minimax_m3 {
 namespace {
 
 constexpr const char* kAgRsFromKnob = "ag_rs_from=";
+constexpr const char* kMoeKnob = "moe=";
 
-/// The attention knobs' text and the placement's knobs of a layer key's knob text (comma-separated).
-std::pair<std::string, LayerPlacementKnobs> splitKnobs(const std::string& text, const std::string& where) {
-  std::string attn;
-  LayerPlacementKnobs pk;
+/// The layer's knobs a key's knob text (comma-separated) holds.
+struct LayerKnobText {
+  std::string attention;  // the attention launch's knobs
+  LayerPlacementKnobs placement;
+  MoeQuant moe = MoeQuant::A16w4;
+};
+
+LayerKnobText splitKnobs(const std::string& text, const std::string& where) {
+  LayerKnobText out;
+  bool moeSeen = false;
   std::istringstream in(text);
   for (std::string tok; std::getline(in, tok, ',');) {
+    if (tok.rfind(kMoeKnob, 0) == 0) {
+      if (moeSeen) throw InputError(where, fmt::format("knob '{}': moe= is given twice", tok));
+      moeSeen = true;
+      out.moe = parseMoeQuant(tok.substr(std::string(kMoeKnob).size()), where);
+      if (out.moe == MoeQuant::A16w4)
+        throw InputError(where, "knob 'moe=a16w4' is the default, which a canonical key leaves out");
+      continue;
+    }
     if (tok.rfind(kAgRsFromKnob, 0) != 0) {
-      attn += (attn.empty() ? "" : ",") + tok;
+      out.attention += (out.attention.empty() ? "" : ",") + tok;
       continue;
     }
     const std::string value = tok.substr(std::string(kAgRsFromKnob).size());
@@ -30,13 +44,17 @@ std::pair<std::string, LayerPlacementKnobs> splitKnobs(const std::string& text, 
     const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
     if (ec != std::errc{} || end != value.data() + value.size())
       throw InputError(where, fmt::format("knob '{}': expected ag_rs_from=<rows>", tok));
-    pk.agRsFrom = n;
+    out.placement.agRsFrom = n;
   }
-  return {attn, pk};
+  if (out.moe == MoeQuant::A8w4)
+    throw InputError(where, "knob 'moe=a8w4': the layer's A8W4 MoE stages (MXFP8 xn and mids on the scaled MFMA) "
+                            "are not built yet; expected moe=a16w4 (the default)");
+  return out;
 }
 
-std::string layerKnobText(const AttentionKnobs& knobs, const LayerPlacementKnobs& pk) {
+std::string layerKnobText(const AttentionKnobs& knobs, const LayerPlacementKnobs& pk, MoeQuant moe) {
   std::string t = knobs.canonical();
+  if (moe != MoeQuant::A16w4) t += fmt::format("{}{}{}", t.empty() ? "" : ",", kMoeKnob, moeQuantName(moe));
   if (pk.agRsFrom != LayerPlacementKnobs{}.agRsFrom)
     t += fmt::format("{}{}{}", t.empty() ? "" : ",", kAgRsFromKnob, pk.agRsFrom);
   return t;
@@ -45,11 +63,11 @@ std::string layerKnobText(const AttentionKnobs& knobs, const LayerPlacementKnobs
 }  // namespace
 
 ir::Key makeLayerKey(const ModelConfig& cfg, int rows, int tp, const AttentionKnobs& knobs,
-                     const LayerPlacementKnobs& placement) {
+                     const LayerPlacementKnobs& placement, MoeQuant moe) {
   ir::Key k = makeAttentionKey(cfg, rows, tp, knobs);
   k.spec = kLayerSpecId;
   k.specVersion = kLayerSpecVersion;
-  k.knobs = layerKnobText(knobs, placement);
+  k.knobs = layerKnobText(knobs, placement, moe);
   return k;
 }
 
@@ -67,12 +85,13 @@ LayerVariant LayerVariant::make(const ModelConfig& cfg, const ir::Key& keyIn) {
   if (v.key.config.empty()) v.key.config = canon;
   if (v.key.config != canon)
     throw InputError(where, fmt::format("the key's config '{}' is not the model config's '{}'", v.key.config, canon));
-  auto [attnKnobs, placementKnobs] = splitKnobs(keyIn.knobs, where);
-  v.knobs = AttentionKnobs::parse(attnKnobs, where);
-  v.placementKnobs = placementKnobs;
-  if (layerKnobText(v.knobs, placementKnobs) != keyIn.knobs)
+  const LayerKnobText parts = splitKnobs(keyIn.knobs, where);
+  v.knobs = AttentionKnobs::parse(parts.attention, where);
+  v.placementKnobs = parts.placement;
+  v.moe = parts.moe;
+  if (layerKnobText(v.knobs, v.placementKnobs, v.moe) != keyIn.knobs)
     throw InputError(where, fmt::format("knobs '{}' are not canonical ('{}')", keyIn.knobs,
-                                        layerKnobText(v.knobs, placementKnobs)));
+                                        layerKnobText(v.knobs, v.placementKnobs, v.moe)));
   const int S = rowsOf(keyIn), TP = tpOf(keyIn);
   v.attention = AttentionVariant::make(cfg, makeAttentionKey(cfg, S, TP, v.knobs));
   v.ffn = FfnVariant::make(cfg, makeKey(cfg, S, TP));

@@ -10,6 +10,7 @@
 #include "specs/minimax_m3/kernel/FfnVariant.h"
 #include "specs/minimax_m3/kernel/LayerPlacement.h"
 #include "specs/minimax_m3/kernel/ModelConfig.h"
+#include "specs/minimax_m3/kernel/MoeQuant.h"
 
 namespace monogen::specs::minimax_m3 {
 
@@ -23,9 +24,12 @@ struct LayerVariant {
   ModelConfig cfg;
   ir::Key key;  // key.config is cfg.attentionCanonical()
   AttentionKnobs knobs;
-  /// The placement's knobs the key carries: ",ag_rs_from=N" after the attention knobs when it is not
-  /// the default (the FFN output's all-reduce is reduce-scatter + all-gather from S = N).
+  /// The placement's knobs the key carries: ",ag_rs_from=N" when it is not the default (the
+  /// all-reduces are reduce-scatter + all-gather from S = N).
   LayerPlacementKnobs placementKnobs;
+  /// The experts' numerics, the layer's own knob "moe=" (a16w4, the default; a8w4 is refused
+  /// until its stages exist).
+  MoeQuant moe = MoeQuant::A16w4;
   AttentionVariant attention;  // its layout's ardyOffset is set: attn_merge publishes ARDY
   FfnVariant ffn;              // the FFN launch's default knobs: o_proj reads `attn`
   /// The serving stack's placement of (S, TP): attn_split, attn_merge, push (and reduce), router,
@@ -37,8 +41,9 @@ struct LayerVariant {
   static LayerVariant make(const ModelConfig& cfg, const ir::Key& key);
 };
 
-/// A key of the layer launch for (S, TP) on cfg.
+/// A key of the layer launch for (S, TP) on cfg: the attention's knobs, then moe= unless a16w4,
+/// then ag_rs_from= unless the placement's default.
 ir::Key makeLayerKey(const ModelConfig& cfg, int rows, int tp, const AttentionKnobs& knobs = {},
-                     const LayerPlacementKnobs& placement = {});
+                     const LayerPlacementKnobs& placement = {}, MoeQuant moe = MoeQuant::A16w4);
 
 }  // namespace monogen::specs::minimax_m3

@@ -13,16 +13,18 @@ namespace {
 
 namespace mf = ir::mfma;
 
-/// MXFP8 rows: codes [16][k], scales [16][k / 32]; rows past `rows` are zero under code 0.
+/// MXFP8 rows: codes [16][k], scales [16][k / 32] (k % 128 == 0); rows past `rows` and K past the
+/// quantized width are zero under code 0.
 struct Mxfp8Rows {
   int k = 0;
   std::vector<uint8_t> codes, scales;
 };
 
-Mxfp8Rows quantizeRows(const std::vector<float>& x, int rows, int k) {
+Mxfp8Rows quantizeRows(const float* x, int rows, int width) {
+  const int k = (width + 127) / 128 * 128;
   Mxfp8Rows q{k, std::vector<uint8_t>(16 * static_cast<size_t>(k), 0), std::vector<uint8_t>(16 * static_cast<size_t>(k / 32), 0)};
   for (int r = 0; r < rows; ++r)
-    mxfp8Quantize(x.data() + static_cast<size_t>(r) * k, static_cast<size_t>(k), q.codes.data() + static_cast<size_t>(r) * k,
+    mxfp8Quantize(x + static_cast<size_t>(r) * width, static_cast<size_t>(width), q.codes.data() + static_cast<size_t>(r) * k,
                   q.scales.data() + static_cast<size_t>(r) * (k / 32));
   return q;
 }
@@ -37,12 +39,12 @@ void scaledTile(const Mxfp8Rows& a, const Mxfp4Rows& w, int col0, float d[16][16
       for (int e = 0; e < 32; ++e) ab[l][e] = a.codes[static_cast<size_t>(i) * a.k + 128 * s + mf::scaledAK(l, e)];
       for (int n = 0; n < 32; ++n) {
         const int k = 128 * s + mf::scaledBK(l, n);
-        const uint8_t c = j < w.rows ? (w.codes[static_cast<size_t>(j) * (w.cols / 2) + k / 2] >> (4 * (k % 2))) & 0xf : 0;
+        const uint8_t c = j < w.rows && k < w.cols ? (w.codes[static_cast<size_t>(j) * (w.cols / 2) + k / 2] >> (4 * (k % 2))) & 0xf : 0;
         bb[l][n / 2] = static_cast<uint8_t>(bb[l][n / 2] | c << (4 * (n % 2)));
       }
       const int t = l / 16;  // lane l carries the scales of block t of row / column l % 16
       sa[l] = a.scales[static_cast<size_t>(i) * (a.k / 32) + 4 * s + t];
-      sb[l] = j < w.rows ? w.scales[static_cast<size_t>(j) * (w.cols / 32) + 4 * s + t] : 127;
+      sb[l] = j < w.rows && 128 * s + 32 * t < w.cols ? w.scales[static_cast<size_t>(j) * (w.cols / 32) + 4 * s + t] : 127;
     }
     mf::runScaled(&ab[0][0], &bb[0][0], sa, sb, &acc[0][0]);
   }
@@ -50,8 +52,12 @@ void scaledTile(const Mxfp8Rows& a, const Mxfp4Rows& w, int col0, float d[16][16
     for (int r = 0; r < 4; ++r) d[mf::dRow(l, r)][mf::dCol(l, r)] = acc[l][r];
 }
 
-/// out[rows][w.rows] = the scaled dots of the quantized rows with every weight row.
-std::vector<float> scaledGemm(const Mxfp8Rows& a, int rows, const Mxfp4Rows& w) {
+}  // namespace
+
+std::vector<float> a8w4Gemm(const float* x, int rows, const Mxfp4Rows& w) {
+  if (rows < 0 || rows > 16 || w.cols % 32)
+    throw std::invalid_argument("a8w4Gemm: rows <= 16 and the weight's K % 32 == 0");
+  const Mxfp8Rows a = quantizeRows(x, rows, w.cols);
   std::vector<float> out(static_cast<size_t>(rows) * w.rows);
   for (int c0 = 0; c0 < w.rows; c0 += 16) {
     float d[16][16];
@@ -62,16 +68,14 @@ std::vector<float> scaledGemm(const Mxfp8Rows& a, int rows, const Mxfp4Rows& w) 
   return out;
 }
 
-}  // namespace
-
 A8w4Expert moeReferenceA8w4(const uint16_t* xn, const float* weight, int rows, const Mxfp4Rows& w13,
-                            const Mxfp4Rows& w2, float limit, float alpha) {
+                            const Mxfp4Rows& w2, float limit, float alpha, RefNumerics numerics) {
   const int hidden = w13.cols, inter = w13.rows / 2;
-  if (rows < 0 || rows > 16 || hidden % 128 || inter % 128 || w2.rows != hidden || w2.cols != inter)
-    throw std::invalid_argument("moeReferenceA8w4: rows <= 16, w13 [2 I][hidden], w2 [hidden][I], I and hidden % 128 == 0");
+  if (rows < 0 || rows > 16 || hidden % 32 || inter % 32 || w2.rows != hidden || w2.cols != inter)
+    throw std::invalid_argument("moeReferenceA8w4: rows <= 16, w13 [2 I][hidden], w2 [hidden][I], I and hidden % 32 == 0");
   std::vector<float> x(static_cast<size_t>(rows) * hidden);
   for (size_t i = 0; i < x.size(); ++i) x[i] = ir::num::bf16ToF32(xn[i]);
-  const std::vector<float> gu = scaledGemm(quantizeRows(x, rows, hidden), rows, w13);
+  const std::vector<float> gu = a8w4Gemm(x.data(), rows, w13);
   A8w4Expert r;
   r.gate.resize(static_cast<size_t>(rows) * inter);
   r.up.resize(r.gate.size());
@@ -82,13 +86,13 @@ A8w4Expert moeReferenceA8w4(const uint16_t* xn, const float* weight, int rows, c
       const size_t o = static_cast<size_t>(t) * inter + n;
       r.gate[o] = gu[static_cast<size_t>(t) * 2 * inter + n];
       r.up[o] = gu[static_cast<size_t>(t) * 2 * inter + inter + n];
-      r.mid[o] = ir::num::f32ToBf16(swigluOai(r.gate[o], r.up[o], limit, alpha));
+      r.mid[o] = ir::num::f32ToBf16(swigluOai(r.gate[o], r.up[o], limit, alpha, numerics));
       mid[o] = ir::num::bf16ToF32(r.mid[o]);
     }
-  const std::vector<float> down = scaledGemm(quantizeRows(mid, rows, inter), rows, w2);
-  r.out.resize(down.size());
+  r.down = a8w4Gemm(mid.data(), rows, w2);
+  r.out.resize(r.down.size());
   for (int t = 0; t < rows; ++t)
-    for (int h = 0; h < hidden; ++h) r.out[static_cast<size_t>(t) * hidden + h] = down[static_cast<size_t>(t) * hidden + h] * weight[t];
+    for (int h = 0; h < hidden; ++h) r.out[static_cast<size_t>(t) * hidden + h] = r.down[static_cast<size_t>(t) * hidden + h] * weight[t];
   return r;
 }
 

@@ -11,6 +11,7 @@
 #include "ir/Error.h"
 #include "ir/Numerics.h"
 #include "specs/minimax_m3/kernel/WeightContract.h"
+#include "specs/minimax_m3/reference/MoeA8w4Reference.h"
 
 namespace monogen::specs::minimax_m3 {
 
@@ -156,6 +157,9 @@ std::vector<float> dequant(const ExpertMatrix& m) {
   return w;
 }
 
+/// Row t of the reference's published XN (bf16 bits).
+const uint16_t* xnRowBits(const TensorMap& out, int t, int H) { return out.at("xn").as<uint16_t>() + int64_t(t) * H; }
+
 }  // namespace
 
 std::vector<bool> moeValidRows(const TensorMap& in, int S) {
@@ -179,7 +183,7 @@ std::vector<bool> moeValidRows(const TensorMap& in, int S) {
 // ---------------------------------------------------------------- the launch
 
 TensorMap moeReference(const ModelConfig& cfg, int S, int TP, const TensorMap& in, MoeExperts experts,
-                       const TensorMap* acts, RefNumerics numerics) {
+                       const TensorMap* acts, MoeQuant quant, RefNumerics numerics) {
   const MoeTiling T = MoeTiling::derive(cfg, TP, "moeReference");
   if (S < 1 || S > cfg.maxRows || S > 16)
     throw InputError("moeReference", fmt::format("S = {}: expected 1..{}", S, std::min(cfg.maxRows, 16)));
@@ -311,6 +315,27 @@ TensorMap moeReference(const ModelConfig& cfg, int S, int TP, const TensorMap& i
     for (int u = 0; u < nSlots; ++u) {
       const Slot& sl = slots[u];
       if (sl.rows.empty()) continue;
+      if (quant == MoeQuant::A8w4) {
+        // up and down (A8W4): the slot's rows as moeReferenceA8w4's rows, in column order; the
+        // down dot unweighted into CONTRIB (the combine below weighs it).
+        const ExpertMatrix m13 = expertMatrix(*rankW[r].w13, *rankW[r].s13, sl.expert);
+        const ExpertMatrix m2 = expertMatrix(*rankW[r].w2, *rankW[r].s2, sl.expert);
+        const int rows = static_cast<int>(sl.rows.size());
+        std::vector<uint16_t> x(static_cast<size_t>(rows) * H);
+        for (int c = 0; c < rows; ++c)
+          std::copy_n(xnRowBits(out, sl.rows[c], H), H, x.begin() + static_cast<ptrdiff_t>(c) * H);
+        const std::vector<float> ones(static_cast<size_t>(rows), 1.0f);
+        const A8w4Expert e = moeReferenceA8w4(
+            x.data(), ones.data(), rows, {int(m13.rows), int(m13.k), m13.codes.data(), m13.scales.data()},
+            {int(m2.rows), int(m2.k), m2.codes.data(), m2.scales.data()}, limit, alpha, numerics);
+        for (int c = 0; c < rows; ++c) {
+          std::copy_n(e.mid.begin() + static_cast<ptrdiff_t>(c) * IP, IP,
+                      midT.as<uint16_t>() + (int64_t(u) * 16 + c) * IP);
+          std::copy_n(e.down.begin() + static_cast<ptrdiff_t>(c) * H, H,
+                      contribT.as<float>() + int64_t(sl.picks[c]) * H);
+        }
+        continue;
+      }
       const std::vector<float> w13 = dequant(expertMatrix(*rankW[r].w13, *rankW[r].s13, sl.expert));
       // up (stage_up): tile pair j = rows 16 j .. of the gate and the up half. Wave w sums its
       // K steps [w upWaveSteps, ..) from 0 (a16w4Dot); gate = 0 + acc_0 + ... + acc_{waves-1}

@@ -10,6 +10,7 @@
 #include "specs/minimax_m3/kernel/ModelConfig.h"
 #include "specs/minimax_m3/kernel/Knobs.h"
 #include "specs/minimax_m3/kernel/LaunchArgs.h"
+#include "specs/minimax_m3/kernel/MoeQuant.h"
 #include "specs/minimax_m3/kernel/MoeTiling.h"
 #include "specs/minimax_m3/reference/RefNumerics.h"
 
@@ -53,10 +54,11 @@ void routeToken(const float* logits, const float* bias, int E, int K, float rout
 
 /// The reference of one launch for all TP ranks: `in` (or `acts` for sres / ssq) as listed in
 /// docs/reference-numerics.md, "moeReference's tensors"; returns rstd, xn, logits, picks,
-/// weights, the slot table, mid.rR, contrib.rR, down.rR and out.
+/// weights, the slot table, mid.rR, contrib.rR, down.rR and out. `quant` picks the experts'
+/// numerics (A8W4: each slot's up and down as moeReferenceA8w4).
 runtime::TensorMap moeReference(const ModelConfig& cfg, int S, int TP, const runtime::TensorMap& in,
                                 MoeExperts experts = MoeExperts::All, const runtime::TensorMap* acts = nullptr,
-                                RefNumerics n = RefNumerics::Ir);
+                                MoeQuant quant = MoeQuant::A16w4, RefNumerics n = RefNumerics::Ir);
 
 /// The row-valid mask of `in` (slots / valid / all), S rows.
 std::vector<bool> moeValidRows(const runtime::TensorMap& in, int S);

@@ -37,7 +37,7 @@ LayerInputs makeLayerInputs(const ModelConfig& cfg, int S, int TP, uint64_t seed
   return in;
 }
 
-LayerReference layerReference(const ModelConfig& cfg, const LayerInputs& in, RefNumerics numerics) {
+LayerReference layerReference(const ModelConfig& cfg, const LayerInputs& in, MoeQuant quant, RefNumerics numerics) {
   const int S = in.attention.S, TP = in.attention.TP;
   LayerReference ref;
   ref.attention = attentionReference(cfg, in.attention, numerics);
@@ -47,7 +47,7 @@ LayerReference layerReference(const ModelConfig& cfg, const LayerInputs& in, Ref
         tensorOf(DType::BF16, {S, int64_t(ref.attention.ranks[r].attn.size()) / S}, ref.attention.ranks[r].attn);
   m[arg::kResIn] = tensorOf(DType::BF16, {S, cfg.hidden}, ref.attention.h);
   rederiveDerivedInputs(cfg, S, TP, FfnInput::Attn, m, numerics);  // part, sres, ssq from the rows and residual
-  ref.ffn = launchReferenceOutputs(cfg, S, TP, m, MoeExperts::All, numerics);
+  ref.ffn = launchReferenceOutputs(cfg, S, TP, m, MoeExperts::All, quant, numerics);
   return ref;
 }
 

@@ -30,8 +30,9 @@ struct LayerReference {
   runtime::TensorMap ffn;  // launchReferenceOutputs on attn.rR := the rows, res_in := h
 };
 /// The attention reference, then the FFN launch's reference on its rows and residual, both under
-/// `numerics` (RefNumerics.h: Ir for the Sim, Gfx950Run for the executor).
-LayerReference layerReference(const ModelConfig& cfg, const LayerInputs& in, RefNumerics numerics = RefNumerics::Ir);
+/// `numerics` (RefNumerics.h: Ir for the Sim, Gfx950Run for the executor), the experts under `quant`.
+LayerReference layerReference(const ModelConfig& cfg, const LayerInputs& in, MoeQuant quant = MoeQuant::A16w4,
+                              RefNumerics numerics = RefNumerics::Ir);
 
 struct LayerSimRun {
   AttentionSimRun attention;  // its error words are the launch's (one error word a rank)

@@ -53,10 +53,10 @@ DType dtypeOf(ir::Scalar s) {
 }  // namespace
 
 TensorMap moeReferenceOutputs(const ModelConfig& cfg, int rows, int tp, const TensorMap& inputs,
-                              const TensorMap& runOutputs, MoeExperts experts, RefNumerics numerics) {
+                              const TensorMap& runOutputs, MoeExperts experts, MoeQuant quant, RefNumerics numerics) {
   const TensorMap acts{{"sres", runOutputs.at("sres.r0")}, {"ssq", runOutputs.at("ssq.r0")}};
   const TensorMap ref =
-      moeReference(cfg, rows, tp, inputs, experts, &acts, numerics);
+      moeReference(cfg, rows, tp, inputs, experts, &acts, quant, numerics);
   TensorMap out;
   for (int r = 0; r < tp; ++r) {
     for (const char* n : {"rstd", "xn", "picks", "weights", "slot_expert", "slot_count", "slot_row", "slot_pick",
@@ -471,15 +471,16 @@ TensorMap referenceOutputs(const ModelConfig& cfg, int rows, int tp, const Tenso
 }
 
 TensorMap launchReferenceOutputs(const ModelConfig& cfg, int rows, int tp, const TensorMap& inputs,
-                                 MoeExperts experts, RefNumerics numerics) {
+                                 MoeExperts experts, MoeQuant quant, RefNumerics numerics) {
   TensorMap want = referenceOutputs(cfg, rows, tp, inputs);
-  for (auto& [name, t] : moeReferenceOutputs(cfg, rows, tp, inputs, want, experts, numerics)) want[name] = std::move(t);
+  for (auto& [name, t] : moeReferenceOutputs(cfg, rows, tp, inputs, want, experts, quant, numerics))
+    want[name] = std::move(t);
   for (auto& [name, t] : oprojReferenceOutputs(cfg, rows, tp, inputs, numerics)) want[name] = std::move(t);
   return want;
 }
 
 TensorMap launchReferenceOutputs(const FfnVariant& v, const TensorMap& inputs, RefNumerics numerics) {
-  return launchReferenceOutputs(v.cfg, v.layout.rows, v.layout.tp, inputs, v.knobs.experts, numerics);
+  return launchReferenceOutputs(v.cfg, v.layout.rows, v.layout.tp, inputs, v.knobs.experts, MoeQuant::A16w4, numerics);
 }
 
 TensorMap oprojReferenceOutputs(const ModelConfig& cfg, int rows, int tp, const TensorMap& inputs, RefNumerics numerics) {

@@ -29,10 +29,10 @@ namespace monogen::specs::minimax_m3 {
 /// moeReference's outputs in runOnSim's naming for every rank r: rstd.rR, xn.rR, picks.rR,
 /// weights.rR, slot_expert.rR, slot_count.rR, slot_row.rR, slot_pick.rR (CTA 0's table),
 /// mid.rR (used columns), down.rR (rank R's partial as every rank received it, read on rank 0)
-/// and out.rR, fed `run`'s own sres.r0 / ssq.r0. The knob comes from `experts`.
+/// and out.rR, fed `run`'s own sres.r0 / ssq.r0. The knobs come from `experts` and `quant`.
 runtime::TensorMap moeReferenceOutputs(const ModelConfig& cfg, int rows, int tp, const runtime::TensorMap& inputs,
                                        const runtime::TensorMap& runOutputs, MoeExperts experts = MoeExperts::All,
-                                       RefNumerics numerics = RefNumerics::Ir);
+                                       MoeQuant quant = MoeQuant::A16w4, RefNumerics numerics = RefNumerics::Ir);
 
 /// How one launch is fed, with the fault knobs the tests use.
 struct LaunchParams {
@@ -164,9 +164,10 @@ runtime::TensorMap oprojReferenceOutputs(const ModelConfig& cfg, int rows, int t
 
 /// Every output's reference in runOnSim's naming, the whole launch: oprojReferenceOutputs (with
 /// o_proj in the launch), referenceOutputs (the all-reduce's) plus moeReferenceOutputs fed the reference all-reduce's SRES / SSQ, computed
-/// under `numerics` (RefNumerics.h: Ir for the Sim device, Gfx950Run for the executor).
+/// under `numerics` (RefNumerics.h: Ir for the Sim device, Gfx950Run for the executor), the
+/// experts under `quant` (the layer launch's knob; the FFN launch is A16W4).
 runtime::TensorMap launchReferenceOutputs(const ModelConfig& cfg, int rows, int tp, const runtime::TensorMap& inputs,
-                                          MoeExperts experts = MoeExperts::All,
+                                          MoeExperts experts = MoeExperts::All, MoeQuant quant = MoeQuant::A16w4,
                                           RefNumerics numerics = RefNumerics::Ir);
 /// The same for v's config, S, TP and experts knob.
 runtime::TensorMap launchReferenceOutputs(const FfnVariant& v, const runtime::TensorMap& inputs,
