@@ -28,7 +28,7 @@ struct Cell {
   int context = 129;
   int padded = 0;  // the last rows get slot -1 (both launches' padded rows)
   bool modelDims = false;  // the model's own dims (256 CTAs) instead of the reduced config
-  int agRsFrom = 12;  // the key's ag_rs_from: the FFN output's all-reduce is reduce-scattered from this S
+  int agRsFrom = LayerPlacementKnobs{}.agRsFrom;  // the key's ag_rs_from: the all-reduces are reduce-scattered from this S
 };
 
 /// The cell's launch on `cfg` on the Sim under `opts` and its verdict against the reference.
@@ -238,14 +238,15 @@ TEST_CASE("layer launch: the reduce-scatter form's race detector finds nothing",
   CHECK(stats.findings() == 0);
 }
 
-TEST_CASE("layer matrix: the reduce-scatter form, S 1, 3, 4, 5 x TP 2, 4, 8, and the default at S 12, 16",
+TEST_CASE("layer matrix: the reduce-scatter form, S 1, 3, 4, 5 x TP 2, 4, 8, and from 12 at S 12, 16",
           "[layer_launch][.slow]") {
   std::vector<Cell> cells;
   for (int S : {1, 3, 4, 5})
     for (int TP : {2, 4, 8})
       for (bool full : {false, true}) cells.push_back({S, TP, full, S % 2 == 1, CacheMode::Vllm, 129, 0, false, 1});
-  cells.push_back({12, 4, false, false});  // the default ag_rs_from: reduce-scattered from S 12
-  cells.push_back({16, 4, true, false, CacheMode::Atom, 300});
+  // the serving stack's ag_rs_from 12: reduce-scattered from S 12
+  cells.push_back({12, 4, false, false, CacheMode::Vllm, 129, 0, false, 12});
+  cells.push_back({16, 4, true, false, CacheMode::Atom, 300, 0, false, 12});
   for (const Cell& k : cells) {
     INFO("S " << k.S << " TP " << k.TP << (k.full ? " full" : " sparse") << " ag_rs_from " << k.agRsFrom);
     CHECK(runCell(k, {}) == "bit-exact");

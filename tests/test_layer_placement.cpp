@@ -99,8 +99,10 @@ TEST_CASE("layer placement: the MoE's and the all-reduce's forms, the LDS pool",
   CHECK(five.wideMoe);
   CHECK(five.poolWords == 16384);  // 11368 and 5824 are smaller
   CHECK(LayerPlacement::make(ModelConfig{}, 16, 4).poolWords == 16 * 1864 + 2048);  // 31872 > 18144
-  CHECK_FALSE(LayerPlacement::make(ModelConfig{}, 11, 4).reduceScatter);
-  CHECK(LayerPlacement::make(ModelConfig{}, 12, 4).reduceScatter);
+  // reduce-scatter + all-gather from ag_rs_from (the serving stack's 12); by default at no S
+  CHECK_FALSE(LayerPlacement::make(ModelConfig{}, 11, 4, {.agRsFrom = 12}).reduceScatter);
+  CHECK(LayerPlacement::make(ModelConfig{}, 12, 4, {.agRsFrom = 12}).reduceScatter);
+  CHECK_FALSE(LayerPlacement::make(ModelConfig{}, 16, 4).reduceScatter);
   // the knobs move the thresholds
   const auto knobbed = LayerPlacement::make(ModelConfig{}, 3, 4, {.wideFrom = 3, .agRsFrom = 17});
   CHECK(knobbed.wideMoe);

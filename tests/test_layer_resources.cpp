@@ -22,6 +22,7 @@ struct Variant {
   int S = 1, TP = 1;
   bool full = false;
   CacheMode mode = CacheMode::Vllm;
+  int agRsFrom = LayerPlacementKnobs{}.agRsFrom;
 };
 
 /// Compiles the variant's verified Plan without the limit check, prints its registers, and
@@ -30,7 +31,7 @@ void checkResources(const ModelConfig& cfg, const Variant& k) {
   AttentionKnobs knobs;
   knobs.mode = k.mode;
   knobs.fullLayer = k.full;
-  const ir::Plan plan = verifiedLayerPlan(cfg, makeLayerKey(cfg, k.S, k.TP, knobs));
+  const ir::Plan plan = verifiedLayerPlan(cfg, makeLayerKey(cfg, k.S, k.TP, knobs, {.agRsFrom = k.agRsFrom}));
   codegen::CompileOptions opts;
   opts.checkLimits = false;
   const codegen::CodeObjectInfo info = codegen::compile(plan, opts).info;
@@ -63,10 +64,10 @@ TEST_CASE("layer resources: every reduced S x TP x layer type x cache mode, no s
         for (int S = 1; S <= cfg.maxRows; ++S) checkResources(cfg, {S, TP, full == 1, mode});
 }
 
-TEST_CASE("layer resources: S 12..16 (the FFN output's all-reduce reduce-scattered), no scratch and no spill",
+TEST_CASE("layer resources: S 12..16, the all-reduces reduce-scattered from 12, no scratch and no spill",
           "[.slow][layer_resources][ag_rs]") {
   const ModelConfig cfg = ModelConfig::reduced();
   for (int full = 0; full < 2; ++full)
     for (int TP : {1, 2, 4, 8})
-      for (int S = 12; S <= std::min(16, cfg.maxRows); ++S) checkResources(cfg, {S, TP, full == 1, CacheMode::Vllm});
+      for (int S = 12; S <= std::min(16, cfg.maxRows); ++S) checkResources(cfg, {S, TP, full == 1, CacheMode::Vllm, 12});
 }

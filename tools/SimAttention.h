@@ -6,6 +6,7 @@
 #include <string>
 
 #include "runtime/sim/timing/TimingParams.h"
+#include "specs/minimax_m3/kernel/LayerPlacement.h"
 #include "specs/minimax_m3/kernel/ModelConfig.h"
 #include "specs/minimax_m3/testing/AttentionInputs.h"
 #include "specs/minimax_m3/testing/AttentionSim.h"
@@ -18,7 +19,7 @@ struct SimAttentionOptions {
   int context = 128;           // keys each sequence holds before the launch
   std::string cache = "vllm";  // the cache mode knob
   std::string layer = "sparse";
-  int agRsFrom = 12;           // the layer launch: its ag_rs_from knob
+  int agRsFrom = specs::minimax_m3::LayerPlacementKnobs{}.agRsFrom;           // the layer launch: its ag_rs_from knob
   std::string moe = "a16w4";   // the layer launch's moe knob
   bool share = false;          // the rows share one sequence (speculative verify)
   int paddedRows = 0;

@@ -13,6 +13,7 @@
 #include "runtime/Cache.h"
 #include "runtime/Generator.h"
 #include "specs/minimax_m3/kernel/AttentionVariant.h"
+#include "specs/minimax_m3/kernel/LayerPlacement.h"
 #include "specs/minimax_m3/kernel/ModelConfig.h"
 #include "specs/minimax_m3/testing/MoeInputs.h"
 #include "tools/SpecRegistry.h"
@@ -36,7 +37,7 @@ struct VariantOptions {
   std::string layerType = "sparse";  // --layer-type (attention): sparse or full
   std::string moe = "a16w4";        // --moe (layer): the experts' numerics, a16w4 or a8w4
   int context = 128;                // --context (attention, commands that run it): keys a sequence holds
-  int agRsFrom = 12;                // --ag-rs-from (layer, commands that run it): the key's ag_rs_from knob
+  int agRsFrom = specs::minimax_m3::LayerPlacementKnobs{}.agRsFrom;                // --ag-rs-from (layer, commands that run it): the key's ag_rs_from knob
   const CLI::App* app = nullptr;    // the command the options were added to (which were given)
 };
 

@@ -15,7 +15,9 @@ namespace monogen::specs::minimax_m3 {
 /// The placement's trade-off constants: knobs the timing model can judge.
 struct LayerPlacementKnobs {
   int wideFrom = 5;   // from this S the MoE groups its work by expert (wide)
-  int agRsFrom = 12;  // from this S the all-reduces are reduce-scatter + all-gather
+  /// From this S the all-reduces are reduce-scatter + all-gather; the default, past every S, keeps
+  /// the one-shot push (the modeled figures in docs/layer.md; the serving stack uses 12).
+  int agRsFrom = 17;
 };
 
 /// One named byte range of the per-rank symmetric peer buffer.
