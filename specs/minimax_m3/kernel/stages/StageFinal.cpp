@@ -19,19 +19,9 @@ void stageFinal(KernelContext& c, Val task) {
   b.if_(c.tid < L.rows * kTaskPairs, [&] {
     Val t = c.tid / kTaskPairs;
     Val pair = task * kTaskPairs + c.tid % kTaskPairs;
-    std::vector<Val> word;
-    for (int src = 0; src < L.tp; ++src) {
-      Val at = (src * L.rows + t) * c.i32(L.hidden / 2) + pair;
-      Val code = c.errorCode(kSiteFinal, src, t);
-      word.push_back(c.await(c.pairAt(c.sym, L.ffn, at), code, kSiteFinal, MemOrder::Acquire, MemScope::System));
-    }
+    const std::vector<Val> word = awaitRankPairs(c, L.ffn, t, pair, kSiteFinal);
     Val o[2];
-    for (int h = 0; h < 2; ++h) {
-      Val shift = c.i32(16 * h);
-      Val acc = b.bf16BitsToF32(b.lshr(word[0], shift));
-      for (int src = 1; src < L.tp; ++src) acc = acc + b.bf16BitsToF32(b.lshr(word[src], shift));
-      o[h] = b.f32ToBf16(acc);
-    }
+    for (int h = 0; h < 2; ++h) o[h] = b.f32ToBf16(sumRanksF32(b, word, c.i32(16 * h)));
     b.store(c.elemAt(c.out, t * (L.hidden / 2) + pair, 4), b.insert(b.splat(o[0], 2), o[1], 1));
   });
 }
@@ -46,19 +36,9 @@ static void stageFinalOwner(KernelContext& c, Val task) {
     Val t = c.tid / kTaskPairs;
     Val pair = task * kTaskPairs + c.tid % kTaskPairs;
     b.if_(t % c.i32(L.tp) == c.rank, [&] {
-      std::vector<Val> word;
-      for (int src = 0; src < L.tp; ++src) {
-        Val at = (src * L.rows + t) * c.i32(L.hidden / 2) + pair;
-        Val code = c.errorCode(kSiteFinal, src, t);
-        word.push_back(c.await(c.pairAt(c.sym, L.ffn, at), code, kSiteFinal, MemOrder::Acquire, MemScope::System));
-      }
+      const std::vector<Val> word = awaitRankPairs(c, L.ffn, t, pair, kSiteFinal);
       Val o[2];
-      for (int h = 0; h < 2; ++h) {
-        Val shift = c.i32(16 * h);
-        Val acc = b.bf16BitsToF32(b.lshr(word[0], shift));
-        for (int src = 1; src < L.tp; ++src) acc = acc + b.bf16BitsToF32(b.lshr(word[src], shift));
-        o[h] = b.f32ToBf16(acc);
-      }
+      for (int h = 0; h < 2; ++h) o[h] = b.f32ToBf16(sumRanksF32(b, word, c.i32(16 * h)));
       Val sum = b.bitcast(b.insert(b.splat(o[0], 2), o[1], 1), Type::i32());
       for (int p = 0; p < L.tp; ++p)
         c.publish(c.pairAt(c.peerSym[p], L.ffnAg, t * c.i32(L.hidden / 2) + pair), sum, c.tag, MemOrder::Relaxed,

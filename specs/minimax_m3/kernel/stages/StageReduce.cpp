@@ -9,6 +9,50 @@ using ir::MemScope;
 using ir::Type;
 using ir::Val;
 
+std::vector<Val> awaitRankPairs(KernelContext& c, const Area& area, Val t, Val pair, int site) {
+  const Layout& L = c.L;
+  std::vector<Val> word;  // word[src]: source rank src's bf16 pair
+  for (int src = 0; src < L.tp; ++src) {
+    Val at = (src * L.rows + t) * c.i32(L.hidden / 2) + pair;
+    Val code = c.errorCode(site, src, t);  // the rank that owes the pair
+    word.push_back(c.await(c.pairAt(c.sym, area, at), code, site, MemOrder::Acquire, MemScope::System));
+  }
+  return word;
+}
+
+Val sumRanksF32(ir::Builder& b, const std::vector<Val>& word, Val shift) {
+  Val acc = b.bf16BitsToF32(b.lshr(word[0], shift));
+  for (size_t src = 1; src < word.size(); ++src) acc = acc + b.bf16BitsToF32(b.lshr(word[src], shift));
+  return acc;
+}
+
+// Pair `row` of the new residual v (f32 columns 2 pair, 2 pair + 1): res_out (bf16), SRES (f32),
+// and the pair's sum of squares butterflied over the row's 16 lanes into sq.
+static void storeResidualRow(KernelContext& c, Val row, const Val (&v)[2], ir::Var sq) {
+  ir::Builder& b = c.b;
+  Val out = b.insert(b.splat(b.f32ToBf16(v[0]), 2), b.f32ToBf16(v[1]), 1);
+  b.store(c.elemAt(c.resOut, row, 4), out);
+  Val sres = b.insert(b.splat(v[0], 2), v[1], 1);
+  b.store(c.elemAt(c.scratch, c.L.sres, row, 8), sres);
+  Val s = b.f32(0.0) + v[0] * v[0];
+  s = s + v[1] * v[1];
+  b.set(sq, b.butterfly(s, {8, 4, 2, 1}));
+}
+
+// The CTA's stores drained, each row's lane 0 publishes the task's sum of squares to SSQ[t][task]
+// (release, agent).
+static void publishSsq(KernelContext& c, Val task, ir::Var sq) {
+  ir::Builder& b = c.b;
+  const Layout& L = c.L;
+  c.ctaSync(/*drain=*/true);
+  b.if_((c.tid < L.rows * kTaskPairs) & (c.tid % kTaskPairs == c.i32(0)), [&] {
+    Val t = c.tid / kTaskPairs;
+    Val at = t * L.reduce.tasks + task;  // L.ssqPair(t, task)
+    c.publish(c.pairAt(c.scratch, L.ssq, at), b.bitcast(b.get(sq), Type::i32()), c.tag, MemOrder::Release,
+              MemScope::Agent);
+  });
+}
+
 // Pairs 16 task .. of every row: waits for the TP ranks' pairs in ATTN (site reduce), sums them in
 // rank order in f32, rounds to bf16, adds the residual: res_out, SRES, and the row's sum of squares
 // published to SSQ[t][task] (release, agent). The order: docs/minimax-m3-kernel.md, "reduce".
@@ -21,39 +65,19 @@ void stageReduce(KernelContext& c, Val task) {
   b.if_(c.tid < active, [&] {
     Val t = b.named(c.tid / kTaskPairs, "t");
     Val pair = b.named(task * kTaskPairs + c.tid % kTaskPairs, "pair");
-    std::vector<Val> word;  // word[src]: source rank src's bf16 pair
-    for (int src = 0; src < L.tp; ++src) {
-      Val at = (src * L.rows + t) * c.i32(L.hidden / 2) + pair;  // L.attnPair(src, t, pair)
-      Val code = c.errorCode(kSiteReduce, src, t);  // the rank that owes the pair
-      word.push_back(c.await(c.pairAt(c.sym, L.attn, at), code, kSiteReduce, MemOrder::Acquire, MemScope::System));
-    }
+    const std::vector<Val> word = awaitRankPairs(c, L.attn, t, pair, kSiteReduce);
     Val row = t * (L.hidden / 2) + pair;  // the pair's index in a bf16 [S][hidden] tensor
     Val res = b.load(Type::i32(), c.elemAt(c.resIn, row, 4));
 
     Val v[2];
     for (int h = 0; h < 2; ++h) {  // column 2 pair + h: bits 16 h .. of each word
       Val shift = c.i32(16 * h);
-      Val acc = b.bf16BitsToF32(b.lshr(word[0], shift));
-      for (int src = 1; src < L.tp; ++src) acc = acc + b.bf16BitsToF32(b.lshr(word[src], shift));
+      Val acc = sumRanksF32(b, word, shift);
       v[h] = b.roundBf16(acc) + b.bf16BitsToF32(b.lshr(res, shift));
     }
-    Val out = b.insert(b.splat(b.f32ToBf16(v[0]), 2), b.f32ToBf16(v[1]), 1);
-    b.store(c.elemAt(c.resOut, row, 4), out);
-    Val sres = b.insert(b.splat(v[0], 2), v[1], 1);
-    b.store(c.elemAt(c.scratch, L.sres, row, 8), sres);  // f32 columns 2 pair, 2 pair + 1 of row t
-
-    Val s = b.f32(0.0) + v[0] * v[0];
-    s = s + v[1] * v[1];
-    b.set(sq, b.butterfly(s, {8, 4, 2, 1}));
+    storeResidualRow(c, row, v, sq);
   });
-
-  c.ctaSync(/*drain=*/true);
-  b.if_((c.tid < active) & (c.tid % kTaskPairs == c.i32(0)), [&] {
-    Val t = c.tid / kTaskPairs;
-    Val at = t * L.reduce.tasks + task;  // L.ssqPair(t, task)
-    c.publish(c.pairAt(c.scratch, L.ssq, at), b.bitcast(b.get(sq), Type::i32()), c.tag, MemOrder::Release,
-              MemScope::Agent);
-  });
+  publishSsq(c, task, sq);
 }
 
 // Reduce-scattered (the layer from ag_rs_from): row t's owner rank t % TP alone waits for the
@@ -66,19 +90,9 @@ static void stageReduceOwner(KernelContext& c, Val task) {
     Val t = b.named(c.tid / kTaskPairs, "t");
     Val pair = b.named(task * kTaskPairs + c.tid % kTaskPairs, "pair");
     b.if_(t % c.i32(L.tp) == c.rank, [&] {
-      std::vector<Val> word;  // word[src]: source rank src's bf16 pair
-      for (int src = 0; src < L.tp; ++src) {
-        Val at = (src * L.rows + t) * c.i32(L.hidden / 2) + pair;  // L.attnPair(src, t, pair)
-        Val code = c.errorCode(kSiteReduce, src, t);
-        word.push_back(c.await(c.pairAt(c.sym, L.attn, at), code, kSiteReduce, MemOrder::Acquire, MemScope::System));
-      }
+      const std::vector<Val> word = awaitRankPairs(c, L.attn, t, pair, kSiteReduce);
       Val a[2];
-      for (int h = 0; h < 2; ++h) {
-        Val shift = c.i32(16 * h);
-        Val acc = b.bf16BitsToF32(b.lshr(word[0], shift));
-        for (int src = 1; src < L.tp; ++src) acc = acc + b.bf16BitsToF32(b.lshr(word[src], shift));
-        a[h] = b.f32ToBf16(acc);
-      }
+      for (int h = 0; h < 2; ++h) a[h] = b.f32ToBf16(sumRanksF32(b, word, c.i32(16 * h)));
       Val sum = b.bitcast(b.insert(b.splat(a[0], 2), a[1], 1), Type::i32());
       for (int p = 0; p < L.tp; ++p)
         c.publish(c.pairAt(c.peerSym[p], L.attnAg, t * c.i32(L.hidden / 2) + pair), sum, c.tag, MemOrder::Relaxed,
@@ -106,21 +120,9 @@ static void stageReduceGather(KernelContext& c, Val task) {
       Val shift = c.i32(16 * h);
       v[h] = b.bf16BitsToF32(b.lshr(sum, shift)) + b.bf16BitsToF32(b.lshr(res, shift));
     }
-    Val out = b.insert(b.splat(b.f32ToBf16(v[0]), 2), b.f32ToBf16(v[1]), 1);
-    b.store(c.elemAt(c.resOut, row, 4), out);
-    Val sres = b.insert(b.splat(v[0], 2), v[1], 1);
-    b.store(c.elemAt(c.scratch, L.sres, row, 8), sres);
-    Val s = b.f32(0.0) + v[0] * v[0];
-    s = s + v[1] * v[1];
-    b.set(sq, b.butterfly(s, {8, 4, 2, 1}));
+    storeResidualRow(c, row, v, sq);
   });
-  c.ctaSync(/*drain=*/true);
-  b.if_((c.tid < active) & (c.tid % kTaskPairs == c.i32(0)), [&] {
-    Val t = c.tid / kTaskPairs;
-    Val at = t * L.reduce.tasks + task;  // L.ssqPair(t, task)
-    c.publish(c.pairAt(c.scratch, L.ssq, at), b.bitcast(b.get(sq), Type::i32()), c.tag, MemOrder::Release,
-              MemScope::Agent);
-  });
+  publishSsq(c, task, sq);
 }
 
 extern const StageDef kReduceStage = {

@@ -43,6 +43,11 @@ void loadUpWeights(KernelContext& c, ir::Val task, UpWeights& w);
 /// e8m0 `scaleByte`, B the lane's bf16 operands x[d]. Up and down run their GEMVs on them.
 MfmaTile a16w4Tile(KernelContext& c);
 ir::Val a16w4Step(const MfmaTile& t, ir::Val acc, ir::Val w4, ir::Val scaleByte, const std::vector<ir::Val>& x);
+/// Row t's pair `pair` of every rank's partial in `area` (sym, [TP][S][hidden / 2] pairs), in rank
+/// order, each awaited (acquire, system; `site`, the error code naming the rank that owes it).
+std::vector<ir::Val> awaitRankPairs(KernelContext& c, const Area& area, ir::Val t, ir::Val pair, int site);
+/// The ranks' bf16 halves at bit `shift` of their pairs, summed in rank order in f32.
+ir::Val sumRanksF32(ir::Builder& b, const std::vector<ir::Val>& word, ir::Val shift);
 /// The CTA's first up task: up's tasks run round-robin from its base (task t on CTA (base + t) %
 /// blocks, a CTA's next task t + blocks); slot 0, the shared expert, is tasks 0 .. upTiles - 1.
 ir::Val upFirstTask(KernelContext& c);
