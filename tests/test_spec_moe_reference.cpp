@@ -236,7 +236,7 @@ struct RankExpert {
 
 }  // namespace
 
-TEST_CASE("moe reference A8W4: each slot is moeReferenceA8w4, not A16W4; its float64 error", "[moe][reference][a8w4]") {
+TEST_CASE("moe reference A8W4: each slot is moeReferenceA8w4, not A16W4, and its float64 error", "[moe][reference][a8w4]") {
   const ModelConfig cfg = ModelConfig::reduced();
   const float limit = static_cast<float>(cfg.swigluLimit), alpha = static_cast<float>(cfg.swigluAlpha);
   const int K = cfg.topk, H = cfg.hidden;
