@@ -26,27 +26,6 @@ void stageFinal(KernelContext& c, Val task) {
   });
 }
 
-// Reduce-scattered (the layer from ag_rs_from): row t's owner rank t % TP alone waits for the
-// ranks' FFN pairs (site final), sums them in rank order in f32, rounds once to bf16 and publishes
-// the pair to every rank's FFN_AG (relaxed, system); final_ag writes out.
-static void stageFinalOwner(KernelContext& c, Val task) {
-  ir::Builder& b = c.b;
-  const Layout& L = c.L;
-  b.if_(c.tid < L.rows * kTaskPairs, [&] {
-    Val t = c.tid / kTaskPairs;
-    Val pair = task * kTaskPairs + c.tid % kTaskPairs;
-    b.if_(t % c.i32(L.tp) == c.rank, [&] {
-      const std::vector<Val> word = awaitRankPairs(c, L.ffn, t, pair, kSiteFinal);
-      Val o[2];
-      for (int h = 0; h < 2; ++h) o[h] = b.f32ToBf16(sumRanksF32(b, word, c.i32(16 * h)));
-      Val sum = b.bitcast(b.insert(b.splat(o[0], 2), o[1], 1), Type::i32());
-      for (int p = 0; p < L.tp; ++p)
-        c.publish(c.pairAt(c.peerSym[p], L.ffnAg, t * c.i32(L.hidden / 2) + pair), sum, c.tag, MemOrder::Relaxed,
-                  MemScope::System);
-    });
-  });
-}
-
 extern const StageDef kFinalStage = {
     .placement = [](const Layout& L) { return L.final; },
     .waits =
@@ -63,7 +42,7 @@ extern const StageDef kFinalStage = {
         [](KernelContext& c) {
           if (!c.L.ffnReduceScatter) return c.forEachTask(c.L.final, [&](Val t) { stageFinal(c, t); });
           c.loadPeers();
-          c.forEachTask(c.L.final, [&](Val t) { stageFinalOwner(c, t); });
+          c.forEachTask(c.L.final, [&](Val t) { reduceToOwner(c, t, c.L.ffn, c.L.ffnAg, kSiteFinal); });
         },
     .reference = "moeReference's final sum (rank order)",
 };

@@ -80,22 +80,19 @@ void stageReduce(KernelContext& c, Val task) {
   publishSsq(c, task, sq);
 }
 
-// Reduce-scattered (the layer from ag_rs_from): row t's owner rank t % TP alone waits for the
-// ranks' pairs in ATTN (site reduce), sums them in rank order in f32, rounds to bf16 and publishes
-// the pair to every rank's A_AG (relaxed, system); reduce_ag goes on from there.
-static void stageReduceOwner(KernelContext& c, Val task) {
+void reduceToOwner(KernelContext& c, Val task, const Area& from, const Area& to, int site) {
   ir::Builder& b = c.b;
   const Layout& L = c.L;
   b.if_(c.tid < L.rows * kTaskPairs, [&] {
-    Val t = b.named(c.tid / kTaskPairs, "t");
-    Val pair = b.named(task * kTaskPairs + c.tid % kTaskPairs, "pair");
+    Val t = c.tid / kTaskPairs;
+    Val pair = task * kTaskPairs + c.tid % kTaskPairs;
     b.if_(t % c.i32(L.tp) == c.rank, [&] {
-      const std::vector<Val> word = awaitRankPairs(c, L.attn, t, pair, kSiteReduce);
+      const std::vector<Val> word = awaitRankPairs(c, from, t, pair, site);
       Val a[2];
       for (int h = 0; h < 2; ++h) a[h] = b.f32ToBf16(sumRanksF32(b, word, c.i32(16 * h)));
       Val sum = b.bitcast(b.insert(b.splat(a[0], 2), a[1], 1), Type::i32());
       for (int p = 0; p < L.tp; ++p)
-        c.publish(c.pairAt(c.peerSym[p], L.attnAg, t * c.i32(L.hidden / 2) + pair), sum, c.tag, MemOrder::Relaxed,
+        c.publish(c.pairAt(c.peerSym[p], to, t * c.i32(L.hidden / 2) + pair), sum, c.tag, MemOrder::Relaxed,
                   MemScope::System);
     });
   });
@@ -144,7 +141,7 @@ extern const StageDef kReduceStage = {
         [](KernelContext& c) {
           if (!c.L.attnReduceScatter) return c.forEachTask(c.L.reduce, [&](Val t) { stageReduce(c, t); });
           c.loadPeers();
-          c.forEachTask(c.L.reduce, [&](Val t) { stageReduceOwner(c, t); });
+          c.forEachTask(c.L.reduce, [&](Val t) { reduceToOwner(c, t, c.L.attn, c.L.attnAg, kSiteReduce); });
         },
     .reference = "referenceAllReduce, pairSquares, butterfly16 (Reference.h)",
 };

@@ -48,6 +48,9 @@ ir::Val a16w4Step(const MfmaTile& t, ir::Val acc, ir::Val w4, ir::Val scaleByte,
 std::vector<ir::Val> awaitRankPairs(KernelContext& c, const Area& area, ir::Val t, ir::Val pair, int site);
 /// The ranks' bf16 halves at bit `shift` of their pairs, summed in rank order in f32.
 ir::Val sumRanksF32(ir::Builder& b, const std::vector<ir::Val>& word, ir::Val shift);
+/// Reduce-scattered: row t's owner rank t % TP alone awaits every rank's pair in `from` (`site`),
+/// sums them in rank order in f32, rounds once to bf16 and publishes it to every rank's `to`.
+void reduceToOwner(KernelContext& c, ir::Val task, const Area& from, const Area& to, int site);
 /// The CTA's first up task: up's tasks run round-robin from its base (task t on CTA (base + t) %
 /// blocks, a CTA's next task t + blocks); slot 0, the shared expert, is tasks 0 .. upTiles - 1.
 ir::Val upFirstTask(KernelContext& c);
