@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 #include "specs/minimax_m3/testing/SimHarness.h"
 #include "tools/CheckLaunch.h"
+#include "tools/CheckRanks.h"
 #include "tools/Commands.h"
 #include "tools/Variant.h"
 #include "tools/Verdict.h"
@@ -63,66 +64,7 @@ int checkPerRank(const std::string& device, const VariantOptions& v, const mm::M
   const runtime::RankProcesses::Body body = [&](runtime::RankChannel& ch) {
     return device == "hip" ? mm::runHipRank(cfg, job, data, ch, cache) : mm::runSimRank(cfg, job, data, ch);
   };
-  const auto t0 = std::chrono::steady_clock::now();
-  std::vector<std::string> verdicts(static_cast<size_t>(TP) * launches), errors(TP);
-  std::vector<bool> ready(TP, false);
-  int setupFailed = -1;  // the first rank whose process failed before it was ready
-  runtime::RankProcesses procs(TP, body);
-  const std::vector<int> status = procs.run(
-      [&](int r, const std::string& line) {
-        if (line.rfind("error: ", 0) == 0) {
-          errors[r] = line.substr(7);
-          if (!ready[r] && setupFailed < 0) setupFailed = r;
-          fmt::print("  rank {}: ERROR: {}\n", r, errors[r]);
-          std::fflush(stdout);
-          return;
-        }
-        const nlohmann::json j = nlohmann::json::parse(line);
-        if (j["event"] == "device") {
-          if (j.contains("gpu"))
-            fmt::print("  rank {}: {}: {}, {} CUs; {}\n", r, j["device"].get<std::string>(),
-                       j["gpu"].get<std::string>(), j["cus"].get<int>(), j["runtime"].get<std::string>());
-          else
-            fmt::print("  rank {}: {}\n", r, j["device"].get<std::string>());
-        } else if (j["event"] == "progress") {
-          fmt::print("  {}\n", j["line"].get<std::string>());
-        } else if (j["event"] == "ready") {
-          ready[r] = true;
-          fmt::print("  rank {} (pid {}): ready in {:.2f} s (allocate, exchange, open, warm up, bind)\n", r,
-                     procs.pid(r), j["seconds"].get<double>());
-        } else if (j["event"] == "done") {
-          const int k = j["launch"];
-          verdicts[static_cast<size_t>(k) * TP + r] = j["verdict"];
-          const std::string ops = j.contains("ops") ? fmt::format(" ({} ops)", j["ops"].get<int64_t>()) : "";
-          fmt::print("  rank {} launch {} tag {}: {:6.2f} s{}  {}\n", r, k, j["tag"].get<int>(),
-                     j["seconds"].get<double>(), ops, j["verdict"].get<std::string>());
-        }
-        std::fflush(stdout);
-      },
-      3600);
-  const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (setupFailed >= 0) {
-    fmt::print("{} processes in {:.2f} s\nverdict: ERROR (rank {} could not start)\n", TP, sec, setupFailed);
-    std::fflush(stdout);
-    std::fprintf(stderr, "monogen: rank %d: %s\n", setupFailed, errors[setupFailed].c_str());
-    return 2;
-  }
-  std::string worst = "bit-exact";
-  for (int r = 0; r < TP; ++r) {
-    if (status[r] != 0 && status[r] != 1) {
-      fmt::print("  rank {}: its process ended with status {}{}\n", r, status[r],
-                 status[r] > 128 ? fmt::format(" (signal {})", status[r] - 128) : std::string());
-      worst = "ERROR";
-    }
-    for (int k = 0; k < launches; ++k) {
-      const std::string& vd = verdicts[static_cast<size_t>(k) * TP + r];
-      if (vd.empty() && worst == "bit-exact") worst = "ERROR";
-      else if (vd.rfind("INVALID", 0) == 0 && worst != "ERROR") worst = "INVALID";
-      else if (vd.rfind("MISMATCH", 0) == 0 && worst == "bit-exact") worst = "MISMATCH";
-    }
-  }
-  fmt::print("{} processes in {:.2f} s\nverdict: {}\n", TP, sec, worst);
-  return worst == "bit-exact" ? 0 : 1;
+  return runRankCheck(TP, launches, body);
 }
 
 }  // namespace
@@ -175,22 +117,26 @@ Run addCheck(CLI::App& app) {
   addAgRsFromOption(c, o->v);
   return [o] {
     refuseAgRsFrom(o->v);
-    refuseOtherLaunchOptions(o->v, {"--per-rank", "--launches", "--wait-seconds"});
-    if (isLayer(o->v)) return checkLayer(o->v, {o->device, o->seed, o->timeout, o->numerics});
-    if (isAttention(o->v)) return checkAttention(o->v, {o->device, o->seed, o->timeout, o->numerics});
-    const auto cfg = configOf(o->v);
+    if (isLayer(o->v)) refuseOtherLaunchOptions(o->v);  // the layer runs one process a rank too
+    else refuseOtherLaunchOptions(o->v, {"--per-rank", "--launches", "--wait-seconds"});
     const bool perRank = o->perRank || o->device == "hip";  // hip: always one process a rank
-    if ((o->launches != 1 || o->waitSeconds != 60) && !perRank)
-      throw InputError("--launches / --wait-seconds", "take effect with --per-rank only (--device hip always runs one process a rank)");
-    if (perRank) {
-      if (o->device == "gfx950-run")
+    if (isLayer(o->v) || !isAttention(o->v)) {
+      if ((o->launches != 1 || o->waitSeconds != 60) && !perRank)
+        throw InputError("--launches / --wait-seconds", "take effect with --per-rank only (--device hip always runs one process a rank)");
+      if (perRank && o->device == "gfx950-run")
         throw InputError("--per-rank", "runs the Sim device (--device sim) or the GPUs (--device hip) one process a "
                                        "rank; --device is 'gfx950-run'");
-      if (o->numerics != "auto" && o->numerics != "ir")
+      if (perRank && o->numerics != "auto" && o->numerics != "ir")
         throw InputError("--per-rank", "compares under the IR's numerics (the Sim's and the GPUs'): --numerics ir or "
                                        "auto");
-      return checkPerRank(o->device, o->v, cfg, o->seed, o->launches, o->waitSeconds);
     }
+    if (isLayer(o->v)) {
+      if (perRank) return checkLayerPerRank(o->v, o->device, o->seed, o->launches, o->waitSeconds);
+      return checkLayer(o->v, {o->device, o->seed, o->timeout, o->numerics});
+    }
+    if (isAttention(o->v)) return checkAttention(o->v, {o->device, o->seed, o->timeout, o->numerics});
+    const auto cfg = configOf(o->v);
+    if (perRank) return checkPerRank(o->device, o->v, cfg, o->seed, o->launches, o->waitSeconds);
     const mm::FfnVariant v = mm::FfnVariant::make(cfg, keyOf(o->v, cfg, o->v.rows, o->v.tp));
     const ir::Key& key = v.key;
     const int S = v.layout.rows, TP = v.layout.tp;

@@ -31,10 +31,16 @@ uint64_t upload(DeviceMemory& mem, int rank, const std::string& name, const std:
 }
 
 template <class T>
-std::vector<T> download(runtime::Device& dev, int rank, uint64_t addr, size_t n) {
+std::vector<T> download(const RankDownload& dev, uint64_t addr, size_t n) {
   std::vector<T> v(n);
-  if (n > 0) dev.download(rank, v.data(), addr, static_cast<int64_t>(n * sizeof(T)));
+  if (n > 0) dev(v.data(), addr, static_cast<int64_t>(n * sizeof(T)));
   return v;
+}
+
+template <class T>
+std::vector<uint8_t> bytesOf(const std::vector<T>& v) {
+  const auto* p = reinterpret_cast<const uint8_t*>(v.data());
+  return std::vector<uint8_t>(p, p + v.size() * sizeof(T));
 }
 
 }  // namespace
@@ -63,53 +69,75 @@ AttentionBuffers uploadAttention(runtime::Device& dev, const AttentionVariant& v
   const size_t an = static_cast<size_t>(L.rows) * L.shape.attnWidth();
   AttentionBuffers at(static_cast<size_t>(L.tp));
   for (int r = 0; r < L.tp; ++r) {
-    const AttentionCaches& c = in.caches[r];
+    const std::map<std::string, std::vector<uint8_t>> b = attentionRankInputs(in, r);
     auto& m = at[r];
-    m[n::kX] = upload(mem, r, n::kX, in.x);
-    m[n::kRes] = upload(mem, r, n::kRes, in.res);
+    auto put = [&](const char* name) { m[name] = upload(mem, r, name, b.at(name)); };
+    put(n::kX);
+    put(n::kRes);
     m[n::kResOut] = mem.alloc(static_cast<int64_t>(SH * 2), r, n::kResOut);
-    m[n::kGIn] = upload(mem, r, n::kGIn, in.weights.gIn);
+    put(n::kGIn);
     m[n::kScratch] = mem.alloc(L.scratchBytes, r, n::kScratch);
     const std::vector<uint8_t> flags(static_cast<size_t>(L.scratchBytes - L.xrdyOffset), 0);  // XRDY, QRDY, ...
     dev.upload(r, m[n::kScratch] + L.xrdyOffset, flags.data(), static_cast<int64_t>(flags.size()));
-    m[n::kWQkv] = upload(mem, r, n::kWQkv, in.weights.wQkv.at(r));
-    m[n::kSQkv] = upload(mem, r, n::kSQkv, in.weights.sQkv.at(r));
+    put(n::kWQkv);
+    put(n::kSQkv);
     m[n::kErr] = upload(mem, r, n::kErr, std::vector<int32_t>{0, 0});
     m[n::kHeadsCount] = upload(mem, r, n::kHeadsCount, std::vector<int32_t>(static_cast<size_t>(L.rows), 0));
     m[n::kTag] = static_cast<uint64_t>(static_cast<uint32_t>(tag));
     m[n::kWaitTicks] = static_cast<uint64_t>(waitTicks);
-    m[n::kGQ] = upload(mem, r, n::kGQ, in.weights.gQ);
-    m[n::kGK] = upload(mem, r, n::kGK, in.weights.gK);
-    m[n::kGIk] = upload(mem, r, n::kGIk, in.weights.gIk);
-    m[n::kGIq] = upload(mem, r, n::kGIq, in.weights.gIq);
+    for (const char* w : {n::kGQ, n::kGK, n::kGIk, n::kGIq}) put(w);
     m[n::kIq] = mem.alloc(static_cast<int64_t>(iqn * 2), r, n::kIq);
-    m[n::kCosSin] = upload(mem, r, n::kCosSin, in.weights.cosSin);
-    m[n::kPositions] = upload(mem, r, n::kPositions, in.rows.positions);
-    m[n::kSlots] = upload(mem, r, n::kSlots, in.rows.slots);
-    m[n::kIndexSlots] = upload(mem, r, n::kIndexSlots, in.rows.indexSlots);
-    m[n::kKCache] = upload(mem, r, n::kKCache, c.k);
-    m[n::kVCache] = upload(mem, r, n::kVCache, c.v);
-    m[n::kKScale] = upload(mem, r, n::kKScale, c.kScale);
-    m[n::kVScale] = upload(mem, r, n::kVScale, c.vScale);
-    m[n::kIndexCache] = upload(mem, r, n::kIndexCache, c.indexKeys);
+    for (const char* w : {n::kCosSin, n::kPositions, n::kSlots, n::kIndexSlots, n::kKCache, n::kVCache, n::kKScale,
+                          n::kVScale, n::kIndexCache})
+      put(w);
     m[n::kQ] = mem.alloc(static_cast<int64_t>(qn * 2), r, n::kQ);
-    m[n::kSeqLens] = upload(mem, r, n::kSeqLens, in.rows.seqLens);
-    m[n::kBlockTables] = upload(mem, r, n::kBlockTables, in.rows.tables);
-    m[n::kIndexTables] = upload(mem, r, n::kIndexTables, in.rows.indexTables);
+    for (const char* w : {n::kSeqLens, n::kBlockTables, n::kIndexTables}) put(w);
     m[n::kTableStride] = static_cast<uint64_t>(in.rows.tableWidth);
     m[n::kAttn] = mem.alloc(static_cast<int64_t>(an * 2), r, n::kAttn);
   }
   return at;
 }
 
+std::map<std::string, std::vector<uint8_t>> attentionRankInputs(const AttentionLaunch& in, int r) {
+  namespace n = attn_arg;
+  const AttentionCaches& c = in.caches.at(r);
+  return {{n::kX, bytesOf(in.x)},
+          {n::kRes, bytesOf(in.res)},
+          {n::kGIn, bytesOf(in.weights.gIn)},
+          {n::kWQkv, bytesOf(in.weights.wQkv.at(r))},
+          {n::kSQkv, bytesOf(in.weights.sQkv.at(r))},
+          {n::kGQ, bytesOf(in.weights.gQ)},
+          {n::kGK, bytesOf(in.weights.gK)},
+          {n::kGIk, bytesOf(in.weights.gIk)},
+          {n::kGIq, bytesOf(in.weights.gIq)},
+          {n::kCosSin, bytesOf(in.weights.cosSin)},
+          {n::kPositions, bytesOf(in.rows.positions)},
+          {n::kSlots, bytesOf(in.rows.slots)},
+          {n::kIndexSlots, bytesOf(in.rows.indexSlots)},
+          {n::kKCache, bytesOf(c.k)},
+          {n::kVCache, bytesOf(c.v)},
+          {n::kKScale, bytesOf(c.kScale)},
+          {n::kVScale, bytesOf(c.vScale)},
+          {n::kIndexCache, bytesOf(c.indexKeys)},
+          {n::kSeqLens, bytesOf(in.rows.seqLens)},
+          {n::kBlockTables, bytesOf(in.rows.tables)},
+          {n::kIndexTables, bytesOf(in.rows.indexTables)}};
+}
+
 AttentionSimRank readAttentionRank(runtime::Device& dev, const std::map<std::string, uint64_t>& m,
+                                   const AttentionVariant& v, const AttentionLaunch& in, int r) {
+  return readAttentionRank([&dev, r](void* dst, uint64_t src, int64_t bytes) { dev.download(r, dst, src, bytes); }, m,
+                           v, in, r);
+}
+
+AttentionSimRank readAttentionRank(const RankDownload& dev, const std::map<std::string, uint64_t>& m,
                                    const AttentionVariant& v, const AttentionLaunch& in, int r) {
   namespace n = attn_arg;
   const AttentionLaunchLayout& L = v.layout;
-  auto u16 = [&](uint64_t addr, size_t count) { return download<uint16_t>(dev, r, addr, count); };
-  auto u8 = [&](uint64_t addr, size_t count) { return download<uint8_t>(dev, r, addr, count); };
-  auto f32 = [&](uint64_t addr, size_t count) { return download<float>(dev, r, addr, count); };
-  auto i32 = [&](uint64_t addr, size_t count) { return download<int32_t>(dev, r, addr, count); };
+  auto u16 = [&](uint64_t addr, size_t count) { return download<uint16_t>(dev, addr, count); };
+  auto u8 = [&](uint64_t addr, size_t count) { return download<uint8_t>(dev, addr, count); };
+  auto f32 = [&](uint64_t addr, size_t count) { return download<float>(dev, addr, count); };
+  auto i32 = [&](uint64_t addr, size_t count) { return download<int32_t>(dev, addr, count); };
   const size_t SH = static_cast<size_t>(L.rows) * L.hidden;
   const size_t qn = static_cast<size_t>(L.rows) * L.shape.qHeads * L.shape.headDim;
   const size_t iqn = static_cast<size_t>(L.rows) * L.shape.indexHeads * L.shape.indexDim;
@@ -126,13 +154,13 @@ AttentionSimRank readAttentionRank(runtime::Device& dev, const std::map<std::str
   k.rstd = f32(scratch + L.rstdOffset, L.rows);
   k.caches = c;
   k.caches.k = u8(m.at(n::kKCache), c.k.size());
-  k.caches.v = u8(m.at(n::kVCache), c.v.size());
+  if (!c.v.empty()) k.caches.v = u8(m.at(n::kVCache), c.v.size());  // vllm: V in k_cache's blocks, no v_cache
   k.caches.kScale = f32(m.at(n::kKScale), c.kScale.size());
   k.caches.vScale = f32(m.at(n::kVScale), c.vScale.size());
   k.caches.indexKeys = u8(m.at(n::kIndexCache), c.indexKeys.size());
   k.attn = u16(m.at(n::kAttn), an);
   k.headsCount = i32(m.at(n::kHeadsCount), size_t(L.rows));
-  k.hrdy = download<uint64_t>(dev, r, scratch + L.hrdyOffset, size_t(L.rows));
+  k.hrdy = download<uint64_t>(dev, scratch + L.hrdyOffset, size_t(L.rows));
   const int G = L.shape.qGroup, D = L.shape.headDim;
   k.splits.resize(static_cast<size_t>(L.splitTasks));
   for (int i = 0; i < L.splitTasks; ++i) {

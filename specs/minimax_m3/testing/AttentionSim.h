@@ -44,8 +44,16 @@ using AttentionBuffers = std::vector<std::map<std::string, uint64_t>>;
 /// zeroed, the error word zeroed, the outputs and the rest of the scratch left poisoned.
 AttentionBuffers uploadAttention(runtime::Device& dev, const AttentionVariant& v, const AttentionLaunch& in,
                                  int32_t tag, int64_t waitTicks, const std::string& where);
+/// Rank r's inputs, weights and caches of `in` by argument name, as the bytes uploadAttention
+/// uploads (a per-rank process uploads its own rank's from these).
+std::map<std::string, std::vector<uint8_t>> attentionRankInputs(const AttentionLaunch& in, int r);
 /// Rank r's outputs of a launch run on buffers `m` (uploadAttention's, or another launch's names).
 AttentionSimRank readAttentionRank(runtime::Device& dev, const std::map<std::string, uint64_t>& m,
+                                   const AttentionVariant& v, const AttentionLaunch& in, int r);
+/// Copies [src, src + bytes) of one rank's device memory to dst.
+using RankDownload = std::function<void(void* dst, uint64_t src, int64_t bytes)>;
+/// The same from one rank's memory through `download` (a per-rank device's).
+AttentionSimRank readAttentionRank(const RankDownload& download, const std::map<std::string, uint64_t>& m,
                                    const AttentionVariant& v, const AttentionLaunch& in, int r);
 
 /// Called for each rank after its buffers are set up and before the launch, with its scratch's

@@ -13,5 +13,9 @@ namespace monogen::specs::minimax_m3 {
 /// for a run of the launch `in` against its reference.
 std::string attentionVerdict(const AttentionLaunch& in, const AttentionResult& ref, const AttentionSimRun& run,
                              const ModelConfig& cfg);
+/// The first of rank r's outputs `got` that is not the reference's ("k_cache.r1[42]"), or "" (the
+/// check of one rank's process; its error word is the caller's to judge).
+std::string attentionRankMismatch(const AttentionLaunch& in, const AttentionResult& ref, const AttentionSimRank& got,
+                                  int r, const ModelConfig& cfg);
 
 }  // namespace monogen::specs::minimax_m3

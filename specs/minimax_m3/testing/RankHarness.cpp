@@ -232,37 +232,25 @@ void reportHipDevice(runtime::RankChannel& ch, runtime::HipRankDevice& dev) {
                 .dump());
 }
 
-int runRank(const ModelConfig& cfg, const SimRankJob& job, const SimRankData& data, runtime::RankChannel& ch,
-            runtime::RankDevice& dev, runtime::Generator& gen, std::chrono::steady_clock::time_point started,
-            const std::function<int64_t()>& ops, void* stream) {
-  const int r = ch.rank(), tp = ch.tp();
+int runRankLaunches(const RankLaunchSteps& steps, const std::vector<int>& rows, int launches, int32_t fixedTag,
+                    runtime::RankChannel& ch, runtime::RankDevice& dev, runtime::Generator& gen,
+                    std::chrono::steady_clock::time_point started, const std::function<int64_t()>& ops, void* stream) {
+  const int r = ch.rank();
   using clock = std::chrono::steady_clock;
-  for (int s : job.rows)
-    if (!data.inputs.count(s) || data.inputs.at(s).size() < static_cast<size_t>(job.launches) ||
-        !data.want.count(s) || data.want.at(s).size() < static_cast<size_t>(job.launches))
-      throw InputError("runRank", fmt::format("no inputs or references for S = {} x {} launches", s, job.launches));
-  runtime::RankRuntimeOptions opts = rankRuntimeOptions(cfg, r, tp, job.rows, job.knobs);
-  opts.progress = reportProgress(ch);
-  runtime::RankRuntime rt(gen, dev, opts);
+  runtime::RankRuntime rt(gen, dev, steps.opts);
   setUpRank(rt, ch);
-  std::map<int, RankIo> io;
   std::map<int, runtime::BoundLaunch*> bound;
-  std::map<int, FfnVariant> variant;  // by S, made once from the key the runtime built the Plan of
-  for (int s : job.rows) {
-    variant.emplace(s, FfnVariant::make(cfg, opts.key(s)));
-    io[s] = allocRankIo(dev, rt.plan(s));
-    bound[s] = &rt.bind(s, rankArgs(rt.plan(s), io[s], job.waitTicks));  // checked and packed once
-  }
+  for (int s : rows) bound[s] = &steps.bind(rt, s);  // checked and packed once
   ch.report(nlohmann::json{{"event", "ready"},
                            {"rank", r},
                            {"seconds", std::chrono::duration<double>(clock::now() - started).count()}}
                 .dump());
   bool allExact = true;
-  for (int s : job.rows)
-    for (int k = 0; k < job.launches; ++k) {
-      uploadRankInputs(dev, variant.at(s), rt.plan(s), io[s], r, data.inputs.at(s)[k]);  // new activations, same buffers
-      if (job.fixedTag) {
-        const int32_t e = epochBefore(job.fixedTag);
+  for (int s : rows)
+    for (int k = 0; k < launches; ++k) {
+      steps.upload(rt, s, k);
+      if (fixedTag) {
+        const int32_t e = epochBefore(fixedTag);
         dev.upload(rt.buffer(s, arg::kEpoch), &e, 4);
       }
       const int32_t tag = nextTag(rt, s);
@@ -271,7 +259,7 @@ int runRank(const ModelConfig& cfg, const SimRankJob& job, const SimRankData& da
       rt.launch(*bound[s], stream);
       dev.synchronize(stream);
       const double sec = std::chrono::duration<double>(clock::now() - l0).count();
-      const std::string verdict = rankVerdict(variant.at(s), rt, io[s], tag, data.want.at(s)[k]);
+      const std::string verdict = steps.verdict(rt, s, k, tag);
       allExact = allExact && verdict == "bit-exact";
       nlohmann::json done{{"event", "done"}, {"rank", r},
                           {"rows", s},       {"launch", k},
@@ -281,6 +269,33 @@ int runRank(const ModelConfig& cfg, const SimRankJob& job, const SimRankData& da
       ch.report(done.dump());
     }
   return allExact ? 0 : 1;
+}
+
+int runRank(const ModelConfig& cfg, const SimRankJob& job, const SimRankData& data, runtime::RankChannel& ch,
+            runtime::RankDevice& dev, runtime::Generator& gen, std::chrono::steady_clock::time_point started,
+            const std::function<int64_t()>& ops, void* stream) {
+  const int r = ch.rank(), tp = ch.tp();
+  for (int s : job.rows)
+    if (!data.inputs.count(s) || data.inputs.at(s).size() < static_cast<size_t>(job.launches) ||
+        !data.want.count(s) || data.want.at(s).size() < static_cast<size_t>(job.launches))
+      throw InputError("runRank", fmt::format("no inputs or references for S = {} x {} launches", s, job.launches));
+  RankLaunchSteps steps;
+  steps.opts = rankRuntimeOptions(cfg, r, tp, job.rows, job.knobs);
+  steps.opts.progress = reportProgress(ch);
+  std::map<int, RankIo> io;
+  std::map<int, FfnVariant> variant;  // by S, made once from the key the runtime built the Plan of
+  steps.bind = [&](runtime::RankRuntime& rt, int s) -> runtime::BoundLaunch& {
+    variant.emplace(s, FfnVariant::make(cfg, steps.opts.key(s)));
+    io[s] = allocRankIo(dev, rt.plan(s));
+    return rt.bind(s, rankArgs(rt.plan(s), io[s], job.waitTicks));
+  };
+  steps.upload = [&](runtime::RankRuntime& rt, int s, int k) {
+    uploadRankInputs(dev, variant.at(s), rt.plan(s), io[s], r, data.inputs.at(s)[k]);
+  };
+  steps.verdict = [&](runtime::RankRuntime& rt, int s, int k, int32_t tag) {
+    return rankVerdict(variant.at(s), rt, io[s], tag, data.want.at(s)[k]);
+  };
+  return runRankLaunches(steps, job.rows, job.launches, job.fixedTag, ch, dev, gen, started, ops, stream);
 }
 
 int runSimRank(const ModelConfig& cfg, const SimRankJob& job, const SimRankData& data, runtime::RankChannel& ch) {

@@ -99,6 +99,24 @@ struct SimRankData {
 };
 SimRankData makeSimRankData(const ModelConfig& cfg, const SimRankJob& job, int tp);
 
+/// One launch kind's part of runRankLaunches (the FFN's, the layer's): the runtime's options, how
+/// S's caller buffers are bound, each launch's inputs uploaded and its verdict made.
+struct RankLaunchSteps {
+  runtime::RankRuntimeOptions opts;
+  /// After setUpRank: allocates S's caller buffers and binds them once.
+  std::function<runtime::BoundLaunch&(runtime::RankRuntime& rt, int rows)> bind;
+  /// Launch k's inputs of S into the bound buffers (new activations, the same buffers).
+  std::function<void(runtime::RankRuntime& rt, int rows, int k)> upload;
+  /// "bit-exact", "INVALID: ..." or "MISMATCH: ..." for launch k of S, which ran on `tag`.
+  std::function<std::string(runtime::RankRuntime& rt, int rows, int k, int32_t tag)> verdict;
+};
+/// The loop of a rank's process: the runtime on `dev`, setUpRank over `ch`, each S bound, then
+/// `launches` launches of each S in turn (before each, with fixedTag, the epoch written so the
+/// launch runs on it), reporting ready, start and done (JSON lines). 0 when every launch was bit-exact.
+int runRankLaunches(const RankLaunchSteps& steps, const std::vector<int>& rows, int launches, int32_t fixedTag,
+                    runtime::RankChannel& ch, runtime::RankDevice& dev, runtime::Generator& gen,
+                    std::chrono::steady_clock::time_point started, const std::function<int64_t()>& ops, void* stream);
+
 /// The body of rank ch.rank()'s process on `dev`: allocate, exchange handles over `ch`, open, warm
 /// up, bind, then run each launch and compare it with data.want, reporting JSON lines (progress,
 /// ready, start, done: docs/minimax-m3-kernel.md). Returns 0 when every launch was bit-exact.
