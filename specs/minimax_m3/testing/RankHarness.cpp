@@ -81,10 +81,15 @@ void uploadRankInputs(runtime::RankDevice& dev, const FfnVariant& v, const ir::P
 }
 
 runtime::RankArgs rankArgs(const ir::Plan& plan, const RankIo& io, int64_t waitTicks, bool handshake) {
+  return rankArgs(plan, io, waitTicks, handshake, argLayouts(plan));
+}
+
+runtime::RankArgs rankArgs(const ir::Plan& plan, const RankIo& io, int64_t waitTicks, bool handshake,
+                           const runtime::ArgLayouts& layouts) {
   runtime::RankArgs args;
   for (const ir::KernelArg& a : plan.args)
     if (callerArg(a)) args[a.name] = runtime::LaunchArg::tensor(io.addr.at(a.name), *runtime::dtypeFor(a.elem), a.shape);
-  for (const auto& [name, layout] : argLayouts(plan)) args.at(name).layout = layout;  // as uploadRankInputs checked
+  for (const auto& [name, layout] : layouts) args.at(name).layout = layout;  // as uploadRankInputs checked
   args[arg::kWaitTicks] = runtime::LaunchArg::scalar(waitTicks);
   args[arg::kHandshake] = runtime::LaunchArg::scalar(handshake ? 1 : 0);
   return args;

@@ -44,6 +44,9 @@ void uploadRankInputs(runtime::RankDevice& dev, const FfnVariant& v, const ir::P
 /// What the caller binds: io's tensors (s13 / s2 declaring the variant's layout, argLayouts, as
 /// uploadRankInputs checked the uploaded ones), wait_ticks and handshake.
 runtime::RankArgs rankArgs(const ir::Plan& plan, const RankIo& io, int64_t waitTicks, bool handshake = false);
+/// The same with the layouts `layouts` declared (a larger launch's: the layer's FFN part).
+runtime::RankArgs rankArgs(const ir::Plan& plan, const RankIo& io, int64_t waitTicks, bool handshake,
+                           const runtime::ArgLayouts& layouts);
 
 /// One rank's results of the launch that ran on `tag` (its epoch before the launch was
 /// epochBefore(tag)): res_out, sres, ssq, ssq_tag, err, epoch, xscale and opart (input=attn: the
