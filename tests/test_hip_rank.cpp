@@ -342,3 +342,33 @@ TEST_CASE("check and bench --device hip launch on a stream each rank creates and
   checkLaunchesOnOwnStreams("bench --device hip --config reduced --rows 2 --tp 2 --experts 4 --no-cache --repeats 2 "
                             "--launches 3", 2, 7);
 }
+
+TEST_CASE("check --launch layer --device hip on the fake HIP library: each rank compiles, launches and reports",
+          "[hip][fake][cli]") {
+  const std::string env = "MONOGEN_HIP_LIBRARY=" + kFakeHip + " ";
+  const std::string cmd = kMonogen + " check --launch layer --device hip --config reduced --rows 3 --tp 2 --no-cache";
+  int code = 0;
+  const std::string out = runShell(env + cmd, code);
+  INFO(out);
+  CHECK(code == 1);  // a verdict, not a crash (3) or a runtime error (2)
+  CHECK_THAT(out, Catch::Contains("minimax_m3.layer-S3-TP2 on the hip device, one process a rank (per-rank runtime): "
+                                  "2 processes"));
+  for (int r = 0; r < 2; ++r) {
+    CHECK_THAT(out, Catch::Contains(fmt::format("rank {}: hip rank {} of 2 (device {}, {}): HIP device {} (gfx950), "
+                                                "256 CUs",
+                                                r, r, r, kFakeHip, r)));
+    CHECK_THAT(out, Catch::Contains(fmt::format("rank {}: [1/1] minimax_m3.layer-S3-TP2 ready in", r)));
+    CHECK_THAT(out, Catch::Contains(fmt::format("rank {} launch 0 tag 1:", r)));
+  }
+  CHECK_THAT(out, Catch::Contains("verdict: MISMATCH"));  // nothing ran: the outputs are the zeroed buffers
+
+  const std::string refused = runShell(env + "MONOGEN_FAKE_HIP_CUS=16 " + cmd, code);
+  INFO(refused);
+  CHECK(code == 2);
+  CHECK_THAT(refused, Catch::Contains("the device has 16 CUs") && Catch::Contains("could not start"));
+}
+
+TEST_CASE("check --launch layer --device hip replays on a stream each rank creates and destroys", "[hip][fake][cli]") {
+  checkLaunchesOnOwnStreams("check --launch layer --device hip --config reduced --rows 2 --tp 2 --no-cache --launches 2",
+                            2, 2);
+}

@@ -102,7 +102,7 @@ Run addCheck(CLI::App& app) {
       ->check(CLI::IsMember({"auto", "ir", "gfx950-run"}))
       ->capture_default_str();
   c->add_flag("--per-rank", o->perRank,
-              "sim: one process a rank through the per-rank runtime (runtime/RankRuntime.h): each simulates its "
+              "sim, --launch ffn or layer: one process a rank through the per-rank runtime (runtime/RankRuntime.h): each simulates its "
               "own rank's CTAs, symmetric buffers in POSIX shared memory, handles exchanged over pipes (--device hip "
               "always runs this way, a HipRankDevice a process)");
   c->add_option("--launches", o->launches, "--per-rank, hip: back-to-back launches of one bound argument set (the replay)")
@@ -117,10 +117,14 @@ Run addCheck(CLI::App& app) {
   addAgRsFromOption(c, o->v);
   return [o] {
     refuseAgRsFrom(o->v);
-    if (isLayer(o->v)) refuseOtherLaunchOptions(o->v);  // the layer runs one process a rank too
-    else refuseOtherLaunchOptions(o->v, {"--per-rank", "--launches", "--wait-seconds"});
+    if (isAttention(o->v))
+      for (const char* n : {"--per-rank", "--launches", "--wait-seconds"})
+        if (optionGiven(o->v, n))
+          throw InputError(n, "is an option of the FFN and layer launches (one process a rank): the attention launch "
+                              "runs every rank in one process (--device sim or gfx950-run)");
+    refuseOtherLaunchOptions(o->v);
     const bool perRank = o->perRank || o->device == "hip";  // hip: always one process a rank
-    if (isLayer(o->v) || !isAttention(o->v)) {
+    if (!isAttention(o->v)) {
       if ((o->launches != 1 || o->waitSeconds != 60) && !perRank)
         throw InputError("--launches / --wait-seconds", "take effect with --per-rank only (--device hip always runs one process a rank)");
       if (perRank && o->device == "gfx950-run")

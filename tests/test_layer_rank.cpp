@@ -1,0 +1,113 @@
+// The one-launch decoder layer through the per-rank runtime, one process a rank on the Sim
+// (specs/minimax_m3/testing/LayerRankHarness.h): each rank binds its layer arguments, launches
+// and is bit-exact against the layer reference, replays of one bound argument set included;
+// `monogen check --launch layer --per-rank` prints it, and refuses what this path cannot do.
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "runtime/RankProcesses.h"
+#include "specs/minimax_m3/testing/LayerRankHarness.h"
+#include "tests/test_shell.h"
+
+using namespace monogen;
+using namespace monogen::specs::minimax_m3;
+using nlohmann::json;
+
+namespace {
+
+const std::string kMonogen = std::string(MONOGEN_BINARY_DIR) + "/tools/monogen";
+
+struct Outcome {
+  std::vector<int> status;              // per rank: exit code, 128 + signal
+  std::vector<std::vector<json>> done;  // per rank: its "done" reports
+  std::vector<std::string> errors;      // per rank: "error: ..." lines
+};
+
+Outcome runLayerRanks(int tp, const LayerRankJob& job) {
+  const ModelConfig cfg = ModelConfig::reduced();
+  Outcome o;
+  o.done.resize(tp);
+  o.errors.resize(tp);
+  const LayerRankData data = makeLayerRankData(cfg, job, tp);  // once, before the fork
+  runtime::RankProcesses procs(tp, [&](runtime::RankChannel& ch) { return runSimLayerRank(cfg, job, data, ch); });
+  o.status = procs.run(
+      [&](int r, const std::string& line) {
+        if (line.rfind("error: ", 0) == 0) {
+          o.errors[r] = line;
+          return;
+        }
+        const json j = json::parse(line);
+        if (j["event"] == "done") o.done[r].push_back(j);
+      },
+      300);
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("layer rank runtime: a full layer S 4 TP 4 on one sequence, one process a rank, bit-exact", "[layer_rank]") {
+  LayerRankJob job;
+  job.rows = 4;
+  job.seed = 7;
+  job.waitTicks = 2'000'000'000;  // 20 s of idle: never reached by a healthy launch here
+  job.knobs.fullLayer = true;
+  job.inputs.fullLayer = true;
+  job.inputs.shareSequence = true;
+  const auto t0 = std::chrono::steady_clock::now();
+  const Outcome o = runLayerRanks(4, job);
+  for (int r = 0; r < 4; ++r) {
+    INFO("rank " << r << " " << o.errors[r]);
+    CHECK(o.status[r] == 0);
+    REQUIRE(o.done[r].size() == 1);
+    CHECK(o.done[r][0]["verdict"] == "bit-exact");
+    CHECK(o.done[r][0]["tag"] == 1);
+  }
+  WARN(fmt::format("4 processes, full layer S 4 TP 4: {:.2f} s",
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()));
+}
+
+TEST_CASE("check --launch layer --per-rank: sparse S 3 TP 2, 2 replays of one bound set, bit-exact",
+          "[layer_rank][cli]") {
+  int code = 0;
+  const std::string out = runShell(kMonogen + " check --launch layer --per-rank --config reduced --rows 3 --tp 2 "
+                                              "--launches 2 --seed 3 --wait-seconds 20",
+                                   code);
+  INFO(out);
+  CHECK(code == 0);
+  CHECK_THAT(out, Catch::Contains("minimax_m3.layer-S3-TP2 on the sim device, one process a rank (per-rank runtime): "
+                                  "2 processes"));
+  for (int r = 0; r < 2; ++r)
+    for (int k = 0; k < 2; ++k)  // the device epoch moves the tag on: nothing in the arguments changed
+      CHECK_THAT(out, Catch::Matches(fmt::format("(.|\n)*rank {} launch {} tag {}:[^\n]*bit-exact(.|\n)*", r, k, k + 1)));
+  CHECK_THAT(out, Catch::EndsWith("verdict: bit-exact\n"));
+}
+
+TEST_CASE("check --launch layer --per-rank refuses what it cannot do, naming the option", "[layer_rank][cli]") {
+  struct Case {
+    std::string args, says;
+  };
+  const std::vector<Case> cases = {
+      {"--per-rank --rows 3 --tp 2 --ag-rs-from 2",
+       "--ag-rs-from: 2: at S = 3 the all-reduces are reduce-scatter + all-gather"},
+      {"--per-rank --device gfx950-run --rows 2 --tp 2", "--per-rank: runs the Sim device (--device sim) or the GPUs"},
+      {"--per-rank --numerics gfx950-run --rows 2 --tp 2", "--per-rank: compares under the IR's numerics"},
+      {"--launches 2 --rows 2 --tp 2", "--launches / --wait-seconds: take effect with --per-rank only"},
+  };
+  for (const Case& c : cases) {
+    int code = 0;
+    const std::string out = runShell(kMonogen + " check --launch layer --config reduced " + c.args, code);
+    INFO(c.args << "\n" << out);
+    CHECK(code == 2);
+    CHECK_THAT(out, Catch::Contains(c.says));
+  }
+  int code = 0;  // the attention launch has no per-rank path
+  const std::string out = runShell(kMonogen + " check --launch attention --config reduced --per-rank", code);
+  INFO(out);
+  CHECK(code == 2);
+  CHECK_THAT(out, Catch::Contains("--per-rank: is an option of the FFN and layer launches"));
+}
