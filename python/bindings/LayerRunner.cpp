@@ -13,6 +13,7 @@
 #include "specs/minimax_m3/kernel/Generate.h"
 #include "specs/minimax_m3/kernel/LaunchArgs.h"
 #include "specs/minimax_m3/kernel/LayerVariant.h"
+#include "specs/minimax_m3/testing/LayerRankHarness.h"
 #include "specs/minimax_m3/testing/RankHarness.h"
 
 namespace monogen::python {
@@ -36,14 +37,8 @@ LayerRunner::LayerRunner(mm::ModelConfig cfg, LayerRunnerOptions opts)
                      fmt::format("\"{}\": expected \"vllm\" (the runner binds vLLM's cache layout: one packed K/V "
                                  "tensor, scalar scales, the index cache's own slots and tables)",
                                  mm::cacheModeName(opts.knobs.mode)));
-  runtime::RankRuntimeOptions ro;
-  ro.rank = opts_.rank;
-  ro.tp = opts_.tp;
-  ro.rows = opts_.rows;
   const mm::ModelConfig& c = cfg_;
-  ro.key = [c, tp = opts_.tp, knobs = opts.knobs](int s) { return mm::makeLayerKey(c, s, tp, knobs); };
-  ro.symmetricArg = mm::arg::kSym;
-  ro.rankArg = mm::arg::kRank;
+  runtime::RankRuntimeOptions ro = mm::layerRankRuntimeOptions(c, opts_.rank, opts_.tp, opts_.rows, opts.knobs);
   start([&c](std::shared_ptr<runtime::Cache> cache) { return mm::makeLayerGenerator(c, std::move(cache)); },
         std::move(ro));
 }
