@@ -1,7 +1,8 @@
 // The one-launch decoder layer through the per-rank runtime, one process a rank on the Sim
 // (specs/minimax_m3/testing/LayerRankHarness.h): each rank binds its layer arguments, launches
 // and is bit-exact against the layer reference, replays of one bound argument set included;
-// `monogen check --launch layer --per-rank` prints it, and refuses what this path cannot do.
+// `monogen check --launch layer --per-rank` prints it (the reduce-scattered all-reduces too), and
+// refuses the device and numerics it does not run on.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
@@ -87,13 +88,23 @@ TEST_CASE("check --launch layer --per-rank: sparse S 3 TP 2, 2 replays of one bo
   CHECK_THAT(out, Catch::EndsWith("verdict: bit-exact\n"));
 }
 
+TEST_CASE("check --launch layer --per-rank: the reduce-scattered all-reduces, S 2 TP 2 ag_rs_from 2, bit-exact",
+          "[layer_rank][cli]") {
+  int code = 0;
+  const std::string out = runShell(kMonogen + " check --launch layer --per-rank --config reduced --rows 2 --tp 2 "
+                                              "--ag-rs-from 2 --wait-seconds 20",
+                                   code);
+  INFO(out);
+  CHECK(code == 0);
+  CHECK_THAT(out, Catch::Contains("minimax_m3.layer-S2-TP2-ag_rs_from=2 on the sim device"));
+  CHECK_THAT(out, Catch::EndsWith("verdict: bit-exact\n"));
+}
+
 TEST_CASE("check --launch layer --per-rank refuses what it cannot do, naming the option", "[layer_rank][cli]") {
   struct Case {
     std::string args, says;
   };
   const std::vector<Case> cases = {
-      {"--per-rank --rows 3 --tp 2 --ag-rs-from 2",
-       "--ag-rs-from: 2: at S = 3 the all-reduces are reduce-scatter + all-gather"},
       {"--per-rank --device gfx950-run --rows 2 --tp 2", "--per-rank: runs the Sim device (--device sim) or the GPUs"},
       {"--per-rank --numerics gfx950-run --rows 2 --tp 2", "--per-rank: compares under the IR's numerics"},
       {"--launches 2 --rows 2 --tp 2", "--launches / --wait-seconds: take effect with --per-rank only"},

@@ -87,13 +87,6 @@ int checkLayerPerRank(const VariantOptions& vo, const std::string& device, uint6
   const mm::ModelConfig cfg = configOf(vo);
   const mm::LayerVariant v = mm::LayerVariant::make(cfg, keyOf(vo, cfg, vo.rows, vo.tp));
   const int S = v.ffn.layout.rows, TP = v.ffn.layout.tp;
-  if (v.ffn.layout.ffnReduceScatter)
-    throw InputError("--ag-rs-from",
-                     fmt::format("{}: at S = {} the all-reduces are reduce-scatter + all-gather (a row's partials "
-                                 "land on its owner rank only); the per-rank layer check reads every rank's partial "
-                                 "from its own symmetric buffer, the one-shot push: expected --ag-rs-from above S "
-                                 "(or none, the default {})",
-                                 v.placementKnobs.agRsFrom, S, mm::LayerPlacementKnobs{}.agRsFrom));
   fmt::print("{} on the {} device, one process a rank (per-rank runtime): {} processes x {} CTAs x {} threads\n",
              v.key.variantName(), device, TP, cfg.blocks, cfg.threads);
   mm::LayerRankJob job;

@@ -17,8 +17,7 @@ namespace monogen::tools {
 int runRankCheck(int tp, int launches, const runtime::RankProcesses::Body& body);
 
 /// `check --launch layer --per-rank` (device sim) or `--device hip`: v's rows, tp, --cache,
-/// --layer-type and --context; `launches` back-to-back launches of one bound argument set. Refuses
-/// what this path cannot do (the reduce-scattered all-reduces of S >= --ag-rs-from), naming it.
+/// --layer-type, --context and --ag-rs-from; `launches` back-to-back launches of one bound argument set.
 int checkLayerPerRank(const VariantOptions& v, const std::string& device, uint64_t seed, int launches,
                       double waitSeconds);
 

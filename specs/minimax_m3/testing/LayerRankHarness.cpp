@@ -78,12 +78,31 @@ runtime::RankArgs layerRankArgs(const LayerVariant& v, const ir::Plan& plan, con
   return args;
 }
 
+namespace {
+
+/// Reduce-scattered, row t's partials land on its owner rank t % TP alone: down.r<src> holds this
+/// rank's rows only, in what it read and in the reference.
+void keepOwnedRows(const Layout& L, int rank, runtime::TensorMap& got, runtime::TensorMap& want) {
+  for (int src = 0; src < L.tp; ++src)
+    for (runtime::TensorMap* m : {&got, &want}) {
+      auto it = m->find(rankName("down", src));
+      if (it == m->end()) continue;
+      for (int t = 0; t < L.rows; ++t)
+        if (t % L.tp != rank)
+          std::fill_n(it->second.as<uint16_t>() + int64_t{t} * L.hidden, L.hidden, uint16_t{0});
+    }
+}
+
+}  // namespace
+
 std::string layerRankVerdict(const LayerVariant& v, runtime::RankRuntime& rt, const LayerRankIo& io, int32_t tag,
                              const LayerInputs& in, const LayerReference& want) {
   const int r = rt.rank(), rows = io.io.rows;
-  const runtime::TensorMap got = readRankOutputs(v.ffn, rt, io.io, tag);
+  const Layout& L = v.ffn.layout;
+  runtime::TensorMap got = readRankOutputs(v.ffn, rt, io.io, tag);
   if (const std::string err = rankError(got, r); !err.empty()) {
-    const std::string m = missingPeers(v.ffn, rt, tag);
+    // missingPeers counts one-shot pushes (every row from every rank); reduce-scattered, a rank gets its rows only
+    const std::string m = L.ffnReduceScatter ? "" : missingPeers(v.ffn, rt, tag);
     return "INVALID: " + err + (m.empty() ? "" : "; " + m);
   }
   // the attention's buffers by its own names: its scratch and res_out are the layer's attn_scratch and res_in
@@ -97,7 +116,9 @@ std::string layerRankVerdict(const LayerVariant& v, runtime::RankRuntime& rt, co
       in.attention, r);
   if (const std::string m = attentionRankMismatch(in.attention, want.attention, a, r, v.cfg); !m.empty())
     return "MISMATCH: " + m;
-  if (const auto m = firstMismatch(got, rankReference(want.ffn, r, rt.tp()))) return "MISMATCH: " + describe(*m);
+  runtime::TensorMap ref = rankReference(want.ffn, r, rt.tp());
+  if (L.ffnReduceScatter) keepOwnedRows(L, r, got, ref);
+  if (const auto m = firstMismatch(got, ref)) return "MISMATCH: " + describe(*m);
   return "bit-exact";
 }
 

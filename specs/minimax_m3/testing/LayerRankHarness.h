@@ -68,6 +68,7 @@ void uploadLayerRankInputs(runtime::RankDevice& dev, const LayerVariant& v, cons
 runtime::RankArgs layerRankArgs(const LayerVariant& v, const ir::Plan& plan, const LayerRankIo& io, int64_t waitTicks);
 /// "bit-exact", "INVALID: <rankError>; <missingPeers>" or "MISMATCH: <the first mismatch>" (the
 /// attention's outputs of this rank, then the FFN's in dataflow order) for the launch of `tag`.
+/// Reduce-scattered (S >= ag_rs_from), the partials down.r<src> are compared on this rank's rows.
 std::string layerRankVerdict(const LayerVariant& v, runtime::RankRuntime& rt, const LayerRankIo& io, int32_t tag,
                              const LayerInputs& in, const LayerReference& want);
 
