@@ -334,9 +334,10 @@ TEST_CASE("the layer launch: --launch layer is refused where there is none, nami
     std::string error;
   };
   const Case cases[] = {
-      {"check --launch layer --config reduced --device hip", "input error at --device: 'hip': --launch layer runs on sim "
-                                                             "or gfx950-run"},
-      {"check --launch layer --config reduced --per-rank", "input error at --per-rank"},
+      {"check --launch layer --config reduced --device hip --numerics gfx950-run", "input error at --per-rank: compares "
+                                                                                  "under the IR's numerics"},
+      {"check --launch layer --config reduced --per-rank --device gfx950-run", "input error at --per-rank: runs the Sim "
+                                                                               "device (--device sim) or the GPUs"},
       {"sim --config reduced --rows 2 --tp 2 --ag-rs-from 3", "input error at --ag-rs-from: is a knob of --launch layer"},
       {"check --launch attention --config reduced --ag-rs-from 3", "input error at --ag-rs-from: is a knob of --launch "
                                                                    "layer"},
