@@ -15,7 +15,6 @@
 #include "specs/minimax_m3/testing/MoeInputs.h"
 #include "specs/minimax_m3/testing/RankHarness.h"
 #include "runtime/RankProcesses.h"
-#include <nlohmann/json.hpp>
 #include "specs/minimax_m3/testing/SimHarness.h"
 #include "tools/CheckLaunch.h"
 #include "tools/CheckRanks.h"
@@ -33,11 +32,7 @@ namespace {
 /// monogen check --device sim --per-rank and --device hip: TP processes (fork), one a rank, each
 /// through the per-rank runtime on its own device (specs/minimax_m3/testing/RankHarness.h: runSimRank, a
 /// SimRankDevice; runHipRank, a HipRankDevice on GPU `rank`), handle bytes exchanged over the
-/// RankChannel. Prints each rank's device (the GPU's name and CU count on hip), warm-up, every
-/// launch's tag and verdict, and the verdict over every rank and launch: bit-exact (exit 0),
-/// else the worst of ERROR, INVALID, MISMATCH (exit 1). A rank whose process failed before it was
-/// ready (no library, no gfx950 GPU, a co-residency refusal) is a runtime error: exit 2 with its
-/// message on stderr, as the single-process devices' errors are.
+/// RankChannel; the lines and the verdict are runRankCheck's (tools/CheckRanks.h).
 int checkPerRank(const std::string& device, const VariantOptions& v, const mm::ModelConfig& cfg, uint64_t seed,
                  int launches, double waitSeconds) {
   const mm::FfnVariant variant = mm::FfnVariant::make(cfg, keyOf(v, cfg, v.rows, v.tp));
