@@ -3,6 +3,7 @@
 // reference (o_proj path) on its rows and residual.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <array>
 #include <string>
 #include <vector>
@@ -283,4 +284,29 @@ TEST_CASE("layer launch: the moe= knob refuses a8w4 until its stages exist", "[l
   CHECK(makeLayerKey(cfg, 2, 2, atom, rs, MoeQuant::A8w4).knobs == "cache=atom,moe=a8w4,ag_rs_from=1");
   CHECK(message("ag_rs_from=1,moe=a8w4").find("not built yet") != std::string::npos);
   CHECK_THAT(message("ag_rs_from=1,cache=atom"), Catch::Contains("are not canonical"));
+}
+
+TEST_CASE("layer launch: a mismatch names the stage that writes it (the all-gather when reduce-scattered)",
+          "[layer_launch]") {
+  const ModelConfig cfg = ModelConfig::reduced();
+  std::vector<std::string> scattered, oneShot;
+  for (const ir::Stage& s : buildLayerPlan(cfg, makeLayerKey(cfg, 3, 4, {}, {.agRsFrom = 1})).stages)
+    scattered.push_back(s.name);
+  for (const ir::Stage& s : buildLayerPlan(cfg, makeLayerKey(cfg, 3, 4)).stages) oneShot.push_back(s.name);
+  for (const OutputWriter& w : kGatherWriters) {
+    INFO(w.output);
+    CHECK(std::find(scattered.begin(), scattered.end(), w.stage) != scattered.end());
+  }
+  CHECK(writerStage("out.r0", scattered) == "final_ag");
+  CHECK(writerStage("res_out.r3", scattered) == "reduce_ag");
+  CHECK(writerStage("mid.r0", scattered) == "up");
+  CHECK(writerStage("out.r0", oneShot) == "final");
+  CHECK(writerStage("res_out.r3", oneShot) == "reduce");
+  CHECK(writerStage("err.r0", scattered).empty());
+  const auto bf16 = [](uint16_t bits) {
+    return runtime::HostTensor::of(runtime::DType::BF16, {1, 2}, std::vector<uint16_t>{0, bits}, "test");
+  };
+  const auto m = firstMismatch({{"out.r0", bf16(0x3fe4)}}, {{"out.r0", bf16(0x3fe3)}}, scattered);
+  REQUIRE(m.has_value());
+  CHECK(describe(*m) == "out.r0[1]: got 0x3fe4 (1.78125), want 0x3fe3 (1.7734375) (written by stage 'final_ag')");
 }

@@ -287,7 +287,7 @@ Run addSim(CLI::App& app) {
       mm::SimRun run = mm::runOnSim(v, inputs, so, launch);
       const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       const std::string verdict = withFindings(verdictOf(run, mm::firstMismatch(run.outputs, want)), run.stats);
-      tally.add(verdict);
+      tally.add(verdict, so.seed);
       fmt::print("  seed {:<4} {:>10} ops {:>8} ticks {:6.2f} s ({:.1f} M ops/s)  {}\n", so.seed, run.stats.steps,
                  run.stats.ticks, sec, sec > 0 ? run.stats.steps / sec / 1e6 : 0.0, verdict);
       if (run.stats.timed.on) printTimed(run.stats.timed);

@@ -69,7 +69,7 @@ int simAttention(const mm::ModelConfig& cfg, const SimAttentionOptions& o) {
     mm::AttentionSimRun run = mm::runAttentionOnSim(plan, v, in, so);
     const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const std::string verdict = withFindings(attentionVerdict(in, ref, run, cfg), run.stats);
-    tally.add(verdict);
+    tally.add(verdict, so.seed);
     fmt::print("  seed {:<4} {:>10} ops {:>8} ticks {:6.2f} s  {}\n", so.seed, run.stats.steps, run.stats.ticks, sec,
                verdict);
     if (run.stats.timed.on) printTimed(run.stats.timed);

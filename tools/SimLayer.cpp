@@ -42,7 +42,7 @@ int simLayer(const mm::ModelConfig& cfg, const SimAttentionOptions& o) {
     const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const runtime::SimStats& st = run.ffn.stats;
     const std::string verdict = withFindings(mm::layerVerdict(cfg, in, ref, run), st);
-    tally.add(verdict);
+    tally.add(verdict, so.seed);
     fmt::print("  seed {:<4} {:>10} ops {:>8} ticks {:6.2f} s  {}\n", so.seed, st.steps, st.ticks, sec, verdict);
     if (st.timed.on) printTimed(st.timed);
     printFindings(st, o.races);

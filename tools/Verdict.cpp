@@ -8,7 +8,9 @@ namespace mm = specs::minimax_m3;
 
 std::string verdictOf(const mm::SimRun& run, const std::optional<mm::Mismatch>& m) {
   if (!run.valid) return "INVALID: " + run.error;  // an error word is set: no output of this launch is a result
-  if (m && m->index >= 0) return fmt::format("MISMATCH: {}[{}] = {}, reference {}", m->tensor, m->index, m->got, m->want);
+  if (m && m->index >= 0)
+    return fmt::format("MISMATCH: {}[{}] = {}, reference {}{}", m->tensor, m->index, m->got, m->want,
+                       m->stage.empty() ? "" : fmt::format(" (written by stage '{}')", m->stage));
   if (m) return "MISMATCH: " + mm::describe(*m);  // a tensor missing or of another shape
   return "bit-exact";
 }
@@ -40,9 +42,10 @@ void printFindings(const runtime::SimStats& stats, bool races) {
                stats.raceUncheckedWrites);
 }
 
-bool SeedTally::add(const std::string& verdict) {
+bool SeedTally::add(const std::string& verdict, uint64_t seed) {
   ++seeds_;
   if (verdict == "bit-exact") return true;
+  if (bad_ == 0) first_ = fmt::format("seed {}: {}", seed, verdict);
   ++bad_;
   ++kinds_[verdict.substr(0, verdict.find(':'))];
   return false;
@@ -53,7 +56,7 @@ std::string SeedTally::overall() const {
   if (bad_ == 0) return fmt::format("bit-exact under {} seed{}", seeds_, plural);
   std::string kinds;
   for (const auto& [kind, n] : kinds_) kinds += fmt::format("{}{} under {}", kinds.empty() ? "" : ", ", kind, n);
-  return fmt::format("{} of {} seed{}", kinds, seeds_, plural);
+  return fmt::format("{} of {} seed{}; the first, {}", kinds, seeds_, plural, first_);
 }
 
 }  // namespace monogen::tools

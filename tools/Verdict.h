@@ -24,14 +24,16 @@ void printFindings(const runtime::SimStats& stats, bool races);
 /// The verdicts of one launch under several scheduler seeds.
 class SeedTally {
  public:
-  /// Counts one seed's verdict; true when it is bit-exact.
-  bool add(const std::string& verdict);
+  /// Counts seed `seed`'s verdict; true when it is bit-exact.
+  bool add(const std::string& verdict, uint64_t seed);
   int bad() const { return bad_; }
-  /// "bit-exact under 3 seeds", or "MISMATCH under 1, RACE under 2 of 3 seeds".
+  /// "bit-exact under 3 seeds", or "MISMATCH under 1, RACE under 2 of 3 seeds; the first, seed 2:
+  /// MISMATCH: out.r0[7] ..." (the first failing seed's whole verdict, its first mismatch kept).
   std::string overall() const;
 
  private:
   int seeds_ = 0, bad_ = 0;
+  std::string first_;  // the first failing seed's verdict, with its seed
   std::map<std::string, int> kinds_;  // a failing verdict's kind (its text before ':') -> seeds
 };
 

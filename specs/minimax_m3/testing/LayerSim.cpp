@@ -82,6 +82,7 @@ LayerSimRun runLayer(runtime::Device& dev, const runtime::CodeObjectBytes& code,
   LaunchParams params;
   params.tag = tag;
   LayerSimRun run;
+  for (const ir::Stage& s : plan.stages) run.stages.push_back(s.name);
   run.ffn = session.launch(in.ffn, opts, params, extra);
   for (int r = 0; r < static_cast<int>(at.size()); ++r) {
     run.attention.ranks.push_back(readAttentionRank(dev, at[r], v.attention, in.attention, r));
@@ -96,7 +97,7 @@ std::string layerVerdict(const ModelConfig& cfg, const LayerInputs& in, const La
   if (!run.ffn.valid) return "INVALID: " + run.ffn.error;
   const std::string a = attentionVerdict(in.attention, ref.attention, run.attention, cfg);
   if (a != "bit-exact") return a;
-  if (const auto m = firstMismatch(run.ffn.outputs, ref.ffn)) return "MISMATCH: " + describe(*m);
+  if (const auto m = firstMismatch(run.ffn.outputs, ref.ffn, run.stages)) return "MISMATCH: " + describe(*m);
   return "bit-exact";
 }
 

@@ -37,6 +37,7 @@ LayerReference layerReference(const ModelConfig& cfg, const LayerInputs& in, Moe
 struct LayerSimRun {
   AttentionSimRun attention;  // its error words are the launch's (one error word a rank)
   SimRun ffn;
+  std::vector<std::string> stages;  // the Plan's stage names: which stage writes a mismatching output
 };
 /// One launch of `plan` (buildLayerPlan(v)) on a fresh Sim device.
 LayerSimRun runLayerOnSim(const ir::Plan& plan, const LayerVariant& v, const LayerInputs& in,

@@ -593,25 +593,38 @@ std::vector<std::string> dataflowOrder(const TensorMap& m) {
   return out;
 }
 
-std::optional<Mismatch> firstMismatch(const TensorMap& got, const TensorMap& want) {
+std::string writerStage(const std::string& name, const std::vector<std::string>& stages) {
+  const size_t dot = name.rfind(".r");
+  const std::string base = dot == std::string::npos ? name : name.substr(0, dot);
+  for (const OutputWriter& w : kGatherWriters)
+    if (base == w.output && std::find(stages.begin(), stages.end(), w.stage) != stages.end()) return w.stage;
+  for (const OutputWriter& w : kOutputWriters)
+    if (base == w.output) return w.stage ? w.stage : "";
+  return "";
+}
+
+std::optional<Mismatch> firstMismatch(const TensorMap& got, const TensorMap& want,
+                                      const std::vector<std::string>& stages) {
   for (const std::string& name : dataflowOrder(want)) {
     const HostTensor& w = want.at(name);
     auto it = got.find(name);
-    if (it == got.end()) return Mismatch{name, -1, "missing", shapeText(w)};
+    const std::string stage = writerStage(name, stages);
+    if (it == got.end()) return Mismatch{name, -1, "missing", shapeText(w), stage};
     const HostTensor& g = it->second;
     if (g.dtype != w.dtype || g.shape != w.shape || g.data.size() != w.data.size())
-      return Mismatch{name, -1, shapeText(g), shapeText(w)};
+      return Mismatch{name, -1, shapeText(g), shapeText(w), stage};
     const int n = runtime::dtypeBytes(w.dtype);
     for (int64_t i = 0; i < w.numel(); ++i)
       if (std::memcmp(g.data.data() + i * n, w.data.data() + i * n, n) != 0)
-        return Mismatch{name, i, elemText(g, i), elemText(w, i)};
+        return Mismatch{name, i, elemText(g, i), elemText(w, i), stage};
   }
   return std::nullopt;
 }
 
 std::string describe(const Mismatch& m) {
-  if (m.index < 0) return fmt::format("{}: got {}, want {}", m.tensor, m.got, m.want);
-  return fmt::format("{}[{}]: got {}, want {}", m.tensor, m.index, m.got, m.want);
+  const std::string by = m.stage.empty() ? "" : fmt::format(" (written by stage '{}')", m.stage);
+  if (m.index < 0) return fmt::format("{}: got {}, want {}{}", m.tensor, m.got, m.want, by);
+  return fmt::format("{}[{}]: got {}, want {}{}", m.tensor, m.index, m.got, m.want, by);
 }
 
 std::vector<std::pair<std::string, int64_t>> mismatchCounts(const TensorMap& got, const TensorMap& want) {

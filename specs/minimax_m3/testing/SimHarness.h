@@ -189,6 +189,14 @@ inline constexpr OutputWriter kOutputWriters[] = {
     {"slot_expert", "table"},  {"slot_count", "table"},  {"slot_row", "table"},  {"slot_pick", "table"},
     {"mid", "up"},             {"down", "down"},         {"out", "final"},       {"epoch", "epoch"},
     {"err", nullptr},          {"trace", nullptr}};
+/// The outputs another stage writes when the Plan has that stage (the layer's all-reduces as
+/// reduce-scatter + all-gather, docs/layer.md): the all-gather's stage, after the owner's sum.
+inline constexpr OutputWriter kGatherWriters[] = {
+    {"res_out", "reduce_ag"}, {"sres", "reduce_ag"}, {"ssq", "reduce_ag"}, {"ssq_tag", "reduce_ag"},
+    {"out", "final_ag"}};
+/// The stage that writes output `name` ("out.r0" or "out") in a Plan of stages `stages`
+/// (kGatherWriters' when `stages` has it, else kOutputWriters'); "" when neither table knows it.
+std::string writerStage(const std::string& name, const std::vector<std::string>& stages = {});
 
 /// The names of `m` in the launch's dataflow order: by the position of the stage that writes
 /// them (kOutputWriters) in the Plan's stage list, then rank ascending, then kOutputWriters'
@@ -199,12 +207,14 @@ struct Mismatch {
   std::string tensor;
   int64_t index = -1;  // element index (row-major); -1: the tensor is missing or its shape differs
   std::string got, want;
+  std::string stage;  // the stage that writes the tensor (writerStage), "" if unknown
 };
 /// The first element whose bits differ in `got` of the first tensor of `want` in dataflow order
 /// (dataflowOrder: the earliest stage's, the lowest rank's) that differs, so a wrong value is
 /// reported where it entered, not where it ended up. Tensors only in `got` are ignored; nullopt
-/// if every bit agrees.
-std::optional<Mismatch> firstMismatch(const runtime::TensorMap& got, const runtime::TensorMap& want);
+/// if every bit agrees. `stages`: the launch Plan's stage names, to name the writer (writerStage).
+std::optional<Mismatch> firstMismatch(const runtime::TensorMap& got, const runtime::TensorMap& want,
+                                      const std::vector<std::string>& stages = {});
 std::string describe(const Mismatch& m);
 /// How many elements of each tensor in `want` differ in bits in `got`, in dataflow order (only
 /// tensors with a difference; a missing or reshaped tensor counts as all of its elements).
