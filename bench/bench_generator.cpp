@@ -1,4 +1,4 @@
-// bench_generator: one cold build of a variant (the FFN launch's or the attention launch's),
+// bench_generator: one cold build of a variant (the FFN, attention or layer launch's),
 // phase by phase, for every codegen::Pipeline side by side, with each kernel's ISA size,
 // registers, spills and LDS; repetitions interleaved at random, medians printed. Usage and what
 // the columns mean: docs/verification.md, "Benchmarks".
@@ -20,6 +20,8 @@
 #include "ir/Verifier.h"
 #include "specs/minimax_m3/kernel/AttentionSpec.h"
 #include "specs/minimax_m3/kernel/AttentionVariant.h"
+#include "specs/minimax_m3/kernel/LayerSpec.h"
+#include "specs/minimax_m3/kernel/LayerVariant.h"
 #include "specs/minimax_m3/kernel/ModelConfig.h"
 #include "specs/minimax_m3/kernel/Spec.h"
 
@@ -28,25 +30,38 @@ namespace {
 using namespace monogen;
 namespace mm = specs::minimax_m3;
 
+/// The launches (their default knobs: the vllm cache, a sparse layer).
+enum class Launch { Ffn, Attention, Layer };
+constexpr const char* launchName(Launch l) {
+  return l == Launch::Ffn ? "" : l == Launch::Attention ? "attention " : "layer ";
+}
+
 struct VariantClass {
   const char* name;  // in the benchmark name: no spaces
   const char* config;
   int rows, tp;
-  bool attention = false;  // the attention launch (vllm cache, a sparse layer), else the FFN's
+  Launch launch = Launch::Ffn;
 };
 constexpr VariantClass kClasses[] = {
     {"full_S1_TP1", "full", 1, 1},
     {"full_S8_TP4", "full", 8, 4},
     {"full_S16_TP8", "full", 16, 8},
     {"reduced_S8_TP4", "reduced", 8, 4},
-    {"attention_full_S8_TP4", "full", 8, 4, true},
-    {"attention_full_S16_TP1", "full", 16, 1, true},
+    {"attention_full_S8_TP4", "full", 8, 4, Launch::Attention},
+    {"attention_full_S16_TP1", "full", 16, 1, Launch::Attention},
+    {"layer_reduced_S4_TP4", "reduced", 4, 4, Launch::Layer},
+    {"layer_full_S2_TP4", "full", 2, 4, Launch::Layer},
+    {"layer_full_S16_TP1", "full", 16, 1, Launch::Layer},
 };
 
 /// The class's Plan, built from its key (the timed phase "plan build").
 ir::Plan planOf(const VariantClass& vc, const mm::ModelConfig& cfg) {
-  return vc.attention ? mm::buildAttentionPlan(cfg, mm::makeAttentionKey(cfg, vc.rows, vc.tp))
-                      : mm::buildPlan(cfg, mm::makeKey(cfg, vc.rows, vc.tp));
+  switch (vc.launch) {
+    case Launch::Attention: return mm::buildAttentionPlan(cfg, mm::makeAttentionKey(cfg, vc.rows, vc.tp));
+    case Launch::Layer: return mm::buildLayerPlan(cfg, mm::makeLayerKey(cfg, vc.rows, vc.tp));
+    case Launch::Ffn: break;
+  }
+  return mm::buildPlan(cfg, mm::makeKey(cfg, vc.rows, vc.tp));
 }
 
 double threadCpuSeconds() {
@@ -155,7 +170,7 @@ void coldBuild(benchmark::State& st, VariantClass vc, codegen::Pipeline pl) {
   st.counters["spills"] = q.info.vgprSpills + q.info.sgprSpills;
   st.counters["lds"] = static_cast<double>(q.info.ldsBytes);
   st.counters["scratch"] = static_cast<double>(q.info.scratchBytes);
-  st.SetLabel(fmt::format("{}{} S={} TP={} {}", vc.attention ? "attention " : "", vc.config, vc.rows, vc.tp,
+  st.SetLabel(fmt::format("{}{} S={} TP={} {}", launchName(vc.launch), vc.config, vc.rows, vc.tp,
                           codegen::pipelineName(pl)));
 }
 

@@ -1,14 +1,21 @@
 // The LLVM side of a compile: the target's TargetMachine, the IR pipeline (a short function
 // pipeline fit to the lowered IR, or LLVM's O3; docs/codegen.md says why the short one is enough),
 // and AMDGPU codegen into memory (a relocatable object, or the ISA as assembly text).
+#include <cstdlib>
 #include <mutex>
 
 #include <llvm/ADT/SmallVector.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
+#include <llvm/IR/PassTimingInfo.h>
+#include <llvm/Pass.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/OptimizationLevel.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Passes/StandardInstrumentations.h>
+#include <llvm/Support/Allocator.h>
+#include <llvm/Support/CommandLine.h>
+#include <llvm/Support/StringSaver.h>
 #include <llvm/Support/CodeGen.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
@@ -39,6 +46,14 @@ void initAmdgpu() {
     LLVMInitializeAMDGPUTargetMC();
     LLVMInitializeAMDGPUAsmPrinter();
     LLVMInitializeAMDGPUAsmParser();  // the stage-argument barrier is an (empty) inline asm
+    // LLVM's own options for measuring a compile (e.g. "-time-passes"): docs/codegen.md.
+    if (const char* env = std::getenv("MONOGEN_LLVM_ARGS"); env && *env) {
+      static llvm::BumpPtrAllocator alloc;
+      static llvm::StringSaver saver(alloc);
+      llvm::SmallVector<const char*, 8> argv{"monogen"};
+      llvm::cl::TokenizeGNUCommandLine(env, saver, argv);
+      llvm::cl::ParseCommandLineOptions(static_cast<int>(argv.size()), argv.data(), "MONOGEN_LLVM_ARGS");
+    }
   });
 }
 }  // namespace
@@ -61,7 +76,10 @@ void optimize(llvm::Module& m, llvm::TargetMachine& tm, Pipeline p) {
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
   llvm::ModuleAnalysisManager mam;
-  llvm::PassBuilder pb(&tm);  // registers the AMDGPU pass callbacks
+  llvm::PassInstrumentationCallbacks pic;
+  llvm::StandardInstrumentations si(m.getContext(), /*DebugLogging=*/false);
+  si.registerCallbacks(pic, &mam);  // -time-passes and the other MONOGEN_LLVM_ARGS instruments
+  llvm::PassBuilder pb(&tm, llvm::PipelineTuningOptions(), std::nullopt, &pic);  // + the AMDGPU callbacks
   pb.registerModuleAnalyses(mam);
   pb.registerCGSCCAnalyses(cgam);
   pb.registerFunctionAnalyses(fam);
@@ -93,6 +111,7 @@ void optimize(llvm::Module& m, llvm::TargetMachine& tm, Pipeline p) {
     }
   }
   mpm.run(m, mam);
+  if (llvm::TimePassesIsEnabled) si.getTimePasses().print();
 }
 
 namespace {
@@ -104,6 +123,7 @@ llvm::SmallVector<char, 0> emit(llvm::Module& m, llvm::TargetMachine& tm, llvm::
   if (tm.addPassesToEmitFile(pm, os, nullptr, type))
     throw CodegenError(where, "the AMDGPU target cannot emit this file type");
   pm.run(m);
+  if (llvm::TimePassesIsEnabled) llvm::reportAndResetTimings();
   return buf;
 }
 }  // namespace

@@ -54,6 +54,24 @@ TEST_CASE("attention launch: bit-exact on the Sim for S x TP in vllm mode across
   }
 }
 
+TEST_CASE("attention launch: bit-exact on the Sim when the merge loops over batches of cells", "[attention_launch]") {
+  // more query heads than the reduced 16: 8 and 10 merge cells a thread at TP 1 (4 a batch), so
+  // the merge's whole batches run as a loop (the full dims do at TP 1 and 2), the rest unrolled
+  Case k;
+  k.S = 2;
+  SECTION("64 heads: a loop of 2 batches") {
+    k.dims = [](ModelConfig& c) { c.heads = 64; };
+    runCase(k);
+  }
+  SECTION("80 heads: a loop of 2 batches and 2 cells after it") {
+    k.dims = [](ModelConfig& c) {
+      c.heads = 80;
+      c.kvHeads = c.indexHeads = 8;
+    };
+    runCase(k);
+  }
+}
+
 TEST_CASE("attention launch: bit-exact on the Sim in atom mode and a full layer and a padded batch", "[attention_launch]") {
   Case k;
   k.S = 3;

@@ -35,6 +35,7 @@ struct Case {
   float kvScale = 8.0f / 448.0f;  // vllm's scalar K / V scales
   std::function<void(const ModelConfig&, AttentionLaunch&)> edit;  // applied to the inputs, if set
   bool flashDims = false;  // the model's own dims (ModelConfig::flash) instead of the reduced ones
+  std::function<void(ModelConfig&)> dims;  // applied to the config, if set
 };
 
 /// The first index where a and b differ in bits, or -1.
@@ -48,7 +49,8 @@ inline long firstDiff(const std::vector<T>& a, const std::vector<T>& b) {
 
 /// Runs the cell on the Sim (every rank) and checks every output against the reference bit for bit.
 inline void runCase(const Case& k) {
-  const ModelConfig cfg = k.flashDims ? ModelConfig::flash() : ModelConfig::reduced();
+  ModelConfig cfg = k.flashDims ? ModelConfig::flash() : ModelConfig::reduced();
+  if (k.dims) k.dims(cfg);
   AttentionKnobs knobs;
   knobs.mode = k.mode;
   knobs.fullLayer = k.full;

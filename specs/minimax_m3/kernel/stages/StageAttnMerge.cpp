@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 
 namespace monogen::specs::minimax_m3 {
 
@@ -75,15 +76,27 @@ void stageAttnMerge(AttentionContext& c, Val t) {
   c.ctaSync(false);
   auto cellOf = [&](int k) { return c.tid + c.i32(int64_t{k} * L.threads); };
   auto outAt = [&](Val cell) { return b.ptrAdd(c.arg(a::kAttn), (t * c.i32(cells) + cell) * c.i32(2)); };
-  b.if_(live, [&] {
-    for (int k0 = 0; k0 < steps; k0 += kMergeBatch) {
-      std::vector<MergeCell> batch;  // every load of the batch before any use
-      for (int k = k0; k < std::min(steps, k0 + kMergeBatch); ++k) batch.push_back(loadCell(c, t, cellOf(k)));
-      for (const MergeCell& x : batch) {
-        Val o = mergeCell(c, x);
-        b.if_(x.cell < c.i32(cells), [&] { b.store(outAt(x.cell), b.f32ToBf16(o)); });
-      }
+  // `n` cells (cellAt(0 .. n-1)) merged: every load of the batch before any use.
+  auto mergeBatch = [&](const std::function<Val(int)>& cellAt, int n) {
+    std::vector<MergeCell> batch;
+    for (int k = 0; k < n; ++k) batch.push_back(loadCell(c, t, cellAt(k)));
+    for (const MergeCell& x : batch) {
+      Val o = mergeCell(c, x);
+      b.if_(x.cell < c.i32(cells), [&] { b.store(outAt(x.cell), b.f32ToBf16(o)); });
     }
+  };
+  // More than one whole batch (TP 1 and 2 at full dims): a loop over the whole ones, then the rest.
+  const int whole = steps / kMergeBatch;
+  b.if_(live, [&] {
+    int k0 = 0;
+    if (whole > 1) {
+      k0 = whole * kMergeBatch;
+      b.for_(c.i32(0), c.i32(k0), c.i32(kMergeBatch), [&](Val kb) {
+        mergeBatch([&](int k) { return c.tid + (kb + c.i32(k)) * c.i32(L.threads); }, kMergeBatch);
+      });
+    }
+    for (; k0 < steps; k0 += kMergeBatch)
+      mergeBatch([&](int k) { return cellOf(k0 + k); }, std::min(steps - k0, kMergeBatch));
   });
   for (int k = 0; k < steps; ++k)  // a padded row's is 0
     b.if_((!live) & (cellOf(k) < c.i32(cells)), [&] { b.store(outAt(cellOf(k)), b.f32ToBf16(c.f32(0))); });
