@@ -315,6 +315,52 @@ TEST_CASE("races: a publish needs the other waves drained into it (their release
   }
 }
 
+TEST_CASE("races: two waves storing distinct bytes of one word do not race but overlapping bytes do") {
+  // Lane 0 of waves 0 and 1 of one CTA, no barrier between them. halves: bf16-sized stores to
+  // bytes 0..1 and 2..3 (the layer's QKV store where a wave boundary splits a word); overlap:
+  // wave 0 stores the whole word; read: halves, then wave 1 reads wave 0's half.
+  enum Mode { halves, overlap, read };
+  for (Mode mode : {halves, overlap, read}) {
+    for (bool lds : {false, true}) {
+      Kit k(1, 128, 64);
+      auto& b = k.b;
+      Val d = lds ? b.intToPtr(b.i32(0), AddrSpace::Lds) : k.gptr(0), o = k.gptr(1);
+      Val w = b.wave();
+      b.stage(0, [&] {
+        b.if_((b.lane() == 0) & (w == 0), [&] {
+          if (mode == overlap) b.store(d, b.i32(0x11112222));
+          else b.store(d, b.trunc(b.i32(0x1111), Type::i16()));
+        });
+        b.if_((b.lane() == 0) & (w == 1), [&] {
+          b.sleep(127);  // wave 0 stores first: the later accesses meet its record
+          b.store(b.ptrAdd(d, b.i32(2)), b.trunc(b.i32(0x3333), Type::i16()));
+          if (mode == read) b.store(o, b.load(Type::i16(), d));
+        });
+      });
+      const uint64_t data = k.alloc(64, "data"), out = k.alloc(64, "out");
+      int writeThenRead = 0;
+      for (uint64_t seed = 1; seed <= 4; ++seed) {
+        const auto st = k.runRaces({{data, out}}, seed);
+        const std::string r = joined(st);
+        INFO("mode " << mode << ", lds " << lds << ", seed " << seed << "\n" << r);
+        const std::string at = lds ? "race on LDS of CTA 0 (rank 0) + " : "race on 'data' (rank 0) + ";
+        if (mode == halves) {
+          CHECK(st.raceCount == 0);
+          if (!lds) CHECK(k.read<uint16_t>(data, 2) == std::vector<uint16_t>{0x1111, 0x3333});
+        } else {
+          REQUIRE(st.raceCount >= 1);
+          CHECK_THAT(r, Catch::Contains(at + (mode == overlap ? "2" : "0")) &&
+                            Catch::Contains("store (rank 0 CTA 0 wave 0)") &&
+                            Catch::Contains("(rank 0 CTA 0 wave 1)") && Catch::Contains("no barrier"));
+          writeThenRead += r.find("write by stage 'first' op #") != std::string::npos &&
+                           r.find("store (rank 0 CTA 0 wave 0), then read by") != std::string::npos;
+        }
+      }
+      if (mode == read) CHECK(writeThenRead > 0);  // wave 0's half kept beside wave 1's later write
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Poison and the uninitialized-read check (SimRaces.h, "Uninitialized reads")
 

@@ -1,5 +1,6 @@
 // The Sim device's race detector (the model: docs/sim.md, "Race detector"): vector clocks,
-// release records and shadow memory per 4-byte word, and the race reports.
+// release records and shadow memory per 4-byte word (with the bytes each access touched), and the
+// race reports.
 #include "runtime/sim/SimRaces.h"
 
 #include <fmt/format.h>
@@ -155,48 +156,89 @@ void SimRaces::access(uint32_t t, int32_t pc, const SimMemory::Allocation* alloc
   int owned = -1;
   Word* base = shadow(alloc, ci, addr, &owned) - (lo / 4);
   if (owned != -1 && use != Use::Write) checkUninit(t, pc, alloc, owned, base, lo, n, atomic, use);
-  const Acc cur{t, waves_[t].vc[t], pc, static_cast<uint8_t>(atomic), static_cast<uint8_t>(scope)};
+  Acc cur{t, waves_[t].vc[t], pc, static_cast<uint8_t>(atomic), static_cast<uint8_t>(scope)};
   for (uint64_t wd = first; wd <= last; ++wd) {
     Word& s = base[wd];
+    cur.bytes = bytesIn(lo, n, wd);
     const uint64_t at = std::max((alloc ? alloc->base : 0) + wd * 4, addr);
     auto check = [&](const Acc& e, bool prevWrite) {
-      if (conflicts(e, t, atomic, scope)) report(t, pc, write, atomic, scope, e, prevWrite, alloc, at);
+      if ((e.bytes & cur.bytes) && conflicts(e, t, atomic, scope))
+        report(t, pc, write, atomic, scope, e, prevWrite, alloc, at);
     };
     check(s.write, true);
+    if (s.write.flags & kSplit)
+      for (const Acc& e : splitWrites_.find(&s)->second) check(e, true);
     if (!write) {
       recordRead(s, cur, t);
       continue;
     }
     for (const Acc& r : s.reads) check(r, false);
-    if (s.write.dropped) {  // the reads past kReads since the last write
-      auto it = overflow_.find(&s);
-      if (it != overflow_.end()) {
-        for (const Acc& r : it->second) check(r, false);
-        overflow_.erase(it);
-      }
-    }
-    const uint8_t init = s.write.init | bytesIn(lo, n, wd);
-    s.write = cur;
-    s.write.init = init;
-    for (Acc& r : s.reads) r = Acc{};
+    if (s.write.flags & kDropped)  // the reads past kReads since the last write of their bytes
+      for (const Acc& r : overflow_.find(&s)->second) check(r, false);
+    recordWrite(s, cur);
   }
 }
 
-void SimRaces::recordRead(Word& s, const Acc& cur, uint32_t t) {
-  // Drop the reads ordered before this one, then add (or refresh) this wave's.
+void SimRaces::dropBytes(std::vector<Acc>& v, uint8_t m) {
+  for (Acc& a : v) a.bytes &= static_cast<uint8_t>(~m);
+  v.erase(std::remove_if(v.begin(), v.end(), [](const Acc& a) { return !a.bytes; }), v.end());
+}
+
+void SimRaces::recordWrite(Word& s, Acc cur) {
+  // A later access of these bytes is checked against this write, which is ordered after their
+  // reads and earlier writes or was reported; the other bytes keep theirs.
+  const uint8_t m = cur.bytes;
+  uint8_t flags = s.write.flags | m;
+  for (Acc& r : s.reads)
+    if (r.bytes &= static_cast<uint8_t>(~m); !r.bytes) r = Acc{};
+  for (auto [map, bit] : {std::pair{&overflow_, kDropped}, std::pair{&splitWrites_, kSplit}}) {
+    if (!(flags & bit)) continue;
+    auto it = map->find(&s);
+    dropBytes(it->second, m);
+    if (it->second.empty()) {
+      map->erase(it);
+      flags &= static_cast<uint8_t>(~bit);
+    }
+  }
+  if (const Acc& old = s.write; old.bytes & ~m) {
+    if (sameEpoch(old, cur)) {
+      cur.bytes |= old.bytes;  // the lanes of one op (or one epoch of the wave): one record
+    } else {
+      Acc e = old;
+      e.bytes &= static_cast<uint8_t>(~m);
+      e.flags = 0;
+      splitWrites_[&s].push_back(e);
+      flags |= kSplit;
+    }
+  }
+  s.write = cur;
+  s.write.flags = flags;
+}
+
+void SimRaces::recordRead(Word& s, Acc cur, uint32_t t) {
+  // Drop the bytes of the reads ordered before this one (merge those of its epoch), then add it.
   int k = 0;
   Acc keep[kReads];
-  for (const Acc& r : s.reads)
-    if (r.wave != UINT32_MAX && !hb(r, t)) keep[k++] = r;
+  for (Acc r : s.reads) {
+    if (!r.bytes) continue;
+    if (sameEpoch(r, cur)) {
+      cur.bytes |= r.bytes;
+      continue;
+    }
+    if (hb(r, t) && !(r.bytes &= static_cast<uint8_t>(~cur.bytes))) continue;
+    keep[k++] = r;
+  }
   if (k == kReads) {
     // More unordered readers than the word holds: the oldest moves to the word's overflow list,
-    // pruned of the reads ordered before this one, so a later write is checked against them all.
+    // pruned of the bytes of reads ordered before this one, so a later write is checked against them all.
     std::vector<Acc>& o = overflow_[&s];
-    o.erase(std::remove_if(o.begin(), o.end(), [&](const Acc& r) { return hb(r, t); }), o.end());
+    for (Acc& r : o)
+      if (hb(r, t)) r.bytes &= static_cast<uint8_t>(~cur.bytes);
+    dropBytes(o, 0);
     o.push_back(keep[0]);
     std::move(keep + 1, keep + kReads, keep);
     --k;
-    s.write.dropped = 1;
+    s.write.flags |= kDropped;
   }
   keep[k++] = cur;
   for (int i = 0; i < kReads; ++i) s.reads[i] = i < k ? keep[i] : Acc{};
@@ -208,7 +250,7 @@ void SimRaces::checkUninit(uint32_t t, int32_t pc, const SimMemory::Allocation* 
   int unwritten = 0;
   uint64_t firstAddr = 0;
   for (uint64_t wd = first; wd <= last; ++wd) {
-    uint8_t& init = base[wd].write.init;
+    uint8_t& init = base[wd].write.flags;
     if (use == Use::WaitPair) {
       init |= kWaited;
       continue;

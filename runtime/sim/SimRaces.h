@@ -71,11 +71,15 @@ class SimRaces {
     int32_t pc = -1;
     uint8_t atomic = 0;
     uint8_t scope = 0;
-    uint8_t dropped = 0;  // in Word::write: reads since that write overflowed kReads (see overflow_)
-    uint8_t init = 0;     // in Word::write (kept across writes): bits 0..3, the word's bytes this
-                          // launch wrote; kWaited, a Wait of this launch read the pair word
+    uint8_t bytes = 0;  // bits 0..3: the word's bytes the access touched (a write: and no later write did)
+    uint8_t flags = 0;  // in Word::write (kept across writes): bits 0..3, the word's bytes this launch
+                        // wrote; kWaited, kDropped, kSplit
   };
-  static constexpr uint8_t kWaited = 0x10;
+  static constexpr uint8_t kWaited = 0x10;   // a Wait of this launch read the pair word
+  static constexpr uint8_t kDropped = 0x20;  // the word has reads in overflow_
+  static constexpr uint8_t kSplit = 0x40;    // the word has earlier writes in splitWrites_
+  /// Per 4-byte word: the last write and up to kReads reads, each with the bytes it touched; two
+  /// accesses conflict only where their bytes overlap.
   struct Word {
     Acc write;
     Acc reads[kReads];
@@ -123,7 +127,15 @@ class SimRaces {
   /// An access e that the access now by t (atomic, at scope) races with.
   bool conflicts(const Acc& e, uint32_t t, bool atomic, ir::MemScope scope) const;
   /// A read's shadow update of word s (the reads it keeps, kReads and the overflow list).
-  void recordRead(Word& s, const Acc& cur, uint32_t t);
+  void recordRead(Word& s, Acc cur, uint32_t t);
+  /// A write's shadow update of word s: the reads and earlier writes of its bytes go.
+  void recordWrite(Word& s, Acc cur);
+  /// Drops the bytes m from v's accesses, then the accesses left with none.
+  static void dropBytes(std::vector<Acc>& v, uint8_t m);
+  /// Two accesses of one epoch (wave, clock) and kind: a conflict with one is one with the other.
+  static bool sameEpoch(const Acc& a, const Acc& b) {
+    return a.wave == b.wave && a.clock == b.clock && a.atomic == b.atomic && a.scope == b.scope;
+  }
   /// The uninitialized-read check of [lo, lo + n) (lo: the offset in the shadow base covers).
   void checkUninit(uint32_t t, int32_t pc, const SimMemory::Allocation* alloc, int owned, Word* base, uint64_t lo,
                    int n, bool atomic, Use use);
@@ -165,6 +177,9 @@ class SimRaces {
   std::unordered_map<const SimMemory::Allocation*, AllocShadow> global_;
   std::unordered_set<const SimMemory::Allocation*> readOnly_;
   std::unordered_map<const Word*, std::vector<Acc>> overflow_;  // reads past a word's kReads
+  /// Earlier writes that still hold some of a word's bytes (a later write of other bytes of it,
+  /// by another access): the bf16 halves two waves store.
+  std::unordered_map<const Word*, std::vector<Acc>> splitWrites_;
   bool lastReadOnly_ = false;  // lastAlloc_ is read-only
   const SimMemory::Allocation* lastAlloc_ = nullptr;
   AllocShadow* lastShadow_ = nullptr;
