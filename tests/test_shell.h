@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <string>
+#include <utility>
 
 /// Runs `cmd` through the shell; returns its stdout and stderr together, sets `code` to its exit
 /// status (-1 when it did not exit normally).
@@ -19,4 +20,11 @@ inline std::string runShell(const std::string& cmd, int& code) {
   const int status = pclose(p);
   code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return out;
+}
+
+/// `runShell` as a value: {exit status, stdout and stderr}.
+inline std::pair<int, std::string> shell(const std::string& cmd) {
+  int code = 0;
+  std::string out = runShell(cmd, code);
+  return {code, std::move(out)};
 }

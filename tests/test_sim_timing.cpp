@@ -8,13 +8,13 @@
 #include <iterator>
 #include <memory>
 #include <string>
-#include <sys/wait.h>
 #include <utility>
 
 #include "ir/Error.h"
 #include "runtime/sim/timing/TimingCost.h"
 #include "runtime/sim/timing/TimingCycles.h"
 #include "test_sim_util.h"
+#include "tests/test_shell.h"
 
 using namespace simtest;
 using monogen::ir::AddrSpace;
@@ -379,17 +379,6 @@ TEST_CASE("sim timing: parameters override from JSON, a fittable one only inside
 }
 
 namespace {
-
-/// Runs a shell command; its exit code and stdout + stderr.
-std::pair<int, std::string> shell(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  const int st = pclose(p);
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
-}
 
 const std::string kMonogen = std::string(MONOGEN_BINARY_DIR) + "/tools/monogen";
 

@@ -7,7 +7,6 @@
 #include <memory>
 #include <regex>
 #include <string>
-#include <sys/wait.h>
 #include <utility>
 
 #include "runtime/sim/timing/TimingParams.h"
@@ -16,22 +15,12 @@
 #include "specs/minimax_m3/testing/MoeInputs.h"
 #include "specs/minimax_m3/testing/SimHarness.h"
 #include "tools/TimedIsa.h"
+#include "tests/test_shell.h"
 
 using namespace monogen;
 using namespace monogen::specs::minimax_m3;
 
 namespace {
-
-/// Runs a shell command; its exit code and stdout + stderr.
-std::pair<int, std::string> shell(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  const int st = pclose(p);
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
-}
 
 /// `sim`'s output without the wall-clock figures of its seed lines ("18.48 s (0.5 M ops/s)").
 std::string withoutWallClock(const std::string& out) {
