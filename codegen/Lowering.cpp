@@ -240,6 +240,7 @@ class Lowerer {
       case OpCode::E8m0ToF32: e8m0Results_.at(op.result.id) = true; return def(op, e8m0ToF32(in(0)));
       case OpCode::Fp8ToF32: return def(op, native(op, tg_.fp8ToF32(b_, in(0))));
       case OpCode::F32ToFp8: return def(op, native(op, tg_.f32ToFp8(b_, in(0))));
+      case OpCode::F32x2ToFp8x2: return def(op, native(op, tg_.f32x2ToFp8x2(b_, in(0), in(1))));
       // --- math ---
       case OpCode::Exp2: return def(op, intrinsic(llvm::Intrinsic::exp2, {f32}, {in(0)}));
       case OpCode::Rcp: return def(op, tg_.rcp(b_, in(0)));

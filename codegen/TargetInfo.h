@@ -78,6 +78,8 @@ class TargetInfo {
   virtual llvm::Value* fp4x8ToBf16x8E8m0(Builder& b, llvm::Value* word, llvm::Value* scale) const = 0;
   /// f32 -> OCP e4m3fn in an i32 (RNE, saturating to +-448, NaN -> 0x7f).
   virtual llvm::Value* f32ToFp8(Builder& b, llvm::Value* x) const = 0;
+  /// Two f32s -> their f32ToFp8 codes in bytes 0 and 1 of an i32, bits 16 .. 31 zero.
+  virtual llvm::Value* f32x2ToFp8x2(Builder& b, llvm::Value* x, llvm::Value* y) const = 0;
   /// An i32's low byte as OCP e4m3fn -> f32 (exact; 0x7f / 0xff the quiet NaN 0x7fc00000).
   virtual llvm::Value* fp8ToF32(Builder& b, llvm::Value* code) const = 0;
 

@@ -235,6 +235,11 @@ Val Builder::f32ToFp8(Val a) {
   expect(a.type() == Type::f32(), OpCode::F32ToFp8, "expected f32, got " + a.type().str());
   return emit(OpCode::F32ToFp8, {a.v});
 }
+Val Builder::f32x2ToFp8x2(Val a, Val b) {
+  expect(a.type() == Type::f32() && b.type() == Type::f32(), OpCode::F32x2ToFp8x2,
+         "expected f32 and f32, got " + a.type().str() + " and " + b.type().str());
+  return emit(OpCode::F32x2ToFp8x2, {a.v, b.v});
+}
 Val Builder::bf16BitsToF32(Val bits) {
   Val lo = trunc(bits, Type::i16());
   return bf16ToF32(bitcast(lo, Type::bf16()));

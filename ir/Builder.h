@@ -79,6 +79,8 @@ class Builder {
   Val e8m0ToF32(Val code);
   Val fp8ToF32(Val code);
   Val f32ToFp8(Val a);
+  /// Two f32ToFp8 codes in one i32: a's in byte 0, b's in byte 1, the high half zero.
+  Val f32x2ToFp8x2(Val a, Val b);
   /// bf16 bits in the low half of an i32 -> f32.
   Val bf16BitsToF32(Val bits);
   /// f32 -> bf16 RNE -> back to f32 (the value a bf16 rounding point leaves).

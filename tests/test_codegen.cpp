@@ -86,7 +86,7 @@ Plan everyOpPlan() {
     Val g = b.bf16ToF32(bf) + b.bf16ToF32(b.bf16(2.0));
     g = g + b.fp4ToF32(h & 15, b.e8m0ToF32(h >> 4)) + b.fp8ToF32(h & 0xff);
     g = g + b.bf16ToF32(b.extract(b.fp4x8ToBf16x8(fbits, b.e8m0ToF32(h >> 8)), 5));
-    Val q = b.f32ToFp8(g) + b.fpToSi(g, Type::i32());
+    Val q = b.f32ToFp8(g) + b.f32x2ToFp8x2(g, f) + b.fpToSi(g, Type::i32());
     // Math.
     g = b.exp2(g) + b.rcp(g) + b.rsq(b.sqrt(g)) + b.unary(OpCode::Abs, g);
     // Pointers and memory.

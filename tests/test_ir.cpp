@@ -71,6 +71,7 @@ TEST_CASE("builder rejects ill-typed ops with the op's name", "[ir]") {
                     Catch::Contains("op load"));
   CHECK_THROWS_WITH(b.mfma(MfmaKind::F32_16x16x32_BF16, x, x, x), Catch::Contains("op mfma"));
   CHECK_THROWS_WITH(b.select(i, i, i), Catch::Contains("condition must be i1"));
+  CHECK_THROWS_WITH(b.f32x2ToFp8x2(x, i), Catch::Contains("op f32x2_to_fp8x2") && Catch::Contains("f32 and i32"));
   CHECK_NOTHROW(b.select(i < 2, i, i));
 }
 

@@ -139,6 +139,8 @@ TEST_CASE("sim: float ops, bf16 RNE ties and NaN, fp4, e8m0, fp8, compares on Na
   const int toFp8nan = r.put(b.f32ToFp8(nanPayload));
   const int toFp8tie = r.put(b.f32ToFp8(b.f32(1.0625)));
   const int toFp8tie2 = r.put(b.f32ToFp8(b.f32(1.1875)));
+  const int toFp8pair = r.put(b.f32x2ToFp8x2(b.f32(1.0625), b.f32(-1000.0)));
+  const int toFp8pairNan = r.put(b.f32x2ToFp8x2(b.f32(448.0), nanPayload));
   const int fptosi = r.put(b.fpToSi(b.f32(-2.7), Type::i32()));
   const int fptosiSat = r.put(b.fpToSi(b.f32(3e9), Type::i32()));
   const int fptosiNan = r.put(b.fpToSi(nanPayload, Type::i32()));
@@ -188,6 +190,8 @@ TEST_CASE("sim: float ops, bf16 RNE ties and NaN, fp4, e8m0, fp8, compares on Na
   CHECK(u[toFp8nan] == 0x7f);
   CHECK(u[toFp8tie] == 0x38);
   CHECK(u[toFp8tie2] == 0x3a);
+  CHECK(u[toFp8pair] == 0xfe38);  // byte 0 the tie to even, byte 1 -448
+  CHECK(u[toFp8pairNan] == 0x7f7e);
   CHECK(static_cast<int32_t>(u[fptosi]) == -2);
   CHECK(static_cast<int32_t>(u[fptosiSat]) == INT32_MAX);
   CHECK(u[fptosiNan] == 0);

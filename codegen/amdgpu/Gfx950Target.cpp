@@ -132,6 +132,20 @@ class Gfx950Target final : public TargetInfo {
     llvm::Value* r = b.CreateAnd(pk, 0xff);
     return b.CreateSelect(b.CreateFCmpUNO(x, x), b.getInt32(0x7f), r);
   }
+  /// One v_cvt_pk_fp8_f32 (RNE; bits 16 .. 31 masked off) of both operands clamped to [-448, 448],
+  /// a NaN operand replaced by +qNaN first: the instruction gives a +NaN 0x7f.
+  llvm::Value* f32x2ToFp8x2(Builder& b, llvm::Value* x, llvm::Value* y) const override {
+    llvm::Type* f = b.getFloatTy();
+    auto prepare = [&](llvm::Value* v) {
+      llvm::Value* c = intrinsic(b, I::maxnum, {f}, {v, llvm::ConstantFP::get(f, -448.0)});
+      c = intrinsic(b, I::minnum, {f}, {c, llvm::ConstantFP::get(f, 448.0)});
+      llvm::Value* nan = llvm::ConstantFP::get(f, llvm::APFloat::getQNaN(llvm::APFloat::IEEEsingle()));
+      return b.CreateSelect(b.CreateFCmpUNO(v, v), nan, c);
+    };
+    llvm::Value* old = llvm::PoisonValue::get(b.getInt32Ty());
+    llvm::Value* pk = intrinsic(b, I::amdgcn_cvt_pk_fp8_f32, {}, {prepare(x), prepare(y), old, b.getFalse()});
+    return b.CreateAnd(pk, 0xffff);
+  }
   /// v_cvt_f32_fp8 of byte 0, its NaNs selected to 0x7fc00000 after: independent of the
   /// instruction's NaN sign and payload.
   llvm::Value* fp8ToF32(Builder& b, llvm::Value* code) const override {

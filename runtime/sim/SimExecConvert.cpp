@@ -56,7 +56,7 @@ void resize(const SimInst& in, uint64_t exec, uint8_t* fr, bool sign) {
   }
 }
 
-/// Fp4ToF32, E8m0ToF32, Fp8ToF32, F32ToFp8: one 4-byte scalar a lane.
+/// Fp4ToF32, E8m0ToF32, Fp8ToF32, F32ToFp8, F32x2ToFp8x2: one 4-byte scalar a lane.
 void floatFormat(const SimInst& in, uint64_t exec, uint8_t* fr) {
   const uint8_t* A = fr + in.opd[0];
   uint8_t* R = fr + in.res;
@@ -66,6 +66,10 @@ void floatFormat(const SimInst& in, uint64_t exec, uint8_t* fr) {
       break;
     case OpCode::E8m0ToF32: FOR_LANES(exec, l) st<float>(R + 4 * l, ir::num::e8m0ToF32(ld<uint32_t>(A + 4 * l))); break;
     case OpCode::Fp8ToF32: FOR_LANES(exec, l) st<float>(R + 4 * l, ir::num::fp8E4m3ToF32(ld<uint32_t>(A + 4 * l))); break;
+    case OpCode::F32x2ToFp8x2:
+      FOR_LANES(exec, l) st<uint32_t>(R + 4 * l, ir::num::f32ToFp8E4m3(ld<float>(A + 4 * l)) |
+                                                     ir::num::f32ToFp8E4m3(ld<float>(fr + in.opd[1] + 4 * l)) << 8);
+      break;
     default: FOR_LANES(exec, l) st<uint32_t>(R + 4 * l, ir::num::f32ToFp8E4m3(ld<float>(A + 4 * l))); break;
   }
 }
@@ -121,6 +125,7 @@ SimLaunch::Status SimLaunch::visitConvert(SimWave& w, const SimInst& in) {
       }
       break;
     case OpCode::Fp4ToF32: case OpCode::E8m0ToF32: case OpCode::Fp8ToF32: case OpCode::F32ToFp8:
+    case OpCode::F32x2ToFp8x2:
       floatFormat(in, exec, fr);
       break;
     default: cannotRun(w, in);

@@ -27,7 +27,7 @@ SimLaunch::Status SimLaunch::step(SimWave& w) {
     case OpCode::Bitcast: case OpCode::PtrToInt: case OpCode::IntToPtr: case OpCode::Trunc: case OpCode::ZExt:
     case OpCode::SExt: case OpCode::SIToFP: case OpCode::UIToFP: case OpCode::FPToSI: case OpCode::BF16ToF32:
     case OpCode::F32ToBF16: case OpCode::Fp4ToF32: case OpCode::Fp4x8ToBF16x8: case OpCode::E8m0ToF32:
-    case OpCode::Fp8ToF32: case OpCode::F32ToFp8: return visitConvert(w, in);
+    case OpCode::Fp8ToF32: case OpCode::F32ToFp8: case OpCode::F32x2ToFp8x2: return visitConvert(w, in);
     case OpCode::Exp2: case OpCode::Rcp: case OpCode::Rsq: case OpCode::Sqrt:
     case OpCode::Abs: return visitMath(w, in);
     case OpCode::Load: case OpCode::Store: case OpCode::AtomicRmw: case OpCode::CmpXchg:

@@ -24,6 +24,7 @@ CostClass costClassOf(uint16_t code) {
     case OpCode::Div: case OpCode::Rem: case OpCode::UDiv: case OpCode::URem: return CostClass::Divide;
     case OpCode::SIToFP: case OpCode::UIToFP: case OpCode::FPToSI: case OpCode::F32ToBF16: case OpCode::Fp4ToF32:
     case OpCode::Fp4x8ToBF16x8: case OpCode::E8m0ToF32: case OpCode::Fp8ToF32: case OpCode::F32ToFp8:
+    case OpCode::F32x2ToFp8x2:
       return CostClass::Convert;
     case OpCode::Exp2: case OpCode::Rcp: case OpCode::Rsq: case OpCode::Sqrt: return CostClass::Trans;
     case OpCode::Load: case OpCode::Store: case OpCode::AtomicRmw: case OpCode::CmpXchg: return CostClass::Memory;
