@@ -46,7 +46,7 @@ void stageDown(KernelContext& c, Val task) {
   const Layout& L = c.L;
   const MoeTiling& T = L.tiling;
   const auto& W = L.tw;
-  const int H = L.hidden, IP = T.interPerRank, S = L.rows, K = L.topk;
+  const int H = L.hidden, IP = T.interPerRank;
   Val nSlots = c.slotCount();
   MfmaTile t = a16w4Tile(c);
 
@@ -112,8 +112,15 @@ void stageDown(KernelContext& c, Val task) {
       });
     });
   });
-  c.ctaSync(false);
+  combineDown(c, task);
+}
 
+void combineDown(KernelContext& c, Val task) {
+  ir::Builder& b = c.b;
+  const Layout& L = c.L;
+  const auto& W = L.tw;
+  const int H = L.hidden, S = L.rows, K = L.topk;
+  c.ctaSync(false);
   b.if_(c.tid < S * 8, [&] {
     Val t = c.tid / 8, r2 = c.tid % 8;
     Val vmask = c.tabLd(W.misc, 1);
@@ -168,7 +175,8 @@ extern const StageDef kDownStage = {
     .body = [](KernelContext& c) {
       c.loadPeers();
       awaitUp(c);
-      c.forEachTask(c.L.down, [&](Val t) { stageDown(c, t); });
+      if (c.L.moe == MoeQuant::A8w4) c.forEachTask(c.L.down, [&](Val t) { stageDownA8w4(c, t); });
+      else c.forEachTask(c.L.down, [&](Val t) { stageDown(c, t); });
     },
     .reference = "a16w4Dot, moeReference's combine",
 };
