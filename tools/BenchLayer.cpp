@@ -89,14 +89,16 @@ LayerCell runCell(const mm::ModelConfig& cfg, const BenchAttentionOptions& o, co
   }
   {  // the FFN launch (o_proj in the launch) on the layer's FFN inputs: their rows' natural routing
     t0 = std::chrono::steady_clock::now();
-    mm::SimSession session(v.ffn);
+    mm::FfnVariant ffn = v.ffn;
+    ffn.layout.moe = mm::MoeQuant::A16w4;  // the FFN launch is A16W4 whatever the layer's moe
+    mm::SimSession session(ffn);
     so.timing = timingFor(o.timing, o.irIssue, session.plan());
     const mm::SimRun run = session.launch(in.ffn, so);
     c.ffnUs = run.stats.timed.us;
     if (!run.valid) {
       c.ffnVerdict = "INVALID: " + run.error;
     } else {
-      const auto m = mm::firstMismatch(run.outputs, mm::launchReferenceOutputs(v.ffn, in.ffn));
+      const auto m = mm::firstMismatch(run.outputs, mm::launchReferenceOutputs(ffn, in.ffn));
       c.ffnVerdict = m ? "MISMATCH: " + mm::describe(*m) : std::string("bit-exact");
     }
     progress("ffn", t0);
