@@ -1,3 +1,5 @@
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <vector>
 
@@ -168,9 +170,10 @@ extern const StageDef kDownStage = {
           return std::vector<ir::FlagUse>{
               {L.ffn.name, L.ffnReduceScatter ? L.ffn.publishedPairs : allToAllPairs(L)}};
         },
-    .doc = [](const Layout&) -> std::string {
-      return "16 hidden rows a task: every slot's A16W4 GEMV of MID -> CONTRIB (LDS), the combine -> every rank's "
-             "FFN";
+    .doc = [](const Layout& L) -> std::string {
+      return fmt::format("16 hidden rows a task: every slot's {} GEMV of MID -> CONTRIB (LDS), the combine -> every "
+                         "rank's FFN",
+                         L.moe == MoeQuant::A8w4 ? "A8W4 (MXFP8 MID x MXFP4, scaled MFMA)" : "A16W4");
     },
     .body = [](KernelContext& c) {
       c.loadPeers();

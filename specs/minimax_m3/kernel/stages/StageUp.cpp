@@ -198,7 +198,10 @@ extern const StageDef kUpStage = {
     .placement = [](const Layout& L) { return L.up; },
     .waits = [](const Layout& L) { return std::vector<ir::FlagUse>{{L.xrdy.name, L.rows}}; },
     .publishes = [](const Layout& L) { return std::vector<ir::FlagUse>{{L.upf.name, L.upf.pairs}}; },
-    .doc = [](const Layout&) -> std::string {
+    .doc = [](const Layout& L) -> std::string {
+      if (L.moe == MoeQuant::A8w4)
+        return "16 gate + 16 up rows of a slot's expert a task, A8W4: MXFP8 XN x MXFP4 on one wave's scaled-MFMA "
+               "chain each, SwiGLU-OAI -> MID (bf16), UPF; the task count is the table's slots x upTiles";
       return "16 gate + 16 up rows of a slot's expert a task, A16W4 MFMA, SwiGLU-OAI -> MID (bf16), "
              "UPF; the task count is the table's slots x upTiles (bounded here)";
     },
