@@ -55,9 +55,10 @@ LayerCell runCell(const mm::ModelConfig& cfg, const BenchAttentionOptions& o, co
                   const mm::AttentionInputOptions& io, int S, int TP) {
   LayerCell c;
   auto t0 = std::chrono::steady_clock::now();
-  const mm::LayerVariant v = mm::LayerVariant::make(cfg, mm::makeLayerKey(cfg, S, TP, knobs));
+  const mm::MoeQuant moe = mm::parseMoeQuant(o.moe, "--moe");
+  const mm::LayerVariant v = mm::LayerVariant::make(cfg, mm::makeLayerKey(cfg, S, TP, knobs, {}, moe));
   mm::LayerInputs in = mm::makeLayerInputs(cfg, S, TP, o.seed, io);
-  const mm::LayerReference ref = mm::layerReference(cfg, in);
+  const mm::LayerReference ref = mm::layerReference(cfg, in, moe);
   int64_t minBytes = mm::minimumBytes(cfg, S, TP, ref.ffn.at("picks.r0")).total();  // a rank's, the layer's routing
   int64_t attentionMin = 0;
   for (int r = 0; r < TP; ++r) attentionMin += mm::attentionMinimumBytes(cfg, in.attention, ref.attention, r).total();
@@ -88,14 +89,16 @@ LayerCell runCell(const mm::ModelConfig& cfg, const BenchAttentionOptions& o, co
   }
   {  // the FFN launch (o_proj in the launch) on the layer's FFN inputs: their rows' natural routing
     t0 = std::chrono::steady_clock::now();
-    mm::SimSession session(v.ffn);
+    mm::FfnVariant ffn = v.ffn;
+    ffn.layout.moe = mm::MoeQuant::A16w4;  // the FFN launch is A16W4 whatever the layer's moe
+    mm::SimSession session(ffn);
     so.timing = timingFor(o.timing, o.irIssue, session.plan());
     const mm::SimRun run = session.launch(in.ffn, so);
     c.ffnUs = run.stats.timed.us;
     if (!run.valid) {
       c.ffnVerdict = "INVALID: " + run.error;
     } else {
-      const auto m = mm::firstMismatch(run.outputs, mm::launchReferenceOutputs(v.ffn, in.ffn));
+      const auto m = mm::firstMismatch(run.outputs, mm::launchReferenceOutputs(ffn, in.ffn));
       c.ffnVerdict = m ? "MISMATCH: " + mm::describe(*m) : std::string("bit-exact");
     }
     progress("ffn", t0);
@@ -114,8 +117,9 @@ int benchLayer(const mm::ModelConfig& cfg, const BenchAttentionOptions& o) {
   const mm::AttentionInputOptions io = attentionInputOptions(so, knobs);
   const bool full = cfg.canonical() == mm::ModelConfig::byName("full").canonical();
   fmt::print("monogen bench --launch layer --timed: the one-launch layer against the two launches it fuses\n");
-  fmt::print("config: {}\ninputs: seed {}, {}; the FFN's natural routing\n", cfg.attentionCanonical(), o.seed,
-             io.describe());
+  fmt::print("config: {}\ninputs: seed {}, {}; the FFN's natural routing; the layer's moe={} (the FFN launch: "
+             "a16w4)\n",
+             cfg.attentionCanonical(), o.seed, io.describe(), o.moe);
   fmt::print("modeled: the Sim's gfx950 timing model (docs/timing.md), each run checked bit for bit; the two "
              "launches: the attention launch, then the FFN launch (o_proj in the launch) on the layer's FFN inputs\n");
   fmt::print("floor: a rank's minimum bytes (AttentionBytesModel + BytesModel at the layer's routing) / {} TB/s HBM; "
@@ -153,6 +157,7 @@ int benchLayer(const mm::ModelConfig& cfg, const BenchAttentionOptions& o) {
                           {"layer", o.layer},
                           {"cache", o.cache},
                           {"share_sequence", o.share},
+                          {"moe", o.moe},
                           {"layer_modeled_us", c.layerUs},
                           {"attention_modeled_us", c.attentionUs},
                           {"ffn_modeled_us", c.ffnUs},

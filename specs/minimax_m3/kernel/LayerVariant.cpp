@@ -46,9 +46,6 @@ LayerKnobText splitKnobs(const std::string& text, const std::string& where) {
       throw InputError(where, fmt::format("knob '{}': expected ag_rs_from=<rows>", tok));
     out.placement.agRsFrom = n;
   }
-  if (out.moe == MoeQuant::A8w4)
-    throw InputError(where, "knob 'moe=a8w4': the layer's A8W4 MoE stages (MXFP8 xn and mids on the scaled MFMA) "
-                            "are not built yet; expected moe=a16w4 (the default)");
   return out;
 }
 
@@ -127,6 +124,7 @@ LayerVariant LayerVariant::make(const ModelConfig& cfg, const ir::Key& keyIn) {
   // the window's first CTAs, the routed slots' after them (docs/layer.md, "The launch on it")
   F.up.base = P.sharedBase % P.blocks;
   F.down.base = P.downBase % P.blocks;
+  F.moe = v.moe;  // up's and down's numerics (StageUpA8w4.cpp, StageDownA8w4.cpp under A8W4)
   if (A.shape.attnWidth() != v.ffn.layout.attnWidth || A.blocks != v.ffn.layout.blocks ||
       A.threads != cfg.threads)
     throw InputError(where, fmt::format("the attention rows ({} wide, {} CTAs) are not o_proj's ({} wide, {} CTAs)",

@@ -8,6 +8,7 @@
 
 #include "specs/minimax_m3/kernel/Knobs.h"
 #include "specs/minimax_m3/kernel/ModelConfig.h"
+#include "specs/minimax_m3/kernel/MoeQuant.h"
 #include "specs/minimax_m3/kernel/MoeTiling.h"
 
 namespace monogen::specs::minimax_m3 {
@@ -71,6 +72,9 @@ struct Layout {
   Placement down;    // downTasks tasks: every slot's GEMV of MID + the combine -> every rank's FFN
   Placement final;   // hidden / 32 tasks: FFN in rank order -> out
   MoeTiling tiling;
+  // The experts' numerics (the layer's moe= knob; the FFN launch is A16W4): under A8W4 up and down
+  // multiply MXFP8 tokens by the MXFP4 weights on the scaled MFMA (StageUpA8w4.cpp, StageDownA8w4.cpp).
+  MoeQuant moe = MoeQuant::A16w4;
 
   // --- o_proj in the launch (input=attn, StageOproj.cpp): the attention rows are attnWidth
   // (heads x head_dim / TP) wide; OPART, bf16 [S][hidden] in scratch, holds this rank's o_proj

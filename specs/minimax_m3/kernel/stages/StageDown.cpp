@@ -1,3 +1,5 @@
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <vector>
 
@@ -46,7 +48,7 @@ void stageDown(KernelContext& c, Val task) {
   const Layout& L = c.L;
   const MoeTiling& T = L.tiling;
   const auto& W = L.tw;
-  const int H = L.hidden, IP = T.interPerRank, S = L.rows, K = L.topk;
+  const int H = L.hidden, IP = T.interPerRank;
   Val nSlots = c.slotCount();
   MfmaTile t = a16w4Tile(c);
 
@@ -112,8 +114,15 @@ void stageDown(KernelContext& c, Val task) {
       });
     });
   });
-  c.ctaSync(false);
+  combineDown(c, task);
+}
 
+void combineDown(KernelContext& c, Val task) {
+  ir::Builder& b = c.b;
+  const Layout& L = c.L;
+  const auto& W = L.tw;
+  const int H = L.hidden, S = L.rows, K = L.topk;
+  c.ctaSync(false);
   b.if_(c.tid < S * 8, [&] {
     Val t = c.tid / 8, r2 = c.tid % 8;
     Val vmask = c.tabLd(W.misc, 1);
@@ -161,14 +170,16 @@ extern const StageDef kDownStage = {
           return std::vector<ir::FlagUse>{
               {L.ffn.name, L.ffnReduceScatter ? L.ffn.publishedPairs : allToAllPairs(L)}};
         },
-    .doc = [](const Layout&) -> std::string {
-      return "16 hidden rows a task: every slot's A16W4 GEMV of MID -> CONTRIB (LDS), the combine -> every rank's "
-             "FFN";
+    .doc = [](const Layout& L) -> std::string {
+      return fmt::format("16 hidden rows a task: every slot's {} GEMV of MID -> CONTRIB (LDS), the combine -> every "
+                         "rank's FFN",
+                         L.moe == MoeQuant::A8w4 ? "A8W4 (MXFP8 MID x MXFP4, scaled MFMA)" : "A16W4");
     },
     .body = [](KernelContext& c) {
       c.loadPeers();
       awaitUp(c);
-      c.forEachTask(c.L.down, [&](Val t) { stageDown(c, t); });
+      if (c.L.moe == MoeQuant::A8w4) c.forEachTask(c.L.down, [&](Val t) { stageDownA8w4(c, t); });
+      else c.forEachTask(c.L.down, [&](Val t) { stageDown(c, t); });
     },
     .reference = "a16w4Dot, moeReference's combine",
 };

@@ -105,6 +105,28 @@ void loadUpWeights(KernelContext& c, Val task, UpWeights& w) {
   });
 }
 
+void storeUpMid(KernelContext& c, Val u, Val j, Val cnt, Val r, Val cc, Val gate, Val up) {
+  ir::Builder& b = c.b;
+  b.if_(cc < cnt, [&] {
+    const float limit = static_cast<float>(c.cfg.swigluLimit), alpha = static_cast<float>(c.cfg.swigluAlpha);
+    const float kLog2e = 1.44269504088896340736f;
+    Val gl = b.min(gate, b.f32(limit));
+    Val ul = b.max(b.min(up, b.f32(limit)), b.f32(-static_cast<double>(limit)));
+    Val z = b.f32(static_cast<double>(alpha)) * gl;
+    Val sig = b.f32(1.0) / (b.f32(1.0) + b.exp2((-z) * b.f32(static_cast<double>(kLog2e))));
+    Val v = (gl * sig) * (ul + b.f32(1.0));
+    Val at = (u * 16 + cc) * c.i32(c.L.tiling.interPerRank) + j * 16 + r;
+    b.store(c.elemAt(c.scratch, c.L.mid, at, 2), b.f32ToBf16(v));
+  });
+}
+
+void publishUp(KernelContext& c, Val valid, Val task) {
+  c.ctaSync(/*drain=*/true);
+  c.b.if_(valid & (c.tid == 0), [&] {
+    c.publish(c.pairAt(c.scratch, c.L.upf, task), c.i32(1), c.tag, MemOrder::Release, MemScope::Agent);
+  });
+}
+
 // One up unit: slot task / upTiles, tile pair task % upTiles. It issues the CTA's next unit's
 // weight loads, then gate and up rows x XN in a16w4Dot's order -> bf16(SwiGLU-OAI) -> MID, UPF.
 // Order of sums: docs/minimax-m3-kernel.md, "up".
@@ -113,7 +135,7 @@ void stageUp(KernelContext& c, Val task, UpWeights& cur, UpWeights& next) {
   const Layout& L = c.L;
   const MoeTiling& T = L.tiling;
   const auto& W = L.tw;
-  const int H = L.hidden, IP = T.interPerRank;
+  const int H = L.hidden;
   Val nSlots = c.slotCount();
   Val valid = task < nSlots * T.upTiles;
   // A task past the table's units still reads its slot's mask (cnt, used only where valid): u is
@@ -163,22 +185,9 @@ void stageUp(KernelContext& c, Val task, UpWeights& cur, UpWeights& next) {
       gate = gate + b.load(Type::f32(), b.ptrAdd(c.red, (w * 256 + c.tid) * c.i32(4)));
       up = up + b.load(Type::f32(), b.ptrAdd(c.red, ((L.waves + w) * 256 + c.tid) * c.i32(4)));
     }
-    b.if_(cc < cnt, [&] {
-      const float limit = static_cast<float>(c.cfg.swigluLimit), alpha = static_cast<float>(c.cfg.swigluAlpha);
-      const float kLog2e = 1.44269504088896340736f;
-      Val gl = b.min(gate, b.f32(limit));
-      Val ul = b.max(b.min(up, b.f32(limit)), b.f32(-static_cast<double>(limit)));
-      Val z = b.f32(static_cast<double>(alpha)) * gl;
-      Val sig = b.f32(1.0) / (b.f32(1.0) + b.exp2((-z) * b.f32(static_cast<double>(kLog2e))));
-      Val v = (gl * sig) * (ul + b.f32(1.0));
-      Val at = (u * 16 + cc) * c.i32(IP) + j * 16 + r;
-      b.store(c.elemAt(c.scratch, L.mid, at, 2), b.f32ToBf16(v));
-    });
+    storeUpMid(c, u, j, cnt, r, cc, gate, up);
   });
-  c.ctaSync(/*drain=*/true);
-  b.if_(valid & (c.tid == 0), [&] {
-    c.publish(c.pairAt(c.scratch, L.upf, task), c.i32(1), c.tag, MemOrder::Release, MemScope::Agent);
-  });
+  publishUp(c, valid, task);
   for (size_t i = 0; i < cur.w4.size(); ++i) {
     b.set(cur.w4[i], b.get(next.w4[i]));
     b.set(cur.scale[i], b.get(next.scale[i]));
@@ -189,11 +198,21 @@ extern const StageDef kUpStage = {
     .placement = [](const Layout& L) { return L.up; },
     .waits = [](const Layout& L) { return std::vector<ir::FlagUse>{{L.xrdy.name, L.rows}}; },
     .publishes = [](const Layout& L) { return std::vector<ir::FlagUse>{{L.upf.name, L.upf.pairs}}; },
-    .doc = [](const Layout&) -> std::string {
+    .doc = [](const Layout& L) -> std::string {
+      if (L.moe == MoeQuant::A8w4)
+        return "16 gate + 16 up rows of a slot's expert a task, A8W4: MXFP8 XN x MXFP4 on one wave's scaled-MFMA "
+               "chain each, SwiGLU-OAI -> MID (bf16), UPF; the task count is the table's slots x upTiles";
       return "16 gate + 16 up rows of a slot's expert a task, A16W4 MFMA, SwiGLU-OAI -> MID (bf16), "
              "UPF; the task count is the table's slots x upTiles (bounded here)";
     },
     .body = [](KernelContext& c) {
+      if (c.L.moe == MoeQuant::A8w4) {  // no weights a unit ahead: each wave loads its chain's in groups
+        Val first = upFirstTask(c);
+        c.awaitX(kSiteUp);
+        if (c.L.xnInLds) stageXnToLds(c, first);
+        c.forEachTask(c.L.up, [&](Val t) { stageUpA8w4(c, t); });
+        return;
+      }
       UpWeights cur = makeUpWeights(c), next = makeUpWeights(c);
       Val first = upFirstTask(c);
       loadUpWeights(c, first, cur);  // the CTA's first unit, right after the table

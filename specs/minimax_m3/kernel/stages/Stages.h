@@ -60,6 +60,19 @@ void stageXnToLds(KernelContext& c, ir::Val first);
 /// up: slot task / upTiles, tile pair task % upTiles (a task past the slots does nothing but
 /// the CTA's barriers) -> MID, UPF.
 void stageUp(KernelContext& c, ir::Val task, UpWeights& cur, UpWeights& next);
+/// up's SwiGLU-OAI: thread (r, cc) of a unit (slot u, tile pair j), when column cc < cnt, stores
+/// MID[u][cc][16 j + r] = bf16(SwiGLU-OAI(gate, up)) (the f32 gate and up rows' dots).
+void storeUpMid(KernelContext& c, ir::Val u, ir::Val j, ir::Val cnt, ir::Val r, ir::Val cc, ir::Val gate, ir::Val up);
+/// up's end of a unit: the CTA's barrier (drained), then thread 0 of a valid task publishes UPF.
+void publishUp(KernelContext& c, ir::Val valid, ir::Val task);
+/// up under A8W4 (StageUpA8w4.cpp): the same unit as stageUp, gate and up each one wave's chain of
+/// scaled MFMAs over hidden (the slot's XN rows quantized to MXFP8 in the wave) -> MID, UPF.
+void stageUpA8w4(KernelContext& c, ir::Val task);
+/// down under A8W4 (StageDownA8w4.cpp): stageDown with each slot's GEMV a chain of scaled MFMAs
+/// over I/TP (the slot's MID columns quantized to MXFP8 in the wave).
+void stageDownA8w4(KernelContext& c, ir::Val task);
+/// down's combine of a task's CONTRIB rows and its push to the FFN pairs (StageDown.cpp).
+void combineDown(KernelContext& c, ir::Val task);
 /// down: hidden rows 16 task .. of every slot, the combine -> every rank's FFN.
 void stageDown(KernelContext& c, ir::Val task);
 /// down's wait: UPF of every slot's tile pairs (once a CTA, before its down tasks).

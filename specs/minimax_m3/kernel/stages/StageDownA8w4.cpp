@@ -1,0 +1,111 @@
+#include <algorithm>
+#include <vector>
+
+#include "ir/Op.h"
+#include "specs/minimax_m3/kernel/Mxfp8.h"
+#include "specs/minimax_m3/kernel/stages/Stages.h"
+
+namespace monogen::specs::minimax_m3 {
+
+using ir::Type;
+using ir::Val;
+
+// A slot's chain issues the w2 / s2 loads of this many K steps before it uses the first of them.
+constexpr int kDownA8w4StepsAhead = 8;
+
+namespace {
+// One K step's w2 dwords and s2 byte. live is null on a whole step; on the partial last step a
+// lane whose run lies past I/TP (live false) reads K 0 and gives zero nibbles under scale 127.
+struct A8w4DownStep {
+  int step = 0;
+  Val live, w4, s;
+};
+}  // namespace
+
+// One A8W4 down task (docs/layer.md, "The A8W4 MoE"): a wave a slot, its chain of scaled MFMAs
+// over I/TP from +0: A the slot's MID columns (token l % 16, clamped to the count) quantized to
+// MXFP8 in the wave, B the lane's w2 run (hidden row 16 task + l % 16) and scale byte. D's element
+// i (token accRow(i), hidden row accCol()) -> CONTRIB[pick of the token][row]; then the combine.
+void stageDownA8w4(KernelContext& c, Val task) {
+  ir::Builder& b = c.b;
+  const Layout& L = c.L;
+  const MoeTiling& T = L.tiling;
+  const auto& W = L.tw;
+  const int H = L.hidden, IP = T.interPerRank;
+  Val nSlots = c.slotCount();
+  MfmaTile t = a16w4Tile(c);  // its lane group / column and lane K run are the B operand's
+
+  b.for_(c.wave, nSlots, c.i32(L.waves), [&](Val u) {
+    Val e = c.tabLd(W.slotE, u);
+    Val cnt = b.popcount(c.tabLd(W.slotMask, u));
+    b.if_(cnt > 0, [&] {  // a slot of no rows: no MID column, no CONTRIB row (as stageDown)
+      Val xcol = b.max(b.min(t.bCol(), cnt - 1), c.i32(0));  // A's row: the slot's column xcol
+      Val wrow = task * 16 + t.bCol();                          // B's column: a w2 row
+      const auto loadStep = [&](int st) {
+        A8w4DownStep in;
+        in.step = st;
+        Val k0 = c.i32(st * T.kStep) + t.laneK0();
+        const bool whole = (st + 1) * T.kStep <= IP;
+        in.live = whole ? Val{} : k0 < IP;
+        Val kc = whole ? k0 : b.select(in.live, k0, c.i32(0));
+        Val off = c.shuffledOffset(wrow, kc / 2, IP / 2);
+        in.w4 = b.load(Type::vec(Type::i32(), 4), c.expertByte(c.w2, e, int64_t{H} * (IP / 2), off));
+        in.s = b.zext(b.load(Type::i8(), c.scaleByte(c.s2, e, wrow, kc / 32, H, IP / 32)), Type::i32());
+        return in;
+      };
+      const auto loadGroup = [&](int first) {
+        std::vector<A8w4DownStep> group;
+        for (int st = first; st < std::min(first + kDownA8w4StepsAhead, T.downSteps); ++st)
+          group.push_back(loadStep(st));
+        return group;
+      };
+      // The first group's weights load before the MID copy (as stageDown's).
+      std::vector<A8w4DownStep> group = loadGroup(0);
+      Val midAt = c.i32(0);
+      if (L.midInLds) {
+        Val region = b.ptrAdd(c.bstage, c.wave * L.midWaveBytes);
+        b.for_(c.lane, cnt * (IP / 8), c.i32(64), [&](Val i) {
+          Val v = b.load(Type::vec(Type::bf16(), 8), c.elemAt(c.scratch, L.mid, u * (16 * IP) + i * 8, 2));
+          b.store(c.elemAt(region, i * 8, 2), v);
+        });
+        midAt = c.wave * (L.midWaveBytes / 2);
+      }
+      ir::Var acc = b.var(b.splat(b.f32(0.0), 4), "acc_a8w4");
+      for (int first = 0; first < T.downSteps; first += kDownA8w4StepsAhead) {
+        if (first > 0) group = loadGroup(first);
+        for (const A8w4DownStep& in : group) {
+          // A: the lane's 32 K of MID column xcol, 64 (e / 16) + 16 group + e % 16 (ir/Mfma.h), 8 bf16
+          // a load; a run past I/TP (the partial step's upper half) is +0 read at K 0
+          std::vector<Val> xs;
+          for (int run = 0; run < 4; ++run) {
+            const int kr0 = in.step * T.kStep + 64 * (run / 2) + 8 * (run % 2);
+            Val kr = c.i32(kr0) + t.group * 16;
+            const bool whole = kr0 + 56 <= IP;  // every lane group's run lies inside I/TP
+            Val live = whole ? Val{} : kr < IP;
+            Val k = whole ? kr : b.select(live, kr, c.i32(0));
+            Val at = L.midInLds ? c.elemAt(c.bstage, midAt + xcol * IP + k, 2)
+                                : c.elemAt(c.scratch, L.mid, (u * 16 + xcol) * c.i32(IP) + k, 2);
+            Val v = b.load(Type::vec(Type::bf16(), 8), at);
+            if (live.v) v = b.select(live, v, b.splat(b.bf16(0.0), 8));
+            for (int i = 0; i < 8; ++i) xs.push_back(b.extract(v, i));
+          }
+          const Mxfp8Operand a = mxfp8QuantizeA(b, xs);
+          Val w4 = in.live.v ? b.select(in.live, in.w4, b.splat(c.i32(0), 4)) : in.w4;
+          Val s = in.live.v ? b.select(in.live, in.s, c.i32(127)) : in.s;
+          b.set(acc, b.mfmaScale(a.a, w4, b.get(acc), a.scale, s));
+        }
+      }
+      Val d = b.get(acc);
+      for (int i = 0; i < 4; ++i) {  // CONTRIB[pick of token accRow(i)][hidden row accCol()]
+        Val tok = t.accRow(i);
+        b.if_(tok < cnt, [&] {
+          Val pick = c.tabLd(W.slotPick, u * 16 + tok);
+          b.store(b.ptrAdd(c.contrib, (pick * 16 + t.accCol()) * c.i32(4)), b.extract(d, i));
+        });
+      }
+    });
+  });
+  combineDown(c, task);
+}
+
+}  // namespace monogen::specs::minimax_m3
