@@ -95,7 +95,7 @@ int traceLayer(const VariantOptions& vo, uint64_t seed, const std::string& out,
   const mm::LayerInputs in = mm::makeLayerInputs(cfg, vo.rows, vo.tp, seed, attentionInputOptions(v.knobs, vo.context));
   const mm::LayerSimRun run = mm::runLayerOnSim(plan, v, in, spanOptions(seed, timing, irIssue, plan));
   return writeSpans(plan, run.ffn.stats, timing != nullptr, out,
-                    mm::layerVerdict(cfg, in, mm::layerReference(cfg, in), run));
+                    mm::layerVerdict(cfg, in, mm::layerReference(cfg, in, v.moe), run));
 }
 
 }  // namespace monogen::tools

@@ -27,8 +27,8 @@ struct LayerVariant {
   /// The placement's knobs the key carries: ",ag_rs_from=N" when it is not the default (the
   /// all-reduces are reduce-scatter + all-gather from S = N).
   LayerPlacementKnobs placementKnobs;
-  /// The experts' numerics, the layer's own knob "moe=" (a16w4, the default; a8w4 is refused
-  /// until its stages exist).
+  /// The experts' numerics, the layer's own knob "moe=" (a16w4, the default; a8w4 runs the
+  /// narrow A8W4 up and down stages).
   MoeQuant moe = MoeQuant::A16w4;
   AttentionVariant attention;  // its layout's ardyOffset is set: attn_merge publishes ARDY
   FfnVariant ffn;              // the FFN launch's default knobs: o_proj reads `attn`
