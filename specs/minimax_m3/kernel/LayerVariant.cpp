@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <sstream>
 
@@ -125,6 +126,18 @@ LayerVariant LayerVariant::make(const ModelConfig& cfg, const ir::Key& keyIn) {
   F.up.base = P.sharedBase % P.blocks;
   F.down.base = P.downBase % P.blocks;
   F.moe = v.moe;  // up's and down's numerics (StageUpA8w4.cpp, StageDownA8w4.cpp under A8W4)
+  if (v.moe == MoeQuant::A8w4) {
+    // up's A is XN as MXFP8 in bstage (E4M3 bytes [S][hidden], code words [S][hidden / 32]), not
+    // the bf16 copy; down's wave regions hold the MID columns the same way (smaller than bf16)
+    constexpr int64_t kLdsLimit = 160 * 1024;
+    F.xnInLds = false;
+    F.bstage.bytes = std::max(F.midInLds ? F.waves * F.midWaveBytes : 0, int64_t{S} * cfg.hidden * 9 / 8);
+    F.bstage.doc = "up: XN as MXFP8, E4M3 [S][hidden] then i32 codes [S][hidden / 32]; down: a wave's slot's MID "
+                   "columns likewise [S][I/TP] a wave (midWaveBytes apart)";
+    F.ldsBytes = F.bstage.offset + F.bstage.bytes;
+    if (F.ldsBytes > kLdsLimit)
+      throw InputError(where, fmt::format("A8W4's XN in LDS takes {} B, past {}", F.ldsBytes, kLdsLimit));
+  }
   if (A.shape.attnWidth() != v.ffn.layout.attnWidth || A.blocks != v.ffn.layout.blocks ||
       A.threads != cfg.threads)
     throw InputError(where, fmt::format("the attention rows ({} wide, {} CTAs) are not o_proj's ({} wide, {} CTAs)",

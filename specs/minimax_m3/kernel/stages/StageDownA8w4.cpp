@@ -3,6 +3,7 @@
 
 #include "ir/Op.h"
 #include "specs/minimax_m3/kernel/Mxfp8.h"
+#include "specs/minimax_m3/kernel/stages/A8w4Operand.h"
 #include "specs/minimax_m3/kernel/stages/Stages.h"
 
 namespace monogen::specs::minimax_m3 {
@@ -23,9 +24,10 @@ struct A8w4DownStep {
 }  // namespace
 
 // One A8W4 down task (docs/layer.md, "The A8W4 MoE"): a wave a slot, its chain of scaled MFMAs
-// over I/TP from +0: A the slot's MID columns (token l % 16, clamped to the count) quantized to
-// MXFP8 in the wave, B the lane's w2 run (hidden row 16 task + l % 16) and scale byte. D's element
-// i (token accRow(i), hidden row accCol()) -> CONTRIB[pick of the token][row]; then the combine.
+// over I/TP from +0: A the slot's MID columns (token l % 16, clamped to the count) as MXFP8 (staged
+// once in the wave's bstage region when midInLds, else quantized a step at a time), B the lane's w2
+// run (hidden row 16 task + l % 16) and scale byte. D's element i (token accRow(i), hidden row
+// accCol()) -> CONTRIB[pick of the token][row]; then the combine.
 void stageDownA8w4(KernelContext& c, Val task) {
   ir::Builder& b = c.b;
   const Layout& L = c.L;
@@ -61,35 +63,41 @@ void stageDownA8w4(KernelContext& c, Val task) {
       };
       // The first group's weights load before the MID copy (as stageDown's).
       std::vector<A8w4DownStep> group = loadGroup(0);
-      Val midAt = c.i32(0);
+      // midInLds: the wave's slot's MID columns quantized once to MXFP8 in its region (E4M3 bytes
+      // [S][I/TP], then the code words [S][I/TP / 32]); else each step quantizes its A in the wave
+      Val region, words;
       if (L.midInLds) {
-        Val region = b.ptrAdd(c.bstage, c.wave * L.midWaveBytes);
-        b.for_(c.lane, cnt * (IP / 8), c.i32(64), [&](Val i) {
-          Val v = b.load(Type::vec(Type::bf16(), 8), c.elemAt(c.scratch, L.mid, u * (16 * IP) + i * 8, 2));
-          b.store(c.elemAt(region, i * 8, 2), v);
-        });
-        midAt = c.wave * (L.midWaveBytes / 2);
+        region = b.ptrAdd(c.bstage, c.wave * L.midWaveBytes);
+        words = c.elemAt(region, c.i32(int64_t{L.rows} * IP), 1);
+        mxfp8QuantizeRuns(
+            c, c.lane, cnt * (IP / 8), c.i32(64), region, words,
+            [&](Val i) {
+              return b.load(Type::vec(Type::bf16(), 8), c.elemAt(c.scratch, L.mid, u * (16 * IP) + i * 8, 2));
+            },
+            nullptr);
       }
+      // A in the wave: the lane's 32 K of MID column xcol, 64 (e / 16) + 16 group + e % 16
+      // (ir/Mfma.h), 8 bf16 a load; a run past I/TP (the partial step's upper half) is +0 read at K 0
+      const auto quantizeMidA = [&](int step) {
+        std::vector<Val> xs;
+        for (int run = 0; run < 4; ++run) {
+          const int kr0 = step * T.kStep + 64 * (run / 2) + 8 * (run % 2);
+          Val kr = c.i32(kr0) + t.group * 16;
+          const bool whole = kr0 + 56 <= IP;  // every lane group's run lies inside I/TP
+          Val live = whole ? Val{} : kr < IP;
+          Val k = whole ? kr : b.select(live, kr, c.i32(0));
+          Val v = b.load(Type::vec(Type::bf16(), 8), c.elemAt(c.scratch, L.mid, (u * 16 + xcol) * c.i32(IP) + k, 2));
+          if (live.v) v = b.select(live, v, b.splat(b.bf16(0.0), 8));
+          for (int i = 0; i < 8; ++i) xs.push_back(b.extract(v, i));
+        }
+        return mxfp8QuantizeA(b, xs);
+      };
       ir::Var acc = b.var(b.splat(b.f32(0.0), 4), "acc_a8w4");
       for (int first = 0; first < T.downSteps; first += kDownA8w4StepsAhead) {
         if (first > 0) group = loadGroup(first);
         for (const A8w4DownStep& in : group) {
-          // A: the lane's 32 K of MID column xcol, 64 (e / 16) + 16 group + e % 16 (ir/Mfma.h), 8 bf16
-          // a load; a run past I/TP (the partial step's upper half) is +0 read at K 0
-          std::vector<Val> xs;
-          for (int run = 0; run < 4; ++run) {
-            const int kr0 = in.step * T.kStep + 64 * (run / 2) + 8 * (run % 2);
-            Val kr = c.i32(kr0) + t.group * 16;
-            const bool whole = kr0 + 56 <= IP;  // every lane group's run lies inside I/TP
-            Val live = whole ? Val{} : kr < IP;
-            Val k = whole ? kr : b.select(live, kr, c.i32(0));
-            Val at = L.midInLds ? c.elemAt(c.bstage, midAt + xcol * IP + k, 2)
-                                : c.elemAt(c.scratch, L.mid, (u * 16 + xcol) * c.i32(IP) + k, 2);
-            Val v = b.load(Type::vec(Type::bf16(), 8), at);
-            if (live.v) v = b.select(live, v, b.splat(b.bf16(0.0), 8));
-            for (int i = 0; i < 8; ++i) xs.push_back(b.extract(v, i));
-          }
-          const Mxfp8Operand a = mxfp8QuantizeA(b, xs);
+          const Mxfp8Operand a =
+              L.midInLds ? mxfp8StagedA(c, region, words, xcol, IP, in.step, IP) : quantizeMidA(in.step);
           Val w4 = in.live.v ? b.select(in.live, in.w4, b.splat(c.i32(0), 4)) : in.w4;
           Val s = in.live.v ? b.select(in.live, in.s, c.i32(127)) : in.s;
           b.set(acc, b.mfmaScale(a.a, w4, b.get(acc), a.scale, s));
