@@ -1,5 +1,5 @@
-// The layer launch under moe=a8w4 on the Sim: up and down as chains of scaled MFMAs over MXFP8
-// tokens (quantized in the wave) and the MXFP4 weights, every rank's mids and output bit for bit
+// The layer launch under moe=a8w4 on the Sim: up and down as chains of scaled MFMAs over the
+// tokens as MXFP8 (staged in LDS) and the MXFP4 weights, every rank's mids and output bit for bit
 // against layerReference(.., MoeQuant::A8w4).
 #include <catch2/catch.hpp>
 
@@ -10,7 +10,9 @@
 #include "ir/Verifier.h"
 #include "specs/minimax_m3/kernel/LayerSpec.h"
 #include "specs/minimax_m3/kernel/LayerVariant.h"
+#include "specs/minimax_m3/kernel/LaunchArgs.h"
 #include "specs/minimax_m3/kernel/ModelConfig.h"
+#include "specs/minimax_m3/kernel/WeightContract.h"
 #include "specs/minimax_m3/testing/LayerSim.h"
 
 using namespace monogen;
@@ -110,4 +112,30 @@ TEST_CASE("layer A8W4 matrix: S 1 to 16 x TP 1 to 8 x sparse and full bit-exact"
     INFO(cellName(k));
     CHECK(runCell(k, {}).a8w4 == "bit-exact");
   }
+}
+
+// Up's chains run K ascending from +0, the reference's order, which bf16 mids hide at an ulp. Here
+// every shared-expert gate row's scale codes make K steps 0, 1 and the last add about FLT_MAX
+// (code 248) and the others next to nothing (code 0): whether a gate overflows to -Inf (a NaN
+// mid) depends on the order of the three.
+TEST_CASE("layer A8W4: up's K chain order shows under overflowing gate steps", "[layer_launch][a8w4]") {
+  const ModelConfig cfg = ModelConfig::reduced();
+  const int S = 2, TP = 2;
+  const LayerVariant v = LayerVariant::make(cfg, makeLayerKey(cfg, S, TP, {}, {}, MoeQuant::A8w4));
+  const ir::Plan plan = buildLayerPlan(v);
+  LayerInputs in = makeLayerInputs(cfg, S, TP, 11, {});
+  const int64_t IP = cfg.interPerRank(TP), kBlocks = cfg.hidden / 32, lastStep = cfg.hidden / 128 - 1;
+  for (int r = 0; r < TP; ++r) {
+    runtime::HostTensor& s13 = in.ffn.at(rankName("s13", r));
+    const ScaleLayout l = declaredScaleLayout(s13, "s13");
+    const int64_t slab = 2 * IP * heldScaleColumns(kBlocks, l), e = cfg.experts;  // the shared expert
+    for (int64_t row = 0; row < IP; ++row)
+      for (int64_t k = 0; k < kBlocks; ++k) {
+        const int64_t step = k / 4;
+        s13.data[static_cast<size_t>(e * slab + scaleIndex(l, row, k, kBlocks))] =
+            step == 0 || step == 1 || step == lastStep ? 248 : 0;
+      }
+  }
+  const LayerSimRun run = runLayerOnSim(plan, v, in, {});
+  CHECK(layerVerdict(cfg, in, layerReference(cfg, in, MoeQuant::A8w4), run) == "bit-exact");
 }

@@ -89,8 +89,10 @@ LayerCell runCell(const mm::ModelConfig& cfg, const BenchAttentionOptions& o, co
   }
   {  // the FFN launch (o_proj in the launch) on the layer's FFN inputs: their rows' natural routing
     t0 = std::chrono::steady_clock::now();
-    mm::FfnVariant ffn = v.ffn;
-    ffn.layout.moe = mm::MoeQuant::A16w4;  // the FFN launch is A16W4 whatever the layer's moe
+    // the FFN launch is A16W4 whatever the layer's moe: the A16W4 layer's FFN half (its layout too)
+    const mm::FfnVariant ffn =
+        moe == mm::MoeQuant::A16w4 ? v.ffn
+                                   : mm::LayerVariant::make(cfg, mm::makeLayerKey(cfg, S, TP, knobs, {}, mm::MoeQuant::A16w4)).ffn;
     mm::SimSession session(ffn);
     so.timing = timingFor(o.timing, o.irIssue, session.plan());
     const mm::SimRun run = session.launch(in.ffn, so);
