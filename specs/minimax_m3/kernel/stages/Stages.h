@@ -66,7 +66,7 @@ void storeUpMid(KernelContext& c, ir::Val u, ir::Val j, ir::Val cnt, ir::Val r, 
 /// up's end of a unit: the CTA's barrier (drained), then thread 0 of a valid task publishes UPF.
 void publishUp(KernelContext& c, ir::Val valid, ir::Val task);
 /// up under A8W4 (StageUpA8w4.cpp): the same unit as stageUp, gate and up each one wave's chain of
-/// scaled MFMAs over hidden (the slot's XN rows quantized to MXFP8 in the wave) -> MID, UPF.
+/// scaled MFMAs over hidden (the CTA's XN rows staged in LDS as MXFP8), 4 units at once -> MID, UPF.
 void stageUpA8w4(KernelContext& c, ir::Val task);
 /// down under A8W4 (StageDownA8w4.cpp): stageDown with each slot's GEMV a chain of scaled MFMAs
 /// over I/TP (the slot's MID columns quantized to MXFP8 in the wave).
