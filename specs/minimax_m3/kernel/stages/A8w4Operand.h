@@ -8,9 +8,10 @@
 
 namespace monogen::specs::minimax_m3 {
 
-/// Quantizes runs of 8 bf16 (run i: `load(i)`, K 8 (i % (rowK / 8)) of row i / (rowK / 8)) for i in
-/// [first, end) by `stride` (first = lane mod 4, stride a multiple of 4: a block's 4 runs are a lane quad; `live(i)` is a
-/// block's, or null). Stores run i's bytes at `bytes` + 8 i and block i / 4's code word at `words` + 4 (i / 4).
+/// Quantizes runs of 8 bf16 (run i = `load(i)`: values 8 i .. of row-major rows, K % 32 == 0) for i
+/// in [first, end) by `stride` (first = lane mod 4, stride a multiple of 4: a block's 4 runs are a
+/// lane quad; `live(i)`, if given, is a block's). Stores run i's E4M3 bytes at `bytes` + 8 i and
+/// block i / 4's code word at `words` + 4 (i / 4).
 void mxfp8QuantizeRuns(KernelContext& c, ir::Val first, ir::Val end, ir::Val stride, ir::Val bytes, ir::Val words,
                        const std::function<ir::Val(ir::Val)>& load, const std::function<ir::Val(ir::Val)>& live);
 
