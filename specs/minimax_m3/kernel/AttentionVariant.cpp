@@ -156,8 +156,12 @@ AttentionVariant AttentionVariant::make(const ModelConfig& cfg, const ir::Key& k
   // a scored row's blocks are scored by its 8 shares while they take at most 2 tasks a CTA; past
   // that (reduced dims, 32 CTAs, S 16 TP 1: 16 a CTA) the index task scores them itself
   L.indexSpread = L.indexShare.tasks <= 2 * int64_t{L.blocks};
-  L.split = Placement{"attn_split", L.splitTasks, 0};
-  L.merge = Placement{"attn_merge", L.rows, static_cast<int>(L.splitTasks % L.blocks)};
+  // the splits after the shares where the CTAs hold them all (no split waits behind an index or
+  // share task on its CTA), else from CTA 0; the merges after the splits
+  int64_t splitBase = L.rows + L.heads.tasks + L.index.tasks + L.indexShare.tasks;
+  if (splitBase + L.splitTasks > L.blocks) splitBase = 0;
+  L.split = Placement{"attn_split", L.splitTasks, static_cast<int>(splitBase % L.blocks)};
+  L.merge = Placement{"attn_merge", L.rows, static_cast<int>((splitBase + L.splitTasks) % L.blocks)};
   return v;
 }
 
