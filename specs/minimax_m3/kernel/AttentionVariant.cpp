@@ -143,7 +143,8 @@ AttentionVariant AttentionVariant::make(const ModelConfig& cfg, const ir::Key& k
   L.splitLdsSel = L.splitLdsPv + 4 * int64_t{L.waves} * 16 * L.shape.headDim;
   L.ldsBytes = std::max({int64_t{4} * (32 + L.waves), 4 * int64_t{L.waves} * 16 * 16,
                          L.splitLdsSel + 4 * (1 + int64_t{L.shape.topk}),
-                         int64_t{4} * L.waves * kIndexTaskBlocks});
+                         int64_t{4} * L.waves * kIndexTaskBlocks,
+                         int64_t{8} * L.shape.qHeads * kAttnSplits});  // the merge's sl and w
 
   L.norm = Placement{"attn_norm", L.rows, 0};
   L.gemv = Placement{"attn_gemv", L.qkvTiles, 0};
