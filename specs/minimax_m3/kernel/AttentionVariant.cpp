@@ -143,7 +143,8 @@ AttentionVariant AttentionVariant::make(const ModelConfig& cfg, const ir::Key& k
   L.splitLdsSel = L.splitLdsPv + 4 * int64_t{L.waves} * 16 * L.shape.headDim;
   L.ldsBytes = std::max({int64_t{4} * (32 + L.waves), 4 * int64_t{L.waves} * 16 * 16,
                          L.splitLdsSel + 4 * (1 + int64_t{L.shape.topk}),
-                         int64_t{4} * L.waves * kIndexTaskBlocks});
+                         int64_t{4} * L.waves * kIndexTaskBlocks,
+                         int64_t{8} * L.shape.qHeads * kAttnSplits});  // the merge's sl and w
 
   L.norm = Placement{"attn_norm", L.rows, 0};
   L.gemv = Placement{"attn_gemv", L.qkvTiles, 0};
@@ -156,8 +157,12 @@ AttentionVariant AttentionVariant::make(const ModelConfig& cfg, const ir::Key& k
   // a scored row's blocks are scored by its 8 shares while they take at most 2 tasks a CTA; past
   // that (reduced dims, 32 CTAs, S 16 TP 1: 16 a CTA) the index task scores them itself
   L.indexSpread = L.indexShare.tasks <= 2 * int64_t{L.blocks};
-  L.split = Placement{"attn_split", L.splitTasks, 0};
-  L.merge = Placement{"attn_merge", L.rows, static_cast<int>(L.splitTasks % L.blocks)};
+  // the splits after the shares where the CTAs hold them all (no split waits behind an index or
+  // share task on its CTA), else from CTA 0; the merges after the splits
+  int64_t splitBase = L.rows + L.heads.tasks + L.index.tasks + L.indexShare.tasks;
+  if (splitBase + L.splitTasks > L.blocks) splitBase = 0;
+  L.split = Placement{"attn_split", L.splitTasks, static_cast<int>(splitBase % L.blocks)};
+  L.merge = Placement{"attn_merge", L.rows, static_cast<int>((splitBase + L.splitTasks) % L.blocks)};
   return v;
 }
 

@@ -84,7 +84,8 @@ struct AttentionLaunchLayout {
   int64_t ardyOffset = -1;
   int64_t scratchBytes = 0;
   // LDS "red": the norm's group sums (32 f32) and wave maxima (waves f32); the GEMV's wave
-  // accumulators f32 [waves][16 rows][16 tokens]; the split's (splitLds*)
+  // accumulators f32 [waves][16 rows][16 tokens]; the split's (splitLds*); the merge's weights f32
+  // [2][q heads x 8]
   int64_t ldsBytes = 0;
   // the split's LDS: wave maxima and l sums f32 [waves][16 heads], the tile's V scale maxima f32
   // [waves], P8 [waves][16 heads][32 keys], the waves' PV f32 [waves][16 heads][headDim]

@@ -17,55 +17,39 @@ namespace a = attn_arg;
 
 namespace {
 
-/// Cells a thread loads ahead: 4 x 24 values in flight (16 steps at TP 1 would spill).
+/// Cells a thread loads ahead: 4 x 8 o values in flight.
 constexpr int kMergeBatch = 4;
 
-/// One (query head, channel) cell's 8 splits: m, l and o.
+/// One (query head, channel) cell: its head and its 8 splits' o.
 struct MergeCell {
-  Val cell;
-  std::vector<Val> m, l, o;
+  Val cell, qh;
+  std::vector<Val> o;
 };
 
-/// Loads row t's cell `cell` (a cell past the row reads the row's last one).
+/// Split 0's index in SPLIT_M / SPLIT_L of row t's local query head qh (split i: + i x qGroup).
+Val splitWord0(AttentionContext& c, Val t, Val qh) {
+  const int G = c.L.shape.qGroup;
+  return ((t * c.i32(c.L.shape.kvHeads) + qh / c.i32(G)) * c.i32(kAttnSplits)) * c.i32(G) + qh % c.i32(G);
+}
+
+/// Loads row t's cell `cell`'s 8 o (a cell past the row reads the row's last one).
 MergeCell loadCell(AttentionContext& c, Val t, Val cell) {
   ir::Builder& b = c.b;
   const AttentionLaunchLayout& L = c.L;
   const int D = L.shape.headDim, G = L.shape.qGroup, cells = L.shape.qHeads * D;
-  Val scratch = c.arg(a::kScratch);
   Val at = b.min(cell, c.i32(cells - 1));
   Val qh = at / c.i32(D), ch = at % c.i32(D);
-  Val first = (t * c.i32(L.shape.kvHeads) + qh / c.i32(G)) * c.i32(kAttnSplits), j = qh % c.i32(G);
-  auto split = [&](int i) { return (first + c.i32(i)) * c.i32(G) + j; };
-  auto word = [&](int64_t off, int i) { return b.load(Type::f32(), b.ptrAdd(scratch, c.i32(off) + split(i) * c.i32(4))); };
-  MergeCell x{cell, {}, {}, {}};
-  for (int i = 0; i < kAttnSplits; ++i) x.m.push_back(word(L.splitMOffset, i));
-  for (int i = 0; i < kAttnSplits; ++i) x.l.push_back(word(L.splitLOffset, i));
-  for (int i = 0; i < kAttnSplits; ++i)
-    x.o.push_back(b.load(Type::bf16(), b.ptrAdd(scratch, c.i32(L.splitOOffset) + (split(i) * c.i32(D) + ch) * c.i32(2))));
+  Val o0 = b.ptrAdd(c.arg(a::kScratch), c.i32(L.splitOOffset) + (splitWord0(c, t, qh) * c.i32(D) + ch) * c.i32(2));
+  MergeCell x{cell, qh, {}};
+  for (int i = 0; i < kAttnSplits; ++i) x.o.push_back(b.load(Type::bf16(), b.ptrAdd(o0, c.i32(2 * i * G * D))));
   return x;
-}
-
-/// mergeSplits: w_i = l_i exp2((m_i - max m) log2 e), o = 0 + (w_0 / sum) o_0 + .. in f32.
-Val mergeCell(AttentionContext& c, const MergeCell& x) {
-  ir::Builder& b = c.b;
-  Val gm = x.m[0];
-  for (int i = 1; i < kAttnSplits; ++i) gm = b.max(gm, x.m[i]);
-  std::vector<Val> sl;
-  Val gs;
-  for (int i = 0; i < kAttnSplits; ++i) {
-    sl.push_back(x.l[i] * b.exp2((x.m[i] - gm) * c.f32(kAttnLog2e)));
-    gs = i == 0 ? sl[0] : gs + sl[i];
-  }
-  gs = b.select(gs > c.f32(0), gs, c.f32(1));
-  Val av = c.f32(0);
-  for (int i = 0; i < kAttnSplits; ++i) av = av + (sl[i] / gs) * b.bf16ToF32(x.o[i]);
-  return av;
 }
 
 void stageAttnMerge(AttentionContext& c, Val t) {
   ir::Builder& b = c.b;
   const AttentionLaunchLayout& L = c.L;
   const int parts = L.shape.kvHeads * kAttnSplits, cells = L.shape.qHeads * L.shape.headDim;
+  const int G = L.shape.qGroup, pairs = L.shape.qHeads * kAttnSplits;
   const int steps = static_cast<int>((cells + L.threads - 1) / L.threads);
   Val live = b.load(Type::i64(), b.ptrAdd(c.arg(a::kSlots), t * c.i32(8))) >= b.i64(0);
   b.if_(live, [&] {
@@ -76,34 +60,86 @@ void stageAttnMerge(AttentionContext& c, Val t) {
   c.ctaSync(false);
   auto cellOf = [&](int k) { return c.tid + c.i32(int64_t{k} * L.threads); };
   auto outAt = [&](Val cell) { return b.ptrAdd(c.arg(a::kAttn), (t * c.i32(cells) + cell) * c.i32(2)); };
-  // `n` cells (cellAt(0 .. n-1)) merged: every load of the batch before any use.
-  auto mergeBatch = [&](const std::function<Val(int)>& cellAt, int n) {
-    std::vector<MergeCell> batch;
-    for (int k = 0; k < n; ++k) batch.push_back(loadCell(c, t, cellAt(k)));
-    for (const MergeCell& x : batch) {
-      Val o = mergeCell(c, x);
-      b.if_(x.cell < c.i32(cells), [&] { b.store(outAt(x.cell), b.f32ToBf16(o)); });
+  // the weights, once a (query head, split): thread p = 8 head + i (a pass of `threads` pairs
+  // at a time): gm = max m, sl_i = l_i exp2((m_i - gm) log2 e) -> LDS; gs = the head's sl
+  // summed from split 0 (1 if not > 0); w_i = sl_i / gs -> LDS [head][split]
+  Val ldsSl = c.red, ldsW = b.ptrAdd(c.red, c.i32(4 * pairs));
+  auto eachPair = [&](const std::function<void(Val)>& body) {
+    for (int p0 = 0; p0 < pairs; p0 += L.threads) {
+      Val p = c.tid + c.i32(p0);
+      b.if_(p < c.i32(pairs), [&] { body(p); });
     }
   };
-  // More than one whole batch (TP 1 and 2 at full dims): a loop over the whole ones, then the rest.
-  const int whole = steps / kMergeBatch;
+  const int first = std::min(steps, kMergeBatch);
+  std::vector<MergeCell> batch0;  // the first batch's o in flight meanwhile (a padded row's unused)
+  for (int k = 0; k < first; ++k) batch0.push_back(loadCell(c, t, cellOf(k)));
   b.if_(live, [&] {
-    int k0 = 0;
+    eachPair([&](Val p) {
+      Val w0 = splitWord0(c, t, p / c.i32(kAttnSplits)), i = p % c.i32(kAttnSplits);
+      Val m0 = b.ptrAdd(c.arg(a::kScratch), c.i32(L.splitMOffset) + w0 * c.i32(4));
+      std::vector<Val> m;
+      for (int k = 0; k < kAttnSplits; ++k) m.push_back(b.load(Type::f32(), b.ptrAdd(m0, c.i32(4 * k * G))));
+      Val l = b.load(Type::f32(), b.ptrAdd(c.arg(a::kScratch), c.i32(L.splitLOffset) + (w0 + i * c.i32(G)) * c.i32(4)));
+      Val mi = b.load(Type::f32(), b.ptrAdd(m0, i * c.i32(4 * G)));
+      Val gm = m[0];
+      for (int k = 1; k < kAttnSplits; ++k) gm = b.max(gm, m[k]);
+      b.store(b.ptrAdd(ldsSl, p * c.i32(4)), l * b.exp2((mi - gm) * c.f32(kAttnLog2e)));
+    });
+  });
+  c.ctaSync(false);
+  b.if_(live, [&] {
+    eachPair([&](Val p) {
+      Val h0 = b.ptrAdd(ldsSl, (p / c.i32(kAttnSplits)) * c.i32(4 * kAttnSplits));
+      std::vector<Val> sl;
+      for (int k = 0; k < kAttnSplits; ++k) sl.push_back(b.load(Type::f32(), b.ptrAdd(h0, c.i32(4 * k))));
+      Val own = b.load(Type::f32(), b.ptrAdd(ldsSl, p * c.i32(4)));
+      Val gs = sl[0];
+      for (int k = 1; k < kAttnSplits; ++k) gs = gs + sl[k];
+      gs = b.select(gs > c.f32(0), gs, c.f32(1));
+      b.store(b.ptrAdd(ldsW, p * c.i32(4)), own / gs);
+    });
+  });
+  c.ctaSync(false);
+  // o = 0 + w_0 o_0 + .. + w_7 o_7 in f32, a batch's cells' chains interleaved
+  auto mergeBatch = [&](const std::vector<MergeCell>& xs) {
+    const size_t n = xs.size();
+    std::vector<std::vector<Val>> w(n);
+    for (size_t k = 0; k < n; ++k) {
+      Val h0 = b.ptrAdd(ldsW, xs[k].qh * c.i32(4 * kAttnSplits));
+      for (int i = 0; i < kAttnSplits; ++i) w[k].push_back(b.load(Type::f32(), b.ptrAdd(h0, c.i32(4 * i))));
+    }
+    std::vector<Val> av(n, c.f32(0));
+    for (int i = 0; i < kAttnSplits; ++i)
+      for (size_t k = 0; k < n; ++k) av[k] = av[k] + w[k][i] * b.bf16ToF32(xs[k].o[i]);
+    for (size_t k = 0; k < n; ++k)
+      b.if_(xs[k].cell < c.i32(cells), [&] { b.store(outAt(xs[k].cell), b.f32ToBf16(av[k])); });
+  };
+  auto loadBatch = [&](const std::function<Val(int)>& cellAt, int n) {
+    std::vector<MergeCell> xs;
+    for (int k = 0; k < n; ++k) xs.push_back(loadCell(c, t, cellAt(k)));
+    return xs;
+  };
+  // the first batch (loaded above), then a loop over the whole batches past it (TP 1 and 2 at
+  // full dims), then the rest
+  b.if_(live, [&] {
+    mergeBatch(batch0);
+    const int whole = (steps - first) / kMergeBatch;
+    int k0 = first;
     if (whole > 1) {
-      k0 = whole * kMergeBatch;
-      b.for_(c.i32(0), c.i32(k0), c.i32(kMergeBatch), [&](Val kb) {
-        mergeBatch([&](int k) { return c.tid + (kb + c.i32(k)) * c.i32(L.threads); }, kMergeBatch);
+      b.for_(c.i32(k0), c.i32(k0 + whole * kMergeBatch), c.i32(kMergeBatch), [&](Val kb) {
+        mergeBatch(loadBatch([&](int k) { return c.tid + (kb + c.i32(k)) * c.i32(L.threads); }, kMergeBatch));
       });
+      k0 += whole * kMergeBatch;
     }
     for (; k0 < steps; k0 += kMergeBatch)
-      mergeBatch([&](int k) { return cellOf(k0 + k); }, std::min(steps - k0, kMergeBatch));
+      mergeBatch(loadBatch([&](int k) { return cellOf(k0 + k); }, std::min(steps - k0, kMergeBatch)));
   });
   for (int k = 0; k < steps; ++k)  // a padded row's is 0
     b.if_((!live) & (cellOf(k) < c.i32(cells)), [&] { b.store(outAt(cellOf(k)), b.f32ToBf16(c.f32(0))); });
-  if (L.ardyOffset >= 0) {  // the layer launch: the row is written, for o_proj (padded rows too)
-    c.ctaSync(true);
-    b.if_(c.tid == c.i32(0), [&] { c.publish(c.pairAt(L.ardyOffset, t)); });
-  }
+  // the row's stores before ARDY (the layer launch, for o_proj; padded rows too); either way the
+  // weights in LDS are read before the CTA's next task
+  c.ctaSync(L.ardyOffset >= 0);
+  if (L.ardyOffset >= 0) b.if_(c.tid == c.i32(0), [&] { c.publish(c.pairAt(L.ardyOffset, t)); });
 }
 
 }  // namespace

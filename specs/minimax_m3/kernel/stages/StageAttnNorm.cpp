@@ -29,14 +29,24 @@ void stageAttnNorm(AttentionContext& c, Val t) {
   Val live = b.load(Type::i64(), b.ptrAdd(c.arg(a::kSlots), t * c.i32(8))) >= b.i64(0);
   const Type bf8 = Type::vec(Type::bf16(), 8);
 
-  // h = bf16(acc) and each pack's fma chain of squares; a 32-pack group's butterfly -> red[g]
+  // every pack's x, res and g_in loaded before the first is used
   std::vector<Pack> ps;
+  std::vector<Val> xs, rs, gs;
   for (int j = 0; j < perThread; ++j) {
     Pack p;
     Val idx = c.tid + c.i32(int64_t{L.threads} * j);
     p.ok = idx < c.i32(packs);
     p.at = t * c.i32(H) + b.select(p.ok, idx, c.i32(packs - 1)) * c.i32(8);
-    Val xv = b.load(bf8, b.ptrAdd(x, p.at * c.i32(2))), rv = b.load(bf8, b.ptrAdd(res, p.at * c.i32(2)));
+    xs.push_back(b.load(bf8, b.ptrAdd(x, p.at * c.i32(2))));
+    rs.push_back(b.load(bf8, b.ptrAdd(res, p.at * c.i32(2))));
+    gs.push_back(b.load(bf8, b.ptrAdd(gIn, (p.at - t * c.i32(H)) * c.i32(2))));
+    ps.push_back(std::move(p));
+  }
+  // h = bf16(acc) and each pack's fma chain of squares; a 32-pack group's butterfly -> red[g]
+  for (int j = 0; j < perThread; ++j) {
+    Pack& p = ps[j];
+    Val idx = c.tid + c.i32(int64_t{L.threads} * j);
+    Val xv = xs[j], rv = rs[j];
     Val ss = c.f32(0);
     for (int e = 0; e < 8; ++e) {
       p.acc.push_back(b.bf16ToF32(b.extract(xv, e)) + b.bf16ToF32(b.extract(rv, e)));
@@ -48,7 +58,6 @@ void stageAttnNorm(AttentionContext& c, Val t) {
     });
     Val group = b.butterfly(b.select(p.ok, ss, c.f32(0)), {16, 8, 4, 2, 1});
     b.if_(p.ok & (c.lane % c.i32(32) == c.i32(0)), [&] { b.store(b.ptrAdd(c.red, (idx / c.i32(32)) * c.i32(4)), group); });
-    ps.push_back(std::move(p));
   }
   c.ctaSync(false);
   // the group sums, padded to 32, butterflied again (every wave alike)
@@ -61,7 +70,7 @@ void stageAttnNorm(AttentionContext& c, Val t) {
   std::vector<std::vector<Val>> n(ps.size());
   Val amax = c.f32(0);
   for (size_t j = 0; j < ps.size(); ++j) {
-    Val gv = b.load(bf8, b.ptrAdd(gIn, (ps[j].at - t * c.i32(H)) * c.i32(2)));
+    Val gv = gs[j];
     Val m = c.f32(0);
     for (int e = 0; e < 8; ++e) {
       n[j].push_back((ps[j].acc[e] * rstd) * (b.bf16ToF32(b.extract(gv, e)) + c.f32(1)));
@@ -72,8 +81,10 @@ void stageAttnNorm(AttentionContext& c, Val t) {
   amax = b.butterfly(amax, {32, 16, 8, 4, 2, 1}, ir::OpCode::Max);
   b.if_(c.lane == c.i32(0), [&] { b.store(b.ptrAdd(c.red, (c.i32(32) + c.wave) * c.i32(4)), amax); });
   c.ctaSync(false);
+  std::vector<Val> waveMax;
+  for (int w = 0; w < L.waves; ++w) waveMax.push_back(b.load(Type::f32(), b.ptrAdd(c.red, int64_t{4} * (32 + w))));
   Val cta = c.f32(0);
-  for (int w = 0; w < L.waves; ++w) cta = b.max(cta, b.load(Type::f32(), b.ptrAdd(c.red, int64_t{4} * (32 + w))));
+  for (int w = 0; w < L.waves; ++w) cta = b.max(cta, waveMax[w]);
   Val xScale = b.named(b.select(cta == c.f32(0), c.f32(1), cta / c.f32(448)), "x_scale");
 
   // x8 = E4M3(n / xScale), 8 bytes a pack, to scratch; the row's scales (a padded row: zeros,

@@ -46,17 +46,36 @@ void stageAttnSplit(AttentionContext& c, Val task) {
   Val t = task / c.i32(kAttnSplits * KV);
   Val live = b.load(Type::i64(), b.ptrAdd(c.arg(a::kSlots), t * c.i32(8))) >= b.i64(0);
 
+  const MfmaTile T = MfmaTile::at(c.lane, ir::MfmaKind::F32_16x16x32_FP8, 1);
+  // q8 = E4M3(q) at unit scale: A of the score MFMAs, row = head (0 past qGroup), MFMA d the
+  // channels 32 d + 8 group + e (a padded row's q is 0); before the selection's wait (HRDY
+  // came), every load first
+  std::vector<Val> qA;
+  {
+    Val headOk = T.aRow() < c.i32(G);
+    Val qh = t * c.i32(sh.qHeads) + h * c.i32(G) + b.min(T.aRow(), c.i32(G - 1));
+    std::vector<Val> qv;
+    for (int d = 0; d < D / 32; ++d)
+      qv.push_back(b.load(Type::vec(Type::bf16(), 8),
+                          b.ptrAdd(c.arg(a::kQ), (qh * c.i32(D) + c.i32(32 * d) + T.group * c.i32(8)) * c.i32(2))));
+    for (int d = 0; d < D / 32; ++d) {
+      Val v = qv[d];
+      std::vector<Val> codes;
+      for (int e = 0; e < 8; ++e) codes.push_back(e4m3Writer(b, b.bf16ToF32(b.extract(v, e))));
+      qA.push_back(b.select(headOk, pack8(b, codes), b.constInt(Type::i64(), 0)));
+    }
+  }
   // the attended keys: a full layer's 0 .. seq - 1; a sparse layer's selection (blocks in slot
   // order, its sparse length), once attn_index has published it
   const bool sparse = !c.variant.knobs.fullLayer;
   Val selId = t * c.i32(KV) + h;
   Val seq = b.load(Type::i32(), b.ptrAdd(c.arg(a::kSeqLens), t * c.i32(4)));
   Val ldsSel = b.ptrAdd(c.red, c.i32(L.splitLdsSel));
+  Val tables = b.ptrAdd(c.arg(a::kBlockTables), t * c.scalarI32(a::kTableStride) * c.i32(4));
   if (sparse) {
-    // the selection copied to LDS once checked: it came (thread 0's wait), 1 <= length <=
-    // min(seq, topk x block) and every block it uses below ceil(seq / block) (lane j of wave 0
-    // block j); else the length -1 (INVALID, site sel range): no value out of range reaches an
-    // address
+    // the selection's length and its blocks' table entries to LDS once checked: it came (thread
+    // 0's wait), 1 <= length <= min(seq, topk x block) and every block it uses below ceil(seq /
+    // block) (lane j of wave 0 block j); else the length -1 (INVALID, site sel range)
     Val sel = b.ptrAdd(c.arg(a::kScratch), c.i32(L.selOffset) + selId * c.i32(4 * kSelWords));
     ir::Var came = b.var(b.i1(false), "sel_came"), bad = b.var(b.i1(false), "sel_bad");
     b.if_(live & (c.tid == c.i32(0)), [&] {
@@ -69,8 +88,11 @@ void stageAttnSplit(AttentionContext& c, Val task) {
       Val nBlk = (seq + c.i32(sh.block - 1)) / c.i32(sh.block);
       Val used = c.tid * c.i32(sh.block) < len;
       Val lenOk = (len >= c.i32(1)) & (len <= b.min(seq, c.i32(sh.topk * sh.block)));
-      b.set(bad, (!lenOk) | (used & ((blkJ < c.i32(0)) | (blkJ >= nBlk))));
-      b.store(b.ptrAdd(ldsSel, (c.tid + c.i32(1)) * c.i32(4)), b.select(used, blkJ, c.i32(0)));
+      Val blkOk = (blkJ >= c.i32(0)) & (blkJ < nBlk);
+      b.set(bad, (!lenOk) | (used & !blkOk));
+      // slot j's block-table entry (block 0's past the length or out of range): the tiles' pages
+      Val entry = b.load(Type::i32(), b.ptrAdd(tables, b.select(used & blkOk, blkJ, c.i32(0)) * c.i32(4)));
+      b.store(b.ptrAdd(ldsSel, (c.tid + c.i32(1)) * c.i32(4)), entry);
     });
     Val anyBad = b.ballot(b.get(bad)) != b.i64(0);  // lanes 0 .. topk - 1 of wave 0
     b.if_(live & (c.tid == c.i32(0)), [&] {
@@ -105,26 +127,10 @@ void stageAttnSplit(AttentionContext& c, Val task) {
                   : (c.scalarI32(a::kTableStride) * c.i32(sh.block / kAttnSplits) + c.i32(kSplitKeys - 1)) /
                             c.i32(kSplitKeys) +
                         c.i32(1);
-  const MfmaTile T = MfmaTile::at(c.lane, ir::MfmaKind::F32_16x16x32_FP8, 1);
   Val kScales = c.arg(a::kKScale), vScales = c.arg(a::kVScale), kView = c.arg(a::kKCache);
   Val vView = atom ? c.arg(a::kVCache) : b.ptrAdd(kView, int64_t{KV} * (sh.block / kPage16) * kPage16 * D);
-  Val tables = b.ptrAdd(c.arg(a::kBlockTables), t * c.scalarI32(a::kTableStride) * c.i32(4));
   const int64_t pageBytes = int64_t{kPage16} * D;
 
-  // q8 = E4M3(q) at unit scale: A of the score MFMAs, row = head (0 past qGroup), MFMA d the
-  // channels 32 d + 8 group + e (a padded row's q is 0)
-  std::vector<Val> qA;
-  {
-    Val headOk = T.aRow() < c.i32(G);
-    Val qh = t * c.i32(sh.qHeads) + h * c.i32(G) + b.min(T.aRow(), c.i32(G - 1));
-    for (int d = 0; d < D / 32; ++d) {
-      Val v = b.load(Type::vec(Type::bf16(), 8),
-                     b.ptrAdd(c.arg(a::kQ), (qh * c.i32(D) + c.i32(32 * d) + T.group * c.i32(8)) * c.i32(2)));
-      std::vector<Val> codes;
-      for (int e = 0; e < 8; ++e) codes.push_back(e4m3Writer(b, b.bf16ToF32(b.extract(v, e))));
-      qA.push_back(b.select(headOk, pack8(b, codes), b.constInt(Type::i64(), 0)));
-    }
-  }
   // the running state: m and l of head lane % 16 in every lane (the tile's new m between the
   // phases), o of the thread's combine cells (head, channel)
   ir::Var runM = b.var(c.f32(kAttnMasked), "run_m"), runL = b.var(c.f32(0), "run_l");
@@ -134,12 +140,12 @@ void stageAttnSplit(AttentionContext& c, Val task) {
   Val laneHead = c.lane % c.i32(kHeadRows);
   // a tile's per-lane values across its phases: the lane's 2 keys' scores (4 heads each), pages
   // and V scales
-  std::vector<ir::Var> scV, pageV, vsV;
+  std::vector<ir::Var> scV, vsV, vV;
   for (int i = 0; i < 8; ++i) scV.push_back(b.var(c.f32(0), "score"));
-  for (int p = 0; p < 2; ++p) {
-    pageV.push_back(b.var(b.i64(0), "page"));
-    vsV.push_back(b.var(c.f32(0), "v_scale"));
-  }
+  for (int p = 0; p < 2; ++p) vsV.push_back(b.var(c.f32(0), "v_scale"));
+  for (int cb = 0; cb < D / 16; ++cb) vV.push_back(b.var(b.i64(0), "v_b"));  // the lane's V bytes, phase 1 -> 2
+  // vllm's scalar scales, loaded once
+  Val kScalar = atom ? Val{} : b.load(Type::f32(), kScales), vScalar = atom ? Val{} : b.load(Type::f32(), vScales);
 
   b.for_(c.i32(0), steps, c.i32(1), [&](Val step) {
     Val tile = first + step;
@@ -168,36 +174,51 @@ void stageAttnSplit(AttentionContext& c, Val task) {
       storeVm(c.f32(0));
     });
     b.if_(waveKeys, [&] {
-      Val sc[2][4], valid[2], vs[2];
+      // every global load of the tile's two pages (table entries, K, V, scales) issued before
+      // the first use: the pages' entries, then their K and V, then the MFMAs
+      Val sc[2][4], valid[2], vs[2], ks[2], page[2], tok[2], entry[2], inBlock[2];
       for (int p = 0; p < 2; ++p) {
         Val i = key0 + c.i32(16 * p) + T.bCol();
         valid[p] = validOf(i);
         Val ic = b.min(i, n - c.i32(1));  // full layer: key i is position i
-        Val pos = ic;
-        if (sparse)
-          pos = b.load(Type::i32(), b.ptrAdd(ldsSel, (c.i32(1) + ic / c.i32(sh.block)) * c.i32(4))) *
-                    c.i32(sh.block) +
-                ic % c.i32(sh.block);
-        Val entry = b.sext(b.load(Type::i32(), b.ptrAdd(tables, (pos / c.i32(sh.block)) * c.i32(4))), Type::i64());
-        Val inBlock = b.sext((pos % c.i32(sh.block)) / c.i32(kPage16), Type::i64());
-        Val page = atom ? (entry * b.i64(KV) + b.sext(h, Type::i64())) * b.i64(sh.block / kPage16) + inBlock
-                        : (entry + b.sext(h, Type::i64())) * b.i64(sh.block / kPage16) + inBlock;
-        Val tok = pos % c.i32(kPage16);
-        Val si = page * b.i64(kPage16) + b.sext(tok, Type::i64());
-        Val ks = atom ? b.load(Type::f32(), b.ptrAdd(kScales, si * b.i64(4))) : b.load(Type::f32(), kScales);
-        vs[p] = atom ? b.load(Type::f32(), b.ptrAdd(vScales, si * b.i64(4))) : b.load(Type::f32(), vScales);
-        Val acc = b.splat(c.f32(0), 4);
+        // sparse: key i is position sel[i / block] block + i % block, its entry in LDS
+        entry[p] = sparse ? b.load(Type::i32(), b.ptrAdd(ldsSel, (c.i32(1) + ic / c.i32(sh.block)) * c.i32(4)))
+                          : b.load(Type::i32(), b.ptrAdd(tables, (ic / c.i32(sh.block)) * c.i32(4)));
+        inBlock[p] = b.sext((ic % c.i32(sh.block)) / c.i32(kPage16), Type::i64());
+        tok[p] = ic % c.i32(kPage16);
+      }
+      for (int p = 0; p < 2; ++p) {
+        Val e = b.sext(entry[p], Type::i64());
+        page[p] = atom ? (e * b.i64(KV) + b.sext(h, Type::i64())) * b.i64(sh.block / kPage16) + inBlock[p]
+                       : (e + b.sext(h, Type::i64())) * b.i64(sh.block / kPage16) + inBlock[p];
+      }
+      std::vector<Val> kB[2];
+      for (int p = 0; p < 2; ++p)
         for (int d = 0; d < D / 32; ++d) {
-          Val off = page * b.i64(pageBytes) + b.sext(c.i32(2 * d * 256) + T.group / c.i32(2) * c.i32(256) +
-                                                         tok * c.i32(16) + (T.group % c.i32(2)) * c.i32(8),
-                                                     Type::i64());
-          acc = b.mfma(T.kind, qA[d], b.load(Type::i64(), b.ptrAdd(kView, off)), acc);
+          Val off = page[p] * b.i64(pageBytes) + b.sext(c.i32(2 * d * 256) + T.group / c.i32(2) * c.i32(256) +
+                                                            tok[p] * c.i32(16) + (T.group % c.i32(2)) * c.i32(8),
+                                                        Type::i64());
+          kB[p].push_back(b.load(Type::i64(), b.ptrAdd(kView, off)));
         }
+      // V: B of the PV MFMA, keys 8 group .. of the wave's page group / 2
+      Val vPage = b.select(T.group < c.i32(2), page[0], page[1]);
+      for (int cb = 0; cb < D / 16; ++cb) {
+        Val off = vPage * b.i64(pageBytes) +
+                  b.sext((c.i32(16 * cb) + T.col) * c.i32(kPage16) + (T.group % c.i32(2)) * c.i32(8), Type::i64());
+        b.set(vV[cb], b.load(Type::i64(), b.ptrAdd(vView, off)));
+      }
+      for (int p = 0; p < 2; ++p) {
+        Val si = page[p] * b.i64(kPage16) + b.sext(tok[p], Type::i64());
+        ks[p] = atom ? b.load(Type::f32(), b.ptrAdd(kScales, si * b.i64(4))) : kScalar;
+        vs[p] = atom ? b.load(Type::f32(), b.ptrAdd(vScales, si * b.i64(4))) : vScalar;
+      }
+      for (int p = 0; p < 2; ++p) {
+        Val acc = b.splat(c.f32(0), 4);
+        for (int d = 0; d < D / 32; ++d) acc = b.mfma(T.kind, qA[d], kB[p][d], acc);
         for (int r = 0; r < 4; ++r) {
-          sc[p][r] = b.select(valid[p], (c.f32(smScale) * ks) * b.extract(acc, r), c.f32(kAttnMasked));
+          sc[p][r] = b.select(valid[p], (c.f32(smScale) * ks[p]) * b.extract(acc, r), c.f32(kAttnMasked));
           b.set(scV[4 * p + r], sc[p][r]);
         }
-        b.set(pageV[p], page);
         b.set(vsV[p], vs[p]);
       }
       for (int r = 0; r < 4; ++r) storeM(r, b.butterfly(b.max(sc[0][r], sc[1][r]), {8, 4, 2, 1}, ir::OpCode::Max));
@@ -205,18 +226,25 @@ void stageAttnSplit(AttentionContext& c, Val task) {
       storeVm(b.butterfly(vm, {8, 4, 2, 1}, ir::OpCode::Max));
     });
     c.ctaSync(false);
+    // the waves' LDS values of a slot, every load issued before the first is combined (in wave order)
+    auto wavesOf = [&](int64_t base, int64_t stride, Val idx) {
+      std::vector<Val> v;
+      for (int w = 0; w < W; ++w) v.push_back(b.load(Type::f32(), ldsF32(c, c.i32(base + stride * w) + idx * c.i32(4))));
+      return v;
+    };
     auto tileMax = [&](Val head) {
-      Val m = b.load(Type::f32(), ldsF32(c, c.i32(L.splitLdsM) + head * c.i32(4)));
-      for (int w = 1; w < W; ++w)
-        m = b.max(m, b.load(Type::f32(), ldsF32(c, c.i32(L.splitLdsM) + (c.i32(w * kHeadRows) + head) * c.i32(4))));
+      std::vector<Val> v = wavesOf(L.splitLdsM, 4 * kHeadRows, head);
+      Val m = v[0];
+      for (int w = 1; w < W; ++w) m = b.max(m, v[w]);
       return m;
     };
-    auto pScale = [&](Val vmax) { return atom ? vmax * c.f32(kFp8InvMax) : b.load(Type::f32(), vScales); };
     auto tileVmax = [&] {
-      Val vmax = b.load(Type::f32(), ldsF32(c, c.i32(L.splitLdsV)));
-      for (int w = 1; w < W; ++w) vmax = b.max(vmax, b.load(Type::f32(), ldsF32(c, c.i32(L.splitLdsV + 4 * w))));
+      std::vector<Val> v = wavesOf(L.splitLdsV, 4, c.i32(0));
+      Val vmax = v[0];
+      for (int w = 1; w < W; ++w) vmax = b.max(vmax, v[w]);
       return vmax;
     };
+    auto pScale = [&] { return atom ? tileVmax() * c.f32(kFp8InvMax) : vScalar; };
     // phase 2: P = exp2((s - m) log2 e); l a lane (0 + P_page0) + P_page1, the 16 lanes'
     // butterfly -> LDS; P8 (atom: P x v scale x 448 / (vmax + 1e-8)) -> LDS [wave][head][key];
     // PV: A = the wave's P8 (row = head, K = its 32 keys ascending), B = V (keys 8 group ..,
@@ -240,7 +268,7 @@ void stageAttnSplit(AttentionContext& c, Val task) {
       for (int cb = 0; cb < D / 16; ++cb) storePv(cb, b.splat(c.f32(0), 4));
     });
     b.if_(waveKeys, [&] {
-      Val fscale = c.f32(448) * b.rcp(tileVmax() + c.f32(1e-8f));
+      Val fscale = atom ? c.f32(448) * b.rcp(tileVmax() + c.f32(1e-8f)) : Val{};  // atom's P scale
       Val mAll = b.get(newM);
       for (int r = 0; r < 4; ++r) {
         Val head = T.accRow(r);
@@ -260,27 +288,26 @@ void stageAttnSplit(AttentionContext& c, Val task) {
       Val pA = b.load(Type::i64(), b.ptrAdd(c.red, c.i32(L.splitLdsP) +
                                                     (c.wave * c.i32(kHeadRows) + T.aRow()) * c.i32(32) +
                                                     T.group * c.i32(8)));
-      Val vPage = b.select(T.group < c.i32(2), b.get(pageV[0]), b.get(pageV[1]));
       Val vKey0 = key0 + T.group * c.i32(8);
       Val mask = b.constInt(Type::i64(), 0);
       for (int e = 0; e < 8; ++e)
         mask = mask | b.select(validOf(vKey0 + c.i32(e)), b.i64(int64_t{0xff} << (8 * e)), b.i64(0));
-      for (int cb = 0; cb < D / 16; ++cb) {
-        Val off = vPage * b.i64(pageBytes) +
-                  b.sext((c.i32(16 * cb) + T.col) * c.i32(kPage16) + (T.group % c.i32(2)) * c.i32(8), Type::i64());
-        Val vB = b.load(Type::i64(), b.ptrAdd(vView, off)) & mask;
-        storePv(cb, b.mfma(T.kind, pA, vB, b.splat(c.f32(0), 4)));
-      }
+      for (int cb = 0; cb < D / 16; ++cb) storePv(cb, b.mfma(T.kind, pA, b.get(vV[cb]) & mask, b.splat(c.f32(0), 4)));
     });
     c.ctaSync(false);
     // phase 3: a thread's cells, the waves in order, x the V scale (atom: vmax / 448); online:
     // o x exp2((m_old - m) log2 e) + value, l likewise
     b.if_(active, [&] {
-      Val pscale = pScale(tileVmax());
+      Val pscale = pScale();
       // head lane % 16: l summed over the waves in order; spans: factor = exp2((m_old - m) log2 e)
-      Val lsum = b.load(Type::f32(), ldsF32(c, c.i32(L.splitLdsL) + laneHead * c.i32(4)));
-      for (int w = 1; w < W; ++w)
-        lsum = lsum + b.load(Type::f32(), ldsF32(c, c.i32(L.splitLdsL) + (c.i32(w * kHeadRows) + laneHead) * c.i32(4)));
+      std::vector<Val> ls = wavesOf(L.splitLdsL, 4 * kHeadRows, laneHead);
+      std::vector<std::vector<Val>> pv;
+      for (int k = 0; k < items; ++k) {
+        Val cell = c.tid + c.i32(k * L.threads);
+        pv.push_back(wavesOf(L.splitLdsPv, 4 * int64_t{kHeadRows} * D, cell));  // cell = head x D + channel
+      }
+      Val lsum = ls[0];
+      for (int w = 1; w < W; ++w) lsum = lsum + ls[w];
       Val m = b.get(newM), factor = c.f32(0);
       if (spans) {
         factor = b.exp2((b.get(runM) - m) * c.f32(kAttnLog2e));
@@ -291,10 +318,8 @@ void stageAttnSplit(AttentionContext& c, Val task) {
       for (int k = 0; k < items; ++k) {
         Val cell = c.tid + c.i32(k * L.threads);
         Val head = cell / c.i32(D), ch = cell % c.i32(D);
-        Val acc = b.load(Type::f32(), ldsF32(c, c.i32(L.splitLdsPv) + (head * c.i32(D) + ch) * c.i32(4)));
-        for (int w = 1; w < W; ++w)
-          acc = acc + b.load(Type::f32(), ldsF32(c, c.i32(L.splitLdsPv) +
-                                                     ((c.i32(w * kHeadRows) + head) * c.i32(D) + ch) * c.i32(4)));
+        Val acc = pv[k][0];
+        for (int w = 1; w < W; ++w) acc = acc + pv[k][w];
         Val value = pscale * acc;
         if (spans) value = b.get(runO[k]) * b.shuffle(factor, head) + value;
         b.set(runO[k], value);
