@@ -358,7 +358,7 @@ std::vector<Elementwise> elementwiseCases() {
   conv("f32tofp8", "f32 -> clamp +-448, v_cvt_pk_fp8_f32 (OCP e4m3fn, RNE), NaN -> 0x7f", toFp8, [](Builder& b, Val a) { return b.f32ToFp8(a); });
   // The cross product runs the first operand fastest: a second case sweeps b against a few a's.
   Operand fewFp8{Type::f32(), {0x7fc00000, 0xff812345, 0x43e00000, 0xc3e80000, 0x00000001, 0x3f880000}, Rand::F32Normal};
-  const char* pkLowers = "2 x (clamp +-448, NaN -> +qNaN), one v_cvt_pk_fp8_f32 (OCP e4m3fn, RNE)";
+  const char* pkLowers = "2 x NaN-keeping clamp +-448, one v_cvt_pk_fp8_f32 (OCP e4m3fn, RNE), NaN bytes -> 0x7f";
   cs.push_back({"f32x2tofp8x2", pkLowers, {toFp8, fewFp8},
                 [](Builder& b, Ops o) { return b.f32x2ToFp8x2(o[0], o[1]); }, nullptr, 4096});
   cs.push_back({"f32x2tofp8x2, b swept", pkLowers, {fewFp8, toFp8},

@@ -132,19 +132,22 @@ class Gfx950Target final : public TargetInfo {
     llvm::Value* r = b.CreateAnd(pk, 0xff);
     return b.CreateSelect(b.CreateFCmpUNO(x, x), b.getInt32(0x7f), r);
   }
-  /// One v_cvt_pk_fp8_f32 (RNE; bits 16 .. 31 masked off) of both operands clamped to [-448, 448],
-  /// a NaN operand replaced by +qNaN first: the instruction gives a +NaN 0x7f.
+  /// One v_cvt_pk_fp8_f32 (RNE; bits 16 .. 31 masked off) of both operands clamped to [-448, 448] by
+  /// NaN-keeping minimum / maximum; a NaN code (0x7f, 0xff) loses its sign after: no lane masks.
   llvm::Value* f32x2ToFp8x2(Builder& b, llvm::Value* x, llvm::Value* y) const override {
     llvm::Type* f = b.getFloatTy();
     auto prepare = [&](llvm::Value* v) {
-      llvm::Value* c = intrinsic(b, I::maxnum, {f}, {v, llvm::ConstantFP::get(f, -448.0)});
-      c = intrinsic(b, I::minnum, {f}, {c, llvm::ConstantFP::get(f, 448.0)});
-      llvm::Value* nan = llvm::ConstantFP::get(f, llvm::APFloat::getQNaN(llvm::APFloat::IEEEsingle()));
-      return b.CreateSelect(b.CreateFCmpUNO(v, v), nan, c);
+      llvm::Value* c = intrinsic(b, I::maximum, {f}, {v, llvm::ConstantFP::get(f, -448.0)});
+      return intrinsic(b, I::minimum, {f}, {c, llvm::ConstantFP::get(f, 448.0)});
     };
     llvm::Value* old = llvm::PoisonValue::get(b.getInt32Ty());
     llvm::Value* pk = intrinsic(b, I::amdgcn_cvt_pk_fp8_f32, {}, {prepare(x), prepare(y), old, b.getFalse()});
-    return b.CreateAnd(pk, 0xffff);
+    return fp8NanSignOff(b, b.CreateAnd(pk, 0xffff), 0x7f7f);
+  }
+  /// Bytes of `w` under `low7` whose low seven bits are all set (an e4m3fn NaN) become 0x7f.
+  static llvm::Value* fp8NanSignOff(Builder& b, llvm::Value* w, uint32_t low7) {
+    llvm::Value* carry = b.CreateAnd(b.CreateAdd(b.CreateAnd(w, low7), b.getInt32(low7 / 0x7f)), low7 << 1 & ~low7);
+    return b.CreateAnd(w, b.CreateNot(carry));
   }
   /// v_cvt_f32_fp8 of byte 0, its NaNs selected to 0x7fc00000 after: independent of the
   /// instruction's NaN sign and payload.

@@ -78,12 +78,11 @@ Val KernelContext::shuffledOffset(Val row, Val byteCol, int64_t kBytes) {
 }
 
 Val KernelContext::fp8x8(Val x8, Val scale) {
-  Val word = b.constInt(Type::i64(), 0);
-  for (int e = 0; e < 8; ++e) {
-    Val code = b.f32ToFp8(b.bf16ToF32(b.extract(x8, e)) * scale);
-    word = word | (b.zext(code, Type::i64()) << b.i64(8 * e));
-  }
-  return word;
+  auto pair = [&](int e) {
+    return b.f32x2ToFp8x2(b.bf16ToF32(b.extract(x8, e)) * scale, b.bf16ToF32(b.extract(x8, e + 1)) * scale);
+  };
+  Val lo = pair(0) | (pair(2) << 16), hi = pair(4) | (pair(6) << 16);
+  return b.zext(lo, Type::i64()) | (b.zext(hi, Type::i64()) << b.i64(32));
 }
 
 void KernelContext::loadPeers() {
