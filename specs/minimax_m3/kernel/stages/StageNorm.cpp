@@ -1,3 +1,5 @@
+#include <vector>
+
 #include "ir/Op.h"
 #include "specs/minimax_m3/kernel/Sites.h"
 #include "specs/minimax_m3/kernel/stages/Stages.h"
@@ -30,17 +32,27 @@ void stageNorm(KernelContext& c, Val t) {
               MemScope::Agent);
   });
 
-  b.for_(c.tid, c.i32(L.hidden / 2), c.i32(L.threads), [&](Val pair) {
-    Val row = t * (L.hidden / 2) + pair;
-    Val x = b.load(Type::vec(Type::f32(), 2), c.elemAt(c.scratch, L.sres, row, 8));
-    Val w = b.load(Type::i32(), c.elemAt(c.normW, pair, 4));
-    Val o[2];
-    for (int h = 0; h < 2; ++h) {
-      Val wf = b.bf16BitsToF32(b.lshr(w, c.i32(16 * h)));
-      o[h] = b.f32ToBf16((b.extract(x, h) * rstd) * (b.f32(1.0) + wf));
-    }
-    b.store(c.elemAt(c.scratch, L.xn, row, 4), b.insert(b.splat(o[0], 2), o[1], 1));
-  });
+  // the thread's pairs tid + threads i: every SRES and weight load issued before the first use
+  const int pairs = L.hidden / 2, steps = (pairs + L.threads - 1) / L.threads;
+  std::vector<Val> x(steps), w(steps);
+  for (int i = 0; i < steps; ++i) {
+    Val pair = b.min(c.tid + i * L.threads, c.i32(pairs - 1));  // a lane past the row loads its last pair
+    x[i] = b.load(Type::vec(Type::f32(), 2), c.elemAt(c.scratch, L.sres, t * pairs + pair, 8));
+    w[i] = b.load(Type::i32(), c.elemAt(c.normW, pair, 4));
+  }
+  for (int i = 0; i < steps; ++i) {
+    Val pair = c.tid + i * L.threads;
+    auto body = [&] {
+      Val o[2];
+      for (int h = 0; h < 2; ++h) {
+        Val wf = b.bf16BitsToF32(b.lshr(w[i], c.i32(16 * h)));
+        o[h] = b.f32ToBf16((b.extract(x[i], h) * rstd) * (b.f32(1.0) + wf));
+      }
+      b.store(c.elemAt(c.scratch, L.xn, t * pairs + pair, 4), b.insert(b.splat(o[0], 2), o[1], 1));
+    };
+    if ((i + 1) * L.threads <= pairs) body();
+    else b.if_(pair < c.i32(pairs), body);
+  }
 
   c.ctaSync(/*drain=*/true);
   b.if_(c.tid == 0, [&] {

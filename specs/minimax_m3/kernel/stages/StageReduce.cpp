@@ -9,13 +9,13 @@ using ir::MemScope;
 using ir::Type;
 using ir::Val;
 
-std::vector<Val> awaitRankPairs(KernelContext& c, const Area& area, Val t, Val pair, int site) {
+std::vector<Val> awaitRankPairs(KernelContext& c, const Area& area, Val t, Val pair, int site, MemOrder order) {
   const Layout& L = c.L;
   std::vector<Val> word;  // word[src]: source rank src's bf16 pair
   for (int src = 0; src < L.tp; ++src) {
     Val at = (src * L.rows + t) * c.i32(L.hidden / 2) + pair;
     Val code = c.errorCode(site, src, t);  // the rank that owes the pair
-    word.push_back(c.await(c.pairAt(c.sym, area, at), code, site, MemOrder::Acquire, MemScope::System));
+    word.push_back(c.await(c.pairAt(c.sym, area, at), code, site, order, MemScope::System));
   }
   return word;
 }
@@ -65,9 +65,10 @@ void stageReduce(KernelContext& c, Val task) {
   b.if_(c.tid < active, [&] {
     Val t = b.named(c.tid / kTaskPairs, "t");
     Val pair = b.named(task * kTaskPairs + c.tid % kTaskPairs, "pair");
-    const std::vector<Val> word = awaitRankPairs(c, L.attn, t, pair, kSiteReduce);
     Val row = t * (L.hidden / 2) + pair;  // the pair's index in a bf16 [S][hidden] tensor
-    Val res = b.load(Type::i32(), c.elemAt(c.resIn, row, 4));
+    Val res = b.load(Type::i32(), c.elemAt(c.resIn, row, 4));  // an input: loaded before the waits
+    // the pairs are the data (pushed relaxed): no acquire, nothing else of the peers' is read
+    const std::vector<Val> word = awaitRankPairs(c, L.attn, t, pair, kSiteReduce, MemOrder::Relaxed);
 
     Val v[2];
     for (int h = 0; h < 2; ++h) {  // column 2 pair + h: bits 16 h .. of each word

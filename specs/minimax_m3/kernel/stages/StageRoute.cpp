@@ -23,6 +23,10 @@ void stageRoute(KernelContext& c, Val t) {
   const float kInf = std::numeric_limits<float>::infinity();
   auto redAt = [&](Val i) { return b.ptrAdd(c.red, i * 4); };
 
+  // the inputs first: thread e < E's bias, a wave-0 lane's row validity (the publish's)
+  Val bias = b.load(Type::f32(), c.elemAt(c.bias, b.min(c.tid, c.i32(E - 1)), 4));
+  Val valid = b.load(Type::i64(), c.elemAt(c.slots, t, 8)) >= b.i64(0);
+
   // the parts: thread i < E parts waits for pair i of the row (flat, one wait a thread) -> red
   const int P = T.routerParts;
   b.for_(c.tid, c.i32(E * P), c.i32(L.threads), [&](Val i) {
@@ -41,7 +45,7 @@ void stageRoute(KernelContext& c, Val t) {
       logit = logit + sum;
     }
     Val sc = b.f32(1.0) / (b.f32(1.0) + b.exp2((-logit) * b.f32(static_cast<double>(kLog2e))));
-    Val val = sc + b.load(Type::f32(), c.elemAt(c.bias, c.tid, 4));
+    Val val = sc + bias;
     val = b.select(b.isNan(val), b.f32(-static_cast<double>(kInf)), val);
     sc = b.select(b.isNan(sc), b.f32(0.0), sc);
     b.store(redAt(c.tid), val);
@@ -88,7 +92,6 @@ void stageRoute(KernelContext& c, Val t) {
     Val scale = b.f32(static_cast<double>(static_cast<float>(c.cfg.routedScale))) /
                 b.max(b.get(total), b.f32(static_cast<double>(1e-20f)));
     b.if_(c.lane < K, [&] {
-      Val valid = b.load(Type::i64(), c.elemAt(c.slots, t, 8)) >= b.i64(0);
       Val at = t * (2 * K) + c.lane;
       c.publish(c.pairAt(c.scratch, L.routeA, at), b.select(valid, b.get(myId), c.i32(-1)), c.tag,
                 MemOrder::Release, MemScope::Agent);

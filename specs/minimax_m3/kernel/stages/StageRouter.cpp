@@ -1,3 +1,5 @@
+#include <vector>
+
 #include "ir/Op.h"
 #include "specs/minimax_m3/kernel/Sites.h"
 #include "specs/minimax_m3/kernel/stages/Stages.h"
@@ -17,6 +19,20 @@ void stageRouter(KernelContext& c, Val task) {
   ir::Builder& b = c.b;
   const Layout& L = c.L;
   const MoeTiling& T = L.tiling;
+  Val tile = task / T.routerParts, part = task % T.routerParts;
+  // A chunk: 4 chained f32 16x16x4 MFMAs over 16 columns, 4 a lane group (a float4 a lane)
+  MfmaTile t = c.mfmaTile(MfmaKind::F32_16x16x4_F32, 4);
+  Val expert = tile * 16 + t.aRow();
+  Val rowOk = t.bCol() < c.i32(L.rows);
+  Val xrow = b.min(t.bCol(), c.i32(L.rows - 1));
+  Val base = part * T.routerK + c.wave * T.routerWaveK;
+  // the weights' loads (inputs) before the wait; SRES's after it (the RSTD acquire orders them)
+  std::vector<Val> k0(T.routerChunks), w4(T.routerChunks), n4(T.routerChunks), x4(T.routerChunks);
+  for (int ch = 0; ch < T.routerChunks; ++ch) {
+    k0[ch] = base + t.stepK() * ch + t.laneK0();  // the lane's 4 columns k0 .. k0 + 3
+    w4[ch] = b.load(Type::vec(Type::f32(), 4), c.elemAt(c.routerW, expert * L.hidden + k0[ch], 4));
+    n4[ch] = b.load(Type::vec(Type::bf16(), 4), c.elemAt(c.normW, k0[ch], 2));
+  }
   // Route on the norm's scale: thread t < S waits for RSTD[t] (site router) and puts it
   // in LDS (contrib, free until down); the router normalizes its own SRES columns with it
   b.if_(c.tid < L.rows, [&] {
@@ -25,23 +41,14 @@ void stageRouter(KernelContext& c, Val task) {
     b.store(c.elemAt(c.contrib, c.tid, 4), bits);
   });
   c.ctaSync(/*drain=*/false);
-  Val tile = task / T.routerParts, part = task % T.routerParts;
-  // A chunk: 4 chained f32 16x16x4 MFMAs over 16 columns, 4 a lane group (a float4 a lane)
-  MfmaTile t = c.mfmaTile(MfmaKind::F32_16x16x4_F32, 4);
-  Val expert = tile * 16 + t.aRow();
-  Val rowOk = t.bCol() < c.i32(L.rows);
-  Val xrow = b.min(t.bCol(), c.i32(L.rows - 1));
-  Val base = part * T.routerK + c.wave * T.routerWaveK;
+  for (int ch = 0; ch < T.routerChunks; ++ch)
+    x4[ch] = b.load(Type::vec(Type::f32(), 4), c.elemAt(c.scratch, L.sres, xrow * L.hidden + k0[ch], 4));
   Val rstd = b.load(Type::f32(), c.elemAt(c.contrib, xrow, 4));
   Val acc = b.splat(b.f32(0.0), 4);
   for (int ch = 0; ch < T.routerChunks; ++ch) {
-    Val k0 = base + t.stepK() * ch + t.laneK0();  // the lane's 4 columns k0 .. k0 + 3
-    Val w4 = b.load(Type::vec(Type::f32(), 4), c.elemAt(c.routerW, expert * L.hidden + k0, 4));
     // XN's columns k0 .. k0 + 3 of row xrow as the norm writes them: bf16((x rstd)(1 + w))
-    Val x4 = b.load(Type::vec(Type::f32(), 4), c.elemAt(c.scratch, L.sres, xrow * L.hidden + k0, 4));
-    Val n4 = b.load(Type::vec(Type::bf16(), 4), c.elemAt(c.normW, k0, 2));
-    acc = t.step(acc, [&](int m) { return b.extract(w4, m); }, [&](int m) {
-      Val xn = b.f32ToBf16((b.extract(x4, m) * rstd) * (b.f32(1.0) + b.bf16ToF32(b.extract(n4, m))));
+    acc = t.step(acc, [&](int m) { return b.extract(w4[ch], m); }, [&](int m) {
+      Val xn = b.f32ToBf16((b.extract(x4[ch], m) * rstd) * (b.f32(1.0) + b.bf16ToF32(b.extract(n4[ch], m))));
       return b.select(rowOk, b.bf16ToF32(xn), b.f32(0.0));
     });
   }

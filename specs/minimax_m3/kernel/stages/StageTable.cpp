@@ -24,16 +24,19 @@ void stageTable(KernelContext& c) {
   const auto& W = L.tw;
   const int S = L.rows, K = L.topk, E = L.experts, n = S * K;
 
-  b.if_(c.tid < n, [&] {
-    Val t = c.tid / K, k = c.tid % K;
+  // an input, loaded before the waits: thread t < S's row slot (valid when >= 0)
+  Val slot = b.load(Type::i64(), c.elemAt(c.slots, b.min(c.tid, c.i32(S - 1)), 8));
+  // thread i < 2 S K waits for ROUTE's pair i (one wait for a row's picks and weights together)
+  b.if_(c.tid < 2 * n, [&] {
+    Val t = c.tid / (2 * K), k = c.tid % (2 * K);
     Val code = c.errorCode(kSiteTable, t);
-    Val at = t * (2 * K) + k;
-    AwaitedPair e = c.awaitChecked(c.pairAt(c.scratch, L.routeA, at), code, kSiteTable);
-    Val w = c.await(c.pairAt(c.scratch, L.routeA, at + K), code, kSiteTable);  // a weight: data only
-    AwaitedPair pick = guardIndex(b, e, -1, E, c.i32(kLostPick));
-    b.if_(e.ok & !pick.ok, [&] { c.fail(c.errorCode(kSitePick, t)); });  // it came, out of range
-    c.tabSt(W.pickE, c.tid, pick.value);
-    c.tabSt(W.pickW, c.tid, w);
+    AwaitedPair e = c.awaitChecked(c.pairAt(c.scratch, L.routeA, c.tid), code, kSiteTable);
+    Val at = t * K + k;  // pick t K + k (k < K); its weight at k - K (k >= K)
+    b.if_(k < c.i32(K), [&] {
+      AwaitedPair pick = guardIndex(b, e, -1, E, c.i32(kLostPick));
+      b.if_(e.ok & !pick.ok, [&] { c.fail(c.errorCode(kSitePick, t)); });  // it came, out of range
+      c.tabSt(W.pickE, at, pick.value);
+    }, [&] { c.tabSt(W.pickW, at - K, e.value); });  // a weight: data only
   });
   b.if_(c.tid < E, [&] { c.tabSt(W.mask, c.tid, c.i32(0)); });
   b.for_(c.tid, c.i32(T.maxSlots * 16), c.i32(L.threads), [&](Val i) {
@@ -41,7 +44,6 @@ void stageTable(KernelContext& c) {
     c.tabSt(W.slotPick, i, c.i32(-1));
   });
   {
-    Val slot = b.load(Type::i64(), c.elemAt(c.slots, b.min(c.tid, c.i32(S - 1)), 8));
     Val vm = b.trunc(b.ballot((c.tid < S) & (slot >= b.i64(0))), Type::i32());
     b.if_(c.tid == 0, [&] { c.tabSt(W.misc, 1, vm); });
   }

@@ -44,8 +44,9 @@ void loadUpWeights(KernelContext& c, ir::Val task, UpWeights& w);
 MfmaTile a16w4Tile(KernelContext& c);
 ir::Val a16w4Step(const MfmaTile& t, ir::Val acc, ir::Val w4, ir::Val scaleByte, const std::vector<ir::Val>& x);
 /// Row t's pair `pair` of every rank's partial in `area` (sym, [TP][S][hidden / 2] pairs), in rank
-/// order, each awaited (acquire, system; `site`, the error code naming the rank that owes it).
-std::vector<ir::Val> awaitRankPairs(KernelContext& c, const Area& area, ir::Val t, ir::Val pair, int site);
+/// order, each awaited at system scope (`order`; `site`, the error code naming the rank that owes it).
+std::vector<ir::Val> awaitRankPairs(KernelContext& c, const Area& area, ir::Val t, ir::Val pair, int site,
+                                    ir::MemOrder order = ir::MemOrder::Acquire);
 /// The ranks' bf16 halves at bit `shift` of their pairs, summed in rank order in f32.
 ir::Val sumRanksF32(ir::Builder& b, const std::vector<ir::Val>& word, ir::Val shift);
 /// Reduce-scattered: row t's owner rank t % TP alone awaits every rank's pair in `from` (`site`),
