@@ -89,8 +89,9 @@ LayerCell runCell(const mm::ModelConfig& cfg, const BenchAttentionOptions& o, co
   }
   {  // the FFN launch (o_proj in the launch) on the layer's FFN inputs: their rows' natural routing
     t0 = std::chrono::steady_clock::now();
-    mm::FfnVariant ffn = v.ffn;
-    ffn.layout.moe = mm::MoeQuant::A16w4;  // the FFN launch is A16W4 whatever the layer's moe
+    mm::FfnVariant ffn = v.ffn;  // the FFN launch is A16W4 whatever the layer's moe: its own key too
+    ffn.knobs.moe = ffn.layout.moe = mm::MoeQuant::A16w4;
+    ffn.key = mm::withKnobs(ffn.key, ffn.knobs);
     mm::SimSession session(ffn);
     so.timing = timingFor(o.timing, o.irIssue, session.plan());
     const mm::SimRun run = session.launch(in.ffn, so);

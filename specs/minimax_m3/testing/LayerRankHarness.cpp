@@ -72,8 +72,8 @@ void uploadLayerRankInputs(runtime::RankDevice& dev, const LayerVariant& v, cons
   }
 }
 
-runtime::RankArgs layerRankArgs(const LayerVariant& v, const ir::Plan& plan, const LayerRankIo& io, int64_t waitTicks) {
-  runtime::RankArgs args = rankArgs(plan, io.io, waitTicks, false, scaleArgLayouts(v.ffn.knobs.scales));
+runtime::RankArgs layerRankArgs(const ir::Plan& plan, const LayerRankIo& io, int64_t waitTicks) {
+  runtime::RankArgs args = rankArgs(plan, io.io, waitTicks, false, argLayouts(plan));
   args[attn_arg::kTableStride] = runtime::LaunchArg::scalar(io.tableStride);
   return args;
 }
@@ -135,7 +135,7 @@ int runLayerRank(const ModelConfig& cfg, const LayerRankJob& job, const LayerRan
   LayerRankIo io;
   steps.bind = [&](runtime::RankRuntime& rt, int s) -> runtime::BoundLaunch& {
     io = allocLayerRankIo(dev, rt.plan(s), data, r);
-    return rt.bind(s, layerRankArgs(v, rt.plan(s), io, job.waitTicks));
+    return rt.bind(s, layerRankArgs(rt.plan(s), io, job.waitTicks));
   };
   steps.upload = [&](runtime::RankRuntime& rt, int s, int k) {
     uploadLayerRankInputs(dev, v, rt.plan(s), io, r, data.inputs[k]);
