@@ -9,10 +9,12 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "runtime/RankProcesses.h"
 #include "specs/minimax_m3/testing/LayerRankHarness.h"
+#include "tests/test_rank_util.h"
 #include "tests/test_shell.h"
 
 using namespace monogen;
@@ -23,30 +25,14 @@ namespace {
 
 const std::string kMonogen = std::string(MONOGEN_BINARY_DIR) + "/tools/monogen";
 
-struct Outcome {
-  std::vector<int> status;              // per rank: exit code, 128 + signal
-  std::vector<std::vector<json>> done;  // per rank: its "done" reports
-  std::vector<std::string> errors;      // per rank: "error: ..." lines
-};
+using ranktest::Outcome;
 
-Outcome runLayerRanks(int tp, const LayerRankJob& job) {
+/// Runs `job` on TP processes; `onReport` may kill a rank.
+Outcome runLayerRanks(int tp, const LayerRankJob& job, const ranktest::OnReport& onReport = {}) {
   const ModelConfig cfg = ModelConfig::reduced();
-  Outcome o;
-  o.done.resize(tp);
-  o.errors.resize(tp);
   const LayerRankData data = makeLayerRankData(cfg, job, tp);  // once, before the fork
-  runtime::RankProcesses procs(tp, [&](runtime::RankChannel& ch) { return runSimLayerRank(cfg, job, data, ch); });
-  o.status = procs.run(
-      [&](int r, const std::string& line) {
-        if (line.rfind("error: ", 0) == 0) {
-          o.errors[r] = line;
-          return;
-        }
-        const json j = json::parse(line);
-        if (j["event"] == "done") o.done[r].push_back(j);
-      },
-      300);
-  return o;
+  return ranktest::runRankProcesses(
+      tp, [&](runtime::RankChannel& ch) { return runSimLayerRank(cfg, job, data, ch); }, 300, onReport);
 }
 
 }  // namespace
