@@ -86,6 +86,40 @@ TEST_CASE("check --launch layer --per-rank: the reduce-scattered all-reduces, S 
   CHECK_THAT(out, Catch::EndsWith("verdict: bit-exact\n"));
 }
 
+TEST_CASE("layer rank runtime: a peer killed mid-launch under reduce-scatter is named with the flags it owed",
+          "[layer_rank]") {
+  // S 2 TP 2 from ag_rs_from 2: row t's partials go to rank t % 2 alone, its all-reduced row back
+  // from there, so rank 0 waits on rank 1 for ATTN and FFN (row 0) and A_AG and FFN_AG (row 1)
+  const int tp = 2, victim = 1;
+  LayerRankJob job;
+  job.rows = 2;
+  job.seed = 5;
+  job.waitTicks = 100'000'000;  // 1 s of idle
+  job.placement.agRsFrom = 2;
+  bool killed = false;
+  const Outcome o = runLayerRanks(tp, job, [&](runtime::RankProcesses& p, int r, const json& j) {
+    if (!killed && r == victim && j["event"] == "start") {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // inside the launch
+      p.kill(victim);
+      killed = true;
+    }
+  });
+  REQUIRE(killed);
+  INFO(o.errors[0]);
+  REQUIRE(o.done[0].size() == 1);
+  const std::string v = o.done[0][0]["verdict"];
+  INFO(v);
+  CHECK(v.rfind("INVALID: rank 0: error word", 0) == 0);
+  const size_t list = v.find("this launch's pairs never came from ");
+  REQUIRE(list != std::string::npos);
+  const size_t named = v.find("rank 1 (", list);
+  REQUIRE(named != std::string::npos);
+  const std::string owed = v.substr(named, v.find(')', named) - named);
+  for (const char* flag : {"ATTN 0 of 768", "A_AG 0 of 768", "FFN 0 of 768", "FFN_AG 0 of 768"})
+    CHECK_THAT(owed, Catch::Contains(flag));
+  CHECK(o.status[0] == 1);
+}
+
 TEST_CASE("check --launch layer --per-rank refuses what it cannot do, naming the option", "[layer_rank][cli]") {
   struct Case {
     std::string args, says;

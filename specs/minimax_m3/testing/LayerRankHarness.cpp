@@ -101,8 +101,7 @@ std::string layerRankVerdict(const LayerVariant& v, runtime::RankRuntime& rt, co
   const Layout& L = v.ffn.layout;
   runtime::TensorMap got = readRankOutputs(v.ffn, rt, io.io, tag);
   if (const std::string err = rankError(got, r); !err.empty()) {
-    // missingPeers counts one-shot pushes (every row from every rank); reduce-scattered, a rank gets its rows only
-    const std::string m = L.ffnReduceScatter ? "" : missingPeers(v.ffn, rt, tag);
+    const std::string m = missingPeers(v.ffn, rt, tag);
     return "INVALID: " + err + (m.empty() ? "" : "; " + m);
   }
   // the attention's buffers by its own names: its scratch and res_out are the layer's attn_scratch and res_in
