@@ -296,6 +296,21 @@ std::string lastLine(const std::string& out) {
 
 }  // namespace
 
+TEST_CASE("README.md is a front door: short and every time in its tables measured or modeled", "[cli][docs]") {
+  // Measured and modeled detail goes to docs/ (timing.md, layer.md); a table's row of times says
+  // which it is (or that it is a floor, a bound no launch reaches).
+  std::ifstream f(std::string(MONOGEN_SOURCE_DIR) + "/README.md");
+  REQUIRE(f);
+  int lines = 0;
+  std::vector<std::string> unlabelled;
+  const std::regex timeCell("\\d us\\b"), label("measured|modeled|floor");
+  for (std::string line; std::getline(f, line); ++lines)
+    if (line.rfind('|', 0) == 0 && std::regex_search(line, timeCell) && !std::regex_search(line, label))
+      unlabelled.push_back(line);
+  CHECK(lines <= 165);
+  CHECK(unlabelled == std::vector<std::string>{});
+}
+
 TEST_CASE("the exit codes README.md and docs/cli.md quote are the ones monogen returns", "[cli][docs]") {
   // README: "0 when ... 1 for ... 2 for ... 3 for": those four codes and no other.
   const std::string readme = docParagraph("README.md", "Exit codes:");

@@ -5,7 +5,10 @@
 
 #include "ir/Error.h"
 #include "runtime/sim/SimDeviceAdapter.h"
+#include "specs/minimax_m3/kernel/AttentionVariant.h"
+#include "specs/minimax_m3/kernel/FfnVariant.h"
 #include "specs/minimax_m3/kernel/Generate.h"
+#include "specs/minimax_m3/kernel/LayerVariant.h"
 #include "specs/minimax_m3/kernel/Spec.h"
 
 using namespace monogen;
@@ -130,4 +133,43 @@ TEST_CASE("launching on the Sim device checks the arguments and compiles nothing
   CHECK_THROWS_WITH(gen.launch(dev, rowKey, wrong), Catch::Contains("expected 'rowmajor'"));
   gen.launch(dev, rowKey, rowArgs);
   CHECK(dev.lastStats().waitTimeouts == 0);
+}
+
+TEST_CASE("argLayouts reads a key as the spec it names: FFN and layer s13 / s2 and attention none", "[generator]") {
+  const auto cfg = mm::ModelConfig::reduced();
+  const auto of = [](const ir::Key& key) {
+    ir::Plan p;  // argLayouts reads the Plan's key alone
+    p.key = key;
+    return mm::argLayouts(p);
+  };
+  const runtime::ArgLayouts shuffled{{"s13", "e8m0_shuffle"}, {"s2", "e8m0_shuffle"}};
+  CHECK(of(mm::makeKey(cfg, 2, 2)) == shuffled);
+  mm::FfnKnobs rowMajor;
+  rowMajor.scales = mm::ScaleLayout::RowMajor;
+  CHECK(of(mm::makeKey(cfg, 2, 2, rowMajor)) == runtime::ArgLayouts{{"s13", "rowmajor"}, {"s2", "rowmajor"}});
+  // the layer's knobs are not the FFN launch's: cache=, layer=, moe=, ag_rs_from= read as the layer's
+  mm::AttentionKnobs atomFull;
+  atomFull.mode = mm::CacheMode::Atom;
+  atomFull.fullLayer = true;
+  CHECK(of(mm::makeLayerKey(cfg, 2, 2)) == shuffled);
+  CHECK(of(mm::makeLayerKey(cfg, 2, 2, atomFull, {.agRsFrom = 1}, mm::MoeQuant::A8w4)) == shuffled);
+  CHECK(of(mm::makeAttentionKey(cfg, 2, 2)).empty());  // the attention launch reads no MXFP4 scales
+  CHECK(of(mm::makeAttentionKey(cfg, 2, 2, atomFull)).empty());
+  ir::Key other = mm::makeKey(cfg, 2, 2);
+  other.spec = "minimax_m3.other";
+  CHECK_THROWS_WITH(of(other), Catch::Contains("spec 'minimax_m3.other': expected minimax_m3.ffn, "
+                                               "minimax_m3.attention or minimax_m3.layer"));
+}
+
+TEST_CASE("an A8W4 layer's FFN variant has a key of its own that the FFN launch refuses", "[generator]") {
+  const auto cfg = mm::ModelConfig::reduced();
+  const mm::LayerVariant a16 = mm::LayerVariant::make(cfg, mm::makeLayerKey(cfg, 2, 2));
+  const mm::LayerVariant a8 = mm::LayerVariant::make(cfg, mm::makeLayerKey(cfg, 2, 2, {}, {}, mm::MoeQuant::A8w4));
+  CHECK(a16.ffn.key.variantName() == mm::makeKey(cfg, 2, 2).variantName());
+  CHECK(a8.ffn.key.variantName() != a16.ffn.key.variantName());
+  CHECK(a8.ffn.key.knobs == "moe=a8w4");
+  CHECK(mm::knobsOf(a8.ffn.key).moe == mm::MoeQuant::A8w4);
+  CHECK(a8.ffn.layout.moe == mm::MoeQuant::A8w4);
+  CHECK_THROWS_WITH(mm::FfnVariant::make(cfg, a8.ffn.key),
+                    Catch::Contains("knob moe=a8w4: the FFN launch runs A16W4; moe= is the layer launch's knob"));
 }

@@ -9,10 +9,12 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "runtime/RankProcesses.h"
 #include "specs/minimax_m3/testing/LayerRankHarness.h"
+#include "tests/test_rank_util.h"
 #include "tests/test_shell.h"
 
 using namespace monogen;
@@ -23,30 +25,14 @@ namespace {
 
 const std::string kMonogen = std::string(MONOGEN_BINARY_DIR) + "/tools/monogen";
 
-struct Outcome {
-  std::vector<int> status;              // per rank: exit code, 128 + signal
-  std::vector<std::vector<json>> done;  // per rank: its "done" reports
-  std::vector<std::string> errors;      // per rank: "error: ..." lines
-};
+using ranktest::Outcome;
 
-Outcome runLayerRanks(int tp, const LayerRankJob& job) {
+/// Runs `job` on TP processes; `onReport` may kill a rank.
+Outcome runLayerRanks(int tp, const LayerRankJob& job, const ranktest::OnReport& onReport = {}) {
   const ModelConfig cfg = ModelConfig::reduced();
-  Outcome o;
-  o.done.resize(tp);
-  o.errors.resize(tp);
   const LayerRankData data = makeLayerRankData(cfg, job, tp);  // once, before the fork
-  runtime::RankProcesses procs(tp, [&](runtime::RankChannel& ch) { return runSimLayerRank(cfg, job, data, ch); });
-  o.status = procs.run(
-      [&](int r, const std::string& line) {
-        if (line.rfind("error: ", 0) == 0) {
-          o.errors[r] = line;
-          return;
-        }
-        const json j = json::parse(line);
-        if (j["event"] == "done") o.done[r].push_back(j);
-      },
-      300);
-  return o;
+  return ranktest::runRankProcesses(
+      tp, [&](runtime::RankChannel& ch) { return runSimLayerRank(cfg, job, data, ch); }, 300, onReport);
 }
 
 }  // namespace
@@ -98,6 +84,40 @@ TEST_CASE("check --launch layer --per-rank: the reduce-scattered all-reduces, S 
   CHECK(code == 0);
   CHECK_THAT(out, Catch::Contains("minimax_m3.layer-S2-TP2-ag_rs_from=2 on the sim device"));
   CHECK_THAT(out, Catch::EndsWith("verdict: bit-exact\n"));
+}
+
+TEST_CASE("layer rank runtime: a peer killed mid-launch under reduce-scatter is named with the flags it owed",
+          "[layer_rank]") {
+  // S 2 TP 2 from ag_rs_from 2: row t's partials go to rank t % 2 alone, its all-reduced row back
+  // from there, so rank 0 waits on rank 1 for ATTN and FFN (row 0) and A_AG and FFN_AG (row 1)
+  const int tp = 2, victim = 1;
+  LayerRankJob job;
+  job.rows = 2;
+  job.seed = 5;
+  job.waitTicks = 100'000'000;  // 1 s of idle
+  job.placement.agRsFrom = 2;
+  bool killed = false;
+  const Outcome o = runLayerRanks(tp, job, [&](runtime::RankProcesses& p, int r, const json& j) {
+    if (!killed && r == victim && j["event"] == "start") {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // inside the launch
+      p.kill(victim);
+      killed = true;
+    }
+  });
+  REQUIRE(killed);
+  INFO(o.errors[0]);
+  REQUIRE(o.done[0].size() == 1);
+  const std::string v = o.done[0][0]["verdict"];
+  INFO(v);
+  CHECK(v.rfind("INVALID: rank 0: error word", 0) == 0);
+  const size_t list = v.find("this launch's pairs never came from ");
+  REQUIRE(list != std::string::npos);
+  const size_t named = v.find("rank 1 (", list);
+  REQUIRE(named != std::string::npos);
+  const std::string owed = v.substr(named, v.find(')', named) - named);
+  for (const char* flag : {"ATTN 0 of 768", "A_AG 0 of 768", "FFN 0 of 768", "FFN_AG 0 of 768"})
+    CHECK_THAT(owed, Catch::Contains(flag));
+  CHECK(o.status[0] == 1);
 }
 
 TEST_CASE("check --launch layer --per-rank refuses what it cannot do, naming the option", "[layer_rank][cli]") {

@@ -27,6 +27,7 @@
 #include "specs/minimax_m3/kernel/KernelContext.h"
 #include "specs/minimax_m3/testing/RankHarness.h"
 #include "specs/minimax_m3/kernel/Spec.h"
+#include "tests/test_rank_util.h"
 
 using namespace monogen;
 using namespace monogen::specs::minimax_m3;
@@ -34,38 +35,16 @@ using nlohmann::json;
 
 namespace {
 
-struct Outcome {
-  std::vector<int> status;                 // per rank: exit code, 128 + signal
-  std::vector<std::vector<json>> done;     // per rank: its "done" reports
-  std::vector<std::string> errors;         // per rank: "error: ..." lines
-  double seconds = 0;
-};
+using ranktest::Outcome;
 
 /// Runs `job` on TP processes; `onReport` may kill a rank; `edit` may change the inputs first.
-Outcome runRanks(int tp, const SimRankJob& job,
-                 const std::function<void(runtime::RankProcesses&, int, const json&)>& onReport = {},
+Outcome runRanks(int tp, const SimRankJob& job, const ranktest::OnReport& onReport = {},
                  const std::function<void(SimRankData&)>& edit = {}) {
   const ModelConfig cfg = ModelConfig::reduced();
-  Outcome o;
-  o.done.resize(tp);
-  o.errors.resize(tp);
-  const auto t0 = std::chrono::steady_clock::now();
   SimRankData data = makeSimRankData(cfg, job, tp);  // once, before the fork: the ranks share it
   if (edit) edit(data);
-  runtime::RankProcesses procs(tp, [&](runtime::RankChannel& ch) { return runSimRank(cfg, job, data, ch); });
-  o.status = procs.run(
-      [&](int r, const std::string& line) {
-        if (line.rfind("error: ", 0) == 0) {
-          o.errors[r] = line;
-          return;
-        }
-        const json j = json::parse(line);
-        if (j["event"] == "done") o.done[r].push_back(j);
-        if (onReport) onReport(procs, r, j);
-      },
-      120);
-  o.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return o;
+  return ranktest::runRankProcesses(
+      tp, [&](runtime::RankChannel& ch) { return runSimRank(cfg, job, data, ch); }, 120, onReport);
 }
 
 }  // namespace

@@ -6,11 +6,13 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <numbers>
 #include <algorithm>
 #include <vector>
 
+#include "ir/Error.h"
 #include "ir/Numerics.h"
 #include "runtime/sim/SimRng.h"
 #include "specs/minimax_m3/reference/MoeA8w4Reference.h"
@@ -231,4 +233,25 @@ TEST_CASE("moeReferenceA8w4: one expert against float64, within the MXFP8 quant'
   CHECK(outsideQ == 0);
   CHECK(midRel < 0.1);  // stated tolerance: the quant's 0.027 a value, through two dots and SwiGLU
   CHECK(outRel < 0.1);
+}
+
+TEST_CASE("moeReferenceA8w4 and a8w4Gemm: a bad shape is an InputError naming what was given", "[mxfp8]") {
+  uint64_t st = 5;
+  const Fp4Rows w13(2 * 64, 64, st), w2(64, 64, st), w2Narrow(64, 32, st);
+  std::vector<uint16_t> xn(17 * 64);
+  std::vector<float> x(17 * 64), weight(17, 1.0f);
+  const auto inputError = [](const std::function<void()>& f, const std::string& says) {
+    try {
+      f();
+      FAIL("no error: expected " << says);
+    } catch (const InputError& e) {
+      CHECK_THAT(e.what(), Catch::Contains(says));
+    }
+  };
+  inputError([&] { moeReferenceA8w4(xn.data(), weight.data(), 17, w13.view, w2.view, 7.0f, 1.702f); },
+             "input error at moeReferenceA8w4: 17 rows, w13 [128][64], w2 [64][64]: expected 0..16 rows");
+  inputError([&] { moeReferenceA8w4(xn.data(), weight.data(), 4, w13.view, w2Narrow.view, 7.0f, 1.702f); },
+             "input error at moeReferenceA8w4: 4 rows, w13 [128][64], w2 [64][32]: expected");
+  inputError([&] { a8w4Gemm(x.data(), 17, w13.view); },
+             "input error at a8w4Gemm: 17 rows of x times a weight of K 64: expected 0..16 rows");
 }

@@ -45,22 +45,16 @@ ir::Key minimaxLayerKey(const VariantOptions& o, const mm::ModelConfig& cfg, int
   return key;
 }
 
-runtime::ArgLayouts noLayouts(const ir::Plan&) { return {}; }
-
-/// The layer's FFN stages read s13 / s2 in the FFN launch's default layout.
-runtime::ArgLayouts layerLayouts(const ir::Plan&) { return mm::scaleArgLayouts(mm::FfnKnobs{}.scales); }
-
 const std::array<SpecEntry, 3> kSpecs{{
     {mm::kSpecId, "MiniMax-M3's FFN decode launch: o_proj, all-reduce, RMSNorm, router, top-k, MoE, combine",
-     mm::kSpecVersion, minimaxFfnKey, mm::verifiedPlan, mm::makeGenerator, mm::argLayouts},
+     mm::kSpecVersion, minimaxFfnKey, mm::verifiedPlan, mm::makeGenerator},
     {mm::kAttentionSpecId,
      "MiniMax-M3's attention decode launch (--launch attention): RMSNorm, w_qkv GEMV, heads and cache inserts, ...",
-     mm::kAttentionSpecVersion, minimaxAttentionKey, mm::verifiedAttentionPlan, mm::makeAttentionGenerator,
-     noLayouts},
+     mm::kAttentionSpecVersion, minimaxAttentionKey, mm::verifiedAttentionPlan, mm::makeAttentionGenerator},
     {mm::kLayerSpecId,
      "MiniMax-M3's one-launch decoder layer (--launch layer): the attention stages, then the FFN's, one persistent "
      "launch a rank",
-     mm::kLayerSpecVersion, minimaxLayerKey, mm::verifiedLayerPlan, mm::makeLayerGenerator, layerLayouts},
+     mm::kLayerSpecVersion, minimaxLayerKey, mm::verifiedLayerPlan, mm::makeLayerGenerator},
 }};
 
 }  // namespace

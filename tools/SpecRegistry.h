@@ -9,7 +9,6 @@
 #include "ir/Plan.h"
 #include "runtime/Cache.h"
 #include "runtime/Generator.h"
-#include "runtime/Launch.h"
 #include "specs/minimax_m3/kernel/ModelConfig.h"
 
 namespace monogen::tools {
@@ -27,8 +26,6 @@ struct SpecEntry {
   ir::Plan (*plan)(const specs::minimax_m3::ModelConfig& cfg, const ir::Key& key);
   /// A Generator for `cfg`; `cache` may be null (memory only).
   runtime::Generator (*generator)(const specs::minimax_m3::ModelConfig& cfg, std::shared_ptr<runtime::Cache> cache);
-  /// The layouts a launch of `plan` must declare on its tensor arguments.
-  runtime::ArgLayouts (*argLayouts)(const ir::Plan& plan);
 };
 
 /// Every registered spec, in the order `monogen specs` lists them.

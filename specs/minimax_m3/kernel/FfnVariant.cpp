@@ -33,6 +33,9 @@ FfnVariant FfnVariant::make(const ModelConfig& cfg, const ir::Key& in) {
   if (key.config != canon)
     throw InputError(where, fmt::format("the key's config '{}' is not the model config's '{}'", key.config, canon));
   v.knobs = knobsOf(key);  // an unknown or bad knob is an InputError
+  if (v.knobs.moe != MoeQuant::A16w4)
+    throw InputError(where, fmt::format("knob moe={}: the FFN launch runs A16W4; moe= is the layer launch's knob",
+                                        moeQuantName(v.knobs.moe)));
   if (v.knobs.dropMark < -1 || v.knobs.dropMark >= cfg.blocks)
     throw InputError(where, fmt::format("drop mark CTA {}: expected -1 (none) or 0..{}", v.knobs.dropMark,
                                         cfg.blocks - 1));

@@ -1,13 +1,17 @@
 #include "specs/minimax_m3/kernel/Generate.h"
 
+#include <fmt/format.h>
+
 #include "codegen/Compiler.h"
 #include "codegen/Dump.h"
 #include "codegen/Toolchain.h"
 #include "ir/Error.h"
 #include "ir/Verifier.h"
 #include "specs/minimax_m3/kernel/AttentionSpec.h"
+#include "specs/minimax_m3/kernel/AttentionVariant.h"
 #include "specs/minimax_m3/kernel/Knobs.h"
 #include "specs/minimax_m3/kernel/LayerSpec.h"
+#include "specs/minimax_m3/kernel/LayerVariant.h"
 #include "specs/minimax_m3/kernel/Spec.h"
 
 namespace monogen::specs::minimax_m3 {
@@ -40,7 +44,7 @@ runtime::Generator makeGenerator(const ModelConfig& cfg, std::shared_ptr<runtime
                                           "generator never compiles or caches one");
     return verifiedPlan(cfg, key);
   };
-  return runtime::Generator(plan, compileChecked, std::move(cache), argLayouts);  // s13 / s2 declare the key's layout
+  return runtime::Generator(plan, compileChecked, std::move(cache), argLayouts);
 }
 
 ir::Plan verifiedAttentionPlan(const ModelConfig& cfg, const ir::Key& key) {
@@ -49,15 +53,23 @@ ir::Plan verifiedAttentionPlan(const ModelConfig& cfg, const ir::Key& key) {
 
 runtime::Generator makeAttentionGenerator(const ModelConfig& cfg, std::shared_ptr<runtime::Cache> cache) {
   auto plan = [cfg](const ir::Key& key) { return verifiedAttentionPlan(cfg, key); };
-  return runtime::Generator(plan, compileChecked, std::move(cache));
+  return runtime::Generator(plan, compileChecked, std::move(cache), argLayouts);
 }
 
 ir::Plan verifiedLayerPlan(const ModelConfig& cfg, const ir::Key& key) { return verified(buildLayerPlan(cfg, key)); }
 
 runtime::Generator makeLayerGenerator(const ModelConfig& cfg, std::shared_ptr<runtime::Cache> cache) {
   auto plan = [cfg](const ir::Key& key) { return verifiedLayerPlan(cfg, key); };
-  auto layouts = [cfg](const ir::Plan& p) { return scaleArgLayouts(LayerVariant::make(cfg, p.key).ffn.knobs.scales); };
-  return runtime::Generator(plan, compileChecked, std::move(cache), layouts);
+  return runtime::Generator(plan, compileChecked, std::move(cache), argLayouts);
+}
+
+runtime::ArgLayouts argLayouts(const ir::Plan& plan) {
+  const ir::Key& key = plan.key;
+  if (key.spec == kSpecId) return scaleArgLayouts(knobsOf(key).scales);
+  if (key.spec == kLayerSpecId) return scaleArgLayouts(layerFfnKnobs(key).scales);
+  if (key.spec == kAttentionSpecId) return {};
+  throw InputError(key.variantName(), fmt::format("spec '{}': expected {}, {} or {}", key.spec, kSpecId,
+                                                  kAttentionSpecId, kLayerSpecId));
 }
 
 std::shared_ptr<runtime::Cache> defaultCache() {

@@ -29,6 +29,13 @@ ir::Plan verifiedLayerPlan(const ModelConfig& cfg, const ir::Key& key);
 /// s13 / s2 declare the layout of the layer's FFN variant.
 runtime::Generator makeLayerGenerator(const ModelConfig& cfg, std::shared_ptr<runtime::Cache> cache);
 
+/// The layouts a launch of `plan` must declare on its tensor arguments (runtime::ArgLayouts), read
+/// from its key as the spec it names: the FFN launch's and the layer's s13 and s2 in their FFN
+/// variant's scales layout, none for the attention launch; InputError for another spec. Each
+/// generator hands it to its Generator, so Generator::launch and RankRuntime::bind refuse
+/// undeclared or other layouts.
+runtime::ArgLayouts argLayouts(const ir::Plan& plan);
+
 /// The default on-disk cache: $MONOGEN_CACHE_DIR or ~/.cache/monogen, keyed with this LLVM.
 std::shared_ptr<runtime::Cache> defaultCache();
 

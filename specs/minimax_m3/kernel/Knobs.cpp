@@ -35,6 +35,7 @@ std::string FfnKnobs::canonical() const {
   if (trace) add("trace=1");
   if (dropMark >= 0) add(fmt::format("drop_mark={}", dropMark));
   if (mutation) add("mutate=" + mutation.canonical());
+  if (moe != MoeQuant::A16w4) add(fmt::format("moe={}", moeQuantName(moe)));
   return s;
 }
 
@@ -70,9 +71,11 @@ FfnKnobs FfnKnobs::parse(const std::string& text, const std::string& where) {
       k.dropMark = v;
     } else if (name == "mutate") {
       k.mutation = Mutation::parse(value, where);
+    } else if (name == "moe") {
+      k.moe = parseMoeQuant(value, where + ", knob moe");
     } else {
       throw InputError(where, fmt::format("unknown knob '{}': the minimax_m3.ffn spec has experts, input, scales, "
-                                          "trace, drop_mark and (race tests only) mutate",
+                                          "trace, drop_mark, (race tests only) mutate and (the layer's FFN only) moe",
                                           tok));
     }
   }

@@ -1,10 +1,11 @@
-// The MiniMax-M3 FFN spec's own knobs (experts, input, scales, trace, drop_mark, mutation), carried
+// The MiniMax-M3 FFN spec's own knobs (experts, input, scales, trace, drop_mark, mutation, moe), carried
 // in a key as canonical text of the non-default ones only ("experts=shared input=part trace=1").
 // What each one means: docs/minimax-m3-kernel.md, "The knobs".
 #pragma once
 #include <string>
 
 #include "ir/Plan.h"
+#include "specs/minimax_m3/kernel/MoeQuant.h"
 #include "specs/minimax_m3/kernel/Mutation.h"
 #include "specs/minimax_m3/kernel/WeightContract.h"
 
@@ -21,6 +22,9 @@ struct FfnKnobs {
   Mutation mutation{};  // race tests only (Mutation.h): "mutate=kind@stage.ordinal" in the key
   ScaleLayout scales = ScaleLayout::E8m0Shuffle;  // how s13 / s2 are held: the frameworks' by default
   FfnInput input = FfnInput::Attn;  // o_proj in the launch; "input=part": the partial
+  /// The experts' numerics: "moe=a8w4" only in the layer launch's FFN variant (LayerVariant), so
+  /// that its key is not A16W4's; FfnVariant::make refuses it.
+  MoeQuant moe = MoeQuant::A16w4;
 
   /// The non-default knobs as "name=value" tokens in a fixed order ("" when every knob is default).
   std::string canonical() const;

@@ -60,6 +60,12 @@ std::string layerKnobText(const AttentionKnobs& knobs, const LayerPlacementKnobs
 
 }  // namespace
 
+FfnKnobs layerFfnKnobs(const ir::Key& key) {
+  FfnKnobs k;
+  k.moe = splitKnobs(key.knobs, key.variantName()).moe;
+  return k;
+}
+
 ir::Key makeLayerKey(const ModelConfig& cfg, int rows, int tp, const AttentionKnobs& knobs,
                      const LayerPlacementKnobs& placement, MoeQuant moe) {
   ir::Key k = makeAttentionKey(cfg, rows, tp, knobs);
@@ -92,7 +98,9 @@ LayerVariant LayerVariant::make(const ModelConfig& cfg, const ir::Key& keyIn) {
                                         layerKnobText(v.knobs, v.placementKnobs, v.moe)));
   const int S = rowsOf(keyIn), TP = tpOf(keyIn);
   v.attention = AttentionVariant::make(cfg, makeAttentionKey(cfg, S, TP, v.knobs));
-  v.ffn = FfnVariant::make(cfg, makeKey(cfg, S, TP));
+  v.ffn = FfnVariant::make(cfg, makeKey(cfg, S, TP));  // the FFN launch's checks, which refuse moe=
+  v.ffn.knobs = layerFfnKnobs(keyIn);
+  v.ffn.key = withKnobs(v.ffn.key, v.ffn.knobs);  // under A8W4 not the A16W4 variant's key
   AttentionLaunchLayout& A = v.attention.layout;
   A.ardyOffset = A.scratchBytes;  // past every other area: zeroed with the flags before them
   A.scratchBytes += (8 * int64_t{S} + 255) / 256 * 256;

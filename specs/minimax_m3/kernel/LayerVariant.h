@@ -31,7 +31,7 @@ struct LayerVariant {
   /// narrow A8W4 up and down stages).
   MoeQuant moe = MoeQuant::A16w4;
   AttentionVariant attention;  // its layout's ardyOffset is set: attn_merge publishes ARDY
-  FfnVariant ffn;              // the FFN launch's default knobs: o_proj reads `attn`
+  FfnVariant ffn;              // layerFfnKnobs(key): o_proj reads `attn`; its key carries moe=
   /// The serving stack's placement of (S, TP): attn_split, attn_merge, push (and reduce), router,
   /// up and down run from its bases; every stage keeps its own task count.
   LayerPlacement placement;
@@ -40,6 +40,10 @@ struct LayerVariant {
   /// and both launches' checks); InputError naming the variant.
   static LayerVariant make(const ModelConfig& cfg, const ir::Key& key);
 };
+
+/// The FFN knobs of a layer key's FFN variant: the defaults, with the key's moe=; InputError
+/// naming the key on bad layer knobs.
+FfnKnobs layerFfnKnobs(const ir::Key& key);
 
 /// A key of the layer launch for (S, TP) on cfg: the attention's knobs, then moe= unless a16w4,
 /// then ag_rs_from= unless the placement's default.

@@ -102,8 +102,6 @@ runtime::ArgLayouts scaleArgLayouts(ScaleLayout scales) {
   return {{arg::kS13, l}, {arg::kS2, l}};
 }
 
-runtime::ArgLayouts argLayouts(const ir::Plan& plan) { return scaleArgLayouts(knobsOf(plan.key).scales); }
-
 static int intParamOf(const ir::Key& key, const char* name) {
   const int64_t v = key.intParam(name);
   if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max())

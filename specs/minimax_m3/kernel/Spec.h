@@ -30,11 +30,8 @@ ir::Plan buildPlan(const ModelConfig& cfg, const ir::Key& key);
 /// The same, for a variant already made and checked.
 ir::Plan buildPlan(const FfnVariant& v);
 
-/// The layouts a launch of `plan` must declare on its tensor arguments (runtime::ArgLayouts):
-/// s13 and s2 in the key's scales layout (WeightContract.h). makeGenerator hands it to the
-/// Generator, so Generator::launch and RankRuntime::bind refuse undeclared or other ones.
-runtime::ArgLayouts argLayouts(const ir::Plan& plan);
-/// The same for a scales layout (the layer launch's FFN variant's).
+/// The layouts s13 and s2 declare when held in `scales` (WeightContract.h); argLayouts
+/// (Generate.h) gives a Plan's.
 runtime::ArgLayouts scaleArgLayouts(ScaleLayout scales);
 
 /// A key for (S, TP) on cfg with these knobs (by default every knob at its default).

@@ -1,7 +1,8 @@
 #include "specs/minimax_m3/reference/MoeA8w4Reference.h"
 
-#include <stdexcept>
+#include <fmt/format.h>
 
+#include "ir/Error.h"
 #include "ir/Mfma.h"
 #include "ir/Numerics.h"
 #include "specs/minimax_m3/reference/MoeReference.h"
@@ -56,7 +57,8 @@ void scaledTile(const Mxfp8Rows& a, const Mxfp4Rows& w, int col0, float d[16][16
 
 std::vector<float> a8w4Gemm(const float* x, int rows, const Mxfp4Rows& w) {
   if (rows < 0 || rows > 16 || w.cols % 32)
-    throw std::invalid_argument("a8w4Gemm: rows <= 16 and the weight's K % 32 == 0");
+    throw InputError("a8w4Gemm", fmt::format("{} rows of x times a weight of K {}: expected 0..16 rows and K % 32 == 0",
+                                             rows, w.cols));
   const Mxfp8Rows a = quantizeRows(x, rows, w.cols);
   std::vector<float> out(static_cast<size_t>(rows) * w.rows);
   for (int c0 = 0; c0 < w.rows; c0 += 16) {
@@ -71,8 +73,12 @@ std::vector<float> a8w4Gemm(const float* x, int rows, const Mxfp4Rows& w) {
 A8w4Expert moeReferenceA8w4(const uint16_t* xn, const float* weight, int rows, const Mxfp4Rows& w13,
                             const Mxfp4Rows& w2, float limit, float alpha, RefNumerics numerics) {
   const int hidden = w13.cols, inter = w13.rows / 2;
-  if (rows < 0 || rows > 16 || hidden % 32 || inter % 32 || w2.rows != hidden || w2.cols != inter)
-    throw std::invalid_argument("moeReferenceA8w4: rows <= 16, w13 [2 I][hidden], w2 [hidden][I], I and hidden % 32 == 0");
+  if (rows < 0 || rows > 16 || hidden % 32 || inter % 32 || w13.rows != 2 * inter || w2.rows != hidden ||
+      w2.cols != inter)
+    throw InputError("moeReferenceA8w4",
+                     fmt::format("{} rows, w13 [{}][{}], w2 [{}][{}]: expected 0..16 rows, w13 [2 I][hidden], w2 "
+                                 "[hidden][I], I and hidden % 32 == 0",
+                                 rows, w13.rows, w13.cols, w2.rows, w2.cols));
   std::vector<float> x(static_cast<size_t>(rows) * hidden);
   for (size_t i = 0; i < x.size(); ++i) x[i] = ir::num::bf16ToF32(xn[i]);
   const std::vector<float> gu = a8w4Gemm(x.data(), rows, w13);

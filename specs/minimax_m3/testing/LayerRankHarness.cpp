@@ -72,8 +72,8 @@ void uploadLayerRankInputs(runtime::RankDevice& dev, const LayerVariant& v, cons
   }
 }
 
-runtime::RankArgs layerRankArgs(const LayerVariant& v, const ir::Plan& plan, const LayerRankIo& io, int64_t waitTicks) {
-  runtime::RankArgs args = rankArgs(plan, io.io, waitTicks, false, scaleArgLayouts(v.ffn.knobs.scales));
+runtime::RankArgs layerRankArgs(const ir::Plan& plan, const LayerRankIo& io, int64_t waitTicks) {
+  runtime::RankArgs args = rankArgs(plan, io.io, waitTicks, false, argLayouts(plan));
   args[attn_arg::kTableStride] = runtime::LaunchArg::scalar(io.tableStride);
   return args;
 }
@@ -101,8 +101,7 @@ std::string layerRankVerdict(const LayerVariant& v, runtime::RankRuntime& rt, co
   const Layout& L = v.ffn.layout;
   runtime::TensorMap got = readRankOutputs(v.ffn, rt, io.io, tag);
   if (const std::string err = rankError(got, r); !err.empty()) {
-    // missingPeers counts one-shot pushes (every row from every rank); reduce-scattered, a rank gets its rows only
-    const std::string m = L.ffnReduceScatter ? "" : missingPeers(v.ffn, rt, tag);
+    const std::string m = missingPeers(v.ffn, rt, tag);
     return "INVALID: " + err + (m.empty() ? "" : "; " + m);
   }
   // the attention's buffers by its own names: its scratch and res_out are the layer's attn_scratch and res_in
@@ -135,7 +134,7 @@ int runLayerRank(const ModelConfig& cfg, const LayerRankJob& job, const LayerRan
   LayerRankIo io;
   steps.bind = [&](runtime::RankRuntime& rt, int s) -> runtime::BoundLaunch& {
     io = allocLayerRankIo(dev, rt.plan(s), data, r);
-    return rt.bind(s, layerRankArgs(v, rt.plan(s), io, job.waitTicks));
+    return rt.bind(s, layerRankArgs(rt.plan(s), io, job.waitTicks));
   };
   steps.upload = [&](runtime::RankRuntime& rt, int s, int k) {
     uploadLayerRankInputs(dev, v, rt.plan(s), io, r, data.inputs[k]);

@@ -63,9 +63,9 @@ LayerRankIo allocLayerRankIo(runtime::RankDevice& dev, const ir::Plan& plan, con
 /// the outputs zeroed), then the attention's inputs, weights and caches (attentionRankInputs).
 void uploadLayerRankInputs(runtime::RankDevice& dev, const LayerVariant& v, const ir::Plan& plan,
                            const LayerRankIo& io, int rank, const LayerInputs& in);
-/// What the caller binds: rankArgs' (the tensors, s13 / s2 declaring v's layout, wait_ticks,
+/// What the caller binds: rankArgs' (the tensors, s13 / s2 declaring argLayouts(plan), wait_ticks,
 /// handshake) and table_stride.
-runtime::RankArgs layerRankArgs(const LayerVariant& v, const ir::Plan& plan, const LayerRankIo& io, int64_t waitTicks);
+runtime::RankArgs layerRankArgs(const ir::Plan& plan, const LayerRankIo& io, int64_t waitTicks);
 /// "bit-exact", "INVALID: <rankError>; <missingPeers>" or "MISMATCH: <the first mismatch>" (the
 /// attention's outputs of this rank, then the FFN's in dataflow order) for the launch of `tag`.
 /// Reduce-scattered (S >= ag_rs_from), the partials down.r<src> are compared on this rank's rows.

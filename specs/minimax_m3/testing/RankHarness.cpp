@@ -160,23 +160,42 @@ std::string missingPeers(const ModelConfig& cfg, runtime::RankRuntime& rt, int r
 
 std::string missingPeers(const FfnVariant& v, runtime::RankRuntime& rt, int32_t tag) {
   const Layout& L = v.layout;
-  const int rows = L.rows;
+  const int rows = L.rows, me = rt.rank(), tp = rt.tp();
+  const int64_t rowPairs = L.hidden / 2;
+  // Pushed areas hold [src][S][hidden / 2], reduce-scattered only row t % TP == this rank's; the
+  // gathered ones (A_AG, FFN_AG) [S][hidden / 2], row t from its owner rank t % TP.
+  struct Owed {
+    const Area* area;
+    bool scattered, gathered;
+  };
+  std::vector<Owed> areas = {{&L.attn, L.attnReduceScatter, false}};
+  if (L.attnReduceScatter) areas.push_back({&L.attnAg, false, true});
+  areas.push_back({&L.ffn, L.ffnReduceScatter, false});
+  if (L.ffnReduceScatter) areas.push_back({&L.ffnAg, false, true});
   const uint64_t sym = rt.buffer(rows, arg::kSym);
+  std::vector<std::vector<uint8_t>> bytes;
+  for (const Owed& o : areas) {
+    bytes.emplace_back(static_cast<size_t>(o.area->bytes));
+    rt.device().download(bytes.back().data(), sym + o.area->offset, o.area->bytes);
+  }
   std::string out;
-  for (int src = 0; src < rt.tp(); ++src) {
+  for (int src = 0; src < tp; ++src) {
     std::string parts;
-    for (const Area* a : {&L.attn, &L.ffn}) {
-      std::vector<uint8_t> bytes(static_cast<size_t>(a->bytes));
-      rt.device().download(bytes.data(), sym + a->offset, a->bytes);
-      const int64_t per = a->pairs / (a->parity ? 2 : 1) / rt.tp();  // one source's pairs in this launch's half
-      const int64_t first = (a->parity ? (tag & 1) * (a->pairs / 2) : 0) + src * per;
-      int64_t have = 0;
-      for (int64_t i = first; i < first + per; ++i) {
-        int32_t t;
-        std::memcpy(&t, bytes.data() + kPairBytes * i + 4, 4);
-        have += t == tag;
+    for (size_t k = 0; k < areas.size(); ++k) {
+      const Area& a = *areas[k].area;
+      const int64_t half = a.parity ? (tag & 1) * (a.pairs / 2) : 0;  // this launch's half
+      int64_t have = 0, owed = 0;
+      for (int t = 0; t < rows; ++t) {
+        if ((areas[k].scattered && t % tp != me) || (areas[k].gathered && t % tp != src)) continue;
+        const int64_t first = half + ((areas[k].gathered ? 0 : int64_t{src} * rows) + t) * rowPairs;
+        for (int64_t i = first; i < first + rowPairs; ++i) {
+          int32_t got;
+          std::memcpy(&got, bytes[k].data() + kPairBytes * i + 4, 4);
+          have += got == tag;
+        }
+        owed += rowPairs;
       }
-      if (have != per) parts += fmt::format("{}{} {} of {}", parts.empty() ? "" : ", ", a->name, have, per);
+      if (have != owed) parts += fmt::format("{}{} {} of {}", parts.empty() ? "" : ", ", a.name, have, owed);
     }
     if (!parts.empty()) out += fmt::format("{}rank {} ({} pairs came)", out.empty() ? "" : "; ", src, parts);
   }

@@ -62,9 +62,10 @@ runtime::TensorMap rankReference(const runtime::TensorMap& all, int rank, int tp
 std::string rankError(const runtime::TensorMap& outputs, int rank);
 
 /// Which ranks' pushes of the launch of `tag` are not all in this rank's symmetric buffer (the
-/// ATTN and FFN pairs rank src owes it): "this launch's pairs never came from rank 2 (ATTN 0 of
-/// 1536, FFN 0 of 1536 pairs came)"; "" when every pair is there. The error word holds only the
-/// first wait that ran out, which may be a local one; this names the rank that went missing.
+/// ATTN and FFN pairs rank src owes it; reduce-scattered, those of this rank's rows and A_AG and
+/// FFN_AG of src's): "this launch's pairs never came from rank 2 (ATTN 0 of 1536, FFN 0 of 1536
+/// pairs came)"; "" when every pair is there. The error word holds only the first wait that ran
+/// out, which may be a local one; this names the rank that went missing.
 std::string missingPeers(const FfnVariant& v, runtime::RankRuntime& rt, int32_t tag);
 /// The same for the variant of rt's Plan for S = rows (the Python bindings' way in).
 std::string missingPeers(const ModelConfig& cfg, runtime::RankRuntime& rt, int rows, int32_t tag);
