@@ -361,7 +361,7 @@ TEST_CASE("fences: a release writes L2 back then waits, an acquire waits then in
 // the all-reduce pushes (push, down) are relaxed system-scope 8-byte stores to the peers; the waits
 // on them poll at system scope, reduce's relaxed (the pairs are the data), final's acquire (it
 // invalidates at system scope); the flags between this GPU's CTAs
-// (reduce -> norm -> router -> route -> table -> up -> down, the marks) are agent-scope releases
+// (reduce -> norm -> router -> route -> table -> up -> down, the marks, done) are agent-scope releases
 // and acquires; the handshake's fault words are system-scope releases and acquires. Every
 // buffer_wbl2 is followed by an s_waitcnt vmcnt(0) before any other vector memory op.
 TEST_CASE("the FFN launch's ISA: each stage's flag sites have their scope's bits and sequences", "[codegen][scopes]") {
@@ -413,6 +413,7 @@ TEST_CASE("the FFN launch's ISA: each stage's flag sites have their scope's bits
       {"down", {poll + agent, "buffer_inv" + agent, pair + sys}, {"buffer_wbl2" + sys}},
       {"final", {poll + sys, "buffer_inv" + sys}, {poll + agent, "buffer_inv" + agent}},
       {"mark", {"buffer_wbl2" + agent, pair + agent}, {"buffer_wbl2" + sys}},
+      {"done", {"buffer_wbl2" + agent, pair + agent}, {"buffer_wbl2" + sys}},
       {"handshake", {"buffer_wbl2" + sys, pair + sys, poll + sys, "buffer_inv" + sys}, {}},
   };
   for (const Want& w : wants) {

@@ -70,10 +70,13 @@ TEST_CASE("robust plan: parity halves, marks, faults and the finish stages verif
         CHECK(plan.flag("FAULTS").pairs == 2 * TP);
         CHECK_FALSE(plan.flag("MARKS").parityHalves);
         CHECK(plan.flag("MARKS").pairs == cfg.blocks);
+        CHECK(plan.flag("DONE").pairs == cfg.blocks);
         CHECK(L.attn.bytes == 2 * int64_t{TP} * S * (cfg.hidden / 2) * kPairBytes);
         const int n = static_cast<int>(plan.stages.size());
         REQUIRE(n >= 5);
-        CHECK(plan.stages[n - 3].name == "mark");
+        CHECK(plan.stages[0].name == "mark");
+        CHECK(plan.stages[0].everyCta);
+        CHECK(plan.stages[n - 3].name == "done");
         CHECK(plan.stages[n - 3].everyCta);
         CHECK(plan.stages[n - 2].name == "epoch");
         CHECK(plan.stages[n - 1].name == "handshake");

@@ -138,6 +138,7 @@ ir::Plan buildLayerPlan(const LayerVariant& v) {
   ir::Builder b(plan.kernel);
   KernelContext c(v.ffn, plan, b);  // its prologue reads the epoch: the launch's tag
   c.stageBlocks = true;
+  addMarkStage(c, plan);  // first: the CTA has its tag
   AttentionContext ac(v.attention, plan, b, attnRenames(), c.launchTag());
   for (const AttentionStageDef* d : attentionStages())
     if (d->placement(A).tasks > 0) ac.stage(plan.stageIndex(d->placement(A).name), [&] { d->body(ac); });

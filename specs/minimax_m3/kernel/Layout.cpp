@@ -43,8 +43,8 @@ class AreaAlloc {
 }  // namespace
 
 std::vector<Area> Layout::areas() const {
-  std::vector<Area> a{sres, ssq, xn, rstd, xrdy, logit, routeA, mid, upf, tabDump, marks, attn, ffn, faults};
-  if (oproj) a.insert(a.begin() + 11, {opart, xscale});  // after MARKS, the last scratch areas
+  std::vector<Area> a{sres, ssq, xn, rstd, xrdy, logit, routeA, mid, upf, tabDump, marks, done, attn, ffn, faults};
+  if (oproj) a.insert(a.begin() + 12, {opart, xscale});  // after DONE, the last scratch areas
   if (attnReduceScatter) a.push_back(attnAg);
   if (ffnReduceScatter) a.push_back(ffnAg);
   return a;
@@ -135,7 +135,10 @@ Layout Layout::make(const ModelConfig& cfg, int rows, int tp, FfnInput input) {
   L.tabDump = scratch.bytes("TABDUMP", L.tabDumpWords * 4,
                             "i32: CTA 0's slot table (count, expert[], count[], row[][16], pick[][16]) for checks");
   L.marks = scratch.pairs("MARKS", cfg.blocks, false,
-                          "pairs [blocks]: CTA b's mark (value and tag: the launch's tag) once its work is done");
+                          "pairs [blocks]: CTA b's mark (value and tag: the launch's tag) once it has read the epoch");
+  L.done = scratch.pairs("DONE", cfg.blocks, false,
+                         "pairs [blocks]: CTA b's work is done (value and tag: the launch's tag), the step's last "
+                         "launch only");
   // last, so that every other area has the same offset with either input
   if (L.oproj)
     L.opart = scratch.bytes("OPART", int64_t{rows} * cfg.hidden * 2,

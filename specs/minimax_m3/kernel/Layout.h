@@ -104,9 +104,10 @@ struct Layout {
   bool attnReduceScatter = false;
   Area attnAg;
   int64_t symBytes = 0;
-  // --- the finish stages (StageFinish.cpp): MARKS pairs [blocks] in scratch (a CTA's "launch
-  // done" mark), FAULTS pairs [src rank] in sym (the handshake's failure flags, parity halves) ---
-  Area marks, faults;
+  // --- the finish stages (StageFinish.cpp): MARKS pairs [blocks] in scratch (a CTA has read the
+  // epoch), DONE pairs [blocks] in scratch (a CTA's work is done, the step's last launch), FAULTS
+  // pairs [src rank] in sym (the handshake's failure flags, parity halves) ---
+  Area marks, done, faults;
   // --- LDS: red, the block sums' words (WAVES words a slot) ---
   Pool red;
   int redSlots = 0;

@@ -170,8 +170,9 @@ ir::Plan buildPlan(const FfnVariant& v) {
   plan.kernel.name = "monogen_minimax_m3_ffn";
   ir::Builder b(plan.kernel);
   KernelContext c(v, plan, b);
+  addMarkStage(c, plan);  // first: the CTA has its tag
   for (const StageDef* d : ffnStages()) c.stage(plan.stageIndex(d->placement(L).name), [&] { d->body(c); });
-  addFinishStages(c, plan);  // mark, epoch, handshake: the last stages (every stage above goes through c.stage)
+  addFinishStages(c, plan);  // done, epoch, handshake: the last stages (every stage above goes through c.stage)
   c.finishMutation();        // a race test's mutation (Mutation.h) must have hit its site
   return plan;
 }

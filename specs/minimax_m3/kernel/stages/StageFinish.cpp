@@ -1,6 +1,6 @@
-// The finish stages of the MiniMax-M3 FFN launch (finish, epoch end, injected fault, fault trade):
-// every CTA marks the launch done, CTA 0 moves the epoch on once every mark is in, and the step's
-// last launch trades every rank's failure flag over the peers.
+// The mark and finish stages of the MiniMax-M3 FFN launch: every CTA marks that it has its tag
+// (first), CTA 0 moves the epoch on once every mark is in (last), and the step's last launch waits
+// for every CTA's work and trades every rank's failure flag over the peers.
 #include <fmt/format.h>
 
 #include "ir/Op.h"
@@ -30,17 +30,29 @@ ir::KernelArg controlArg(const char* name, ir::Scalar elem, std::vector<int64_t>
   return a;
 }
 
-// mark (every CTA, after its work): once every thread's stores have drained (release at agent
-// scope, then the CTA barrier), thread 0 publishes MARKS[block] := (tag, tag), released at agent
-// scope. The drop-mark knob (FfnKnobs::dropMark) leaves CTA dropMark's mark out: a fault the epoch
-// must catch.
+// mark (every CTA, the first stage): thread 0 publishes MARKS[block] := (tag, tag), released at
+// agent scope after the prologue's read of the epoch, so the epoch moves on only once every CTA
+// has its tag. The drop-mark knob (FfnKnobs::dropMark) leaves CTA dropMark's mark out: a fault
+// the epoch must catch.
 void stageMark(KernelContext& c, int dropMark) {
   ir::Builder& b = c.b;
-  c.ctaSync(/*drain=*/true);
   Val who = c.tid == 0;
   if (dropMark >= 0) who = who & (c.block != dropMark);
   b.if_(who, [&] {
     c.publish(c.pairAt(c.scratch, c.L.marks, c.block), c.tag, c.tag, MemOrder::Release, MemScope::Agent);
+  });
+}
+
+// done (every CTA, after its work, the step's last launch only): once every thread's stores have
+// drained (release at agent scope, then the CTA barrier), thread 0 publishes DONE[block] := (tag,
+// tag), released at agent scope, so the epoch's error word holds every CTA's faults.
+void stageDone(KernelContext& c, Val handshake) {
+  ir::Builder& b = c.b;
+  b.if_(handshake != 0, [&] {
+    c.ctaSync(/*drain=*/true);
+    b.if_(c.tid == 0, [&] {
+      c.publish(c.pairAt(c.scratch, c.L.done, c.block), c.tag, c.tag, MemOrder::Release, MemScope::Agent);
+    });
   });
 }
 
@@ -60,8 +72,9 @@ void injectedFault(KernelContext& c, Val inject) {
 }
 
 // epoch (CTA 0): the injected fault first on the step's last launch; waits (bounded) for every
-// CTA's mark, then moves the epoch on (release, agent): to tag, or past a skipped tag if a mark is
-// missing; on the last launch publishes this rank's error word to every rank's FAULTS (system).
+// CTA's mark (and on the last launch its DONE), then moves the epoch on (release, agent): to tag,
+// or past a skipped tag if one is missing; on the last launch publishes this rank's error word to
+// every rank's FAULTS (system).
 void stageEpoch(KernelContext& c, Val epoch, Val handshake, Val inject) {
   ir::Builder& b = c.b;
   const Layout& L = c.L;
@@ -74,6 +87,10 @@ void stageEpoch(KernelContext& c, Val epoch, Val handshake, Val inject) {
     Val code = c.errorCode(kSiteEpoch, i);
     Val mark = c.await(c.pairAt(c.scratch, L.marks, i), code, kSiteEpoch);
     b.if_(mark != c.tag, [&] { b.store(missing, c.i32(1)); });
+    b.if_(last, [&] {
+      Val done = c.await(c.pairAt(c.scratch, L.done, i), code, kSiteEpoch);
+      b.if_(done != c.tag, [&] { b.store(missing, c.i32(1)); });
+    });
   });
   c.ctaSync(/*drain=*/false);
   b.if_(c.tid == 0, [&] {
@@ -126,23 +143,35 @@ std::vector<ir::KernelArg> finishArgs(const FfnVariant& v) {
   return a;
 }
 
-void addFinishStages(KernelContext& c, ir::Plan& plan) {
+void addMarkStage(KernelContext& c, ir::Plan& plan) {
   const Layout& L = c.L;
-  const int64_t tp = L.tp;
   ir::Stage mark;
   mark.name = "mark";
   mark.tasks = L.blocks;
   mark.everyCta = true;
   mark.publishes = {{L.marks.name, L.blocks}};
-  mark.doc = "every CTA, after its work: MARKS[block] := the tag once its stores drained (the drop-mark knob "
-             "leaves one out)";
+  mark.doc = "every CTA, first: MARKS[block] := the tag it read from the epoch (the drop-mark knob leaves one out)";
+  plan.stages.insert(plan.stages.begin(), mark);
+  c.stage(0, [&] { stageMark(c, c.knobs.dropMark); });
+}
+
+void addFinishStages(KernelContext& c, ir::Plan& plan) {
+  const Layout& L = c.L;
+  const int64_t tp = L.tp;
+  ir::Stage done;
+  done.name = "done";
+  done.tasks = L.blocks;
+  done.everyCta = true;
+  done.publishes = {{L.done.name, L.blocks}};
+  done.doc = "every CTA, after its work, the step's last launch only: DONE[block] := the tag once its stores drained";
   ir::Stage epoch;
   epoch.name = "epoch";
   epoch.tasks = 1;
-  epoch.waits = {{L.marks.name, L.blocks}};
+  epoch.waits = {{L.marks.name, L.blocks}, {L.done.name, L.blocks}};
   epoch.publishes = {{L.faults.name, tp * tp}};
-  epoch.doc = "CTA 0: every mark in -> epoch := tag, a missing one -> the error word (site epoch); on the step's "
-              "last launch the injected fault first, then this rank's error word to every rank's FAULTS";
+  epoch.doc = "CTA 0: every mark (and on the step's last launch every DONE) in -> epoch := tag, a missing one -> "
+              "the error word (site epoch); on the step's last launch the injected fault first, then this rank's "
+              "error word to every rank's FAULTS";
   ir::Stage hs;
   hs.name = "handshake";
   hs.tasks = 1;
@@ -150,17 +179,18 @@ void addFinishStages(KernelContext& c, ir::Plan& plan) {
   hs.doc = "CTA 0, the step's last launch: every rank's failure flag, folded into this rank's error word "
            "(site handshake, the failed rank)";
   const int first = static_cast<int>(plan.stages.size());
-  plan.stages.push_back(mark);
+  plan.stages.push_back(done);
   plan.stages.push_back(epoch);
   plan.stages.push_back(hs);
-  plan.facts.push_back({"finish", "mark (every CTA), epoch (CTA 0), handshake (CTA 0, the step's last launch)"});
+  plan.facts.push_back({"finish", "mark (every CTA, first), done (every CTA, the step's last launch), epoch (CTA 0), "
+                                  "handshake (CTA 0, the step's last launch)"});
   plan.facts.push_back({"error sites", "epoch 9 (token: the CTA), inject 10, handshake 11 (rank: the failed rank, "
                                        "token: its site)"});
 
   ir::Builder& b = c.b;
   auto argOf = [&](const char* name, Type t) { return b.arg(plan.argIndex(name), t, name); };
   const Placement cta0{"epoch", 1, 0};
-  c.stage(first, [&] { stageMark(c, c.knobs.dropMark); });
+  c.stage(first, [&] { stageDone(c, argOf(arg::kHandshake, Type::i32())); });
   c.stage(first + 1, [&] {
     c.forEachTask(cta0, [&](Val) {
       c.loadPeers();

@@ -77,27 +77,39 @@ UpWeights makeUpWeights(KernelContext& c) {
   return w;
 }
 
-// Loads task's weights (nothing for a task past the table's units: it computes nothing).
+// Loads task's weights (nothing for a task past the table's units: it computes nothing). Each
+// address is shuffledOffset / scaleByte of (row R + aRow, K step st, lane group) split into the
+// lane's part (aRow, laneK0: the same every unit) and the unit's and step's uniform part (R = the
+// gate or up tile's first row, a multiple of 16; st), since aRow < 16 and a step is 4 e8m0 blocks.
 void loadUpWeights(KernelContext& c, Val task, UpWeights& w) {
   ir::Builder& b = c.b;
   const Layout& L = c.L;
   const MoeTiling& T = L.tiling;
   const int H = L.hidden, IP = T.interPerRank;
+  const int64_t kBlocks = H / 32, pn = heldScaleColumns(kBlocks, c.knobs.scales);
+  const bool shuffled = c.knobs.scales == ScaleLayout::E8m0Shuffle;
+  if (T.kStep != 128 || IP % 16 != 0)
+    throw IrError("loadUpWeights", fmt::format("the split addresses need 128-K steps and I / TP % 16 == 0 (K step "
+                                               "{}, I / TP {})", T.kStep, IP));
   Val valid = task < c.slotCount() * c.i32(T.upTiles);
   b.if_(valid, [&] {
     Val u = task / T.upTiles, j = task % T.upTiles;
-    Val e = c.tabLd(L.tw.slotE, u);
+    Val e = b.ctaUniform(c.tabLd(L.tw.slotE, u));  // task is the CTA's, so is its slot's expert
     MfmaTile t = a16w4Tile(c);
+    // the lane's parts: K run laneK0 = 32 g (a 16-byte chunk 256 g of the shuffled row tile), row aRow
+    Val wLane = t.laneK0() * 8 + t.aRow() * 16;
+    Val sLane = shuffled ? t.laneK0() * 2 + t.aRow() * 4 : t.aRow() * c.i32(kBlocks) + t.laneK0() / 32;
     for (int i = 0; i < T.upWaveSteps; ++i) {
       Val st = c.wave * T.upWaveSteps + c.i32(i);
       b.if_(st < T.upSteps, [&] {
-        Val k0 = st * T.kStep + t.laneK0();  // the lane's run of A
         for (int h = 0; h < 2; ++h) {
-          Val wrow = h * IP + j * 16 + t.aRow();  // gate rows, then up rows
-          Val off = c.shuffledOffset(wrow, k0 / 2, H / 2);
-          Val w4At = c.expertByte(c.w13, e, int64_t{2} * IP * (H / 2), off);
+          Val r0 = j * 16 + h * IP;  // gate rows, then up rows
+          Val wOff = r0 * (H / 2) + st * 1024;
+          Val w4At = c.expertByte(c.w13, e, int64_t{2} * IP * (H / 2), wOff + wLane);
           b.set(w.w4[2 * i + h], b.load(Type::vec(Type::i32(), 4), w4At));
-          Val sAt = c.scaleByte(c.s13, e, wrow, k0 / 32, int64_t{2} * IP, H / 32);
+          Val sOff = shuffled ? (r0 / 32) * c.i32(pn / 8 * 256) + (r0 / 16) % 2 + (st / 2) * 256 + (st % 2) * 2
+                              : r0 * c.i32(kBlocks) + st * 4;
+          Val sAt = c.expertByte(c.s13, e, int64_t{2} * IP * pn, sOff + sLane);
           b.set(w.scale[2 * i + h], b.zext(b.load(Type::i8(), sAt), Type::i32()));  // scaleIndex
         }
       });

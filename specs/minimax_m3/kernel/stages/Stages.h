@@ -84,9 +84,12 @@ void stageFinal(KernelContext& c, ir::Val task);
 /// The finish stages' control arguments (StageFinish.cpp): epoch, handshake, inject, and the
 /// trace buffer when the trace knob is on (its stage count is set by addFinishStages).
 std::vector<ir::KernelArg> finishArgs(const FfnVariant& v);
-/// mark (every CTA), epoch (CTA 0), handshake (CTA 0, the step's last launch): appends the three
-/// stages to the Plan and emits them. The last step of buildPlan: it also sets the trace's stage
-/// count, so every stage must be in the Plan before it.
+/// mark (every CTA): puts the stage first in the Plan and emits it; call it before any other
+/// stage is emitted.
+void addMarkStage(KernelContext& c, ir::Plan& plan);
+/// done (every CTA, the step's last launch), epoch (CTA 0), handshake (CTA 0, the step's last
+/// launch): appends the three stages to the Plan and emits them. The last step of buildPlan: it
+/// also sets the trace's stage count, so every stage must be in the Plan before it.
 void addFinishStages(KernelContext& c, ir::Plan& plan);
 
 }  // namespace monogen::specs::minimax_m3
