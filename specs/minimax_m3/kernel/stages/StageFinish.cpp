@@ -124,6 +124,17 @@ void stageHandshake(KernelContext& c, Val handshake) {
   });
 }
 
+// A stage every CTA runs once, publishing its own word of `area`.
+ir::Stage everyCtaStage(const char* name, const std::string& area, int64_t blocks, const char* doc) {
+  ir::Stage s;
+  s.name = name;
+  s.tasks = blocks;
+  s.everyCta = true;
+  s.publishes = {{area, blocks}};
+  s.doc = doc;
+  return s;
+}
+
 }  // namespace
 
 std::vector<ir::KernelArg> finishArgs(const FfnVariant& v) {
@@ -145,25 +156,19 @@ std::vector<ir::KernelArg> finishArgs(const FfnVariant& v) {
 
 void addMarkStage(KernelContext& c, ir::Plan& plan) {
   const Layout& L = c.L;
-  ir::Stage mark;
-  mark.name = "mark";
-  mark.tasks = L.blocks;
-  mark.everyCta = true;
-  mark.publishes = {{L.marks.name, L.blocks}};
-  mark.doc = "every CTA, first: MARKS[block] := the tag it read from the epoch (the drop-mark knob leaves one out)";
-  plan.stages.insert(plan.stages.begin(), mark);
+  plan.stages.insert(plan.stages.begin(),
+                     everyCtaStage("mark", L.marks.name, L.blocks,
+                                   "every CTA, first: MARKS[block] := the tag it read from the epoch (the "
+                                   "drop-mark knob leaves one out)"));
   c.stage(0, [&] { stageMark(c, c.knobs.dropMark); });
 }
 
 void addFinishStages(KernelContext& c, ir::Plan& plan) {
   const Layout& L = c.L;
   const int64_t tp = L.tp;
-  ir::Stage done;
-  done.name = "done";
-  done.tasks = L.blocks;
-  done.everyCta = true;
-  done.publishes = {{L.done.name, L.blocks}};
-  done.doc = "every CTA, after its work, the step's last launch only: DONE[block] := the tag once its stores drained";
+  const ir::Stage done = everyCtaStage("done", L.done.name, L.blocks,
+                                       "every CTA, after its work, the step's last launch only: DONE[block] := "
+                                       "the tag once its stores drained");
   ir::Stage epoch;
   epoch.name = "epoch";
   epoch.tasks = 1;
