@@ -371,8 +371,9 @@ TEST_CASE("the exit codes README.md and docs/cli.md quote are the ones monogen r
 TEST_CASE("dump prints the plan, kernel IR, LLVM IR and ISA", "[cli]") {
   Result r = sh(kMonogen + " dump --rows 3 --tp 2 --config reduced --what ir");
   REQUIRE(r.code == 0);
-  CHECK(r.out.find("stage 0 \"push\"") != std::string::npos);
-  CHECK(r.out.find("stage 1 \"reduce\"") != std::string::npos);
+  CHECK(r.out.find("stage 0 \"mark\"") != std::string::npos);
+  CHECK(r.out.find("stage 1 \"push\"") != std::string::npos);
+  CHECK(r.out.find("stage 2 \"reduce\"") != std::string::npos);
   r = sh(kMonogen + " dump --rows 3 --tp 2 --config reduced --what llvm");
   REQUIRE(r.code == 0);
   CHECK(r.out.find("amdgpu_kernel") != std::string::npos);

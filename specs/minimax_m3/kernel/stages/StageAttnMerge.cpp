@@ -71,8 +71,22 @@ void stageAttnMerge(AttentionContext& c, Val t) {
     }
   };
   const int first = std::min(steps, kMergeBatch);
-  std::vector<MergeCell> batch0;  // the first batch's o in flight meanwhile (a padded row's unused)
-  for (int k = 0; k < first; ++k) batch0.push_back(loadCell(c, t, cellOf(k)));
+  // the first batch's o in flight meanwhile, a live row's only (a padded row's were never written)
+  std::vector<MergeCell> batch0;
+  std::vector<std::vector<ir::Var>> o0(first);
+  for (int k = 0; k < first; ++k)
+    for (int i = 0; i < kAttnSplits; ++i) o0[k].push_back(b.var(b.bf16(0), "merge_o"));
+  b.if_(live, [&] {
+    for (int k = 0; k < first; ++k) {
+      const MergeCell x = loadCell(c, t, cellOf(k));
+      for (int i = 0; i < kAttnSplits; ++i) b.set(o0[k][i], x.o[i]);
+    }
+  });
+  for (int k = 0; k < first; ++k) {
+    MergeCell x{cellOf(k), b.min(cellOf(k), c.i32(cells - 1)) / c.i32(L.shape.headDim), {}};
+    for (int i = 0; i < kAttnSplits; ++i) x.o.push_back(b.get(o0[k][i]));
+    batch0.push_back(x);
+  }
   b.if_(live, [&] {
     eachPair([&](Val p) {
       Val w0 = splitWord0(c, t, p / c.i32(kAttnSplits)), i = p % c.i32(kAttnSplits);
