@@ -60,7 +60,7 @@ class SimRaces {
 
   static constexpr int kReads = 3;
   static constexpr int kMaxReports = 16;
-  static constexpr int kMaxNotes = 16;
+  static constexpr int kMaxNotes = 64;
 
  private:
   using Clock = std::vector<uint32_t>;
