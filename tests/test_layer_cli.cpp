@@ -16,6 +16,7 @@
 
 #include "runtime/Gfx950RunDevice.h"
 #include "specs/minimax_m3/kernel/LayerPlacement.h"
+#include "specs/minimax_m3/kernel/LayerVariant.h"
 #include "specs/minimax_m3/kernel/ModelConfig.h"
 #include "test_shell.h"
 
@@ -65,7 +66,7 @@ TEST_CASE("dump --launch layer prints the placement of every S, or of --rows, wi
   size_t at = all.find("--config reduced, TP 2, wide_from 5, ag_rs_from 17\n");
   CHECK(at != std::string::npos);
   for (int S = 1; S <= reduced.maxRows; ++S) {  // each S once, in order
-    const size_t next = all.find(LayerPlacement::make(reduced, S, 2).describe(), at);
+    const size_t next = all.find(LayerVariant::make(reduced, makeLayerKey(reduced, S, 2)).placement.describe(), at);
     CHECK(next != std::string::npos);
     at = next == std::string::npos ? at : next;
   }
@@ -73,7 +74,7 @@ TEST_CASE("dump --launch layer prints the placement of every S, or of --rows, wi
   const std::string one = runMonogen("dump --launch layer --rows 3 --tp 8 --wide-from 3 --ag-rs-from 2", code);
   INFO(one);
   REQUIRE(code == 0);
-  const LayerPlacement p = LayerPlacement::make(ModelConfig{}, 3, 8, {3, 2});
+  const LayerPlacement p = LayerVariant::make(ModelConfig{}, makeLayerKey(ModelConfig{}, 3, 8, {}, {3, 2})).placement;
   CHECK(p.wideMoe);
   CHECK(p.reduceScatter);
   CHECK(one.find(p.describe()) != std::string::npos);

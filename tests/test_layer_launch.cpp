@@ -169,9 +169,14 @@ TEST_CASE("layer launch: the stages run from the serving stack's bases (LayerPla
       for (int S = 1; S <= 16; ++S) {
         CAPTURE(cfg.blocks, TP, S);
         const LayerVariant v = LayerVariant::make(cfg, makeLayerKey(cfg, S, TP));
-        const LayerPlacement P = LayerPlacement::make(cfg, S, TP);
+        const LayerPlacement& P = v.placement;
         const AttentionLaunchLayout& A = v.attention.layout;
         const Layout& F = v.ffn.layout;
+        // the splits where the attention launch alone puts them: past its index and share tasks
+        // where they fit; the merges and o_proj right after them
+        const AttentionVariant alone = AttentionVariant::make(cfg, makeAttentionKey(cfg, S, TP));
+        CHECK(P.splitBase == alone.layout.split.base);
+        CHECK(P.mergeBase % cfg.blocks == alone.layout.merge.base);
         CHECK(A.split.base == P.splitBase % cfg.blocks);
         CHECK(A.merge.base == P.mergeBase % cfg.blocks);
         CHECK(F.push.base == P.oBase % cfg.blocks);
@@ -183,11 +188,11 @@ TEST_CASE("layer launch: the stages run from the serving stack's bases (LayerPla
   // the Plan's stage records carry them: S 2 TP 2 on the reduced config
   const ModelConfig cfg = ModelConfig::reduced();
   const ir::Plan plan = buildLayerPlan(cfg, makeLayerKey(cfg, 2, 2));
-  const LayerPlacement P = LayerPlacement::make(cfg, 2, 2);
-  const std::pair<const char*, int> want[] = {{"attn_split", P.splitBase}, {"attn_merge", P.mergeBase},
+  const LayerPlacement P = LayerVariant::make(cfg, makeLayerKey(cfg, 2, 2)).placement;
+  const std::pair<const char*, int> want[] = {{"attn_split", P.splitBase}, {"attn_merge", P.mergeBase % 32},
                                               {"push", P.oBase % 32},      {"reduce", P.oBase % 32},
                                               {"router", P.routerBase},    {"up", P.sharedBase},
-                                              {"down", P.downBase}};
+                                              {"down", P.downBase % 32}};
   for (const auto& [name, base] : want) {
     CAPTURE(name);
     CHECK(plan.stages.at(plan.stageIndex(name)).base == base);

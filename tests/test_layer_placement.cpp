@@ -48,6 +48,25 @@ TEST_CASE("layer placement: stage bases past the rows' split CTAs", "[layer_plac
   }
 }
 
+TEST_CASE("layer placement: the splits from splitFrom where they fit, else from 0", "[layer_placement]") {
+  // full dims, TP 4, S 2: 16 splits from CTA 13; merges 29, 30; o and down past them
+  const auto p = LayerPlacement::make(ModelConfig{}, 2, 4, {}, 13);
+  CHECK(p.splitTasks == 16);
+  CHECK(p.splitBase == 13);
+  CHECK(p.mergeBase == 29);
+  CHECK(p.oBase == 31);
+  CHECK(p.routerBase == 223);
+  CHECK(p.downBase == 29);
+  CHECK(LayerPlacement::make(ModelConfig{}, 2, 4, {}, 240).splitBase == 240);  // 240 + 16 = 256: fits
+  CHECK(LayerPlacement::make(ModelConfig{}, 2, 4, {}, 241).splitBase == 0);
+  // the reduced config at TP 2: two KV heads a rank, 16 splits a row; the merges past them all
+  const auto r = LayerPlacement::make(ModelConfig::reduced(), 1, 2, {}, 11);
+  CHECK(r.splitTasks == 16);
+  CHECK(r.splitBase == 11);
+  CHECK(r.oBase == 27);
+  CHECK(LayerPlacement::make(ModelConfig::reduced(), 2, 2, {}, 11).splitBase == 0);  // 11 + 32 > 32
+}
+
 TEST_CASE("layer placement: every routed up / gate task runs once, balanced", "[layer_placement]") {
   for (int tp : {1, 2, 4, 8})
     for (int rows = 1; rows <= 16; ++rows) {
@@ -188,7 +207,7 @@ TEST_CASE("layer placement: the description's CTA ranges are the CTAs the tasks 
       const auto p = LayerPlacement::make(cfg, S, tp);
       const std::string d = p.describe();
       INFO("S = " << S << ", TP = " << tp << "\n" << d);
-      CHECK(ctaColumn(d, "split") == ctasByCounting(p.nSplit * S, p.splitBase, p.blocks));
+      CHECK(ctaColumn(d, "split") == ctasByCounting(p.splitTasks, p.splitBase, p.blocks));
       CHECK(ctaColumn(d, "merge") == ctasByCounting(p.nMerge, p.mergeBase, p.blocks));
       CHECK(ctaColumn(d, "o      ") == ctasByCounting(p.nO, p.oBase, p.blocks));
       CHECK(ctaColumn(d, "router") == ctasByCounting(p.nRouter * S, p.routerBase, p.blocks));

@@ -7,6 +7,7 @@
 #include "ir/Printer.h"
 #include "specs/minimax_m3/kernel/Generate.h"
 #include "specs/minimax_m3/kernel/LayerPlacement.h"
+#include "specs/minimax_m3/kernel/LayerVariant.h"
 #include "tools/Commands.h"
 #include "tools/NumericFlag.h"
 #include "tools/Variant.h"
@@ -31,7 +32,9 @@ int dumpLayerPlacement(const VariantOptions& v, const mm::LayerPlacementKnobs& k
              "gate row CTAs, the task shapes, the MoE form, the pool or the regions' offsets: docs/layer.md), --config "
              "{}, TP {}, wide_from {}, ag_rs_from {}\n",
              v.config, v.tp, knobs.wideFrom, knobs.agRsFrom);
-  for (int s : rows) fmt::print("\n{}", mm::LayerPlacement::make(cfg, s, v.tp, knobs).describe());
+  // the sparse layer's variant's placement: its splits past the attention's index tasks
+  for (int s : rows)
+    fmt::print("\n{}", mm::LayerVariant::make(cfg, mm::makeLayerKey(cfg, s, v.tp, {}, knobs)).placement.describe());
   return 0;
 }
 

@@ -48,7 +48,8 @@ std::vector<int> LayerPlacement::sharedWindowCost(int base) const {
   return {busiest, busiest == most ? inRouter : 0, inDown, inRouter};
 }
 
-LayerPlacement LayerPlacement::make(const ModelConfig& cfg, int rows, int tp, LayerPlacementKnobs knobs) {
+LayerPlacement LayerPlacement::make(const ModelConfig& cfg, int rows, int tp, LayerPlacementKnobs knobs,
+                                    int splitFrom) {
   const std::string where = "minimax_m3 layer placement";
   cfg.validate(where);
   require(rows >= 1 && rows <= cfg.maxRows, where, fmt::format("S = {} rows: expected 1..{}", rows, cfg.maxRows));
@@ -82,13 +83,14 @@ LayerPlacement LayerPlacement::make(const ModelConfig& cfg, int rows, int tp, La
   p.shTasks = inter / kShRows;
   p.nDown = cfg.hidden / kDownRows;
 
-  const int splits = p.nSplit * rows;
-  p.splitBase = 0;
-  p.mergeBase = splits;
-  p.oBase = splits + p.nMerge;
-  p.routerBase = (splits + p.nMerge + p.nO) % p.blocks;
+  const int kvPerRank = std::max(1, cfg.kvHeads / tp);  // a KV head on TP / kvHeads ranks past kvHeads
+  const int splits = p.splitTasks = p.nSplit * kvPerRank * rows;
+  p.splitBase = splitFrom >= 0 && splitFrom + splits <= p.blocks ? splitFrom : 0;
+  p.mergeBase = p.splitBase + splits;
+  p.oBase = p.mergeBase + p.nMerge;
+  p.routerBase = (p.oBase + p.nO) % p.blocks;
   p.ugBase = 0;
-  p.downBase = splits;
+  p.downBase = p.mergeBase;
   if (rows >= 4 && p.blocks % rows == 0) p.ugCtasPerRow = p.blocks / rows;
 
   int fewest = p.ugTasksOf(0), most = fewest;
@@ -141,7 +143,8 @@ std::string LayerPlacement::describe() const {
     s += fmt::format("  {:<7} {:>5}  {:<32}  {}\n", name, tasks, ctas, what);
   };
   s += fmt::format("  {:<7} {:>5}  {:<32}  {}\n", "stage", "tasks", "CTAs", "each task");
-  stage("split", nSplit * rows, splitBase, fmt::format("{} a row: {} attended keys, online softmax", nSplit, kSplitKeys));
+  stage("split", splitTasks, splitBase,
+        fmt::format("{} a (row, KV head): {} attended keys, online softmax", nSplit, kSplitKeys));
   stage("merge", nMerge, mergeBase, "a row (at S = 1 the o task merges)");
   stage("o", nO, oBase, fmt::format("{} hidden rows of o_proj", kORows));
   stage("router", nRouter * rows, routerBase, fmt::format("{} a row: one expert a wave", nRouter));

@@ -30,7 +30,8 @@ struct SymRegion {
 struct LayerPlacement {
   // --- the variant and the task counts the placement derives from the config ---
   int rows = 1, tp = 1, blocks = 0, waves = 0, topk = 0;
-  int nSplit = 0;     // split tasks a row: the sparse key budget (top-k x block) / 256 keys a split
+  int nSplit = 0;     // split tasks a (row, KV head): the sparse key budget (top-k x block) / 256 keys a split
+  int splitTasks = 0; // split tasks in all: nSplit x the rank's KV heads x S
   int nMerge = 0;     // merge tasks: one a row when S > 1 (at S = 1 the o task merges)
   int nO = 0;         // o_proj tasks: hidden / 32 rows each
   int nRouter = 0;    // router tasks a row: one expert a wave
@@ -63,9 +64,12 @@ struct LayerPlacement {
   std::vector<SymRegion> sym;
   int64_t symBytes = 0;
 
-  /// The placement of (S, TP) on cfg. Throws InputError naming the value on a bad S or TP, or a
-  /// config whose dims the tasks do not divide.
-  static LayerPlacement make(const ModelConfig& cfg, int rows, int tp, LayerPlacementKnobs knobs = {});
+  /// The placement of (S, TP) on cfg. `splitFrom`: the first CTA past the attention's norm, heads,
+  /// index and index-share tasks; the splits start there when they all fit before the grid's end,
+  /// else at 0 (a split waits behind no index task). Throws InputError naming the value on a bad
+  /// S or TP, or a config whose dims the tasks do not divide.
+  static LayerPlacement make(const ModelConfig& cfg, int rows, int tp, LayerPlacementKnobs knobs = {},
+                             int splitFrom = 0);
 
   /// Which CTA runs what: one line a stage (tasks, base, CTA range), then the MoE's form.
   std::string describe() const;

@@ -104,7 +104,9 @@ LayerVariant LayerVariant::make(const ModelConfig& cfg, const ir::Key& keyIn) {
   AttentionLaunchLayout& A = v.attention.layout;
   A.ardyOffset = A.scratchBytes;  // past every other area: zeroed with the flags before them
   A.scratchBytes += (8 * int64_t{S} + 255) / 256 * 256;
-  v.placement = LayerPlacement::make(cfg, S, TP, v.placementKnobs);
+  // the splits past the attention's index and share tasks where they fit, as the attention launch's
+  const int64_t front = A.rows + A.heads.tasks + A.index.tasks + A.indexShare.tasks;
+  v.placement = LayerPlacement::make(cfg, S, TP, v.placementKnobs, static_cast<int>(front));
   const LayerPlacement& P = v.placement;
   Layout& F = v.ffn.layout;
   if (P.reduceScatter) {
