@@ -76,7 +76,18 @@ void oprojTokenScales(KernelContext& c) {
   });
 }
 
-void stageOprojPush(KernelContext& c, Val task) {
+std::vector<Val> oprojWeights(KernelContext& c, Val task) {
+  ir::Builder& b = c.b;
+  const int K = c.L.attnWidth, partSteps = K / 32 / kOprojKParts;
+  const MfmaTile T = MfmaTile::at(c.lane, MfmaKind::F32_16x16x32_FP8, 1);
+  Val chan0 = (task * kTaskColumns + (c.wave % 2) * 16), kBase = (c.wave / 2) * (partSteps * 32) + T.laneK0();
+  Val wBase = b.named(c.shuffledOffset(chan0 + T.aRow(), kBase, K) + kBase % 16, "wbase_early");
+  std::vector<Val> w;
+  for (int st = 0; st < partSteps; ++st) w.push_back(b.load(Type::i64(), b.ptrAdd(c.wo, wBase + st * 512)));
+  return w;
+}
+
+void stageOprojPush(KernelContext& c, Val task, const std::vector<Val>* weights) {
   ir::Builder& b = c.b;
   const Layout& L = c.L;
   const int K = L.attnWidth, partSteps = K / 32 / kOprojKParts;
@@ -89,11 +100,12 @@ void stageOprojPush(KernelContext& c, Val task) {
   // The part's K steps, unrolled. Step st reads K kBase + 32 st of the row and the weight 512 bytes
   // (one 32-byte K tile of 16 rows) past step 0's: laneK0 < 32, so K / 32 grows by st.
   Val kBase = b.named(part * (partSteps * 32) + T.laneK0(), "kbase");
-  Val wBase = b.named(c.shuffledOffset(chan0 + T.aRow(), kBase, K) + kBase % 16, "wbase");
+  Val wBase = weights ? Val{} : b.named(c.shuffledOffset(chan0 + T.aRow(), kBase, K) + kBase % 16, "wbase");
   struct Step {
     Val x, a;
   };
   const auto loadStep = [&](int st) {
+    if (weights) return Step{attnRun(c, token, kBase + st * 32), weights->at(static_cast<size_t>(st))};
     return Step{attnRun(c, token, kBase + st * 32), b.load(Type::i64(), b.ptrAdd(c.wo, wBase + st * 512))};
   };
   for (int first = 0; first < partSteps; first += kOprojStepsAhead) {

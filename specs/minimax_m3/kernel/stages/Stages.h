@@ -19,7 +19,10 @@ void pushPair(KernelContext& c, ir::Val t, ir::Val pair, ir::Val word);
 void oprojTokenScales(KernelContext& c);
 /// push task `task` with o_proj in the launch: the rowwise-FP8 GEMM of columns 32 task .. for every
 /// row, its bf16 partial to OPART and, as pairs, to every rank's ATTN.
-void stageOprojPush(KernelContext& c, ir::Val task);
+/// `weights`: the task's oprojWeights, loaded earlier (the layer issues them before its ARDY wait).
+void stageOprojPush(KernelContext& c, ir::Val task, const std::vector<ir::Val>* weights = nullptr);
+/// A wave's o_proj weight words of push task `task`, one i64 a K step, as stageOprojPush loads them.
+std::vector<ir::Val> oprojWeights(KernelContext& c, ir::Val task);
 /// reduce: the ranks' pairs 16 task .. in rank order + residual -> res_out, SRES, SSQ.
 void stageReduce(KernelContext& c, ir::Val task);
 /// norm: row `task`'s SSQ parts -> rstd, XN (bf16), XRDY.
