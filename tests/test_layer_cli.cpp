@@ -74,7 +74,8 @@ TEST_CASE("dump --launch layer prints the placement of every S, or of --rows, wi
   const std::string one = runMonogen("dump --launch layer --rows 3 --tp 8 --wide-from 3 --ag-rs-from 2", code);
   INFO(one);
   REQUIRE(code == 0);
-  const LayerPlacement p = LayerVariant::make(ModelConfig{}, makeLayerKey(ModelConfig{}, 3, 8, {}, {3, 2})).placement;
+  const int splitFrom = LayerVariant::make(ModelConfig{}, makeLayerKey(ModelConfig{}, 3, 8)).placement.splitBase;
+  const LayerPlacement p = LayerPlacement::make(ModelConfig{}, 3, 8, {3, 2}, splitFrom);
   CHECK(p.wideMoe);
   CHECK(p.reduceScatter);
   CHECK(one.find(p.describe()) != std::string::npos);

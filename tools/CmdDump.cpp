@@ -32,9 +32,11 @@ int dumpLayerPlacement(const VariantOptions& v, const mm::LayerPlacementKnobs& k
              "gate row CTAs, the task shapes, the MoE form, the pool or the regions' offsets: docs/layer.md), --config "
              "{}, TP {}, wide_from {}, ag_rs_from {}\n",
              v.config, v.tp, knobs.wideFrom, knobs.agRsFrom);
-  // the sparse layer's variant's placement: its splits past the attention's index tasks
-  for (int s : rows)
-    fmt::print("\n{}", mm::LayerVariant::make(cfg, mm::makeLayerKey(cfg, s, v.tp, {}, knobs)).placement.describe());
+  // with the sparse layer variant's split base: past the attention's index tasks where they fit
+  for (int s : rows) {
+    const int splitFrom = mm::LayerVariant::make(cfg, mm::makeLayerKey(cfg, s, v.tp)).placement.splitBase;
+    fmt::print("\n{}", mm::LayerPlacement::make(cfg, s, v.tp, knobs, splitFrom).describe());
+  }
   return 0;
 }
 
