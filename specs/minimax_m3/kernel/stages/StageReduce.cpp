@@ -88,7 +88,7 @@ void reduceToOwner(KernelContext& c, Val task, const Area& from, const Area& to,
     Val t = c.tid / kTaskPairs;
     Val pair = task * kTaskPairs + c.tid % kTaskPairs;
     b.if_(t % c.i32(L.tp) == c.rank, [&] {
-      const std::vector<Val> word = awaitRankPairs(c, from, t, pair, site);
+      const std::vector<Val> word = awaitRankPairs(c, from, t, pair, site, MemOrder::Relaxed);  // the pairs are the data
       Val a[2];
       for (int h = 0; h < 2; ++h) a[h] = b.f32ToBf16(sumRanksF32(b, word, c.i32(16 * h)));
       Val sum = b.bitcast(b.insert(b.splat(a[0], 2), a[1], 1), Type::i32());
@@ -111,7 +111,7 @@ static void stageReduceGather(KernelContext& c, Val task) {
     Val pair = b.named(task * kTaskPairs + c.tid % kTaskPairs, "pair");
     Val row = t * (L.hidden / 2) + pair;  // the pair's index in a bf16 [S][hidden] tensor
     Val code = c.i32(errorCode(kSiteReduceAg, 0, 0)) | (t % c.i32(L.tp)) << c.i32(8) | t << c.i32(16);
-    Val sum = c.await(c.pairAt(c.sym, L.attnAg, row), code, kSiteReduceAg, MemOrder::Acquire, MemScope::System);
+    Val sum = c.await(c.pairAt(c.sym, L.attnAg, row), code, kSiteReduceAg, MemOrder::Relaxed, MemScope::System);
     Val res = b.load(Type::i32(), c.elemAt(c.resIn, row, 4));
     Val v[2];
     for (int h = 0; h < 2; ++h) {
