@@ -359,8 +359,8 @@ TEST_CASE("fences: a release writes L2 back then waits, an acquire waits then in
 // arguments" comment each stage's code starts with (codegen/Lowering.cpp, opaqueKernargPtr). Each
 // stage's flag sites carry the bits of the scope the spec gives them (specs/minimax_m3/kernel/stages/Stage*.cpp):
 // the all-reduce pushes (push, down) are relaxed system-scope 8-byte stores to the peers; the waits
-// on them poll at system scope, reduce's relaxed (the pairs are the data), final's acquire (it
-// invalidates at system scope); the flags between this GPU's CTAs
+// on them poll at system scope, relaxed (the pairs are the data: neither reduce nor final invalidates);
+// the flags between this GPU's CTAs
 // (reduce -> norm -> router -> route -> table -> up -> down, the marks, done) are agent-scope releases
 // and acquires; the handshake's fault words are system-scope releases and acquires. Every
 // buffer_wbl2 is followed by an s_waitcnt vmcnt(0) before any other vector memory op.
@@ -411,7 +411,7 @@ TEST_CASE("the FFN launch's ISA: each stage's flag sites have their scope's bits
       {"table", {poll + agent, "buffer_inv" + agent}, {"buffer_inv" + sys}},
       {"up", {poll + agent, "buffer_inv" + agent, "buffer_wbl2" + agent, pair + agent}, {"buffer_inv" + sys}},
       {"down", {poll + agent, "buffer_inv" + agent, pair + sys}, {"buffer_wbl2" + sys}},
-      {"final", {poll + sys, "buffer_inv" + sys}, {poll + agent, "buffer_inv" + agent}},
+      {"final", {poll + sys}, {poll + agent, "buffer_inv" + agent, "buffer_inv" + sys}},
       {"mark", {"buffer_wbl2" + agent, pair + agent}, {"buffer_wbl2" + sys}},
       {"done", {"buffer_wbl2" + agent, pair + agent}, {"buffer_wbl2" + sys}},
       {"handshake", {"buffer_wbl2" + sys, pair + sys, poll + sys, "buffer_inv" + sys}, {}},

@@ -109,7 +109,9 @@ Layout Layout::make(const ModelConfig& cfg, int rows, int tp, FfnInput input) {
   L.tiling = T;
   L.experts = cfg.experts;
   L.topk = cfg.topk;
-  L.norm = Placement{"norm", rows, 0};
+  // the norm's rows on the last CTAs, off the router's and route's first ones: a router task
+  // then waits for RSTD alone, not behind its own CTA's XN stores
+  L.norm = Placement{"norm", rows, cfg.blocks - rows};
   L.router = Placement{"router", int64_t{T.routerTiles} * T.routerParts, 0};
   L.route = Placement{"route", rows, 0};
   L.table = Placement{"table", cfg.blocks, 0};

@@ -64,7 +64,7 @@ struct Layout {
   // --- placements, in launch order ---
   Placement push;    // hidden / 32 tasks: this rank's partial -> every rank's ATTN
   Placement reduce;  // hidden / 32 tasks: ATTN in rank order + residual -> res_out, SRES, SSQ
-  Placement norm;    // S tasks: SSQ -> rstd, XN (bf16), XRDY
+  Placement norm;    // S tasks on the last S CTAs: SSQ -> rstd, XN (bf16), XRDY
   Placement router;  // routerTiles x routerParts tasks: LOGIT parts
   Placement route;   // S tasks: LOGIT -> ROUTE (picks, weights)
   Placement table;   // every CTA: ROUTE -> the slot table in LDS

@@ -11,15 +11,15 @@ using ir::Val;
 
 // Pairs 16 task .. (columns 32 task ..), every row: thread tid < 16 S takes
 // row t = tid / 16, pair 16 task + tid % 16, waits for the TP ranks' combined partials in FFN in
-// rank order (acquire, system scope; site final), sums each column's ranks in rank order in f32
-// (acc = p_0, then acc + p_r) and rounds once to bf16 -> out.
+// rank order (relaxed, system scope: the pairs are the data; site final), sums each column's ranks
+// in rank order in f32 (acc = p_0, then acc + p_r) and rounds once to bf16 -> out.
 void stageFinal(KernelContext& c, Val task) {
   ir::Builder& b = c.b;
   const Layout& L = c.L;
   b.if_(c.tid < L.rows * kTaskPairs, [&] {
     Val t = c.tid / kTaskPairs;
     Val pair = task * kTaskPairs + c.tid % kTaskPairs;
-    const std::vector<Val> word = awaitRankPairs(c, L.ffn, t, pair, kSiteFinal);
+    const std::vector<Val> word = awaitRankPairs(c, L.ffn, t, pair, kSiteFinal, MemOrder::Relaxed);
     Val o[2];
     for (int h = 0; h < 2; ++h) o[h] = b.f32ToBf16(sumRanksF32(b, word, c.i32(16 * h)));
     b.store(c.elemAt(c.out, t * (L.hidden / 2) + pair, 4), b.insert(b.splat(o[0], 2), o[1], 1));
@@ -67,7 +67,7 @@ extern const StageDef kFinalAgStage = {
               Val t = c.tid / kTaskPairs;
               Val row = t * (L.hidden / 2) + task * kTaskPairs + c.tid % kTaskPairs;
               Val code = c.i32(errorCode(kSiteFinalAg, 0, 0)) | (t % c.i32(L.tp)) << c.i32(8) | t << c.i32(16);
-              Val w = c.await(c.pairAt(c.sym, L.ffnAg, row), code, kSiteFinalAg, MemOrder::Acquire, MemScope::System);
+              Val w = c.await(c.pairAt(c.sym, L.ffnAg, row), code, kSiteFinalAg, MemOrder::Relaxed, MemScope::System);
               b.store(c.elemAt(c.out, row, 4), b.bitcast(w, Type::vec(Type::bf16(), 2)));
             });
           });

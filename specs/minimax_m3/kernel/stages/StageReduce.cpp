@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include "ir/Op.h"
 #include "specs/minimax_m3/kernel/Sites.h"
 #include "specs/minimax_m3/kernel/stages/Stages.h"
@@ -17,6 +19,27 @@ std::vector<Val> awaitRankPairs(KernelContext& c, const Area& area, Val t, Val p
     Val code = c.errorCode(site, src, t);  // the rank that owes the pair
     word.push_back(c.await(c.pairAt(c.sym, area, at), code, site, order, MemScope::System));
   }
+  return word;
+}
+
+std::vector<Val> awaitRankPairsAtOnce(KernelContext& c, const Area& area, Val task, int site, MemOrder order) {
+  ir::Builder& b = c.b;
+  const Layout& L = c.L;
+  const int active = L.rows * kTaskPairs, group = std::min(L.tp, L.threads / active);
+  Val j = c.tid % active, g = c.tid / active;
+  Val t = j / kTaskPairs, pair = task * kTaskPairs + j % kTaskPairs;
+  auto wordAt = [&](Val src) { return b.ptrAdd(c.red, (src * active + j) * c.i32(4)); };  // red[src][active]
+  for (int r = 0; r * group < L.tp; ++r) {
+    Val src = g + r * group;
+    b.if_((c.tid < group * active) & (src < c.i32(L.tp)), [&] {
+      Val at = (src * L.rows + t) * c.i32(L.hidden / 2) + pair;
+      Val code = c.i32(errorCode(site, 0, 0)) | src << c.i32(8) | t << c.i32(16);  // the rank that owes it
+      b.store(wordAt(src), c.await(c.pairAt(c.sym, area, at), code, site, order, MemScope::System));
+    });
+  }
+  c.ctaSync(/*drain=*/false);
+  std::vector<Val> word;
+  for (int src = 0; src < L.tp; ++src) word.push_back(b.load(Type::i32(), wordAt(c.i32(src))));
   return word;
 }
 
@@ -53,8 +76,8 @@ static void publishSsq(KernelContext& c, Val task, ir::Var sq) {
   });
 }
 
-// Pairs 16 task .. of every row: waits for the TP ranks' pairs in ATTN (site reduce), sums them in
-// rank order in f32, rounds to bf16, adds the residual: res_out, SRES, and the row's sum of squares
+// Pairs 16 task .. of every row: waits for the TP ranks' pairs in ATTN at once (site reduce), sums
+// them in rank order in f32, rounds to bf16, adds the residual: res_out, SRES, and the row's sum of squares
 // published to SSQ[t][task] (release, agent). The order: docs/minimax-m3-kernel.md, "reduce".
 void stageReduce(KernelContext& c, Val task) {
   ir::Builder& b = c.b;
@@ -62,13 +85,15 @@ void stageReduce(KernelContext& c, Val task) {
   const int active = L.rows * kTaskPairs;
   ir::Var sq = b.var(b.f32(0.0), "sq");
 
+  // an input, loaded before the waits
+  Val res = b.load(Type::i32(), c.elemAt(c.resIn, b.min(c.tid, c.i32(active - 1)) / kTaskPairs * (L.hidden / 2) +
+                                                    task * kTaskPairs + c.tid % kTaskPairs, 4));
+  // the pairs are the data (pushed relaxed): no acquire, nothing else of the peers' is read
+  const std::vector<Val> word = awaitRankPairsAtOnce(c, L.attn, task, kSiteReduce, MemOrder::Relaxed);
   b.if_(c.tid < active, [&] {
     Val t = b.named(c.tid / kTaskPairs, "t");
     Val pair = b.named(task * kTaskPairs + c.tid % kTaskPairs, "pair");
     Val row = t * (L.hidden / 2) + pair;  // the pair's index in a bf16 [S][hidden] tensor
-    Val res = b.load(Type::i32(), c.elemAt(c.resIn, row, 4));  // an input: loaded before the waits
-    // the pairs are the data (pushed relaxed): no acquire, nothing else of the peers' is read
-    const std::vector<Val> word = awaitRankPairs(c, L.attn, t, pair, kSiteReduce, MemOrder::Relaxed);
 
     Val v[2];
     for (int h = 0; h < 2; ++h) {  // column 2 pair + h: bits 16 h .. of each word
@@ -88,7 +113,7 @@ void reduceToOwner(KernelContext& c, Val task, const Area& from, const Area& to,
     Val t = c.tid / kTaskPairs;
     Val pair = task * kTaskPairs + c.tid % kTaskPairs;
     b.if_(t % c.i32(L.tp) == c.rank, [&] {
-      const std::vector<Val> word = awaitRankPairs(c, from, t, pair, site);
+      const std::vector<Val> word = awaitRankPairs(c, from, t, pair, site, MemOrder::Relaxed);  // the pairs are the data
       Val a[2];
       for (int h = 0; h < 2; ++h) a[h] = b.f32ToBf16(sumRanksF32(b, word, c.i32(16 * h)));
       Val sum = b.bitcast(b.insert(b.splat(a[0], 2), a[1], 1), Type::i32());
@@ -111,7 +136,7 @@ static void stageReduceGather(KernelContext& c, Val task) {
     Val pair = b.named(task * kTaskPairs + c.tid % kTaskPairs, "pair");
     Val row = t * (L.hidden / 2) + pair;  // the pair's index in a bf16 [S][hidden] tensor
     Val code = c.i32(errorCode(kSiteReduceAg, 0, 0)) | (t % c.i32(L.tp)) << c.i32(8) | t << c.i32(16);
-    Val sum = c.await(c.pairAt(c.sym, L.attnAg, row), code, kSiteReduceAg, MemOrder::Acquire, MemScope::System);
+    Val sum = c.await(c.pairAt(c.sym, L.attnAg, row), code, kSiteReduceAg, MemOrder::Relaxed, MemScope::System);
     Val res = b.load(Type::i32(), c.elemAt(c.resIn, row, 4));
     Val v[2];
     for (int h = 0; h < 2; ++h) {

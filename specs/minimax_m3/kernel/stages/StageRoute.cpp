@@ -53,35 +53,37 @@ void stageRoute(KernelContext& c, Val t) {
   });
   c.ctaSync(/*drain=*/false);
 
-  // wave 0 picks: lane l holds experts l and l + 64 (an absent expert is -inf, weight 0, and
-  // loses every tie: its index is above every present one)
+  // wave 0 picks: lane l holds experts l and l + 64. A pick is one max butterfly over an i64 key,
+  // the value's order bits above 255 - expert (the lowest expert wins a tie; -0 counts as +0),
+  // 0 for an absent or taken expert (below every present one, -inf included); the winner's
+  // weight comes from its lane by one shuffle
   b.if_(c.wave == 0, [&] {
-    const double negInf = -static_cast<double>(kInf);
-    Val val[2], sc[2], idx[2], present[2];
+    Val sc[2], idx[2], key[2];
     ir::Var taken[2];
     for (int i = 0; i < 2; ++i) {
       idx[i] = c.lane + 64 * i;
-      present[i] = idx[i] < E;
-      Val at = b.select(present[i], idx[i], c.i32(0));
-      val[i] = b.select(present[i], b.load(Type::f32(), redAt(at)), b.f32(negInf));
-      sc[i] = b.select(present[i], b.load(Type::f32(), redAt(E + at)), b.f32(0.0));
+      Val present = idx[i] < E;
+      Val at = b.select(present, idx[i], c.i32(0));
+      Val v = b.load(Type::f32(), redAt(at)) + b.f32(0.0);  // -0 -> +0: a tie as the f32 compare sees it
+      sc[i] = b.select(present, b.load(Type::f32(), redAt(E + at)), b.f32(0.0));
+      Val bits = b.bitcast(v, Type::i32());
+      Val order = b.select(bits < c.i32(0), bits ^ c.i32(-1), bits | c.i32(INT32_MIN));  // f32 order as u32
+      Val k = (b.zext(order, Type::i64()) << b.i64(8)) | b.zext(c.i32(255) - idx[i], Type::i64());
+      key[i] = b.select(present, k, b.i64(0));
       taken[i] = b.var(b.i1(false), "taken");
     }
     ir::Var total = b.var(b.f32(0.0), "total");
     ir::Var myId = b.var(c.i32(0), "my_id");
     ir::Var myW = b.var(b.f32(0.0), "my_w");
+    const int64_t negInfKey = int64_t{0x007FFFFF} << 8 | 255;  // -inf's order bits, above any expert's
     for (int k = 0; k < K; ++k) {  // pick k: the best untaken, the lowest untaken expert on a tie
-      Val v0 = b.select(b.get(taken[0]), b.f32(negInf), val[0]);
-      Val v1 = b.select(b.get(taken[1]), b.f32(negInf), val[1]);
-      Val best = b.butterfly(b.select(v1 > v0, v1, v0), {32, 16, 8, 4, 2, 1}, ir::OpCode::Max);
-      auto candidate = [&](int i, Val v) { return present[i] & !b.get(taken[i]) & (v == best); };
-      Val none = c.i32(1 << 20);
-      Val cand = b.min(b.select(candidate(0, v0), idx[0], none), b.select(candidate(1, v1), idx[1], none));
-      Val win = b.butterfly(cand, {32, 16, 8, 4, 2, 1}, ir::OpCode::Min);
+      Val k0 = b.select(b.get(taken[0]), b.i64(0), key[0]);
+      Val k1 = b.select(b.get(taken[1]), b.i64(0), key[1]);
+      Val best = b.butterfly(b.max(k0, k1), {32, 16, 8, 4, 2, 1}, ir::OpCode::Max);
+      Val win = c.i32(255) - b.trunc(best & b.i64(255), Type::i32());
       Val mine0 = win == idx[0], mine1 = win == idx[1];
-      Val w = b.butterfly(b.select(mine0, sc[0], b.select(mine1, sc[1], b.f32(0.0))), {32, 16, 8, 4, 2, 1},
-                          ir::OpCode::Max);
-      w = b.select(best > b.f32(negInf), w, b.f32(0.0));  // an unusable score weighs 0
+      Val w = b.shuffle(b.select(win >= c.i32(64), sc[1], sc[0]), win & c.i32(63));
+      w = b.select(best > b.i64(negInfKey), w, b.f32(0.0));  // an unusable score weighs 0
       b.set(taken[0], b.get(taken[0]) | mine0);
       b.set(taken[1], b.get(taken[1]) | mine1);
       b.set(total, b.get(total) + w);

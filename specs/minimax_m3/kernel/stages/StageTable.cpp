@@ -26,7 +26,9 @@ void stageTable(KernelContext& c) {
 
   // an input, loaded before the waits: thread t < S's row slot (valid when >= 0)
   Val slot = b.load(Type::i64(), c.elemAt(c.slots, b.min(c.tid, c.i32(S - 1)), 8));
-  // thread i < 2 S K waits for ROUTE's pair i (one wait for a row's picks and weights together)
+  // thread i < 2 S K waits for ROUTE's pair i (one wait for a row's picks and weights together;
+  // checked for both: the picks' check load is the wave's anyway, and a lost weight stores 0, not a
+  // stale launch's)
   b.if_(c.tid < 2 * n, [&] {
     Val t = c.tid / (2 * K), k = c.tid % (2 * K);
     Val code = c.errorCode(kSiteTable, t);
@@ -36,7 +38,7 @@ void stageTable(KernelContext& c) {
       AwaitedPair pick = guardIndex(b, e, -1, E, c.i32(kLostPick));
       b.if_(e.ok & !pick.ok, [&] { c.fail(c.errorCode(kSitePick, t)); });  // it came, out of range
       c.tabSt(W.pickE, at, pick.value);
-    }, [&] { c.tabSt(W.pickW, at - K, e.value); });  // a weight: data only
+    }, [&] { c.tabSt(W.pickW, at - K, b.select(e.ok, e.value, c.i32(0))); });  // a weight that did not come: 0.0
   });
   b.if_(c.tid < E, [&] { c.tabSt(W.mask, c.tid, c.i32(0)); });
   b.for_(c.tid, c.i32(T.maxSlots * 16), c.i32(L.threads), [&](Val i) {

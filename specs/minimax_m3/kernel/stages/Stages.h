@@ -50,6 +50,12 @@ ir::Val a16w4Step(const MfmaTile& t, ir::Val acc, ir::Val w4, ir::Val scaleByte,
 /// order, each awaited at system scope (`order`; `site`, the error code naming the rank that owes it).
 std::vector<ir::Val> awaitRankPairs(KernelContext& c, const Area& area, ir::Val t, ir::Val pair, int site,
                                     ir::MemOrder order = ir::MemOrder::Acquire);
+/// awaitRankPairs for pair 16 task + tid % 16 of row tid / 16 (threads tid < 16 S), every CTA
+/// thread calling it: the TP waits run at once over the CTA's threads (each waits one rank's
+/// pair), their words meet in LDS red [TP][16 S] after a barrier. red must be free; its words are
+/// read back when it returns, so a barrier must come before red's next writes.
+std::vector<ir::Val> awaitRankPairsAtOnce(KernelContext& c, const Area& area, ir::Val task, int site,
+                                          ir::MemOrder order);
 /// The ranks' bf16 halves at bit `shift` of their pairs, summed in rank order in f32.
 ir::Val sumRanksF32(ir::Builder& b, const std::vector<ir::Val>& word, ir::Val shift);
 /// Reduce-scattered: row t's owner rank t % TP alone awaits every rank's pair in `from` (`site`),
