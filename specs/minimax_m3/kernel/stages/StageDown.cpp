@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "ir/Op.h"
+#include "specs/common/TaskLoop.h"
 #include "specs/minimax_m3/kernel/Sites.h"
 #include "specs/minimax_m3/kernel/stages/Stages.h"
 
@@ -41,20 +42,95 @@ namespace {
 struct DownStep {
   Val live, kc, w4, s;
 };
+
+// Step st's lane run (live, kc) of the lane's K; no loads.
+DownStep downStepLanes(KernelContext& c, const MfmaTile& t, int st) {
+  const int IP = c.L.tiling.interPerRank;
+  DownStep in;
+  Val k0 = c.i32(int64_t{st} * c.L.tiling.kStep) + t.laneK0();
+  const bool whole = (st + 1) * c.L.tiling.kStep <= IP;
+  in.live = whole ? Val{} : k0 < IP;
+  in.kc = whole ? k0 : c.b.select(in.live, k0, c.i32(0));
+  return in;
+}
+
+// Step st of expert e's w2 rows wrow (the lane's A row): its lane run and its loads.
+DownStep loadDownStep(KernelContext& c, const MfmaTile& t, Val e, Val wrow, int st) {
+  ir::Builder& b = c.b;
+  const int H = c.L.hidden, IP = c.L.tiling.interPerRank;
+  DownStep in = downStepLanes(c, t, st);
+  Val off = c.shuffledOffset(wrow, in.kc / 2, IP / 2);
+  in.w4 = b.load(Type::vec(Type::i32(), 4), c.expertByte(c.w2, e, int64_t{H} * (IP / 2), off));
+  in.s = b.zext(b.load(Type::i8(), c.scaleByte(c.s2, e, wrow, in.kc / 32, H, IP / 32)), Type::i32());
+  return in;
+}
+
+int heldDownSteps(const MoeTiling& T) { return std::min(kDownStepsAhead, T.downSteps); }
+
+Val downFirstTask(KernelContext& c) {
+  if (c.L.down.base == 0) return c.block;  // the FFN launch: the CTA's own id
+  return specs::stageFirstTask(c.b, c.block, c.L.down.base, c.L.blocks);
+}
 }  // namespace
 
-void stageDown(KernelContext& c, Val task) {
+DownWeights makeDownWeights(KernelContext& c) {
+  ir::Builder& b = c.b;
+  DownWeights w;
+  for (int i = 0; i < heldDownSteps(c.L.tiling); ++i) {
+    w.w4.push_back(b.var(b.splat(c.i32(0), 4), "down_w4"));
+    w.scale.push_back(b.var(c.i32(127), "down_scale"));
+  }
+  return w;
+}
+
+// Issues the held steps' loads of slot u's GEMV of `task` into w (nothing for a task past down's
+// or a slot past the table's: that GEMV does not run).
+void loadDownWeights(KernelContext& c, Val task, Val u, DownWeights& w) {
+  ir::Builder& b = c.b;
+  MfmaTile t = a16w4Tile(c);
+  b.if_((task < c.i32(c.L.down.tasks)) & (u < c.slotCount()), [&] {
+    Val e = c.tabLd(c.L.tw.slotE, u);
+    Val wrow = task * 16 + t.aRow();
+    for (int st = 0; st < heldDownSteps(c.L.tiling); ++st) {
+      DownStep in = loadDownStep(c, t, e, wrow, st);
+      b.set(w.w4[static_cast<size_t>(st)], in.w4);
+      b.set(w.scale[static_cast<size_t>(st)], in.s);
+    }
+  });
+}
+
+void stageDown(KernelContext& c, Val task, DownWeights& cur, DownWeights& next) {
   ir::Builder& b = c.b;
   const Layout& L = c.L;
   const MoeTiling& T = L.tiling;
   const auto& W = L.tw;
-  const int H = L.hidden, IP = T.interPerRank;
+  const int IP = T.interPerRank;
+  const int held = heldDownSteps(T);
   Val nSlots = c.slotCount();
   MfmaTile t = a16w4Tile(c);
 
   b.for_(c.wave, nSlots, c.i32(L.waves), [&](Val u) {
     Val e = c.tabLd(W.slotE, u);
     Val cnt = b.popcount(c.tabLd(W.slotMask, u));
+    // The wave copies only the slot's cnt MID columns (contiguous: MID[u][0 .. cnt)) to its
+    // bstage region, 16 bytes a lane a pass, and reads B there; LDS keeps a wave's order.
+    Val midAt = c.wave * (L.midWaveBytes / 2);  // bf16 index of the region in bstage
+    if (L.midInLds)
+      b.if_(cnt > 0, [&] {
+        Val region = b.ptrAdd(c.bstage, c.wave * L.midWaveBytes);
+        b.for_(c.lane, cnt * (IP / 8), c.i32(64), [&](Val i) {
+          Val v = b.load(Type::vec(Type::bf16(), 8), c.elemAt(c.scratch, L.mid, u * (16 * IP) + i * 8, 2));
+          b.store(c.elemAt(region, i * 8, 2), v);
+        });
+      });
+    // The wave's next GEMV (this task's next slot, else its first slot of the CTA's next task)
+    // loads its held steps while this one computes: after this GEMV's scratch loads (vmcnt
+    // counts in order), i.e. after the MID copy, or after the GEMV when B is read from scratch.
+    Val more = u + L.waves < nSlots;
+    const auto loadNext = [&] {
+      loadDownWeights(c, b.select(more, task, task + L.blocks), b.select(more, u + L.waves, c.wave), next);
+    };
+    if (L.midInLds) loadNext();
     // A slot of no rows (the shared one when every row is padded) has no CONTRIB row to write and
     // up stored no MID column of it: skip it. (Its GEMV read MID column 0, never written, from
     // bstage or scratch: the uninitialized-read check found it with every row padded.)
@@ -63,38 +139,24 @@ void stageDown(KernelContext& c, Val task) {
       Val pick = c.tabLd(W.slotPick, u * 16 + xcol);
       ir::Var accV = b.var(b.splat(b.f32(0.0), 4), "acc");
       Val wrow = task * 16 + t.aRow();
-      const auto loadStep = [&](int st) {
-        DownStep in;
-        Val k0 = c.i32(st * T.kStep) + t.laneK0();  // the lane's run
-        const bool whole = (st + 1) * T.kStep <= IP;
-        in.live = whole ? Val{} : k0 < IP;
-        in.kc = whole ? k0 : b.select(in.live, k0, c.i32(0));
-        Val off = c.shuffledOffset(wrow, in.kc / 2, IP / 2);
-        in.w4 = b.load(Type::vec(Type::i32(), 4), c.expertByte(c.w2, e, int64_t{H} * (IP / 2), off));
-        Val sAt = c.scaleByte(c.s2, e, wrow, in.kc / 32, H, IP / 32);
-        in.s = b.zext(b.load(Type::i8(), sAt), Type::i32());
-        return in;
-      };
+      // The held steps' weights came in during the wave's GEMV before (the first before awaitUp);
+      // a later group loads before its first use.
       const auto loadGroup = [&](int first) {
         std::vector<DownStep> group;
-        for (int st = first; st < std::min(first + kDownStepsAhead, T.downSteps); ++st) group.push_back(loadStep(st));
+        for (int st = first; st < std::min(first + kDownStepsAhead, T.downSteps); ++st) {
+          if (st < held) {
+            DownStep in = downStepLanes(c, t, st);
+            in.w4 = b.get(cur.w4[static_cast<size_t>(st)]);
+            in.s = b.get(cur.scale[static_cast<size_t>(st)]);
+            group.push_back(in);
+          } else {
+            group.push_back(loadDownStep(c, t, e, wrow, st));
+          }
+        }
         return group;
       };
-      // The first group's weights load before the MID copy. The wave copies only the slot's cnt
-      // MID columns (contiguous: MID[u][0 .. cnt)) to its bstage region, 16 bytes a lane a pass,
-      // and reads B there; LDS keeps a wave's order.
-      std::vector<DownStep> group = loadGroup(0);
-      Val midAt = c.i32(0);
-      if (L.midInLds) {
-        Val region = b.ptrAdd(c.bstage, c.wave * L.midWaveBytes);
-        b.for_(c.lane, cnt * (IP / 8), c.i32(64), [&](Val i) {
-          Val v = b.load(Type::vec(Type::bf16(), 8), c.elemAt(c.scratch, L.mid, u * (16 * IP) + i * 8, 2));
-          b.store(c.elemAt(region, i * 8, 2), v);
-        });
-        midAt = c.wave * (L.midWaveBytes / 2);  // bf16 index of the region in bstage
-      }
       for (int first = 0; first < T.downSteps; first += kDownStepsAhead) {
-        if (first > 0) group = loadGroup(first);
+        std::vector<DownStep> group = loadGroup(first);
         for (const DownStep& in : group) {
           // B: MID column xcol of the slot, K kc .. (+0 past I/TP)
           const auto at = [&](int k) {
@@ -113,6 +175,11 @@ void stageDown(KernelContext& c, Val task) {
         t.storeAcc(acc, c.contrib, [&](int i) { return pick * 16 + t.accRow(i); });
       });
     });
+    if (!L.midInLds) loadNext();
+    for (int i = 0; i < held; ++i) {
+      b.set(cur.w4[static_cast<size_t>(i)], b.get(next.w4[static_cast<size_t>(i)]));
+      b.set(cur.scale[static_cast<size_t>(i)], b.get(next.scale[static_cast<size_t>(i)]));
+    }
   });
   combineDown(c, task);
 }
@@ -177,9 +244,17 @@ extern const StageDef kDownStage = {
     },
     .body = [](KernelContext& c) {
       c.loadPeers();
-      awaitUp(c);
-      if (c.L.moe == MoeQuant::A8w4) c.forEachTask(c.L.down, [&](Val t) { stageDownA8w4(c, t); });
-      else c.forEachTask(c.L.down, [&](Val t) { stageDown(c, t); });
+      if (c.L.moe == MoeQuant::A8w4) {
+        awaitUp(c);
+        c.forEachTask(c.L.down, [&](Val t) { stageDownA8w4(c, t); });
+      }
+      else {
+        // The wave's first GEMV's held steps load before the wait: the table is in LDS already.
+        DownWeights cur = makeDownWeights(c), next = makeDownWeights(c);
+        loadDownWeights(c, downFirstTask(c), c.wave, cur);
+        awaitUp(c);
+        c.forEachTask(c.L.down, [&](Val t) { stageDown(c, t, cur, next); });
+      }
     },
     .reference = "a16w4Dot, moeReference's combine",
 };
