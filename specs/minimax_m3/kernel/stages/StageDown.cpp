@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <vector>
 
 #include "ir/Op.h"
@@ -67,6 +68,20 @@ DownStep loadDownStep(KernelContext& c, const MfmaTile& t, Val e, Val wrow, int 
 
 int heldDownSteps(const MoeTiling& T) { return std::min(kDownStepsAhead, T.downSteps); }
 
+// A CTA runs two of its down tasks at once when it has more than one and their CONTRIB rows fit
+// (the second task's in red, free once up is done): the two tasks' GEMVs spread over the waves.
+int downTasksAtOnce(const Layout& L) {
+  return L.down.tasks > L.blocks && L.red.bytes >= L.contrib.bytes ? 2 : 1;
+}
+
+// GEMV g of the group from `task` (tasks task, task + blocks): task j = g / nSlots's slot g %
+// nSlots (j < 2). Returns {its task, its slot, j}.
+std::array<Val, 3> downGemvOf(KernelContext& c, Val task, Val g, Val nSlots) {
+  ir::Builder& b = c.b;
+  Val j = b.select(g < nSlots, c.i32(0), c.i32(1));
+  return {task + j * c.L.blocks, g - j * nSlots, j};
+}
+
 Val downFirstTask(KernelContext& c) {
   if (c.L.down.base == 0) return c.block;  // the FFN launch: the CTA's own id
   return specs::stageFirstTask(c.b, c.block, c.L.down.base, c.L.blocks);
@@ -99,17 +114,22 @@ void loadDownWeights(KernelContext& c, Val task, Val u, DownWeights& w) {
   });
 }
 
-void stageDown(KernelContext& c, Val task, DownWeights& cur, DownWeights& next) {
+void stageDown(KernelContext& c, Val group, DownWeights& cur, DownWeights& next) {
   ir::Builder& b = c.b;
   const Layout& L = c.L;
   const MoeTiling& T = L.tiling;
   const auto& W = L.tw;
   const int IP = T.interPerRank;
   const int held = heldDownSteps(T);
+  const int atOnce = downTasksAtOnce(L);
   Val nSlots = c.slotCount();
   MfmaTile t = a16w4Tile(c);
+  Val nTasks = atOnce == 2 ? b.select(group + L.blocks < c.i32(L.down.tasks), c.i32(2), c.i32(1)) : c.i32(1);
+  Val nGemv = nSlots * nTasks;
 
-  b.for_(c.wave, nSlots, c.i32(L.waves), [&](Val u) {
+  b.for_(c.wave, nGemv, c.i32(L.waves), [&](Val g) {
+    auto [task, u, j] = downGemvOf(c, group, g, nSlots);
+    Val contrib = b.select(j == c.i32(0), c.contrib, c.red);  // the task's CONTRIB rows
     Val e = c.tabLd(W.slotE, u);
     Val cnt = b.popcount(c.tabLd(W.slotMask, u));
     // The wave copies only the slot's cnt MID columns (contiguous: MID[u][0 .. cnt)) to its
@@ -123,12 +143,14 @@ void stageDown(KernelContext& c, Val task, DownWeights& cur, DownWeights& next) 
           b.store(c.elemAt(region, i * 8, 2), v);
         });
       });
-    // The wave's next GEMV (this task's next slot, else its first slot of the CTA's next task)
-    // loads its held steps while this one computes: after this GEMV's scratch loads (vmcnt
-    // counts in order), i.e. after the MID copy, or after the GEMV when B is read from scratch.
-    Val more = u + L.waves < nSlots;
+    // The wave's next GEMV (this group's, else its first of the CTA's next group) loads its held
+    // steps while this one computes: after this GEMV's scratch loads (vmcnt counts in order),
+    // i.e. after the MID copy, or after the GEMV when B is read from scratch.
+    Val more = g + L.waves < nGemv;
     const auto loadNext = [&] {
-      loadDownWeights(c, b.select(more, task, task + L.blocks), b.select(more, u + L.waves, c.wave), next);
+      auto [nt, nu, nj] = downGemvOf(c, b.select(more, group, group + atOnce * L.blocks),
+                                     b.select(more, g + L.waves, c.wave), nSlots);
+      loadDownWeights(c, nt, nu, next);
     };
     if (L.midInLds) loadNext();
     // A slot of no rows (the shared one when every row is padded) has no CONTRIB row to write and
@@ -172,7 +194,7 @@ void stageDown(KernelContext& c, Val task, DownWeights& cur, DownWeights& next) 
       }
       Val acc = b.get(accV);
       b.if_(t.accCol() < cnt, [&] {  // CONTRIB[pick][row]
-        t.storeAcc(acc, c.contrib, [&](int i) { return pick * 16 + t.accRow(i); });
+        t.storeAcc(acc, contrib, [&](int i) { return pick * 16 + t.accRow(i); });
       });
     });
     if (!L.midInLds) loadNext();
@@ -181,20 +203,24 @@ void stageDown(KernelContext& c, Val task, DownWeights& cur, DownWeights& next) 
       b.set(cur.scale[static_cast<size_t>(i)], b.get(next.scale[static_cast<size_t>(i)]));
     }
   });
-  combineDown(c, task);
+  combineDown(c, group, nTasks);
 }
 
-void combineDown(KernelContext& c, Val task) {
+void combineDown(KernelContext& c, Val group, Val nTasks) {
   ir::Builder& b = c.b;
   const Layout& L = c.L;
   const auto& W = L.tw;
   const int H = L.hidden, S = L.rows, K = L.topk;
   c.ctaSync(false);
-  b.if_(c.tid < S * 8, [&] {
-    Val t = c.tid / 8, r2 = c.tid % 8;
+  // Thread S 8 j + 8 t + r2 combines the group's task j (CONTRIB, then red).
+  b.if_(c.tid < nTasks * (S * 8), [&] {
+    Val j = b.select(c.tid < S * 8, c.i32(0), c.i32(1));
+    Val task = group + j * L.blocks, me = c.tid - j * (S * 8);
+    Val base = b.select(j == c.i32(0), c.contrib, c.red);
+    Val t = me / 8, r2 = me % 8;
     Val vmask = c.tabLd(W.misc, 1);
     Val valid = ((vmask >> t) & c.i32(1)) != c.i32(0);
-    auto contribAt = [&](Val p, Val r) { return b.load(Type::f32(), b.ptrAdd(c.contrib, (p * 16 + r) * c.i32(4))); };
+    auto contribAt = [&](Val p, Val r) { return b.load(Type::f32(), b.ptrAdd(base, (p * 16 + r) * c.i32(4))); };
     // A padded row's CONTRIB rows are never written (it is in no slot's columns, the shared
     // one's either), so only a valid row reads them; a padded row's partial is 0. (Reading them
     // and selecting 0 after, as this did, read LDS no op of the launch wrote: the Sim's
@@ -226,7 +252,7 @@ void combineDown(KernelContext& c, Val task) {
       else push();
     }
   });
-  c.ctaSync(false);  // CONTRIB is free for the next task
+  c.ctaSync(false);  // CONTRIB (and red) is free for the next group
 }
 
 extern const StageDef kDownStage = {
@@ -250,10 +276,16 @@ extern const StageDef kDownStage = {
       }
       else {
         // The wave's first GEMV's held steps load before the wait: the table is in LDS already.
+        // The task loop runs a group of downTasksAtOnce tasks a pass (tasks t, t + blocks).
+        ir::Builder& b = c.b;
+        const Layout& L = c.L;
         DownWeights cur = makeDownWeights(c), next = makeDownWeights(c);
-        loadDownWeights(c, downFirstTask(c), c.wave, cur);
+        Val first = downFirstTask(c);
+        auto [task, u, j] = downGemvOf(c, first, c.wave, c.slotCount());
+        loadDownWeights(c, task, u, cur);
         awaitUp(c);
-        c.forEachTask(c.L.down, [&](Val t) { stageDown(c, t, cur, next); });
+        b.for_(first, c.i32(L.down.tasks), c.i32(downTasksAtOnce(L) * L.blocks),
+               [&](Val g) { stageDown(c, g, cur, next); });
       }
     },
     .reference = "a16w4Dot, moeReference's combine",
