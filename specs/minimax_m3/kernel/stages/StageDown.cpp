@@ -1,9 +1,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <vector>
 
 #include "ir/Op.h"
+#include "specs/common/TaskLoop.h"
 #include "specs/minimax_m3/kernel/Sites.h"
 #include "specs/minimax_m3/kernel/stages/Stages.h"
 
@@ -41,20 +43,116 @@ namespace {
 struct DownStep {
   Val live, kc, w4, s;
 };
+
+// Step st's lane run (live, kc) of the lane's K; no loads.
+DownStep downStepLanes(KernelContext& c, const MfmaTile& t, int st) {
+  const int IP = c.L.tiling.interPerRank;
+  DownStep in;
+  Val k0 = c.i32(int64_t{st} * c.L.tiling.kStep) + t.laneK0();
+  const bool whole = (st + 1) * c.L.tiling.kStep <= IP;
+  in.live = whole ? Val{} : k0 < IP;
+  in.kc = whole ? k0 : c.b.select(in.live, k0, c.i32(0));
+  return in;
+}
+
+// Step st of expert e's w2 rows wrow (the lane's A row): its lane run and its loads.
+DownStep loadDownStep(KernelContext& c, const MfmaTile& t, Val e, Val wrow, int st) {
+  ir::Builder& b = c.b;
+  const int H = c.L.hidden, IP = c.L.tiling.interPerRank;
+  DownStep in = downStepLanes(c, t, st);
+  Val off = c.shuffledOffset(wrow, in.kc / 2, IP / 2);
+  in.w4 = b.load(Type::vec(Type::i32(), 4), c.expertByte(c.w2, e, int64_t{H} * (IP / 2), off));
+  in.s = b.zext(b.load(Type::i8(), c.scaleByte(c.s2, e, wrow, in.kc / 32, H, IP / 32)), Type::i32());
+  return in;
+}
+
+int heldDownSteps(const MoeTiling& T) { return std::min(kDownStepsAhead, T.downSteps); }
+
+// A CTA runs two of its down tasks at once when it has more than one and their CONTRIB rows fit
+// (the second task's in red, free once up is done): the two tasks' GEMVs spread over the waves.
+int downTasksAtOnce(const Layout& L) {
+  return L.down.tasks > L.blocks && L.red.bytes >= L.contrib.bytes ? 2 : 1;
+}
+
+// GEMV g of the group from `task` (tasks task, task + blocks): task j = g / nSlots's slot g %
+// nSlots (j < 2). Returns {its task, its slot, j}.
+std::array<Val, 3> downGemvOf(KernelContext& c, Val task, Val g, Val nSlots) {
+  ir::Builder& b = c.b;
+  Val j = b.select(g < nSlots, c.i32(0), c.i32(1));
+  return {task + j * c.L.blocks, g - j * nSlots, j};
+}
+
+Val downFirstTask(KernelContext& c) {
+  if (c.L.down.base == 0) return c.block;  // the FFN launch: the CTA's own id
+  return specs::stageFirstTask(c.b, c.block, c.L.down.base, c.L.blocks);
+}
 }  // namespace
 
-void stageDown(KernelContext& c, Val task) {
+DownWeights makeDownWeights(KernelContext& c) {
+  ir::Builder& b = c.b;
+  DownWeights w;
+  for (int i = 0; i < heldDownSteps(c.L.tiling); ++i) {
+    w.w4.push_back(b.var(b.splat(c.i32(0), 4), "down_w4"));
+    w.scale.push_back(b.var(c.i32(127), "down_scale"));
+  }
+  return w;
+}
+
+// Issues the held steps' loads of slot u's GEMV of `task` into w (nothing for a task past down's
+// or a slot past the table's: that GEMV does not run).
+void loadDownWeights(KernelContext& c, Val task, Val u, DownWeights& w) {
+  ir::Builder& b = c.b;
+  MfmaTile t = a16w4Tile(c);
+  b.if_((task < c.i32(c.L.down.tasks)) & (u < c.slotCount()), [&] {
+    Val e = c.tabLd(c.L.tw.slotE, u);
+    Val wrow = task * 16 + t.aRow();
+    for (int st = 0; st < heldDownSteps(c.L.tiling); ++st) {
+      DownStep in = loadDownStep(c, t, e, wrow, st);
+      b.set(w.w4[static_cast<size_t>(st)], in.w4);
+      b.set(w.scale[static_cast<size_t>(st)], in.s);
+    }
+  });
+}
+
+void stageDown(KernelContext& c, Val group, DownWeights& cur, DownWeights& next) {
   ir::Builder& b = c.b;
   const Layout& L = c.L;
   const MoeTiling& T = L.tiling;
   const auto& W = L.tw;
-  const int H = L.hidden, IP = T.interPerRank;
+  const int IP = T.interPerRank;
+  const int held = heldDownSteps(T);
+  const int atOnce = downTasksAtOnce(L);
   Val nSlots = c.slotCount();
   MfmaTile t = a16w4Tile(c);
+  Val nTasks = atOnce == 2 ? b.select(group + L.blocks < c.i32(L.down.tasks), c.i32(2), c.i32(1)) : c.i32(1);
+  Val nGemv = nSlots * nTasks;
 
-  b.for_(c.wave, nSlots, c.i32(L.waves), [&](Val u) {
+  b.for_(c.wave, nGemv, c.i32(L.waves), [&](Val g) {
+    auto [task, u, j] = downGemvOf(c, group, g, nSlots);
+    Val contrib = b.select(j == c.i32(0), c.contrib, c.red);  // the task's CONTRIB rows
     Val e = c.tabLd(W.slotE, u);
     Val cnt = b.popcount(c.tabLd(W.slotMask, u));
+    // The wave copies only the slot's cnt MID columns (contiguous: MID[u][0 .. cnt)) to its
+    // bstage region, 16 bytes a lane a pass, and reads B there; LDS keeps a wave's order.
+    Val midAt = c.wave * (L.midWaveBytes / 2);  // bf16 index of the region in bstage
+    if (L.midInLds)
+      b.if_(cnt > 0, [&] {
+        Val region = b.ptrAdd(c.bstage, c.wave * L.midWaveBytes);
+        b.for_(c.lane, cnt * (IP / 8), c.i32(64), [&](Val i) {
+          Val v = b.load(Type::vec(Type::bf16(), 8), c.elemAt(c.scratch, L.mid, u * (16 * IP) + i * 8, 2));
+          b.store(c.elemAt(region, i * 8, 2), v);
+        });
+      });
+    // The wave's next GEMV (this group's, else its first of the CTA's next group) loads its held
+    // steps while this one computes: after this GEMV's scratch loads (vmcnt counts in order),
+    // i.e. after the MID copy, or after the GEMV when B is read from scratch.
+    Val more = g + L.waves < nGemv;
+    const auto loadNext = [&] {
+      auto [nt, nu, nj] = downGemvOf(c, b.select(more, group, group + atOnce * L.blocks),
+                                     b.select(more, g + L.waves, c.wave), nSlots);
+      loadDownWeights(c, nt, nu, next);
+    };
+    if (L.midInLds) loadNext();
     // A slot of no rows (the shared one when every row is padded) has no CONTRIB row to write and
     // up stored no MID column of it: skip it. (Its GEMV read MID column 0, never written, from
     // bstage or scratch: the uninitialized-read check found it with every row padded.)
@@ -63,38 +161,24 @@ void stageDown(KernelContext& c, Val task) {
       Val pick = c.tabLd(W.slotPick, u * 16 + xcol);
       ir::Var accV = b.var(b.splat(b.f32(0.0), 4), "acc");
       Val wrow = task * 16 + t.aRow();
-      const auto loadStep = [&](int st) {
-        DownStep in;
-        Val k0 = c.i32(st * T.kStep) + t.laneK0();  // the lane's run
-        const bool whole = (st + 1) * T.kStep <= IP;
-        in.live = whole ? Val{} : k0 < IP;
-        in.kc = whole ? k0 : b.select(in.live, k0, c.i32(0));
-        Val off = c.shuffledOffset(wrow, in.kc / 2, IP / 2);
-        in.w4 = b.load(Type::vec(Type::i32(), 4), c.expertByte(c.w2, e, int64_t{H} * (IP / 2), off));
-        Val sAt = c.scaleByte(c.s2, e, wrow, in.kc / 32, H, IP / 32);
-        in.s = b.zext(b.load(Type::i8(), sAt), Type::i32());
-        return in;
-      };
+      // The held steps' weights came in during the wave's GEMV before (the first before awaitUp);
+      // a later group loads before its first use.
       const auto loadGroup = [&](int first) {
         std::vector<DownStep> group;
-        for (int st = first; st < std::min(first + kDownStepsAhead, T.downSteps); ++st) group.push_back(loadStep(st));
+        for (int st = first; st < std::min(first + kDownStepsAhead, T.downSteps); ++st) {
+          if (st < held) {
+            DownStep in = downStepLanes(c, t, st);
+            in.w4 = b.get(cur.w4[static_cast<size_t>(st)]);
+            in.s = b.get(cur.scale[static_cast<size_t>(st)]);
+            group.push_back(in);
+          } else {
+            group.push_back(loadDownStep(c, t, e, wrow, st));
+          }
+        }
         return group;
       };
-      // The first group's weights load before the MID copy. The wave copies only the slot's cnt
-      // MID columns (contiguous: MID[u][0 .. cnt)) to its bstage region, 16 bytes a lane a pass,
-      // and reads B there; LDS keeps a wave's order.
-      std::vector<DownStep> group = loadGroup(0);
-      Val midAt = c.i32(0);
-      if (L.midInLds) {
-        Val region = b.ptrAdd(c.bstage, c.wave * L.midWaveBytes);
-        b.for_(c.lane, cnt * (IP / 8), c.i32(64), [&](Val i) {
-          Val v = b.load(Type::vec(Type::bf16(), 8), c.elemAt(c.scratch, L.mid, u * (16 * IP) + i * 8, 2));
-          b.store(c.elemAt(region, i * 8, 2), v);
-        });
-        midAt = c.wave * (L.midWaveBytes / 2);  // bf16 index of the region in bstage
-      }
       for (int first = 0; first < T.downSteps; first += kDownStepsAhead) {
-        if (first > 0) group = loadGroup(first);
+        std::vector<DownStep> group = loadGroup(first);
         for (const DownStep& in : group) {
           // B: MID column xcol of the slot, K kc .. (+0 past I/TP)
           const auto at = [&](int k) {
@@ -110,24 +194,33 @@ void stageDown(KernelContext& c, Val task) {
       }
       Val acc = b.get(accV);
       b.if_(t.accCol() < cnt, [&] {  // CONTRIB[pick][row]
-        t.storeAcc(acc, c.contrib, [&](int i) { return pick * 16 + t.accRow(i); });
+        t.storeAcc(acc, contrib, [&](int i) { return pick * 16 + t.accRow(i); });
       });
     });
+    if (!L.midInLds) loadNext();
+    for (int i = 0; i < held; ++i) {
+      b.set(cur.w4[static_cast<size_t>(i)], b.get(next.w4[static_cast<size_t>(i)]));
+      b.set(cur.scale[static_cast<size_t>(i)], b.get(next.scale[static_cast<size_t>(i)]));
+    }
   });
-  combineDown(c, task);
+  combineDown(c, group, nTasks);
 }
 
-void combineDown(KernelContext& c, Val task) {
+void combineDown(KernelContext& c, Val group, Val nTasks) {
   ir::Builder& b = c.b;
   const Layout& L = c.L;
   const auto& W = L.tw;
   const int H = L.hidden, S = L.rows, K = L.topk;
   c.ctaSync(false);
-  b.if_(c.tid < S * 8, [&] {
-    Val t = c.tid / 8, r2 = c.tid % 8;
+  // Thread S 8 j + 8 t + r2 combines the group's task j (CONTRIB, then red).
+  b.if_(c.tid < nTasks * (S * 8), [&] {
+    Val j = b.select(c.tid < S * 8, c.i32(0), c.i32(1));
+    Val task = group + j * L.blocks, me = c.tid - j * (S * 8);
+    Val base = b.select(j == c.i32(0), c.contrib, c.red);
+    Val t = me / 8, r2 = me % 8;
     Val vmask = c.tabLd(W.misc, 1);
     Val valid = ((vmask >> t) & c.i32(1)) != c.i32(0);
-    auto contribAt = [&](Val p, Val r) { return b.load(Type::f32(), b.ptrAdd(c.contrib, (p * 16 + r) * c.i32(4))); };
+    auto contribAt = [&](Val p, Val r) { return b.load(Type::f32(), b.ptrAdd(base, (p * 16 + r) * c.i32(4))); };
     // A padded row's CONTRIB rows are never written (it is in no slot's columns, the shared
     // one's either), so only a valid row reads them; a padded row's partial is 0. (Reading them
     // and selecting 0 after, as this did, read LDS no op of the launch wrote: the Sim's
@@ -159,7 +252,7 @@ void combineDown(KernelContext& c, Val task) {
       else push();
     }
   });
-  c.ctaSync(false);  // CONTRIB is free for the next task
+  c.ctaSync(false);  // CONTRIB (and red) is free for the next group
 }
 
 extern const StageDef kDownStage = {
@@ -177,9 +270,23 @@ extern const StageDef kDownStage = {
     },
     .body = [](KernelContext& c) {
       c.loadPeers();
-      awaitUp(c);
-      if (c.L.moe == MoeQuant::A8w4) c.forEachTask(c.L.down, [&](Val t) { stageDownA8w4(c, t); });
-      else c.forEachTask(c.L.down, [&](Val t) { stageDown(c, t); });
+      if (c.L.moe == MoeQuant::A8w4) {
+        awaitUp(c);
+        c.forEachTask(c.L.down, [&](Val t) { stageDownA8w4(c, t); });
+      }
+      else {
+        // The wave's first GEMV's held steps load before the wait: the table is in LDS already.
+        // The task loop runs a group of downTasksAtOnce tasks a pass (tasks t, t + blocks).
+        ir::Builder& b = c.b;
+        const Layout& L = c.L;
+        DownWeights cur = makeDownWeights(c), next = makeDownWeights(c);
+        Val first = downFirstTask(c);
+        auto [task, u, j] = downGemvOf(c, first, c.wave, c.slotCount());
+        loadDownWeights(c, task, u, cur);
+        awaitUp(c);
+        b.for_(first, c.i32(L.down.tasks), c.i32(downTasksAtOnce(L) * L.blocks),
+               [&](Val g) { stageDown(c, g, cur, next); });
+      }
     },
     .reference = "a16w4Dot, moeReference's combine",
 };

@@ -113,7 +113,7 @@ void stageDownA8w4(KernelContext& c, Val task) {
       }
     });
   });
-  combineDown(c, task);
+  combineDown(c, task, c.i32(1));
 }
 
 }  // namespace monogen::specs::minimax_m3

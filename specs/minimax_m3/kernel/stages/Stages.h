@@ -81,10 +81,18 @@ void stageUpA8w4(KernelContext& c, ir::Val task);
 /// down under A8W4 (StageDownA8w4.cpp): stageDown with each slot's GEMV a chain of scaled MFMAs
 /// over I/TP (the slot's MID columns quantized to MXFP8 in the wave).
 void stageDownA8w4(KernelContext& c, ir::Val task);
-/// down's combine of a task's CONTRIB rows and its push to the FFN pairs (StageDown.cpp).
-void combineDown(KernelContext& c, ir::Val task);
-/// down: hidden rows 16 task .. of every slot, the combine -> every rank's FFN.
-void stageDown(KernelContext& c, ir::Val task);
+/// down's combine of a group's nTasks (1 or 2) tasks' CONTRIB rows (the first task's in CONTRIB,
+/// the second's, group + blocks, in red) and its push to the FFN pairs (StageDown.cpp).
+void combineDown(KernelContext& c, ir::Val group, ir::Val nTasks);
+/// A wave's w2 / s2 operands of the first K steps (at most kDownStepsAhead) of one slot GEMV
+/// (StageDown.cpp): made once a stage, loaded a GEMV ahead (the first before awaitUp).
+struct DownWeights {
+  std::vector<ir::Var> w4, scale;  // [step]: i32x4 fp4x2 rows, i32 e8m0 byte
+};
+/// down: hidden rows 16 task .. of every slot for the group's tasks (group, and group + blocks
+/// when two run at once), the combine -> every rank's FFN. cur holds a GEMV's first steps; the
+/// wave's next GEMV loads into next while it computes.
+void stageDown(KernelContext& c, ir::Val group, DownWeights& cur, DownWeights& next);
 /// down's wait: UPF of every slot's tile pairs (once a CTA, before its down tasks).
 void awaitUp(KernelContext& c);
 /// final: pairs 16 task .. of the ranks' FFN partials in rank order -> out.
