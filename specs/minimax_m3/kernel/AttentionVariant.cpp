@@ -135,12 +135,16 @@ AttentionVariant AttentionVariant::make(const ModelConfig& cfg, const ir::Key& k
   L.crdyOffset = L.candOffset + align(8 * sels * kAttnSplits * L.shape.topk);
   L.iscoreOffset = L.crdyOffset + align(8 * sels * kAttnSplits);
   L.scratchBytes = L.iscoreOffset + align(4 * sels * kLongFromBlocks);
+  // a span's tiles two a pass where their doubled slots fit the CU's LDS (atom's sparse tile: one)
+  const bool spans = v.knobs.mode != CacheMode::Atom || v.knobs.fullLayer;
+  const int64_t pvBytes = 4 * int64_t{L.waves} * 16 * L.shape.headDim;
+  L.splitPass = spans && 2 * pvBytes + 8 * 1024 <= 160 * 1024 ? 2 : 1;
   L.splitLdsM = 0;
-  L.splitLdsL = L.splitLdsM + 4 * int64_t{L.waves} * 16;
-  L.splitLdsV = L.splitLdsL + 4 * int64_t{L.waves} * 16;
-  L.splitLdsP = L.splitLdsV + 4 * int64_t{L.waves};
+  L.splitLdsL = L.splitLdsM + L.splitPass * 4 * int64_t{L.waves} * 16;
+  L.splitLdsV = L.splitLdsL + L.splitPass * 4 * int64_t{L.waves} * 16;
+  L.splitLdsP = L.splitLdsV + L.splitPass * 4 * int64_t{L.waves};
   L.splitLdsPv = L.splitLdsP + int64_t{L.waves} * 16 * 32;
-  L.splitLdsSel = L.splitLdsPv + 4 * int64_t{L.waves} * 16 * L.shape.headDim;
+  L.splitLdsSel = L.splitLdsPv + L.splitPass * pvBytes;
   L.ldsBytes = std::max({int64_t{4} * (32 + L.waves), 4 * int64_t{L.waves} * 16 * 16,
                          L.splitLdsSel + 4 * (1 + int64_t{L.shape.topk}),
                          int64_t{4} * L.waves * kIndexTaskBlocks,

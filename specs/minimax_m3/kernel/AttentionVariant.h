@@ -92,6 +92,8 @@ struct AttentionLaunchLayout {
   int64_t splitLdsM = 0, splitLdsL = 0, splitLdsV = 0, splitLdsP = 0, splitLdsPv = 0;
   // i32 [1 + topk]: the task's checked selection: its sparse length (-1: dropped), its blocks
   int64_t splitLdsSel = 0;
+  // a split's tiles a pass (1 or 2): the M, L, V and PV slots above are [splitPass][..]
+  int splitPass = 1;
   Placement norm, gemv, heads, indexShare, index, split, merge;
   /// Rows of topk < n <= kLongFromBlocks blocks scored by attn_index_share (ISCORE), not by
   /// attn_index: when the share tasks take at most 2 a CTA.

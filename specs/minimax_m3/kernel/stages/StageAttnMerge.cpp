@@ -32,13 +32,18 @@ Val splitWord0(AttentionContext& c, Val t, Val qh) {
   return ((t * c.i32(c.L.shape.kvHeads) + qh / c.i32(G)) * c.i32(kAttnSplits)) * c.i32(G) + qh % c.i32(G);
 }
 
+/// The local query head of a row's cell `cell` (a cell past the row: the row's last one's).
+Val cellHead(AttentionContext& c, Val cell) {
+  const int D = c.L.shape.headDim;
+  return c.b.min(cell, c.i32(c.L.shape.qHeads * D - 1)) / c.i32(D);
+}
+
 /// Loads row t's cell `cell`'s 8 o (a cell past the row reads the row's last one).
 MergeCell loadCell(AttentionContext& c, Val t, Val cell) {
   ir::Builder& b = c.b;
   const AttentionLaunchLayout& L = c.L;
   const int D = L.shape.headDim, G = L.shape.qGroup, cells = L.shape.qHeads * D;
-  Val at = b.min(cell, c.i32(cells - 1));
-  Val qh = at / c.i32(D), ch = at % c.i32(D);
+  Val qh = cellHead(c, cell), ch = b.min(cell, c.i32(cells - 1)) % c.i32(D);
   Val o0 = b.ptrAdd(c.arg(a::kScratch), c.i32(L.splitOOffset) + (splitWord0(c, t, qh) * c.i32(D) + ch) * c.i32(2));
   MergeCell x{cell, qh, {}};
   for (int i = 0; i < kAttnSplits; ++i) x.o.push_back(b.load(Type::bf16(), b.ptrAdd(o0, c.i32(2 * i * G * D))));
@@ -83,7 +88,7 @@ void stageAttnMerge(AttentionContext& c, Val t) {
     }
   });
   for (int k = 0; k < first; ++k) {
-    MergeCell x{cellOf(k), b.min(cellOf(k), c.i32(cells - 1)) / c.i32(L.shape.headDim), {}};
+    MergeCell x{cellOf(k), cellHead(c, cellOf(k)), {}};
     for (int i = 0; i < kAttnSplits; ++i) x.o.push_back(b.get(o0[k][i]));
     batch0.push_back(x);
   }

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <cmath>
 
 namespace monogen::specs::minimax_m3 {
@@ -120,110 +121,139 @@ void stageAttnSplit(AttentionContext& c, Val task) {
   }
   // The tile steps: CTA-uniform (seq_lens are memory), each predicated on the row being live and
   // the tile being the span's: atom's tile 1; a sparse span (<= 256 of <= 2048 keys) meets at
-  // most 2; a full layer's at most ceil(stride x block / 8 / 256) + 1.
-  Val steps = !spans ? c.i32(1)
+  // most 2; a full layer's at most ceil(stride x block / 8 / 256) + 1. A step takes TT tiles
+  // (L.splitPass): their loads and scores at once, their P, l and PV before the online joins.
+  const int TT = L.splitPass;
+  Val tiles = !spans ? c.i32(1)
               : !c.variant.knobs.fullLayer
                   ? c.i32(2)
                   : (c.scalarI32(a::kTableStride) * c.i32(sh.block / kAttnSplits) + c.i32(kSplitKeys - 1)) /
                             c.i32(kSplitKeys) +
                         c.i32(1);
+  Val steps = (tiles + c.i32(TT - 1)) / c.i32(TT);
   Val kScales = c.arg(a::kKScale), vScales = c.arg(a::kVScale), kView = c.arg(a::kKCache);
   Val vView = atom ? c.arg(a::kVCache) : b.ptrAdd(kView, int64_t{KV} * (sh.block / kPage16) * kPage16 * D);
   const int64_t pageBytes = int64_t{kPage16} * D;
+  // a tile slot's LDS strides: its wave maxima, l sums, V scale maxima and PV
+  const int64_t slotM = 4 * int64_t{W} * kHeadRows, slotV = 4 * int64_t{W}, slotPv = 4 * int64_t{W} * kHeadRows * D;
 
-  // the running state: m and l of head lane % 16 in every lane (the tile's new m between the
+  // the running state: m and l of head lane % 16 in every lane (a tile's new m between the
   // phases), o of the thread's combine cells (head, channel)
   ir::Var runM = b.var(c.f32(kAttnMasked), "run_m"), runL = b.var(c.f32(0), "run_l");
-  ir::Var newM = b.var(c.f32(kAttnMasked), "new_m");
+  std::vector<ir::Var> newM;
+  for (int j = 0; j < TT; ++j) newM.push_back(b.var(c.f32(kAttnMasked), "new_m"));
   std::vector<ir::Var> runO;
   for (int k = 0; k < items; ++k) runO.push_back(b.var(c.f32(0), "run_o"));
   Val laneHead = c.lane % c.i32(kHeadRows);
   // a tile's per-lane values across its phases: the lane's 2 keys' scores (4 heads each), pages
-  // and V scales
-  std::vector<ir::Var> scV, vsV, vV;
-  for (int i = 0; i < 8; ++i) scV.push_back(b.var(c.f32(0), "score"));
-  for (int p = 0; p < 2; ++p) vsV.push_back(b.var(c.f32(0), "v_scale"));
-  for (int cb = 0; cb < D / 16; ++cb) vV.push_back(b.var(b.i64(0), "v_b"));  // the lane's V bytes, phase 1 -> 2
+  // and V scales, and V bytes (phase 1 -> 2); [tile j of the step]
+  std::vector<std::vector<ir::Var>> scV(TT), vsV(TT), vV(TT);
+  for (int j = 0; j < TT; ++j) {
+    for (int i = 0; i < 8; ++i) scV[j].push_back(b.var(c.f32(0), "score"));
+    for (int p = 0; p < 2; ++p) vsV[j].push_back(b.var(c.f32(0), "v_scale"));
+    for (int cb = 0; cb < D / 16; ++cb) vV[j].push_back(b.var(b.i64(0), "v_b"));
+  }
   // vllm's scalar scales, loaded once
   Val kScalar = atom ? Val{} : b.load(Type::f32(), kScales), vScalar = atom ? Val{} : b.load(Type::f32(), vScales);
 
   b.for_(c.i32(0), steps, c.i32(1), [&](Val step) {
-    Val tile = first + step;
-    Val active = live & (tile < last);
-    Val key0 = tile * c.i32(kSplitKeys) + c.wave * c.i32(32);
     auto validOf = [&](Val i) { return (i >= begin) & (i < end); };
+    // tile j of the step: live and the span's (active), its wave's first key, the wave's keys
+    // (a wave whose 32 keys all lie outside [begin, end) of a tile with a key inside adds exactly
+    // nothing (P = 0, its PV and l +0): it skips the work, leaving the masked maxima, a V scale
+    // maximum 0 and zeros; a tile with no key, atom's past n, has P = 1: every wave works)
+    std::vector<Val> active(TT), key0(TT), waveKeys(TT);
+    Val anyKeys = b.i1(false);
+    for (int j = 0; j < TT; ++j) {
+      Val tile = first + step * c.i32(TT) + c.i32(j);
+      active[j] = live & (tile < last);
+      key0[j] = tile * c.i32(kSplitKeys) + c.wave * c.i32(32);
+      Val tile0 = tile * c.i32(kSplitKeys);
+      Val tileKeys = (tile0 < end) & (tile0 + c.i32(kSplitKeys) > begin);
+      waveKeys[j] = active[j] & (((key0[j] < end) & (key0[j] + c.i32(32) > begin)) | !tileKeys);
+      anyKeys = anyKeys | waveKeys[j];
+    }
     // phase 1: the lane's key on page p of the wave: its page-16, K / V scales and scores
     // ((sm x k scale) x the dot from 0 over the channels ascending; masked -3.4e38); the
-    // maxima of the 16 lanes -> LDS
-    // a wave whose 32 keys all lie outside [begin, end) of a tile with a key inside adds exactly
-    // nothing (P = 0, its PV and l +0): it skips the work, leaving the masked maxima, a V scale
-    // maximum 0 and zeros (a tile with no key, atom's past n, has P = 1: every wave works)
-    Val tile0 = tile * c.i32(kSplitKeys);
-    Val tileKeys = (tile0 < end) & (tile0 + c.i32(kSplitKeys) > begin);
-    Val waveKeys = active & (((key0 < end) & (key0 + c.i32(32) > begin)) | !tileKeys);
-    auto storeM = [&](int r, Val mw) {
+    // maxima of the 16 lanes -> LDS slot j
+    auto storeM = [&](int j, int r, Val mw) {
       b.if_(T.col == c.i32(0), [&] {
-        b.store(ldsF32(c, c.i32(L.splitLdsM) + (c.wave * c.i32(kHeadRows) + T.accRow(r)) * c.i32(4)), mw);
+        b.store(ldsF32(c, c.i32(L.splitLdsM + j * slotM) + (c.wave * c.i32(kHeadRows) + T.accRow(r)) * c.i32(4)), mw);
       });
     };
-    auto storeVm = [&](Val vm) {
-      b.if_(c.lane == c.i32(0), [&] { b.store(ldsF32(c, c.i32(L.splitLdsV) + c.wave * c.i32(4)), vm); });
+    auto storeVm = [&](int j, Val vm) {
+      b.if_(c.lane == c.i32(0),
+            [&] { b.store(ldsF32(c, c.i32(L.splitLdsV + j * slotV) + c.wave * c.i32(4)), vm); });
     };
-    b.if_(active & !waveKeys, [&] {
-      for (int r = 0; r < 4; ++r) storeM(r, c.f32(kAttnMasked));
-      storeVm(c.f32(0));
-    });
-    b.if_(waveKeys, [&] {
-      // every global load of the tile's two pages (table entries, K, V, scales) issued before
-      // the first use: the pages' entries, then their K and V, then the MFMAs
-      Val sc[2][4], valid[2], vs[2], ks[2], page[2], tok[2], entry[2], inBlock[2];
-      for (int p = 0; p < 2; ++p) {
-        Val i = key0 + c.i32(16 * p) + T.bCol();
-        valid[p] = validOf(i);
-        Val ic = b.min(i, n - c.i32(1));  // full layer: key i is position i
-        // sparse: key i is position sel[i / block] block + i % block, its entry in LDS
-        entry[p] = sparse ? b.load(Type::i32(), b.ptrAdd(ldsSel, (c.i32(1) + ic / c.i32(sh.block)) * c.i32(4)))
-                          : b.load(Type::i32(), b.ptrAdd(tables, (ic / c.i32(sh.block)) * c.i32(4)));
-        inBlock[p] = b.sext((ic % c.i32(sh.block)) / c.i32(kPage16), Type::i64());
-        tok[p] = ic % c.i32(kPage16);
-      }
-      for (int p = 0; p < 2; ++p) {
-        Val e = b.sext(entry[p], Type::i64());
-        page[p] = atom ? (e * b.i64(KV) + b.sext(h, Type::i64())) * b.i64(sh.block / kPage16) + inBlock[p]
-                       : (e + b.sext(h, Type::i64())) * b.i64(sh.block / kPage16) + inBlock[p];
-      }
-      std::vector<Val> kB[2];
-      for (int p = 0; p < 2; ++p)
-        for (int d = 0; d < D / 32; ++d) {
-          Val off = page[p] * b.i64(pageBytes) + b.sext(c.i32(2 * d * 256) + T.group / c.i32(2) * c.i32(256) +
-                                                            tok[p] * c.i32(16) + (T.group % c.i32(2)) * c.i32(8),
-                                                        Type::i64());
-          kB[p].push_back(b.load(Type::i64(), b.ptrAdd(kView, off)));
+    for (int j = 0; j < TT; ++j)
+      b.if_(active[j] & !waveKeys[j], [&] {
+        for (int r = 0; r < 4; ++r) storeM(j, r, c.f32(kAttnMasked));
+        storeVm(j, c.f32(0));
+      });
+    b.if_(anyKeys, [&] {
+      // every global load of the step's tiles (their two pages' table entries, K, V, scales)
+      // issued before the first use (a tile past the span loads the last key's, unused)
+      std::vector<std::array<Val, 2>> valid(TT), vs(TT), ks(TT), page(TT), tok(TT), entry(TT), inBlock(TT);
+      for (int j = 0; j < TT; ++j)
+        for (int p = 0; p < 2; ++p) {
+          Val i = key0[j] + c.i32(16 * p) + T.bCol();
+          valid[j][p] = validOf(i);
+          Val ic = b.min(i, n - c.i32(1));  // full layer: key i is position i
+          // sparse: key i is position sel[i / block] block + i % block, its entry in LDS
+          entry[j][p] = sparse ? b.load(Type::i32(), b.ptrAdd(ldsSel, (c.i32(1) + ic / c.i32(sh.block)) * c.i32(4)))
+                               : b.load(Type::i32(), b.ptrAdd(tables, (ic / c.i32(sh.block)) * c.i32(4)));
+          inBlock[j][p] = b.sext((ic % c.i32(sh.block)) / c.i32(kPage16), Type::i64());
+          tok[j][p] = ic % c.i32(kPage16);
         }
+      for (int j = 0; j < TT; ++j)
+        for (int p = 0; p < 2; ++p) {
+          Val e = b.sext(entry[j][p], Type::i64());
+          page[j][p] = atom ? (e * b.i64(KV) + b.sext(h, Type::i64())) * b.i64(sh.block / kPage16) + inBlock[j][p]
+                            : (e + b.sext(h, Type::i64())) * b.i64(sh.block / kPage16) + inBlock[j][p];
+        }
+      std::vector<std::array<std::vector<Val>, 2>> kB(TT);
+      for (int j = 0; j < TT; ++j)
+        for (int p = 0; p < 2; ++p)
+          for (int d = 0; d < D / 32; ++d) {
+            Val off = page[j][p] * b.i64(pageBytes) + b.sext(c.i32(2 * d * 256) + T.group / c.i32(2) * c.i32(256) +
+                                                                 tok[j][p] * c.i32(16) + (T.group % c.i32(2)) * c.i32(8),
+                                                             Type::i64());
+            kB[j][p].push_back(b.load(Type::i64(), b.ptrAdd(kView, off)));
+          }
       // V: B of the PV MFMA, keys 8 group .. of the wave's page group / 2
-      Val vPage = b.select(T.group < c.i32(2), page[0], page[1]);
-      for (int cb = 0; cb < D / 16; ++cb) {
-        Val off = vPage * b.i64(pageBytes) +
-                  b.sext((c.i32(16 * cb) + T.col) * c.i32(kPage16) + (T.group % c.i32(2)) * c.i32(8), Type::i64());
-        b.set(vV[cb], b.load(Type::i64(), b.ptrAdd(vView, off)));
-      }
-      for (int p = 0; p < 2; ++p) {
-        Val si = page[p] * b.i64(kPage16) + b.sext(tok[p], Type::i64());
-        ks[p] = atom ? b.load(Type::f32(), b.ptrAdd(kScales, si * b.i64(4))) : kScalar;
-        vs[p] = atom ? b.load(Type::f32(), b.ptrAdd(vScales, si * b.i64(4))) : vScalar;
-      }
-      for (int p = 0; p < 2; ++p) {
-        Val acc = b.splat(c.f32(0), 4);
-        for (int d = 0; d < D / 32; ++d) acc = b.mfma(T.kind, qA[d], kB[p][d], acc);
-        for (int r = 0; r < 4; ++r) {
-          sc[p][r] = b.select(valid[p], (c.f32(smScale) * ks[p]) * b.extract(acc, r), c.f32(kAttnMasked));
-          b.set(scV[4 * p + r], sc[p][r]);
+      for (int j = 0; j < TT; ++j) {
+        Val vPage = b.select(T.group < c.i32(2), page[j][0], page[j][1]);
+        for (int cb = 0; cb < D / 16; ++cb) {
+          Val off = vPage * b.i64(pageBytes) +
+                    b.sext((c.i32(16 * cb) + T.col) * c.i32(kPage16) + (T.group % c.i32(2)) * c.i32(8), Type::i64());
+          b.set(vV[j][cb], b.load(Type::i64(), b.ptrAdd(vView, off)));
         }
-        b.set(vsV[p], vs[p]);
       }
-      for (int r = 0; r < 4; ++r) storeM(r, b.butterfly(b.max(sc[0][r], sc[1][r]), {8, 4, 2, 1}, ir::OpCode::Max));
-      Val vm = b.max(b.max(c.f32(0), b.select(valid[0], vs[0], c.f32(0))), b.select(valid[1], vs[1], c.f32(0)));
-      storeVm(b.butterfly(vm, {8, 4, 2, 1}, ir::OpCode::Max));
+      for (int j = 0; j < TT; ++j)
+        for (int p = 0; p < 2; ++p) {
+          Val si = page[j][p] * b.i64(kPage16) + b.sext(tok[j][p], Type::i64());
+          ks[j][p] = atom ? b.load(Type::f32(), b.ptrAdd(kScales, si * b.i64(4))) : kScalar;
+          vs[j][p] = atom ? b.load(Type::f32(), b.ptrAdd(vScales, si * b.i64(4))) : vScalar;
+        }
+      for (int j = 0; j < TT; ++j) {
+        Val sc[2][4];
+        for (int p = 0; p < 2; ++p) {
+          Val acc = b.splat(c.f32(0), 4);
+          for (int d = 0; d < D / 32; ++d) acc = b.mfma(T.kind, qA[d], kB[j][p][d], acc);
+          for (int r = 0; r < 4; ++r) {
+            sc[p][r] = b.select(valid[j][p], (c.f32(smScale) * ks[j][p]) * b.extract(acc, r), c.f32(kAttnMasked));
+            b.set(scV[j][4 * p + r], sc[p][r]);
+          }
+          b.set(vsV[j][p], vs[j][p]);
+        }
+        b.if_(waveKeys[j], [&] {
+          for (int r = 0; r < 4; ++r)
+            storeM(j, r, b.butterfly(b.max(sc[0][r], sc[1][r]), {8, 4, 2, 1}, ir::OpCode::Max));
+          Val vm = b.max(b.max(c.f32(0), b.select(valid[j][0], vs[j][0], c.f32(0))),
+                         b.select(valid[j][1], vs[j][1], c.f32(0)));
+          storeVm(j, b.butterfly(vm, {8, 4, 2, 1}, ir::OpCode::Max));
+        });
+      }
     });
     c.ctaSync(false);
     // the waves' LDS values of a slot, every load issued before the first is combined (in wave order)
@@ -232,100 +262,107 @@ void stageAttnSplit(AttentionContext& c, Val task) {
       for (int w = 0; w < W; ++w) v.push_back(b.load(Type::f32(), ldsF32(c, c.i32(base + stride * w) + idx * c.i32(4))));
       return v;
     };
-    auto tileMax = [&](Val head) {
-      std::vector<Val> v = wavesOf(L.splitLdsM, 4 * kHeadRows, head);
+    auto tileMax = [&](int j, Val head) {
+      std::vector<Val> v = wavesOf(L.splitLdsM + j * slotM, 4 * kHeadRows, head);
       Val m = v[0];
       for (int w = 1; w < W; ++w) m = b.max(m, v[w]);
       return m;
     };
-    auto tileVmax = [&] {
-      std::vector<Val> v = wavesOf(L.splitLdsV, 4, c.i32(0));
+    auto tileVmax = [&](int j) {
+      std::vector<Val> v = wavesOf(L.splitLdsV + j * slotV, 4, c.i32(0));
       Val vmax = v[0];
       for (int w = 1; w < W; ++w) vmax = b.max(vmax, v[w]);
       return vmax;
     };
-    auto pScale = [&] { return atom ? tileVmax() * c.f32(kFp8InvMax) : vScalar; };
-    // phase 2: P = exp2((s - m) log2 e); l a lane (0 + P_page0) + P_page1, the 16 lanes'
-    // butterfly -> LDS; P8 (atom: P x v scale x 448 / (vmax + 1e-8)) -> LDS [wave][head][key];
-    // PV: A = the wave's P8 (row = head, K = its 32 keys ascending), B = V (keys 8 group ..,
-    // column = a 16-channel block's channel), V outside [begin, end) masked to 0 -> LDS
-    auto storeL = [&](Val head, Val ws) {
+    auto pScale = [&](int j) { return atom ? tileVmax(j) * c.f32(kFp8InvMax) : vScalar; };
+    // phase 2, a tile at a time: P = exp2((s - m) log2 e); l a lane (0 + P_page0) + P_page1, the
+    // 16 lanes' butterfly -> LDS; P8 (atom: P x v scale x 448 / (vmax + 1e-8)) -> LDS
+    // [wave][head][key] (the wave's own, read back by it); PV: A = the wave's P8 (row = head, K =
+    // its 32 keys ascending), B = V (keys 8 group .., column = a 16-channel block's channel), V
+    // outside [begin, end) masked to 0 -> LDS slot j
+    auto storeL = [&](int j, Val head, Val ws) {
       b.if_(T.col == c.i32(0), [&] {
-        b.store(ldsF32(c, c.i32(L.splitLdsL) + (c.wave * c.i32(kHeadRows) + head) * c.i32(4)), ws);
+        b.store(ldsF32(c, c.i32(L.splitLdsL + j * slotM) + (c.wave * c.i32(kHeadRows) + head) * c.i32(4)), ws);
       });
     };
-    auto storePv = [&](int cb, Val pv) {
-      T.storeAcc(pv, b.ptrAdd(c.red, c.i32(L.splitLdsPv)), [&](int r) {
+    auto storePv = [&](int j, int cb, Val pv) {
+      T.storeAcc(pv, b.ptrAdd(c.red, c.i32(L.splitLdsPv + j * slotPv)), [&](int r) {
         return (c.wave * c.i32(kHeadRows) + T.accRow(r)) * c.i32(D) + c.i32(16 * cb) + T.accCol();
       });
     };
-    b.if_(active, [&] {  // the tile's m of head lane % 16 (spans: and the running m), every wave alike
-      Val m = tileMax(laneHead);
-      b.set(newM, spans ? b.max(m, b.get(runM)) : m);
-    });
-    b.if_(active & !waveKeys, [&] {
-      for (int r = 0; r < 4; ++r) storeL(T.accRow(r), c.f32(0));
-      for (int cb = 0; cb < D / 16; ++cb) storePv(cb, b.splat(c.f32(0), 4));
-    });
-    b.if_(waveKeys, [&] {
-      Val fscale = atom ? c.f32(448) * b.rcp(tileVmax() + c.f32(1e-8f)) : Val{};  // atom's P scale
-      Val mAll = b.get(newM);
-      for (int r = 0; r < 4; ++r) {
-        Val head = T.accRow(r);
-        Val m = b.shuffle(mAll, head);
-        Val ls = c.f32(0);
-        for (int p = 0; p < 2; ++p) {
-          Val pj = b.exp2((b.get(scV[4 * p + r]) - m) * c.f32(kAttnLog2e));
-          ls = ls + pj;
-          if (atom)
-            pj = (b.select(validOf(key0 + c.i32(16 * p) + T.bCol()), b.get(vsV[p]), c.f32(0)) * fscale) * pj;
-          b.store(b.ptrAdd(c.red, c.i32(L.splitLdsP) + (c.wave * c.i32(kHeadRows) + head) * c.i32(32) +
-                                      c.i32(16 * p) + T.col),
-                  b.trunc(e4m3Writer(b, pj), Type::i8()));
+    for (int j = 0; j < TT; ++j) {
+      // tile j's m of head lane % 16 (spans: and the running m, which is tile j - 1's), every
+      // wave alike
+      b.if_(active[j], [&] {
+        Val m = tileMax(j, laneHead);
+        b.set(newM[j], spans ? b.max(m, b.get(j == 0 ? runM : newM[j - 1])) : m);
+      });
+      b.if_(active[j] & !waveKeys[j], [&] {
+        for (int r = 0; r < 4; ++r) storeL(j, T.accRow(r), c.f32(0));
+        for (int cb = 0; cb < D / 16; ++cb) storePv(j, cb, b.splat(c.f32(0), 4));
+      });
+      b.if_(waveKeys[j], [&] {
+        Val fscale = atom ? c.f32(448) * b.rcp(tileVmax(j) + c.f32(1e-8f)) : Val{};  // atom's P scale
+        Val mAll = b.get(newM[j]);
+        for (int r = 0; r < 4; ++r) {
+          Val head = T.accRow(r);
+          Val m = b.shuffle(mAll, head);
+          Val ls = c.f32(0);
+          for (int p = 0; p < 2; ++p) {
+            Val pj = b.exp2((b.get(scV[j][4 * p + r]) - m) * c.f32(kAttnLog2e));
+            ls = ls + pj;
+            if (atom)
+              pj = (b.select(validOf(key0[j] + c.i32(16 * p) + T.bCol()), b.get(vsV[j][p]), c.f32(0)) * fscale) * pj;
+            b.store(b.ptrAdd(c.red, c.i32(L.splitLdsP) + (c.wave * c.i32(kHeadRows) + head) * c.i32(32) +
+                                        c.i32(16 * p) + T.col),
+                    b.trunc(e4m3Writer(b, pj), Type::i8()));
+          }
+          storeL(j, head, b.butterfly(ls, {8, 4, 2, 1}));
         }
-        storeL(head, b.butterfly(ls, {8, 4, 2, 1}));
-      }
-      Val pA = b.load(Type::i64(), b.ptrAdd(c.red, c.i32(L.splitLdsP) +
-                                                    (c.wave * c.i32(kHeadRows) + T.aRow()) * c.i32(32) +
-                                                    T.group * c.i32(8)));
-      Val vKey0 = key0 + T.group * c.i32(8);
-      Val mask = b.constInt(Type::i64(), 0);
-      for (int e = 0; e < 8; ++e)
-        mask = mask | b.select(validOf(vKey0 + c.i32(e)), b.i64(int64_t{0xff} << (8 * e)), b.i64(0));
-      for (int cb = 0; cb < D / 16; ++cb) storePv(cb, b.mfma(T.kind, pA, b.get(vV[cb]) & mask, b.splat(c.f32(0), 4)));
-    });
+        Val pA = b.load(Type::i64(), b.ptrAdd(c.red, c.i32(L.splitLdsP) +
+                                                      (c.wave * c.i32(kHeadRows) + T.aRow()) * c.i32(32) +
+                                                      T.group * c.i32(8)));
+        Val vKey0 = key0[j] + T.group * c.i32(8);
+        Val mask = b.constInt(Type::i64(), 0);
+        for (int e = 0; e < 8; ++e)
+          mask = mask | b.select(validOf(vKey0 + c.i32(e)), b.i64(int64_t{0xff} << (8 * e)), b.i64(0));
+        for (int cb = 0; cb < D / 16; ++cb)
+          storePv(j, cb, b.mfma(T.kind, pA, b.get(vV[j][cb]) & mask, b.splat(c.f32(0), 4)));
+      });
+    }
     c.ctaSync(false);
-    // phase 3: a thread's cells, the waves in order, x the V scale (atom: vmax / 448); online:
-    // o x exp2((m_old - m) log2 e) + value, l likewise
-    b.if_(active, [&] {
-      Val pscale = pScale();
-      // head lane % 16: l summed over the waves in order; spans: factor = exp2((m_old - m) log2 e)
-      std::vector<Val> ls = wavesOf(L.splitLdsL, 4 * kHeadRows, laneHead);
-      std::vector<std::vector<Val>> pv;
-      for (int k = 0; k < items; ++k) {
-        Val cell = c.tid + c.i32(k * L.threads);
-        pv.push_back(wavesOf(L.splitLdsPv, 4 * int64_t{kHeadRows} * D, cell));  // cell = head x D + channel
-      }
-      Val lsum = ls[0];
-      for (int w = 1; w < W; ++w) lsum = lsum + ls[w];
-      Val m = b.get(newM), factor = c.f32(0);
-      if (spans) {
-        factor = b.exp2((b.get(runM) - m) * c.f32(kAttnLog2e));
-        lsum = factor * b.get(runL) + lsum;
-      }
-      b.set(runL, lsum);
-      b.set(runM, m);
-      for (int k = 0; k < items; ++k) {
-        Val cell = c.tid + c.i32(k * L.threads);
-        Val head = cell / c.i32(D), ch = cell % c.i32(D);
-        Val acc = pv[k][0];
-        for (int w = 1; w < W; ++w) acc = acc + pv[k][w];
-        Val value = pscale * acc;
-        if (spans) value = b.get(runO[k]) * b.shuffle(factor, head) + value;
-        b.set(runO[k], value);
-      }
-    });
-    c.ctaSync(false);  // LDS is rewritten by the next tile
+    // phase 3, the tiles in order: a thread's cells, the waves in order, x the V scale (atom:
+    // vmax / 448); online: o x exp2((m_old - m) log2 e) + value, l likewise
+    for (int j = 0; j < TT; ++j)
+      b.if_(active[j], [&] {
+        Val pscale = pScale(j);
+        // head lane % 16: l summed over the waves in order; spans: factor = exp2((m_old - m) log2 e)
+        std::vector<Val> ls = wavesOf(L.splitLdsL + j * slotM, 4 * kHeadRows, laneHead);
+        std::vector<std::vector<Val>> pv;
+        for (int k = 0; k < items; ++k) {
+          Val cell = c.tid + c.i32(k * L.threads);
+          pv.push_back(wavesOf(L.splitLdsPv + j * slotPv, 4 * int64_t{kHeadRows} * D, cell));  // head x D + channel
+        }
+        Val lsum = ls[0];
+        for (int w = 1; w < W; ++w) lsum = lsum + ls[w];
+        Val m = b.get(newM[j]), factor = c.f32(0);
+        if (spans) {
+          factor = b.exp2((b.get(runM) - m) * c.f32(kAttnLog2e));
+          lsum = factor * b.get(runL) + lsum;
+        }
+        b.set(runL, lsum);
+        b.set(runM, m);
+        for (int k = 0; k < items; ++k) {
+          Val cell = c.tid + c.i32(k * L.threads);
+          Val head = cell / c.i32(D);
+          Val acc = pv[k][0];
+          for (int w = 1; w < W; ++w) acc = acc + pv[k][w];
+          Val value = pscale * acc;
+          if (spans) value = b.get(runO[k]) * b.shuffle(factor, head) + value;
+          b.set(runO[k], value);
+        }
+      });
+    c.ctaSync(false);  // LDS is rewritten by the next step
   });
   // the split's outputs: bf16(o x (1 / (l > 0 ? l : 1))), m, l of heads < qGroup
   Val mAll = b.get(runM), lAll = b.get(runL);
