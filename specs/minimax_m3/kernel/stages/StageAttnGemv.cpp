@@ -35,12 +35,13 @@ void stageAttnGemv(AttentionContext& c, Val tile, const std::function<void()>& a
   Val row = b.named(tile * c.i32(16) + T.aRow(), "row");
   Val token = b.named(b.min(T.bCol(), c.i32(L.rows - 1)), "token");
   Val kc0 = c.wave * c.i32(chunks);
-  // every chunk's A runs, then the epilogue's s_qkv and slot, all before the flag wait
+  // every chunk's A runs (the lane's 16-byte run: both MFMAs' K, k0 + 8 d contiguous in the
+  // shuffle and in X8), then the epilogue's s_qkv and slot, all before the flag wait
   std::vector<Val> av;
   for (int i = 0; i < chunks; ++i) {
     Val k0 = (kc0 + c.i32(i)) * c.i32(64) + T.laneK0();
-    for (int d = 0; d < T.chain; ++d)
-      av.push_back(b.load(Type::i64(), b.ptrAdd(w, shuffledRun(c, row, k0 + c.i32(T.kOffset(d)), H))));
+    Val run = b.load(Type::vec(Type::i64(), T.chain), b.ptrAdd(w, shuffledRun(c, row, k0, H)));
+    for (int d = 0; d < T.chain; ++d) av.push_back(b.extract(run, d));
   }
   // epilogue thread (r, t) = (tid / S, tid % S), r clamped into the tile for the idle threads
   Val r = b.min(c.tid / c.i32(L.rows), c.i32(15)), t = c.tid % c.i32(L.rows);
@@ -51,8 +52,8 @@ void stageAttnGemv(AttentionContext& c, Val tile, const std::function<void()>& a
   std::vector<Val> bv;
   for (int i = 0; i < chunks; ++i) {
     Val k0 = (kc0 + c.i32(i)) * c.i32(64) + T.laneK0();
-    for (int d = 0; d < T.chain; ++d)
-      bv.push_back(b.load(Type::i64(), b.ptrAdd(scratch, c.i32(L.x8Offset) + token * c.i32(H) + k0 + c.i32(T.kOffset(d)))));
+    Val run = b.load(Type::vec(Type::i64(), T.chain), b.ptrAdd(scratch, c.i32(L.x8Offset) + token * c.i32(H) + k0));
+    for (int d = 0; d < T.chain; ++d) bv.push_back(b.extract(run, d));
   }
   Val xScale = b.load(Type::f32(), b.ptrAdd(scratch, c.i32(L.xScaleOffset) + t * c.i32(4)));
   // the chain over the wave's chunks in order, from 0
