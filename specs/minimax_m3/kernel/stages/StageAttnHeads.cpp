@@ -7,7 +7,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <climits>
 #include <functional>
 
@@ -33,18 +32,13 @@ struct RowView {
 
 /// The lane's 4 channels 4 lane .. of the head at GEMV row `row0`: bf16 -> f32 (lanes past D/4
 /// read the head's last 4 channels; callers mask them).
-Val loadHeadRaw(AttentionContext& c, Val qkv, Val row0, int D) {
+std::vector<Val> loadHead(AttentionContext& c, const RowView& r, Val row0, int D) {
   ir::Builder& b = c.b;
   Val lc = b.select(c.lane < c.i32(D / 4), c.lane, c.i32(D / 4 - 1));
-  return b.load(Type::vec(Type::bf16(), 4), b.ptrAdd(qkv, (row0 + lc * c.i32(4)) * c.i32(2)));
-}
-std::vector<Val> widen4(ir::Builder& b, Val v) {
+  Val v = b.load(Type::vec(Type::bf16(), 4), b.ptrAdd(r.qkv, (row0 + lc * c.i32(4)) * c.i32(2)));
   std::vector<Val> e;
   for (int j = 0; j < 4; ++j) e.push_back(b.bf16ToF32(b.extract(v, j)));
   return e;
-}
-std::vector<Val> loadHead(AttentionContext& c, const RowView& r, Val row0, int D) {
-  return widen4(c.b, loadHeadRaw(c, r.qkv, row0, D));
 }
 
 /// The head's Gemma RMSNorm and partial NeoX RoPE, f32 unrounded: ss a lane ((0 + e0²) + e1²) +
@@ -110,9 +104,8 @@ RowView rowView(AttentionContext& c, Val t) {
   RowView r;
   r.t = t;
   r.slot = b.load(Type::i64(), b.ptrAdd(c.arg(a::kSlots), t * c.i32(8)));
-  Val pos = b.load(Type::i64(), b.ptrAdd(c.arg(a::kPositions), t * c.i32(8)));  // in flight with the slot
   r.live = r.slot >= b.i64(0);
-  pos = b.select(r.live, pos, b.i64(0));
+  Val pos = b.select(r.live, b.load(Type::i64(), b.ptrAdd(c.arg(a::kPositions), t * c.i32(8))), b.i64(0));
   r.cs = b.ptrAdd(c.arg(a::kCosSin), pos * b.i64(2 * c.L.shape.rotaryDim));
   r.qkv = b.ptrAdd(c.arg(a::kScratch), c.i32(c.L.qkvOffset) + t * c.i32(2 * c.L.qkvRows));
   return r;
@@ -200,30 +193,22 @@ void stageAttnHeads(AttentionContext& c, Val task, const std::function<void()>& 
     Val vScales = c.arg(a::kVScale);
     Val vView = atom ? c.arg(a::kVCache)
                      : b.ptrAdd(c.arg(a::kKCache), int64_t{sh.kvHeads} * (sh.block / kPage16) * pageBytes);
-    // rows in batches of 4: a batch's V heads and slots loaded at once, then each row's stores
-    for (int t0 = 0; t0 < L.rows; t0 += 4) {
-      std::vector<Val> vr, slots;
-      for (int t = t0; t < std::min(L.rows, t0 + 4); ++t) {
-        Val qkv = b.ptrAdd(c.arg(a::kScratch), c.i32(L.qkvOffset + int64_t{t} * 2 * L.qkvRows));
-        vr.push_back(loadHeadRaw(c, qkv, c.i32(sh.vOff) + h * c.i32(D), D));
-        slots.push_back(b.load(Type::i64(), b.ptrAdd(c.arg(a::kSlots), c.i32(int64_t{t} * 8))));
-      }
-      for (size_t i = 0; i < vr.size(); ++i) {
-        const std::vector<Val> v = widen4(b, vr[i]);
-        auto [page, tok] = pageOf(c, slots[i], h);
-        Val vs = atom ? tokenScale(c, v, D) : vScalar;
-        b.if_((slots[i] >= b.i64(0)) & lanes, [&] {
-          for (int j = 0; j < 4; ++j) {
-            Val off = page * b.i64(pageBytes) + b.sext((d0 + c.i32(j)) * c.i32(kPage16) + tok, Type::i64());
-            b.store(b.ptrAdd(vView, off), b.trunc(e4m3Writer(b, v[j] / vs), Type::i8()));
-          }
-          if (atom)
-            b.if_(c.lane == c.i32(0), [&] {
-              b.store(b.ptrAdd(vScales, (page * b.i64(kPage16) + b.sext(tok, Type::i64())) * b.i64(4)), vs);
-            });
-        });
-      }
-    }
+    b.for_(c.i32(0), c.i32(L.rows), c.i32(1), [&](Val t) {
+      const RowView rv = rowView(c, t);
+      auto v = loadHead(c, rv, c.i32(sh.vOff) + h * c.i32(D), D);
+      auto [page, tok] = pageOf(c, rv.slot, h);
+      Val vs = atom ? tokenScale(c, v, D) : vScalar;
+      b.if_(rv.live & lanes, [&] {
+        for (int j = 0; j < 4; ++j) {
+          Val off = page * b.i64(pageBytes) + b.sext((d0 + c.i32(j)) * c.i32(kPage16) + tok, Type::i64());
+          b.store(b.ptrAdd(vView, off), b.trunc(e4m3Writer(b, v[j] / vs), Type::i8()));
+        }
+        if (atom)
+          b.if_(c.lane == c.i32(0), [&] {
+            b.store(b.ptrAdd(vScales, (page * b.i64(kPage16) + b.sext(tok, Type::i64())) * b.i64(4)), vs);
+          });
+      });
+    });
   });
   if (c.variant.knobs.fullLayer) return;
   // the index q heads: bf16(out) (atom), or bf16 through E4M3 at unit scale and back (vllm)
@@ -261,26 +246,19 @@ void countHeadsTask(AttentionContext& c, Val task) {
   const AttentionLaunchLayout& L = c.L;
   c.ctaSync(true);
   Val row = task / c.i32(L.headTasks), j = task % c.i32(L.headTasks);
-  auto cnt = [&](Val r) { return b.ptrAdd(c.arg(a::kHeadsCount), r * c.i32(4)); };
-  auto add = [&](Val r) { return b.atomicRmw(ir::RmwOp::Add, cnt(r), c.i32(1), ir::MemOrder::AcqRel, ir::MemScope::Agent); };
-  auto last = [&](Val r, Val old, Val need) {
+  auto arrive = [&](Val r, Val need) {
+    Val cnt = b.ptrAdd(c.arg(a::kHeadsCount), r * c.i32(4));
+    Val old = b.atomicRmw(ir::RmwOp::Add, cnt, c.i32(1), ir::MemOrder::AcqRel, ir::MemScope::Agent);
     b.if_(old == need - c.i32(1), [&] {
-      b.store(cnt(r), c.i32(0), ir::MemOrder::Relaxed, ir::MemScope::Agent);
+      b.store(cnt, c.i32(0), ir::MemOrder::Relaxed, ir::MemScope::Agent);
       c.publish(c.pairAt(L.hrdyOffset, r));
     });
   };
   b.if_(c.tid == c.i32(0), [&] {
-    Val need = c.i32(L.headTasks) + b.select(row > c.i32(0), c.i32(L.vTasks), c.i32(0));
-    Val old = add(row);
-    Val vTask = (row == c.i32(0)) & (j >= c.i32(L.vTask0)) & (j < c.i32(L.vTask0 + L.vTasks));
-    // row 0's V tasks: every row's add in flight, then each row's publish, rows in order
-    b.if_(vTask, [&] {
-      std::vector<Val> olds;
-      for (int r = 1; r < L.rows; ++r) olds.push_back(add(c.i32(r)));
-      last(row, old, need);
-      for (int r = 1; r < L.rows; ++r) last(c.i32(r), olds[r - 1], c.i32(L.headTasks + L.vTasks));
+    arrive(row, c.i32(L.headTasks) + b.select(row > c.i32(0), c.i32(L.vTasks), c.i32(0)));
+    b.if_((row == c.i32(0)) & (j >= c.i32(L.vTask0)) & (j < c.i32(L.vTask0 + L.vTasks)), [&] {
+      b.for_(c.i32(1), c.i32(L.rows), c.i32(1), [&](Val r) { arrive(r, c.i32(L.headTasks + L.vTasks)); });
     });
-    b.if_(!vTask, [&] { last(row, old, need); });
   });
 }
 
