@@ -151,7 +151,9 @@ AttentionVariant AttentionVariant::make(const ModelConfig& cfg, const ir::Key& k
                          int64_t{8} * L.shape.qHeads * kAttnSplits});  // the merge's sl and w
 
   L.norm = Placement{"attn_norm", L.rows, 0};
-  L.gemv = Placement{"attn_gemv", L.qkvTiles, 0};
+  // the tiles past the norm's CTAs where they fit: a norm CTA's tile loads its weights only
+  // after its row, the others while the norms run
+  L.gemv = Placement{"attn_gemv", L.qkvTiles, L.rows + L.qkvTiles <= L.blocks ? L.rows : 0};
   L.heads = Placement{"attn_heads", int64_t{L.rows} * L.headTasks, L.rows % L.blocks};
   L.index = Placement{"attn_index", v.knobs.fullLayer ? 0 : sels,
                       static_cast<int>((L.rows + L.heads.tasks) % L.blocks)};

@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include <functional>
+
 namespace monogen::specs::minimax_m3 {
 
 using ir::Type;
@@ -23,7 +25,8 @@ Val shuffledRun(AttentionContext& c, Val row, Val k, int64_t kBytes) {
          (row % c.i32(16)) * c.i32(16) + k % c.i32(16);
 }
 
-void stageAttnGemv(AttentionContext& c, Val tile) {
+/// `awaitX` is called between the task's weight loads and its X8 loads (the XRDY wait, first task).
+void stageAttnGemv(AttentionContext& c, Val tile, const std::function<void()>& awaitX) {
   ir::Builder& b = c.b;
   const AttentionLaunchLayout& L = c.L;
   const int H = L.hidden, chunks = H / 64 / L.waves;
@@ -31,30 +34,44 @@ void stageAttnGemv(AttentionContext& c, Val tile) {
   Val scratch = c.arg(a::kScratch), w = c.arg(a::kWQkv);
   Val row = b.named(tile * c.i32(16) + T.aRow(), "row");
   Val token = b.named(b.min(T.bCol(), c.i32(L.rows - 1)), "token");
-  ir::Var acc = b.var(b.splat(c.f32(0), 4), "acc");
   Val kc0 = c.wave * c.i32(chunks);
-  b.for_(kc0, kc0 + c.i32(chunks), c.i32(1), [&](Val kc) {
-    Val k0 = kc * c.i32(64) + T.laneK0();
-    std::vector<Val> av, bv;
-    for (int d = 0; d < T.chain; ++d) {
-      Val k = k0 + c.i32(T.kOffset(d));
-      av.push_back(b.load(Type::i64(), b.ptrAdd(w, shuffledRun(c, row, k, H))));
-      bv.push_back(b.load(Type::i64(), b.ptrAdd(scratch, c.i32(L.x8Offset) + token * c.i32(H) + k)));
-    }
-    b.set(acc, T.step(b.get(acc), av, bv));
-  });
+  // every chunk's A runs (the lane's 16-byte run: both MFMAs' K, k0 + 8 d contiguous in the
+  // shuffle and in X8), then the epilogue's s_qkv and slot, all before the flag wait
+  std::vector<Val> av;
+  for (int i = 0; i < chunks; ++i) {
+    Val k0 = (kc0 + c.i32(i)) * c.i32(64) + T.laneK0();
+    Val run = b.load(Type::vec(Type::i64(), T.chain), b.ptrAdd(w, shuffledRun(c, row, k0, H)));
+    for (int d = 0; d < T.chain; ++d) av.push_back(b.extract(run, d));
+  }
+  // epilogue thread (r, t) = (tid / S, tid % S), r clamped into the tile for the idle threads
+  Val r = b.min(c.tid / c.i32(L.rows), c.i32(15)), t = c.tid % c.i32(L.rows);
+  Val grow = tile * c.i32(16) + r;
+  Val ws = b.load(Type::f32(), b.ptrAdd(c.arg(a::kSQkv), grow * c.i32(4)));
+  Val live = b.load(Type::i64(), b.ptrAdd(c.arg(a::kSlots), t * c.i32(8))) >= b.i64(0);
+  awaitX();
+  std::vector<Val> bv;
+  for (int i = 0; i < chunks; ++i) {
+    Val k0 = (kc0 + c.i32(i)) * c.i32(64) + T.laneK0();
+    Val run = b.load(Type::vec(Type::i64(), T.chain), b.ptrAdd(scratch, c.i32(L.x8Offset) + token * c.i32(H) + k0));
+    for (int d = 0; d < T.chain; ++d) bv.push_back(b.extract(run, d));
+  }
+  Val xScale = b.load(Type::f32(), b.ptrAdd(scratch, c.i32(L.xScaleOffset) + t * c.i32(4)));
+  // the chain over the wave's chunks in order, from 0
+  Val acc = b.splat(c.f32(0), 4);
+  for (int i = 0; i < chunks; ++i) {
+    std::vector<Val> ai(av.begin() + i * T.chain, av.begin() + (i + 1) * T.chain);
+    std::vector<Val> bi(bv.begin() + i * T.chain, bv.begin() + (i + 1) * T.chain);
+    acc = T.step(acc, ai, bi);
+  }
   // [wave][row in the tile][token]
-  T.storeAcc(b.get(acc), c.red, [&](int i) { return (c.wave * c.i32(16) + T.accRow(i)) * c.i32(16) + T.accCol(); });
+  T.storeAcc(acc, c.red, [&](int i) { return (c.wave * c.i32(16) + T.accRow(i)) * c.i32(16) + T.accCol(); });
   c.ctaSync(false);
   b.if_(c.tid < c.i32(16 * L.rows), [&] {
-    Val r = c.tid / c.i32(L.rows), t = c.tid % c.i32(L.rows);
-    Val tot = c.f32(0);
+    std::vector<Val> part;  // the 8 waves' loads in flight, then summed in wave order
     for (int wv = 0; wv < L.waves; ++wv)
-      tot = tot + b.load(Type::f32(), b.ptrAdd(c.red, ((c.i32(wv * 16) + r) * c.i32(16) + t) * c.i32(4)));
-    Val xScale = b.load(Type::f32(), b.ptrAdd(scratch, c.i32(L.xScaleOffset) + t * c.i32(4)));
-    Val grow = tile * c.i32(16) + r;
-    Val ws = b.load(Type::f32(), b.ptrAdd(c.arg(a::kSQkv), grow * c.i32(4)));
-    Val live = b.load(Type::i64(), b.ptrAdd(c.arg(a::kSlots), t * c.i32(8))) >= b.i64(0);
+      part.push_back(b.load(Type::f32(), b.ptrAdd(c.red, ((c.i32(wv * 16) + r) * c.i32(16) + t) * c.i32(4))));
+    Val tot = c.f32(0);
+    for (int wv = 0; wv < L.waves; ++wv) tot = tot + part[wv];
     Val out = b.f32ToBf16(b.select(live, (tot * xScale) * ws, c.f32(0)));
     b.store(b.ptrAdd(scratch, c.i32(L.qkvOffset) + (t * c.i32(L.qkvRows) + grow) * c.i32(2)), out);
   });
@@ -74,9 +91,12 @@ extern const AttentionStageDef kAttnGemvStage = {
                          L.hidden / 64 / L.waves);
     },
     [](AttentionContext& c) {
-      // XRDY of every row, once a CTA
-      c.awaitAllOnce(c.L.gemv, c.L.xrdyOffset, c.L.rows, kSiteAttnGemv);
-      c.forEachTask(c.L.gemv, [&](Val t) { stageAttnGemv(c, t); });
+      // XRDY of every row, once a CTA: in its first task (t < blocks), after the weights' loads
+      c.forEachTask(c.L.gemv, [&](Val t) {
+        stageAttnGemv(c, t, [&] {
+          c.b.if_(t < c.i32(c.L.blocks), [&] { c.awaitAllOnce(c.L.gemv, c.L.xrdyOffset, c.L.rows, kSiteAttnGemv); });
+        });
+      });
     },
     "qkvRow (AttentionPre.h)",
 };

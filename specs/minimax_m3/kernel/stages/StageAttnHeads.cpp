@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <climits>
+#include <functional>
 
 namespace monogen::specs::minimax_m3 {
 
@@ -26,6 +27,7 @@ Val negF(ir::Builder& b, Val x) {
 struct RowView {
   Val t, live, slot, cs;  // cs: the position's bf16 cos / sin row
   Val qkv;                // the row's bf16 GEMV outputs
+  Val cosv, sinv;         // the lane's 4 cos and sin of cs (heads tasks; the V loop leaves them unset)
 };
 
 /// The lane's 4 channels 4 lane .. of the head at GEMV row `row0`: bf16 -> f32 (lanes past D/4
@@ -42,7 +44,7 @@ std::vector<Val> loadHead(AttentionContext& c, const RowView& r, Val row0, int D
 /// The head's Gemma RMSNorm and partial NeoX RoPE, f32 unrounded: ss a lane ((0 + e0²) + e1²) +
 /// .., the 32-lane butterfly, rstd = rsq(ss / D + eps), n = (e rstd)(1 + g); channel d < rotary/2
 /// fma(n_d, cos, -(n_{d+r/2} sin)), r/2 <= d < rotary fma(n_d, cos, n_{d-r/2} sin), past: n_d.
-std::vector<Val> normRope(AttentionContext& c, const RowView& r, const std::vector<Val>& e, Val gamma, int D) {
+std::vector<Val> normRope(AttentionContext& c, const RowView& r, const std::vector<Val>& e, Val g, int D) {
   ir::Builder& b = c.b;
   const int rotary = c.L.shape.rotaryDim, half = rotary / 2;
   const float eps = static_cast<float>(c.variant.cfg.rmsEps);
@@ -50,8 +52,6 @@ std::vector<Val> normRope(AttentionContext& c, const RowView& r, const std::vect
   for (int j = 0; j < 4; ++j) ss = ss + e[j] * e[j];
   ss = b.butterfly(b.select(c.lane < c.i32(D / 4), ss, c.f32(0)), {16, 8, 4, 2, 1});
   Val rr = b.rsq(ss / c.f32(D) + c.f32(eps));
-  Val lc = b.select(c.lane < c.i32(D / 4), c.lane, c.i32(D / 4 - 1));
-  Val g = b.load(Type::vec(Type::bf16(), 4), b.ptrAdd(gamma, lc * c.i32(8)));
   std::vector<Val> n;
   for (int j = 0; j < 4; ++j) n.push_back((e[j] * rr) * (b.bf16ToF32(b.extract(g, j)) + c.f32(1)));
   // the partner channel d +- rotary/2 sits rotary/8 lanes away, same element
@@ -59,9 +59,7 @@ std::vector<Val> normRope(AttentionContext& c, const RowView& r, const std::vect
   Val first = c.lane < c.i32(dl), inRot = c.lane < c.i32(rotary / 4);
   Val up = b.select(c.lane + c.i32(dl) < c.i32(64), c.lane + c.i32(dl), c.lane);
   Val down = b.select(c.lane >= c.i32(dl), c.lane - c.i32(dl), c.lane);
-  Val col = (c.lane * c.i32(4)) % c.i32(half);
-  Val cosv = b.load(Type::vec(Type::bf16(), 4), b.ptrAdd(r.cs, col * c.i32(2)));
-  Val sinv = b.load(Type::vec(Type::bf16(), 4), b.ptrAdd(r.cs, (col + c.i32(half)) * c.i32(2)));
+  Val cosv = r.cosv, sinv = r.sinv;
   std::vector<Val> out;
   for (int j = 0; j < 4; ++j) {
     Val pu = b.shuffle(n[j], up), pd = b.shuffle(n[j], down);
@@ -113,21 +111,53 @@ RowView rowView(AttentionContext& c, Val t) {
   return r;
 }
 
-void stageAttnHeads(AttentionContext& c, Val task) {
+/// rowView and the lane's cos / sin: channels (4 lane) % (rotary / 2) .. of cos, the same of sin.
+RowView ropeRowView(AttentionContext& c, Val t) {
+  ir::Builder& b = c.b;
+  RowView r = rowView(c, t);
+  const int half = c.L.shape.rotaryDim / 2;
+  Val col = (c.lane * c.i32(4)) % c.i32(half);
+  r.cosv = b.load(Type::vec(Type::bf16(), 4), b.ptrAdd(r.cs, col * c.i32(2)));
+  r.sinv = b.load(Type::vec(Type::bf16(), 4), b.ptrAdd(r.cs, (col + c.i32(half)) * c.i32(2)));
+  return r;
+}
+
+/// `awaitQ` is called between the task's input loads (slot, position, cos / sin, the unit's norm
+/// weights, index slot) and its GEMV rows' loads (the QRDY wait, first task).
+void stageAttnHeads(AttentionContext& c, Val task, const std::function<void()>& awaitQ) {
   ir::Builder& b = c.b;
   const AttentionLaunchLayout& L = c.L;
   const AttentionShape& sh = L.shape;
   const int D = sh.headDim, ID = sh.indexDim;
   const bool atom = c.variant.knobs.mode == CacheMode::Atom;
-  const RowView r = rowView(c, task / c.i32(L.headTasks));
+  const RowView r = ropeRowView(c, task / c.i32(L.headTasks));
   Val unit = b.named((task % c.i32(L.headTasks)) * c.i32(L.waves) + c.wave, "unit");
   Val lanes = c.lane < c.i32(D / 4);
   const int64_t pageBytes = int64_t{kPage16} * D;
   Val d0 = c.lane * c.i32(4);
+  // the wave's unit's norm weights (q, K: g_q, g_k over D; index q, key: g_iq, g_ik over ID; V
+  // none: g_k, unused), channels 4 lane .. (clamped as loadHead's), and the index slot
+  Val kBase = c.i32(sh.qHeads), vBase = c.i32(sh.qHeads + sh.kvHeads);
+  Val iqBase = c.i32(sh.qHeads + 2 * sh.kvHeads);
+  Val indexUnit = unit >= iqBase;
+  Val gPtr = b.select(unit < kBase, c.arg(a::kGQ), c.arg(a::kGK));
+  Val gDim = c.i32(D / 4);
+  if (!c.variant.knobs.fullLayer) {
+    gPtr = b.select(indexUnit, b.select(unit < iqBase + c.i32(sh.indexHeads), c.arg(a::kGIq), c.arg(a::kGIk)), gPtr);
+    gDim = b.select(indexUnit, c.i32(ID / 4), gDim);
+  }
+  Val gLc = b.select(c.lane < gDim, c.lane, gDim - c.i32(1));
+  Val gv = b.load(Type::vec(Type::bf16(), 4), b.ptrAdd(gPtr, gLc * c.i32(8)));
+  Val islot = atom || c.variant.knobs.fullLayer ? r.slot
+                                                 : b.load(Type::i64(), b.ptrAdd(c.arg(a::kIndexSlots), r.t * c.i32(8)));
+  // vllm's scalar K and V scales
+  Val kScalar = atom ? Val{} : b.load(Type::f32(), c.arg(a::kKScale));
+  Val vScalar = atom ? Val{} : b.load(Type::f32(), c.arg(a::kVScale));
+  awaitQ();
 
   // q: bf16(out) -> q [S, qHeads, D] (0 for a padded row)
   b.if_(unit < c.i32(sh.qHeads), [&] {
-    auto out = normRope(c, r, loadHead(c, r, c.i32(sh.qOff) + unit * c.i32(D), D), c.arg(a::kGQ), D);
+    auto out = normRope(c, r, loadHead(c, r, c.i32(sh.qOff) + unit * c.i32(D), D), gv, D);
     Val q = c.arg(a::kQ);
     b.if_(lanes, [&] {
       for (int j = 0; j < 4; ++j)
@@ -136,13 +166,12 @@ void stageAttnHeads(AttentionContext& c, Val task) {
     });
   });
   // K: E4M3(bf16(out) / kScale) at (page, token, channel) of the K view
-  Val kBase = c.i32(sh.qHeads), vBase = c.i32(sh.qHeads + sh.kvHeads);
   b.if_((unit >= kBase) & (unit < vBase), [&] {
     Val h = unit - kBase;
-    auto out = normRope(c, r, loadHead(c, r, c.i32(sh.kOff) + h * c.i32(D), D), c.arg(a::kGK), D);
+    auto out = normRope(c, r, loadHead(c, r, c.i32(sh.kOff) + h * c.i32(D), D), gv, D);
     auto [page, tok] = pageOf(c, r.slot, h);
     Val kScales = c.arg(a::kKScale);
-    Val ks = atom ? tokenScale(c, out, D) : b.load(Type::f32(), kScales);
+    Val ks = atom ? tokenScale(c, out, D) : kScalar;
     std::vector<Val> codes;
     for (int j = 0; j < 4; ++j) codes.push_back(e4m3Writer(b, b.roundBf16(out[j]) / ks));
     Val word = packCodes(b, codes);
@@ -168,7 +197,7 @@ void stageAttnHeads(AttentionContext& c, Val task) {
       const RowView rv = rowView(c, t);
       auto v = loadHead(c, rv, c.i32(sh.vOff) + h * c.i32(D), D);
       auto [page, tok] = pageOf(c, rv.slot, h);
-      Val vs = atom ? tokenScale(c, v, D) : b.load(Type::f32(), vScales);
+      Val vs = atom ? tokenScale(c, v, D) : vScalar;
       b.if_(rv.live & lanes, [&] {
         for (int j = 0; j < 4; ++j) {
           Val off = page * b.i64(pageBytes) + b.sext((d0 + c.i32(j)) * c.i32(kPage16) + tok, Type::i64());
@@ -183,10 +212,9 @@ void stageAttnHeads(AttentionContext& c, Val task) {
   });
   if (c.variant.knobs.fullLayer) return;
   // the index q heads: bf16(out) (atom), or bf16 through E4M3 at unit scale and back (vllm)
-  Val iqBase = c.i32(sh.qHeads + 2 * sh.kvHeads);
   b.if_((unit >= iqBase) & (unit < iqBase + c.i32(sh.indexHeads)), [&] {
     Val g = unit - iqBase;
-    auto out = normRope(c, r, loadHead(c, r, c.i32(sh.iqOff) + g * c.i32(ID), ID), c.arg(a::kGIq), ID);
+    auto out = normRope(c, r, loadHead(c, r, c.i32(sh.iqOff) + g * c.i32(ID), ID), gv, ID);
     Val iq = c.arg(a::kIq);
     b.if_(c.lane < c.i32(ID / 4), [&] {
       for (int j = 0; j < 4; ++j) {
@@ -199,8 +227,7 @@ void stageAttnHeads(AttentionContext& c, Val task) {
   });
   // the index key: E4M3(bf16(out)) at index slot x indexDim + channel
   b.if_(unit == c.i32(sh.qHeads + 2 * sh.kvHeads + sh.indexHeads), [&] {
-    auto out = normRope(c, r, loadHead(c, r, c.i32(sh.ikOff), ID), c.arg(a::kGIk), ID);
-    Val islot = atom ? r.slot : b.load(Type::i64(), b.ptrAdd(c.arg(a::kIndexSlots), r.t * c.i32(8)));
+    auto out = normRope(c, r, loadHead(c, r, c.i32(sh.ikOff), ID), gv, ID);
     std::vector<Val> codes;
     for (int j = 0; j < 4; ++j) codes.push_back(e4m3Writer(b, b.roundBf16(out[j])));
     Val word = packCodes(b, codes);
@@ -248,10 +275,11 @@ extern const AttentionStageDef kAttnHeadsStage = {
                          L.headUnits > L.shape.qHeads + 2 * L.shape.kvHeads ? fmt::format(", {} index q, the index key", L.shape.indexHeads) : "");
     },
     [](AttentionContext& c) {
-      // every QRDY tile, once a CTA
-      c.awaitAllOnce(c.L.heads, c.L.qrdyOffset, c.L.qkvTiles, kSiteAttnHeads);
+      // every QRDY tile, once a CTA: in its first task (t < blocks), after the task's input loads
       c.forEachTask(c.L.heads, [&](Val t) {
-        stageAttnHeads(c, t);
+        stageAttnHeads(c, t, [&] {
+          c.b.if_(t < c.i32(c.L.blocks), [&] { c.awaitAllOnce(c.L.heads, c.L.qrdyOffset, c.L.qkvTiles, kSiteAttnHeads); });
+        });
         countHeadsTask(c, t);
       });
     },

@@ -16,46 +16,61 @@ namespace {
 /// One pack: 8 consecutive elements of the row, logical thread p's (elements 8 p .. 8 p + 7).
 struct Pack {
   Val ok, at;              // p < hidden / 8; the pack's element offset (clamped into the row)
-  std::vector<Val> acc;    // f32(x) + f32(res)
+  Val x, res, g;           // the pack's loads (bf16 x 8)
+};
+
+/// One quad of the quant: 4 consecutive elements (one x8 word), thread tid's quads tid + threads j.
+struct Quad {
+  Val ok, at;              // q < hidden / 4; the quad's element offset (clamped into the row)
+  Val x, res, g;           // the quad's loads (bf16 x 4)
 };
 
 void stageAttnNorm(AttentionContext& c, Val t) {
   ir::Builder& b = c.b;
   const AttentionLaunchLayout& L = c.L;
-  const int H = L.hidden, packs = H / 8, groups = H / 256;
-  const int perThread = (packs + L.threads - 1) / L.threads;
+  const int H = L.hidden, packs = H / 8, quads = H / 4, groups = H / 256;
+  const int perThread = (packs + L.threads - 1) / L.threads, quadsPerThread = (quads + L.threads - 1) / L.threads;
   Val x = c.arg(a::kX), res = c.arg(a::kRes), resOut = c.arg(a::kResOut), gIn = c.arg(a::kGIn);
   Val scratch = c.arg(a::kScratch);
-  Val live = b.load(Type::i64(), b.ptrAdd(c.arg(a::kSlots), t * c.i32(8))) >= b.i64(0);
-  const Type bf8 = Type::vec(Type::bf16(), 8);
+  Val slot = b.load(Type::i64(), b.ptrAdd(c.arg(a::kSlots), t * c.i32(8)));
+  const Type bf8 = Type::vec(Type::bf16(), 8), bf4 = Type::vec(Type::bf16(), 4);
 
-  // every pack's x, res and g_in loaded before the first is used
+  // every pack's and quad's x, res and g_in loaded before the first is used (a quad's elements
+  // are a pack's too: the quant's n is the sum's, recomputed on the quad's thread)
   std::vector<Pack> ps;
-  std::vector<Val> xs, rs, gs;
   for (int j = 0; j < perThread; ++j) {
     Pack p;
     Val idx = c.tid + c.i32(int64_t{L.threads} * j);
     p.ok = idx < c.i32(packs);
     p.at = t * c.i32(H) + b.select(p.ok, idx, c.i32(packs - 1)) * c.i32(8);
-    xs.push_back(b.load(bf8, b.ptrAdd(x, p.at * c.i32(2))));
-    rs.push_back(b.load(bf8, b.ptrAdd(res, p.at * c.i32(2))));
-    gs.push_back(b.load(bf8, b.ptrAdd(gIn, (p.at - t * c.i32(H)) * c.i32(2))));
+    p.x = b.load(bf8, b.ptrAdd(x, p.at * c.i32(2)));
+    p.res = b.load(bf8, b.ptrAdd(res, p.at * c.i32(2)));
     ps.push_back(std::move(p));
   }
+  std::vector<Quad> qs;
+  for (int j = 0; j < quadsPerThread; ++j) {
+    Quad q;
+    Val idx = c.tid + c.i32(int64_t{L.threads} * j);
+    q.ok = idx < c.i32(quads);
+    q.at = t * c.i32(H) + b.select(q.ok, idx, c.i32(quads - 1)) * c.i32(4);
+    q.x = b.load(bf4, b.ptrAdd(x, q.at * c.i32(2)));
+    q.res = b.load(bf4, b.ptrAdd(res, q.at * c.i32(2)));
+    q.g = b.load(bf4, b.ptrAdd(gIn, (q.at - t * c.i32(H)) * c.i32(2)));
+    qs.push_back(std::move(q));
+  }
+  Val live = slot >= b.i64(0);
   // h = bf16(acc) and each pack's fma chain of squares; a 32-pack group's butterfly -> red[g]
   for (int j = 0; j < perThread; ++j) {
     Pack& p = ps[j];
     Val idx = c.tid + c.i32(int64_t{L.threads} * j);
-    Val xv = xs[j], rv = rs[j];
     Val ss = c.f32(0);
+    Val h = b.splat(b.f32ToBf16(c.f32(0)), 8);
     for (int e = 0; e < 8; ++e) {
-      p.acc.push_back(b.bf16ToF32(b.extract(xv, e)) + b.bf16ToF32(b.extract(rv, e)));
-      ss = b.fma(p.acc[e], p.acc[e], ss);
+      Val acc = b.bf16ToF32(b.extract(p.x, e)) + b.bf16ToF32(b.extract(p.res, e));
+      ss = b.fma(acc, acc, ss);
+      h = b.insert(h, b.f32ToBf16(b.select(live, acc, c.f32(0))), e);
     }
-    b.if_(p.ok, [&] {
-      for (int e = 0; e < 8; ++e)
-        b.store(b.ptrAdd(resOut, (p.at + c.i32(e)) * c.i32(2)), b.f32ToBf16(b.select(live, p.acc[e], c.f32(0))));
-    });
+    b.if_(p.ok, [&] { b.store(b.ptrAdd(resOut, p.at * c.i32(2)), h); });
     Val group = b.butterfly(b.select(p.ok, ss, c.f32(0)), {16, 8, 4, 2, 1});
     b.if_(p.ok & (c.lane % c.i32(32) == c.i32(0)), [&] { b.store(b.ptrAdd(c.red, (idx / c.i32(32)) * c.i32(4)), group); });
   }
@@ -66,17 +81,17 @@ void stageAttnNorm(AttentionContext& c, Val t) {
   Val ss = b.butterfly(b.select(g32 < c.i32(groups), part, c.f32(0)), {16, 8, 4, 2, 1});
   Val rstd = b.named(b.rsq(ss / c.f32(H) + c.f32(static_cast<float>(c.variant.cfg.rmsEps))), "rstd");
 
-  // n = (acc rstd)(1 + g); amax over the CTA (each wave's butterfly, then the waves in order)
-  std::vector<std::vector<Val>> n(ps.size());
+  // n = (acc rstd)(1 + g) a quad; amax over the CTA (each wave's butterfly, then the waves)
+  std::vector<std::vector<Val>> n(qs.size());
   Val amax = c.f32(0);
-  for (size_t j = 0; j < ps.size(); ++j) {
-    Val gv = gs[j];
+  for (size_t j = 0; j < qs.size(); ++j) {
     Val m = c.f32(0);
-    for (int e = 0; e < 8; ++e) {
-      n[j].push_back((ps[j].acc[e] * rstd) * (b.bf16ToF32(b.extract(gv, e)) + c.f32(1)));
+    for (int e = 0; e < 4; ++e) {
+      Val acc = b.bf16ToF32(b.extract(qs[j].x, e)) + b.bf16ToF32(b.extract(qs[j].res, e));
+      n[j].push_back((acc * rstd) * (b.bf16ToF32(b.extract(qs[j].g, e)) + c.f32(1)));
       m = b.max(m, b.unary(ir::OpCode::Abs, n[j][e]));
     }
-    amax = b.max(amax, b.select(ps[j].ok, m, c.f32(0)));
+    amax = b.max(amax, b.select(qs[j].ok, m, c.f32(0)));
   }
   amax = b.butterfly(amax, {32, 16, 8, 4, 2, 1}, ir::OpCode::Max);
   b.if_(c.lane == c.i32(0), [&] { b.store(b.ptrAdd(c.red, (c.i32(32) + c.wave) * c.i32(4)), amax); });
@@ -87,14 +102,13 @@ void stageAttnNorm(AttentionContext& c, Val t) {
   for (int w = 0; w < L.waves; ++w) cta = b.max(cta, waveMax[w]);
   Val xScale = b.named(b.select(cta == c.f32(0), c.f32(1), cta / c.f32(448)), "x_scale");
 
-  // x8 = E4M3(n / xScale), 8 bytes a pack, to scratch; the row's scales (a padded row: zeros,
-  // which the GEMV multiplies and the heads never append); then XRDY[t]
-  for (size_t j = 0; j < ps.size(); ++j) {
-    Val word = b.constInt(Type::i64(), 0);
-    for (int e = 0; e < 8; ++e)
-      word = word | (b.zext(e4m3Writer(b, n[j][e] / xScale), Type::i64()) << b.i64(8 * e));
-    b.if_(ps[j].ok, [&] {
-      b.store(b.ptrAdd(scratch, c.i32(L.x8Offset) + ps[j].at), b.select(live, word, b.i64(0)));
+  // x8 = E4M3(n / xScale), one 4-byte word a quad, to scratch; the row's scales (a padded row:
+  // zeros, which the GEMV multiplies and the heads never append); then XRDY[t]
+  for (size_t j = 0; j < qs.size(); ++j) {
+    Val word = c.i32(0);
+    for (int e = 0; e < 4; ++e) word = word | (e4m3Writer(b, n[j][e] / xScale) << c.i32(8 * e));
+    b.if_(qs[j].ok, [&] {
+      b.store(b.ptrAdd(scratch, c.i32(L.x8Offset) + qs[j].at), b.select(live, word, c.i32(0)));
     });
   }
   b.if_(c.tid == c.i32(0), [&] {
