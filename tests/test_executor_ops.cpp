@@ -355,7 +355,7 @@ std::vector<Elementwise> elementwiseCases() {
   }
   for (float x : {449.0f, 463.9f, 464.0f, 480.0f, 1e6f, -1e30f, -449.0f, -464.0f, 1e-40f, -1e-45f, 3.14159f})
     toFp8.pool.push_back(fbits(x));  // past 448 (464 is the tie to the next would-be code), f32 subnormals
-  conv("f32tofp8", "f32 -> clamp +-448, v_cvt_pk_fp8_f32 (OCP e4m3fn, RNE), NaN -> 0x7f", toFp8, [](Builder& b, Val a) { return b.f32ToFp8(a); });
+  conv("f32tofp8", "NaN-keeping clamp +-448, v_cvt_pk_fp8_f32 (OCP e4m3fn, RNE), a NaN byte -> 0x7f", toFp8, [](Builder& b, Val a) { return b.f32ToFp8(a); });
   // The cross product runs the first operand fastest: a second case sweeps b against a few a's.
   Operand fewFp8{Type::f32(), {0x7fc00000, 0xff812345, 0x43e00000, 0xc3e80000, 0x00000001, 0x3f880000}, Rand::F32Normal};
   const char* pkLowers = "2 x NaN-keeping clamp +-448, one v_cvt_pk_fp8_f32 (OCP e4m3fn, RNE), NaN bytes -> 0x7f";

@@ -295,6 +295,16 @@ TEST_CASE("layer launch: the moe= knob takes a8w4 and refuses the default and un
   CHECK_THAT(message("ag_rs_from=1,cache=atom"), Catch::Contains("are not canonical"));
 }
 
+TEST_CASE("layer launch: the layout's moe is the FFN knob's and a layout that differs is refused", "[layer_launch][knobs]") {
+  const ModelConfig cfg = ModelConfig::reduced();
+  LayerVariant v = LayerVariant::make(cfg, makeLayerKey(cfg, 2, 2, {}, {}, MoeQuant::A8w4));
+  CHECK(v.ffn.knobs.moe == MoeQuant::A8w4);
+  CHECK(v.ffn.layout.moe == MoeQuant::A8w4);
+  CHECK_NOTHROW(buildLayerPlan(v));
+  v.ffn.layout.moe = MoeQuant::A16w4;
+  CHECK_THROWS_WITH(buildLayerPlan(v), Catch::Contains("the layout's moe a16w4: expected the knob's, a8w4"));
+}
+
 TEST_CASE("layer launch: a mismatch names the stage that writes it (the all-gather when reduce-scattered)",
           "[layer_launch]") {
   const ModelConfig cfg = ModelConfig::reduced();

@@ -1,5 +1,6 @@
 // The MXFP8 quant's native reference (specs/minimax_m3/reference/Mxfp8Reference): its rule at the
-// edges, its agreement with the IR's f32 -> e4m3 conversion, and its error on Gaussian inputs.
+// edges, its agreement with the IR's f32 -> e4m3 conversion, and its error on Gaussian inputs; the
+// kernel's quant (kernel/Mxfp8) refusing a bad operand.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
@@ -12,9 +13,11 @@
 #include <algorithm>
 #include <vector>
 
+#include "ir/Builder.h"
 #include "ir/Error.h"
 #include "ir/Numerics.h"
 #include "runtime/sim/SimRng.h"
+#include "specs/minimax_m3/kernel/Mxfp8.h"
 #include "specs/minimax_m3/reference/MoeA8w4Reference.h"
 #include "specs/minimax_m3/reference/Mxfp8Reference.h"
 
@@ -254,4 +257,16 @@ TEST_CASE("moeReferenceA8w4 and a8w4Gemm: a bad shape is an InputError naming wh
              "input error at moeReferenceA8w4: 4 rows, w13 [128][64], w2 [64][32]: expected");
   inputError([&] { a8w4Gemm(x.data(), 17, w13.view); },
              "input error at a8w4Gemm: 17 rows of x times a weight of K 64: expected 0..16 rows");
+}
+
+TEST_CASE("mxfp8QuantizeA: a lane given other than 32 values is an InputError naming the count", "[mxfp8]") {
+  ir::Function f;
+  ir::Builder b(f);
+  const std::vector<ir::Val> xs(31, b.f32(1.0));
+  try {
+    mxfp8QuantizeA(b, xs);
+    FAIL("no error: expected an InputError for 31 values");
+  } catch (const InputError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("input error at mxfp8QuantizeA: 31 values: expected 32"));
+  }
 }

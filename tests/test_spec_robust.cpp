@@ -284,6 +284,39 @@ TEST_CASE("robust sim: a fault before the handshake reaches every rank, other la
   }
 }
 
+TEST_CASE("robust sim: the step's last launch's epoch waits for every CTA's done even the CTA that ends last",
+          "[spec][robust][sim][trace]") {
+  const ModelConfig cfg = ModelConfig::reduced();
+  const int S = 1, TP = 2, late = 17;  // the Sim runs CTA 17 only while no other wave can: it ends last
+  const ir::Key key = partKey(cfg, S, TP, FfnKnobs{.trace = true});
+  const TensorMap in = makeInputs(cfg, S, TP, 6);
+  runtime::SimOptions o = schedSeed(2);
+  o.lastCta = late;
+  for (bool last : {false, true}) {
+    SimSession session(cfg, key);
+    const ir::Plan& plan = session.plan();
+    const int fin = plan.stageIndex("final"), ep = plan.stageIndex("epoch");
+    LaunchParams p;
+    p.handshake = last;
+    const SimRun run = session.launch(in, o, p);
+    REQUIRE(run.valid);
+    for (int r = 0; r < TP; ++r) {
+      const uint64_t epochEnd = stamp(run, plan, r, 0, ep, 1);
+      const uint64_t lateEnd = stamp(run, plan, r, late, fin, 1);
+      INFO(fmt::format("{} launch, rank {}: CTA 0's epoch ends at {}, CTA {}'s final at {}",
+                       last ? "the step's last" : "an earlier", r, epochEnd, late, lateEnd));
+      if (!last) {
+        CHECK(lateEnd > epochEnd);  // the epoch waits for no CTA's work: the check below can fail
+        continue;
+      }
+      for (int c = 0; c < cfg.blocks; ++c) {
+        INFO(fmt::format("CTA {}'s final ends at {}", c, stamp(run, plan, r, c, fin, 1)));
+        CHECK(stamp(run, plan, r, c, fin, 1) <= epochEnd);
+      }
+    }
+  }
+}
+
 TEST_CASE("robust sim: the trace has every CTA of every rank, stages in order", "[spec][robust][sim][trace]") {
   const ModelConfig cfg = ModelConfig::reduced();
   const int S = 3, TP = 2;

@@ -122,27 +122,26 @@ class Gfx950Target final : public TargetInfo {
     llvm::Value* hi = b.CreateShuffleVector(pairs[2], pairs[3], llvm::ArrayRef<int>{0, 1, 2, 3});
     return b.CreateShuffleVector(lo, hi, llvm::ArrayRef<int>{0, 1, 2, 3, 4, 5, 6, 7});
   }
-  /// v_cvt_pk_fp8_f32 (RNE) on the operand clamped to [-448, 448], a NaN operand selected to
-  /// 0x7f after: independent of the instruction's own overflow and NaN-sign rules.
+  /// v_cvt_pk_fp8_f32 (RNE; byte 0 kept) of the operand clamped to [-448, 448] by NaN-keeping
+  /// minimum / maximum; a NaN code loses its sign after, as in f32x2ToFp8x2: no lane mask.
   llvm::Value* f32ToFp8(Builder& b, llvm::Value* x) const override {
-    llvm::Type* f = b.getFloatTy();
-    llvm::Value* c = intrinsic(b, I::maxnum, {f}, {x, llvm::ConstantFP::get(f, -448.0)});
-    c = intrinsic(b, I::minnum, {f}, {c, llvm::ConstantFP::get(f, 448.0)});
-    llvm::Value* pk = intrinsic(b, I::amdgcn_cvt_pk_fp8_f32, {}, {c, c, b.getInt32(0), b.getFalse()});
-    llvm::Value* r = b.CreateAnd(pk, 0xff);
-    return b.CreateSelect(b.CreateFCmpUNO(x, x), b.getInt32(0x7f), r);
+    llvm::Value* c = fp8Clamp(b, x);
+    llvm::Value* old = llvm::PoisonValue::get(b.getInt32Ty());
+    llvm::Value* pk = intrinsic(b, I::amdgcn_cvt_pk_fp8_f32, {}, {c, c, old, b.getFalse()});
+    return fp8NanSignOff(b, b.CreateAnd(pk, 0xff), 0x7f);
   }
   /// One v_cvt_pk_fp8_f32 (RNE; bits 16 .. 31 masked off) of both operands clamped to [-448, 448] by
   /// NaN-keeping minimum / maximum; a NaN code (0x7f, 0xff) loses its sign after: no lane masks.
   llvm::Value* f32x2ToFp8x2(Builder& b, llvm::Value* x, llvm::Value* y) const override {
-    llvm::Type* f = b.getFloatTy();
-    auto prepare = [&](llvm::Value* v) {
-      llvm::Value* c = intrinsic(b, I::maximum, {f}, {v, llvm::ConstantFP::get(f, -448.0)});
-      return intrinsic(b, I::minimum, {f}, {c, llvm::ConstantFP::get(f, 448.0)});
-    };
     llvm::Value* old = llvm::PoisonValue::get(b.getInt32Ty());
-    llvm::Value* pk = intrinsic(b, I::amdgcn_cvt_pk_fp8_f32, {}, {prepare(x), prepare(y), old, b.getFalse()});
+    llvm::Value* pk = intrinsic(b, I::amdgcn_cvt_pk_fp8_f32, {}, {fp8Clamp(b, x), fp8Clamp(b, y), old, b.getFalse()});
     return fp8NanSignOff(b, b.CreateAnd(pk, 0xffff), 0x7f7f);
+  }
+  /// x clamped to [-448, 448] by llvm.maximum / llvm.minimum (v_maximum3_f32, v_minimum3_f32): a NaN stays NaN.
+  static llvm::Value* fp8Clamp(Builder& b, llvm::Value* x) {
+    llvm::Type* f = b.getFloatTy();
+    llvm::Value* c = intrinsic(b, I::maximum, {f}, {x, llvm::ConstantFP::get(f, -448.0)});
+    return intrinsic(b, I::minimum, {f}, {c, llvm::ConstantFP::get(f, 448.0)});
   }
   /// Bytes of `w` under `low7` whose low seven bits are all set (an e4m3fn NaN) become 0x7f.
   static llvm::Value* fp8NanSignOff(Builder& b, llvm::Value* w, uint32_t low7) {

@@ -81,6 +81,9 @@ struct SimProgress {
 struct SimOptions {
   uint64_t seed = 1;          // the scheduler's interleaving
   int maxQuantum = 32;        // a wave runs 1..maxQuantum ops before the scheduler picks again
+  /// Test: CTA lastCta of every rank runs only while no other wave can (-1: none), so it ends last;
+  /// the op-count clock only (not under `timing`).
+  int lastCta = -1;
   int64_t maxSteps = 4'000'000'000;  // safety net: ops executed across all waves
   int64_t clockStart = 1'000'000;    // the realtime clock's value at launch start
   /// Every CTA's LDS starts every launch poisoned, as hardware's holds the previous kernel's data:

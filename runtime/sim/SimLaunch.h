@@ -220,6 +220,7 @@ class SimLaunch {
   std::vector<SimWave> waves_;
   std::vector<SimCta> ctas_;
   std::vector<uint32_t> runnable_;
+  int64_t lastRunnable_ = 0;  // runnable waves of SimOptions::lastCta
   std::priority_queue<Deadline, std::vector<Deadline>, std::greater<Deadline>> deadlines_;
   std::unordered_map<uint64_t, PubRecord> published_;
   struct Watch {

@@ -85,6 +85,9 @@ void SimRaces::addNote(std::vector<Note>& notes, Note n) {
 
 void SimRaces::acquireRec(uint32_t wi, int32_t pc, const SyncRec& r, ir::MemOrder o, ir::MemScope s) {
   if (!r.clock || r.wave == wi) return;
+  // A relaxed read of a relaxed store is a data pair, ordered (if at all) by something else: no
+  // note, so the reads of many such pairs do not evict the notes a race report needs.
+  if (!r.isRelease && !isAcq(o)) return;
   Note n{r.clock, r.wave, r.pc, pc, 0, r.scope, s, r.fencePc, r.known};
   if (!r.isRelease) n.reason = kNotRelease;
   else if (!isAcq(o)) n.reason = kNotAcquire;

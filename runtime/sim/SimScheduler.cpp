@@ -127,6 +127,7 @@ void SimLaunch::makeRunnable(uint32_t wi) {
   if (w.runIdx >= 0) return;
   w.runIdx = static_cast<int32_t>(runnable_.size());
   runnable_.push_back(wi);
+  if (w.cta == opts_.lastCta) ++lastRunnable_;
   if (timing_) [[unlikely]] pushTimed(wi);
 }
 
@@ -138,6 +139,7 @@ void SimLaunch::removeRunnable(uint32_t wi) {
   waves_[last].runIdx = w.runIdx;
   runnable_.pop_back();
   w.runIdx = -1;
+  if (w.cta == opts_.lastCta) --lastRunnable_;
 }
 
 void SimLaunch::block(SimWave& w, SimWave::State s) {
@@ -256,7 +258,9 @@ SimStats SimLaunch::run() {
       wakeDue();
       continue;
     }
-    const uint32_t wi = runnable_[rng_.below(runnable_.size())];
+    uint32_t wi = runnable_[rng_.below(runnable_.size())];
+    if (lastRunnable_ > 0 && lastRunnable_ < static_cast<int64_t>(runnable_.size()))
+      while (waves_[wi].cta == opts_.lastCta) wi = runnable_[rng_.below(runnable_.size())];
     const int quantum = 1 + static_cast<int>(rng_.below(static_cast<uint64_t>(opts_.maxQuantum)));
     const int n = runWave(wi, quantum);
     stats_.steps += n;

@@ -16,6 +16,9 @@ using ir::Val;
 
 KernelContext::KernelContext(const FfnVariant& v, const ir::Plan& plan, ir::Builder& b)
     : variant(v), cfg(v.cfg), L(v.layout), knobs(v.knobs), b(b), plan_(&plan), mutator_(v.knobs.mutation) {
+  if (L.moe != knobs.moe)
+    throw IrError(v.key.variantName(), fmt::format("the layout's moe {}: expected the knob's, {}", moeQuantName(L.moe),
+                                                   moeQuantName(knobs.moe)));
   if (knobs.trace) {
     Val n = b.named(i32(0), "trace_stages");  // the stage count, set by finishTrace
     traceStages_ = n.v;

@@ -135,7 +135,7 @@ LayerVariant LayerVariant::make(const ModelConfig& cfg, const ir::Key& keyIn) {
   // the window's first CTAs, the routed slots' after them (docs/layer.md, "The launch on it")
   F.up.base = P.sharedBase % P.blocks;
   F.down.base = P.downBase % P.blocks;
-  F.moe = v.moe;  // up's and down's numerics (StageUpA8w4.cpp, StageDownA8w4.cpp under A8W4)
+  F.moe = v.ffn.knobs.moe;  // the FFN knob is the source: up's and down's numerics (StageUpA8w4.cpp, ...)
   if (v.moe == MoeQuant::A8w4) {
     // up's A is XN as MXFP8 in bstage (E4M3 bytes [S][hidden], code words [S][hidden / 32]), not
     // the bf16 copy; down's wave regions hold the MID columns the same way (smaller than bf16)

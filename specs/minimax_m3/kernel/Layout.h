@@ -72,8 +72,8 @@ struct Layout {
   Placement down;    // downTasks tasks: every slot's GEMV of MID + the combine -> every rank's FFN
   Placement final;   // hidden / 32 tasks: FFN in rank order -> out
   MoeTiling tiling;
-  // The experts' numerics (the layer's moe= knob; the FFN launch is A16W4): under A8W4 up and down
-  // multiply MXFP8 tokens by the MXFP4 weights on the scaled MFMA (StageUpA8w4.cpp, StageDownA8w4.cpp).
+  // The experts' numerics, a copy of the FFN knob moe (FfnKnobs::moe, the one source; KernelContext
+  // checks they agree): under A8W4 up and down multiply MXFP8 tokens by the MXFP4 weights on the scaled MFMA.
   MoeQuant moe = MoeQuant::A16w4;
 
   // --- o_proj in the launch (input=attn, StageOproj.cpp): the attention rows are attnWidth

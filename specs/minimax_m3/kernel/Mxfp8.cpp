@@ -1,6 +1,8 @@
 #include "specs/minimax_m3/kernel/Mxfp8.h"
 
-#include <stdexcept>
+#include <fmt/format.h>
+
+#include "support/Error.h"
 
 namespace monogen::specs::minimax_m3 {
 
@@ -34,7 +36,9 @@ Val mxfp8Amax(Builder& b, const std::vector<Val>& xs) {
 }
 
 Mxfp8Operand mxfp8QuantizeA(Builder& b, const std::vector<Val>& xs) {
-  if (xs.size() != 32) throw std::invalid_argument("mxfp8QuantizeA: a lane holds 32 values of A");
+  if (xs.size() != 32)
+    throw InputError("mxfp8QuantizeA", fmt::format("{} values: expected 32, a lane's share of the 16 x 128 A tile",
+                                                   xs.size()));
   std::vector<Val> v;
   for (Val x : xs) v.push_back(x.type() == Type::f32() ? x : b.bf16ToF32(x));
   Val lane = b.lane();
