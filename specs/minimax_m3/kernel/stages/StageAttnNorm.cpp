@@ -37,12 +37,16 @@ void stageAttnNorm(AttentionContext& c, Val t) {
 
   // every pack's and quad's x, res and g_in loaded before the first is used (a quad's elements
   // are a pack's too: the quant's n is the sum's, recomputed on the quad's thread)
+  // a thread's j-th run of w elements: whether it is in the row, and its (clamped) element offset
+  auto run = [&](int j, int w, Val& ok, Val& at) {
+    Val idx = c.tid + c.i32(int64_t{L.threads} * j);
+    ok = idx < c.i32(H / w);
+    at = t * c.i32(H) + b.select(ok, idx, c.i32(H / w - 1)) * c.i32(w);
+  };
   std::vector<Pack> ps;
   for (int j = 0; j < perThread; ++j) {
     Pack p;
-    Val idx = c.tid + c.i32(int64_t{L.threads} * j);
-    p.ok = idx < c.i32(packs);
-    p.at = t * c.i32(H) + b.select(p.ok, idx, c.i32(packs - 1)) * c.i32(8);
+    run(j, 8, p.ok, p.at);
     p.x = b.load(bf8, b.ptrAdd(x, p.at * c.i32(2)));
     p.res = b.load(bf8, b.ptrAdd(res, p.at * c.i32(2)));
     ps.push_back(std::move(p));
@@ -50,9 +54,7 @@ void stageAttnNorm(AttentionContext& c, Val t) {
   std::vector<Quad> qs;
   for (int j = 0; j < quadsPerThread; ++j) {
     Quad q;
-    Val idx = c.tid + c.i32(int64_t{L.threads} * j);
-    q.ok = idx < c.i32(quads);
-    q.at = t * c.i32(H) + b.select(q.ok, idx, c.i32(quads - 1)) * c.i32(4);
+    run(j, 4, q.ok, q.at);
     q.x = b.load(bf4, b.ptrAdd(x, q.at * c.i32(2)));
     q.res = b.load(bf4, b.ptrAdd(res, q.at * c.i32(2)));
     q.g = b.load(bf4, b.ptrAdd(gIn, (q.at - t * c.i32(H)) * c.i32(2)));
