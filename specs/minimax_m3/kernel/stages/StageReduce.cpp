@@ -85,9 +85,13 @@ void stageReduce(KernelContext& c, Val task) {
   const int active = L.rows * kTaskPairs;
   ir::Var sq = b.var(b.f32(0.0), "sq");
 
-  // an input, loaded before the waits
-  Val res = b.load(Type::i32(), c.elemAt(c.resIn, b.min(c.tid, c.i32(active - 1)) / kTaskPairs * (L.hidden / 2) +
-                                                    task * kTaskPairs + c.tid % kTaskPairs, 4));
+  // an input, loaded before the waits by the threads that own a pair only
+  ir::Var resVar = b.var(c.i32(0), "res");
+  b.if_(c.tid < active, [&] {
+    b.set(resVar, b.load(Type::i32(), c.elemAt(c.resIn, c.tid / kTaskPairs * (L.hidden / 2) +
+                                                           task * kTaskPairs + c.tid % kTaskPairs, 4)));
+  });
+  Val res = b.get(resVar);
   // the pairs are the data (pushed relaxed): no acquire, nothing else of the peers' is read
   const std::vector<Val> word = awaitRankPairsAtOnce(c, L.attn, task, kSiteReduce, MemOrder::Relaxed);
   b.if_(c.tid < active, [&] {
