@@ -52,8 +52,8 @@ void awaitAttnRows(KernelContext& c, const AttentionLaunchLayout& A) {
   c.ctaSync(false);  // every CTA: the attention stages' LDS is the FFN stages' from here
 }
 
-/// push with o_proj: the weights of the CTA's first two tasks load before the ARDY wait (they need
-/// no attention row), then the token scales and the tasks as the FFN launch's push runs them.
+/// push with o_proj: the weights and w_o scales of the CTA's first two tasks load before the ARDY
+/// wait (they need no attention row), then the token scales and both tasks in one pass.
 void oprojAfterAttention(KernelContext& c, const AttentionLaunchLayout& A) {
   ir::Builder& b = c.b;
   const Placement& p = c.L.push;
@@ -62,14 +62,15 @@ void oprojAfterAttention(KernelContext& c, const AttentionLaunchLayout& A) {
   Val first = b.named(specs::stageFirstTask(b, c.block, p.base, blocks), "first");
   Val second = first + c.i32(blocks);
   // a CTA past the tasks loads the last task's (read, not used): no branch around the loads
-  const std::vector<Val> w0 = oprojWeights(c, b.min(first, c.i32(p.tasks - 1)));
-  std::vector<Val> w1;
-  if (p.tasks > blocks) w1 = oprojWeights(c, b.min(second, c.i32(p.tasks - 1)));
+  std::vector<Val> tasks{first};
+  std::vector<OprojEarly> early{oprojEarly(c, b.min(first, c.i32(p.tasks - 1)))};
+  if (p.tasks > blocks) {
+    tasks.push_back(second);
+    early.push_back(oprojEarly(c, b.min(second, c.i32(p.tasks - 1))));
+  }
   awaitAttnRows(c, A);
-  oprojTokenScales(c);
-  b.if_(first < c.i32(p.tasks), [&] { stageOprojPush(c, first, &w0); });
+  b.if_(first < c.i32(p.tasks), [&] { oprojPushTasks(c, tasks, early); });
   if (p.tasks <= blocks) return;
-  b.if_(second < c.i32(p.tasks), [&] { stageOprojPush(c, second, &w1); });
   b.for_(second + c.i32(blocks), c.i32(p.tasks), c.i32(blocks), [&](Val t) { stageOprojPush(c, t); });
 }
 

@@ -142,4 +142,73 @@ void stageOprojPush(KernelContext& c, Val task, const std::vector<Val>* weights)
   c.ctaSync(false);
 }
 
+OprojEarly oprojEarly(KernelContext& c, Val task) {
+  ir::Builder& b = c.b;
+  OprojEarly e{oprojWeights(c, task), {}};
+  Val q = c.tid % kTaskPairs;
+  for (int h = 0; h < 2; ++h)
+    e.ws.push_back(b.load(Type::f32(), c.elemAt(c.woScale, task * kTaskColumns + q * 2 + c.i32(h), 4)));
+  return e;
+}
+
+void oprojPushTasks(KernelContext& c, const std::vector<Val>& tasks, const std::vector<OprojEarly>& early) {
+  ir::Builder& b = c.b;
+  const Layout& L = c.L;
+  const int K = L.attnWidth, partSteps = K / 32 / kOprojKParts;
+  const MfmaTile T = MfmaTile::at(c.lane, MfmaKind::F32_16x16x32_FP8, 1);
+  Val nt = b.named(c.wave % 2, "nt"), part = b.named(c.wave / 2, "kpart");
+  Val token = b.named(b.min(T.bCol(), c.i32(L.rows - 1)), "token");
+  Val kBase = b.named(part * (partSteps * 32) + T.laneK0(), "kbase");
+  const int ahead = std::min(kOprojStepsAhead, partSteps);
+  std::vector<Val> x0;  // the first group's runs, issued with the token scales' loads
+  for (int st = 0; st < ahead; ++st) x0.push_back(attnRun(c, token, kBase + st * 32));
+  oprojTokenScales(c);
+  Val inv = b.load(Type::f32(), redF32(c, kInvAt, token));
+  std::vector<ir::Var> acc;
+  for (size_t i = 0; i < tasks.size(); ++i) acc.push_back(b.var(b.splat(b.f32(0.0), 4), "acc"));
+  for (int first = 0; first < partSteps; first += kOprojStepsAhead) {
+    std::vector<Val> xs = x0;
+    if (first > 0) {
+      xs.clear();
+      for (int st = first; st < std::min(first + kOprojStepsAhead, partSteps); ++st)
+        xs.push_back(attnRun(c, token, kBase + st * 32));
+    }
+    for (size_t j = 0; j < xs.size(); ++j) {
+      Val a8 = c.fp8x8(xs[j], inv);
+      for (size_t i = 0; i < tasks.size(); ++i)
+        b.set(acc[i], T.step(b.get(acc[i]), std::vector<Val>{early[i].w.at(first + j)}, std::vector<Val>{a8}));
+    }
+  }
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    const auto epilogue = [&] {
+      T.storeAcc(b.get(acc[i]), c.red, [&](int r) {
+        return (part * kTaskColumns + nt * 16 + T.accRow(r)) * c.i32(16) + T.accCol();
+      });
+      c.ctaSync(false);
+      b.if_(c.tid < L.rows * kTaskPairs, [&] {
+        Val t = b.named(c.tid / kTaskPairs, "t");
+        Val q = c.tid % kTaskPairs;
+        Val pair = b.named(tasks[i] * kTaskPairs + q, "pair");
+        Val scale = b.load(Type::f32(), redF32(c, kScaleAt, t));
+        Val word = b.splat(b.bf16(0.0), 2);
+        for (int h = 0; h < 2; ++h) {
+          Val ch = q * 2 + c.i32(h);
+          Val sum;
+          for (int p = 0; p < kOprojKParts; ++p) {
+            Val v = b.load(Type::f32(), redF32(c, 0, (p * kTaskColumns + ch) * c.i32(16) + t));
+            sum = p == 0 ? v : sum + v;
+          }
+          word = b.insert(word, b.f32ToBf16((sum * scale) * early[i].ws[static_cast<size_t>(h)]), h);
+        }
+        Val bits = b.bitcast(word, Type::i32());
+        b.store(c.elemAt(c.scratch, L.opart, t * (L.hidden / 2) + pair, 4), bits);
+        pushPair(c, t, pair, bits);
+      });
+      c.ctaSync(false);
+    };
+    if (i == 0) epilogue();
+    else b.if_(tasks[i] < c.i32(L.push.tasks), epilogue);
+  }
+}
+
 }  // namespace monogen::specs::minimax_m3

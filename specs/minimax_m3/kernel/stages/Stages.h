@@ -23,6 +23,17 @@ void oprojTokenScales(KernelContext& c);
 void stageOprojPush(KernelContext& c, ir::Val task, const std::vector<ir::Val>* weights = nullptr);
 /// A wave's o_proj weight words of push task `task`, one i64 a K step, as stageOprojPush loads them.
 std::vector<ir::Val> oprojWeights(KernelContext& c, ir::Val task);
+/// What an o_proj task needs before its attention rows: the wave's weight words (oprojWeights) and
+/// the thread's two w_o scales (channels 2 (tid % 16) ..).
+struct OprojEarly {
+  std::vector<ir::Val> w;
+  std::vector<ir::Val> ws;
+};
+OprojEarly oprojEarly(KernelContext& c, ir::Val task);
+/// The layer's push, once the rows are ready: the token scales with the first K group's row runs in
+/// flight, then tasks[i] on early[i] in one pass (the row runs converted once for every task; tasks
+/// past the first are skipped past the stage's count). Same bits as stageOprojPush task by task.
+void oprojPushTasks(KernelContext& c, const std::vector<ir::Val>& tasks, const std::vector<OprojEarly>& early);
 /// reduce: the ranks' pairs 16 task .. in rank order + residual -> res_out, SRES, SSQ.
 void stageReduce(KernelContext& c, ir::Val task);
 /// norm: row `task`'s SSQ parts -> rstd, XN (bf16), XRDY.
