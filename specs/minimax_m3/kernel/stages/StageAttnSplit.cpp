@@ -79,13 +79,14 @@ void stageAttnSplit(AttentionContext& c, Val task) {
     // block) (lane j of wave 0 block j); else the length -1 (INVALID, site sel range)
     Val sel = b.ptrAdd(c.arg(a::kScratch), c.i32(L.selOffset) + selId * c.i32(4 * kSelWords));
     ir::Var came = b.var(b.i1(false), "sel_came"), bad = b.var(b.i1(false), "sel_bad");
+    ir::Var lenV = b.var(c.i32(-1), "sel_len");  // thread 0's length, loaded once
     b.if_(live & (c.tid == c.i32(0)), [&] {
       b.set(came, c.awaitChecked(c.pairAt(L.irdyOffset, selId), kSiteAttnSplitSel, selId).ok);
     });
     c.ctaSync(false);
-    auto length = [&] { return b.load(Type::i32(), b.ptrAdd(sel, c.i32(4 * sh.topk))); };
     b.if_(live & (c.tid < c.i32(sh.topk)), [&] {
-      Val len = length(), blkJ = b.load(Type::i32(), b.ptrAdd(sel, c.tid * c.i32(4)));
+      Val len = b.load(Type::i32(), b.ptrAdd(sel, c.i32(4 * sh.topk))), blkJ = b.load(Type::i32(), b.ptrAdd(sel, c.tid * c.i32(4)));
+      b.set(lenV, len);
       Val nBlk = (seq + c.i32(sh.block - 1)) / c.i32(sh.block);
       Val used = c.tid * c.i32(sh.block) < len;
       Val lenOk = (len >= c.i32(1)) & (len <= b.min(seq, c.i32(sh.topk * sh.block)));
@@ -98,7 +99,7 @@ void stageAttnSplit(AttentionContext& c, Val task) {
     Val anyBad = b.ballot(b.get(bad)) != b.i64(0);  // lanes 0 .. topk - 1 of wave 0
     b.if_(live & (c.tid == c.i32(0)), [&] {
       b.if_(b.get(came) & anyBad, [&] { c.fail(kSiteAttnSelRange, selId); });
-      b.store(ldsSel, b.select(b.get(came) & !anyBad, length(), c.i32(-1)));
+      b.store(ldsSel, b.select(b.get(came) & !anyBad, b.get(lenV), c.i32(-1)));
     });
   }
   c.ctaSync(false);
