@@ -26,6 +26,7 @@ struct Cell {
   bool share = false;
   int padded = 0;  // the last rows get slot -1
   int agRsFrom = LayerPlacementKnobs{}.agRsFrom;
+  int wideFrom = LayerPlacementKnobs{}.wideFrom;  // down's wide form from this S
 };
 
 struct Verdicts {
@@ -38,7 +39,7 @@ Verdicts runCell(const Cell& k, const runtime::SimOptions& opts, runtime::SimSta
   AttentionKnobs knobs;
   knobs.fullLayer = k.full;
   const LayerVariant v =
-      LayerVariant::make(cfg, makeLayerKey(cfg, k.S, k.TP, knobs, {.agRsFrom = k.agRsFrom}, MoeQuant::A8w4));
+      LayerVariant::make(cfg, makeLayerKey(cfg, k.S, k.TP, knobs, {.wideFrom = k.wideFrom, .agRsFrom = k.agRsFrom}, MoeQuant::A8w4));
   const ir::Plan plan = buildLayerPlan(v);
   ir::verify(plan);
   AttentionInputOptions o;
@@ -55,7 +56,7 @@ Verdicts runCell(const Cell& k, const runtime::SimOptions& opts, runtime::SimSta
 std::string cellName(const Cell& k) {
   return "S " + std::to_string(k.S) + " TP " + std::to_string(k.TP) + (k.full ? " full" : " sparse") +
          (k.share ? " shared" : "") + " padded " + std::to_string(k.padded) + " ag_rs_from " +
-         std::to_string(k.agRsFrom);
+         std::to_string(k.agRsFrom) + " wide_from " + std::to_string(k.wideFrom);
 }
 
 }  // namespace
@@ -73,15 +74,32 @@ TEST_CASE("layer A8W4: mids and output bit-exact with the A8W4 reference at S 1 
     }
 }
 
+// Down's wide form (every pick's MID column staged once a CTA) against the same reference: from
+// wide_from = 5, and below it by the knob; padded rows leave shared picks out of the pool.
+TEST_CASE("layer A8W4: the wide down bit-exact at S 5 8 and by the knob at S 3 4", "[layer_launch][a8w4]") {
+  const std::vector<Cell> cells = {
+      {5, 2, false, false, 1}, {8, 4, false, true, 0}, {3, 4, false, false, 1, 17, 3}, {4, 2, true, false, 0, 17, 1}};
+  for (const Cell& k : cells) {
+    INFO(cellName(k));
+    const ModelConfig cfg = ModelConfig::reduced();
+    CHECK(LayerVariant::make(cfg, makeLayerKey(cfg, k.S, k.TP, {}, {.wideFrom = k.wideFrom}, MoeQuant::A8w4))
+              .ffn.layout.moeWide);
+    CHECK(runCell(k, {}).a8w4 == "bit-exact");
+  }
+}
+
 TEST_CASE("layer A8W4: the race detector finds nothing", "[layer_launch][a8w4]") {
   runtime::SimOptions opts;
   opts.races = true;
   opts.seed = 5;
   runtime::SimStats stats;
-  CHECK(runCell({3, 2, false, false, 1}, opts, &stats).a8w4 == "bit-exact");
-  for (const std::string& f : stats.races) UNSCOPED_INFO(f);
-  for (const std::string& f : stats.uninit) UNSCOPED_INFO(f);
-  CHECK(stats.findings() == 0);
+  for (const Cell& k : {Cell{3, 2, false, false, 1}, Cell{5, 2, false, false, 1}}) {  // narrow, then wide
+    INFO(cellName(k));
+    CHECK(runCell(k, opts, &stats).a8w4 == "bit-exact");
+    for (const std::string& f : stats.races) UNSCOPED_INFO(f);
+    for (const std::string& f : stats.uninit) UNSCOPED_INFO(f);
+    CHECK(stats.findings() == 0);
+  }
 }
 
 TEST_CASE("layer A8W4: the Plan compiles for gfx950 with no spill on the reduced config", "[layer_launch][a8w4]") {

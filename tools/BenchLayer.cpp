@@ -56,7 +56,7 @@ LayerCell runCell(const mm::ModelConfig& cfg, const BenchAttentionOptions& o, co
   LayerCell c;
   auto t0 = std::chrono::steady_clock::now();
   const mm::MoeQuant moe = mm::parseMoeQuant(o.moe, "--moe");
-  const mm::LayerVariant v = mm::LayerVariant::make(cfg, mm::makeLayerKey(cfg, S, TP, knobs, {}, moe));
+  const mm::LayerVariant v = mm::LayerVariant::make(cfg, mm::makeLayerKey(cfg, S, TP, knobs, {.wideFrom = o.wideFrom}, moe));
   mm::LayerInputs in = mm::makeLayerInputs(cfg, S, TP, o.seed, io);
   const mm::LayerReference ref = mm::layerReference(cfg, in, moe);
   int64_t minBytes = mm::minimumBytes(cfg, S, TP, ref.ffn.at("picks.r0")).total();  // a rank's, the layer's routing
@@ -119,9 +119,9 @@ int benchLayer(const mm::ModelConfig& cfg, const BenchAttentionOptions& o) {
   const mm::AttentionInputOptions io = attentionInputOptions(so, knobs);
   const bool full = cfg.canonical() == mm::ModelConfig::byName("full").canonical();
   fmt::print("monogen bench --launch layer --timed: the one-launch layer against the two launches it fuses\n");
-  fmt::print("config: {}\ninputs: seed {}, {}; the FFN's natural routing; the layer's moe={} (the FFN launch: "
-             "a16w4)\n",
-             cfg.attentionCanonical(), o.seed, io.describe(), o.moe);
+  fmt::print("config: {}\ninputs: seed {}, {}; the FFN's natural routing; the layer's moe={}, wide_from {} (the FFN "
+             "launch: a16w4)\n",
+             cfg.attentionCanonical(), o.seed, io.describe(), o.moe, o.wideFrom);
   fmt::print("modeled: the Sim's gfx950 timing model (docs/timing.md), each run checked bit for bit; the two "
              "launches: the attention launch, then the FFN launch (o_proj in the launch) on the layer's FFN inputs\n");
   fmt::print("floor: a rank's minimum bytes (AttentionBytesModel + BytesModel at the layer's routing) / {} TB/s HBM; "

@@ -153,6 +153,8 @@ Run addBench(CLI::App& app) {
   c->add_flag("--share-sequence", o->attention.share, "--launch attention or layer: the rows share one sequence");
   c->add_option("--moe", o->attention.moe, "--launch layer: the layer's experts' numerics, a16w4 or a8w4 (its moe "
                                            "knob; the two launches it is set beside stay A16W4)");
+  c->add_option("--wide-from", o->attention.wideFrom, "--launch layer: its wide_from knob (A8W4's wide down from this S)")
+      ->check(numeric(1, 17));
   return [o, c] {
     const bool layer = o->launch == "layer";
     const bool attention = o->launch == "attention" || layer;  // the layer takes the attention launch's options
@@ -181,7 +183,7 @@ Run addBench(CLI::App& app) {
       if (s < 1 || s > cfg.maxRows) throw InputError("--rows", fmt::format("S = {}: expected 1..{}", s, cfg.maxRows));
     for (int t : tpList)
       if (t != 1 && t != 2 && t != 4 && t != 8) throw InputError("--tp", fmt::format("TP = {}: expected 1, 2, 4 or 8", t));
-    for (const char* opt : {"--context", "--cache", "--layer-type", "--share-sequence", "--moe"})
+    for (const char* opt : {"--context", "--cache", "--layer-type", "--share-sequence", "--moe", "--wide-from"})
       if (!attention && c->count(opt))
         throw InputError(opt, "is an option of --launch attention or layer: not with the FFN launch");
     if (attention) {
@@ -189,8 +191,9 @@ Run addBench(CLI::App& app) {
                               "--wait-seconds", "--no-cache"})
         if (c->count(opt))
           throw InputError(opt, fmt::format("is an option of the FFN launch's bench: not with --launch {}", o->launch));
-      if (!layer && c->count("--moe"))
-        throw InputError("--moe", "is an option of --launch layer: not with the FFN or attention launch");
+      for (const char* opt : {"--moe", "--wide-from"})
+        if (!layer && c->count(opt))
+          throw InputError(opt, "is an option of --launch layer: not with the FFN or attention launch");
       if (layer)
         for (const char* opt : {"--breakdown", "--no-sim"})
           if (c->count(opt)) throw InputError(opt, "is an option of the bytes table: bench --launch layer prints the "

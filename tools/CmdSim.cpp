@@ -197,6 +197,7 @@ Run addSim(CLI::App& app) {
       a.cache = o->v.cache;
       a.layer = o->v.layerType;
       a.agRsFrom = o->v.agRsFrom;
+      a.wideFrom = o->v.wideFrom;
       a.rows = o->v.rows;
       a.tp = o->v.tp;
       a.paddedRows = o->paddedRows;

@@ -20,6 +20,7 @@ struct SimAttentionOptions {
   std::string cache = "vllm";  // the cache mode knob
   std::string layer = "sparse";
   int agRsFrom = specs::minimax_m3::LayerPlacementKnobs{}.agRsFrom;           // the layer launch: its ag_rs_from knob
+  int wideFrom = specs::minimax_m3::LayerPlacementKnobs{}.wideFrom;           // the layer launch: its wide_from knob
   std::string moe = "a16w4";   // the layer launch's moe knob
   bool share = false;          // the rows share one sequence (speculative verify)
   int paddedRows = 0;

@@ -20,7 +20,7 @@ namespace mm = specs::minimax_m3;
 int simLayer(const mm::ModelConfig& cfg, const SimAttentionOptions& o) {
   const mm::AttentionKnobs knobs = attentionKnobsOf(o.cache, o.layer);
   const mm::LayerVariant v = mm::LayerVariant::make(
-      cfg, mm::makeLayerKey(cfg, o.rows, o.tp, knobs, {.agRsFrom = o.agRsFrom}, mm::parseMoeQuant(o.moe, "--moe")));
+      cfg, mm::makeLayerKey(cfg, o.rows, o.tp, knobs, {.wideFrom = o.wideFrom, .agRsFrom = o.agRsFrom}, mm::parseMoeQuant(o.moe, "--moe")));
   const ir::Plan plan = mm::buildLayerPlan(v);
   ir::verify(plan);
   const mm::AttentionInputOptions io = attentionInputOptions(o, knobs);

@@ -40,7 +40,7 @@ ir::Key minimaxAttentionKey(const VariantOptions& o, const mm::ModelConfig& cfg,
 ir::Key minimaxLayerKey(const VariantOptions& o, const mm::ModelConfig& cfg, int rows, int tp) {
   const ir::Target target = ir::targetNamed(o.arch, "--arch");
   ir::Key key =
-      mm::makeLayerKey(cfg, rows, tp, attentionKnobsOf(o), {.agRsFrom = o.agRsFrom}, mm::parseMoeQuant(o.moe, "--moe"));
+      mm::makeLayerKey(cfg, rows, tp, attentionKnobsOf(o), {.wideFrom = o.wideFrom, .agRsFrom = o.agRsFrom}, mm::parseMoeQuant(o.moe, "--moe"));
   key.target = target;
   return key;
 }

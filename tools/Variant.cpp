@@ -71,11 +71,17 @@ void addAgRsFromOption(CLI::App* app, VariantOptions& o) {
                   "ag_rs_from knob)")
       ->check(numeric(1, 17))
       ->capture_default_str();
+  app->add_option("--wide-from", o.wideFrom,
+                  "--launch layer: A8W4's down stages every pick's MID once a CTA (wide) from this S (the key's "
+                  "wide_from knob)")
+      ->check(numeric(1, 17))
+      ->capture_default_str();
 }
 
 void refuseAgRsFrom(const VariantOptions& o) {
-  if (optionGiven(o, "--ag-rs-from") && !isLayer(o))
-    throw InputError("--ag-rs-from", "is a knob of --launch layer: not with the " + o.launch + " launch");
+  for (const char* name : {"--ag-rs-from", "--wide-from"})
+    if (optionGiven(o, name) && !isLayer(o))
+      throw InputError(name, std::string("is a knob of --launch layer: not with the ") + o.launch + " launch");
 }
 
 void addContextOption(CLI::App* app, VariantOptions& o) {

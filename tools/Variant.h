@@ -38,6 +38,7 @@ struct VariantOptions {
   std::string moe = "a16w4";        // --moe (layer): the experts' numerics, a16w4 or a8w4
   int context = 128;                // --context (attention, commands that run it): keys a sequence holds
   int agRsFrom = specs::minimax_m3::LayerPlacementKnobs{}.agRsFrom;                // --ag-rs-from (layer, commands that run it): the key's ag_rs_from knob
+  int wideFrom = specs::minimax_m3::LayerPlacementKnobs{}.wideFrom;                // --wide-from (layer, with --ag-rs-from): the key's wide_from knob
   const CLI::App* app = nullptr;    // the command the options were added to (which were given)
 };
 

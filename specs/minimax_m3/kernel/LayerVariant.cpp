@@ -14,6 +14,7 @@ namespace monogen::specs::minimax_m3 {
 namespace {
 
 constexpr const char* kAgRsFromKnob = "ag_rs_from=";
+constexpr const char* kWideFromKnob = "wide_from=";
 constexpr const char* kMoeKnob = "moe=";
 
 /// The layer's knobs a key's knob text (comma-separated) holds.
@@ -36,16 +37,18 @@ LayerKnobText splitKnobs(const std::string& text, const std::string& where) {
         throw InputError(where, "knob 'moe=a16w4' is the default, which a canonical key leaves out");
       continue;
     }
-    if (tok.rfind(kAgRsFromKnob, 0) != 0) {
+    const bool wide = tok.rfind(kWideFromKnob, 0) == 0;
+    if (!wide && tok.rfind(kAgRsFromKnob, 0) != 0) {
       out.attention += (out.attention.empty() ? "" : ",") + tok;
       continue;
     }
-    const std::string value = tok.substr(std::string(kAgRsFromKnob).size());
+    const std::string name = wide ? kWideFromKnob : kAgRsFromKnob;
+    const std::string value = tok.substr(name.size());
     int n = 0;
     const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
     if (ec != std::errc{} || end != value.data() + value.size())
-      throw InputError(where, fmt::format("knob '{}': expected ag_rs_from=<rows>", tok));
-    out.placement.agRsFrom = n;
+      throw InputError(where, fmt::format("knob '{}': expected {}<rows>", tok, name));
+    (wide ? out.placement.wideFrom : out.placement.agRsFrom) = n;
   }
   return out;
 }
@@ -53,6 +56,8 @@ LayerKnobText splitKnobs(const std::string& text, const std::string& where) {
 std::string layerKnobText(const AttentionKnobs& knobs, const LayerPlacementKnobs& pk, MoeQuant moe) {
   std::string t = knobs.canonical();
   if (moe != MoeQuant::A16w4) t += fmt::format("{}{}{}", t.empty() ? "" : ",", kMoeKnob, moeQuantName(moe));
+  if (pk.wideFrom != LayerPlacementKnobs{}.wideFrom)
+    t += fmt::format("{}{}{}", t.empty() ? "" : ",", kWideFromKnob, pk.wideFrom);
   if (pk.agRsFrom != LayerPlacementKnobs{}.agRsFrom)
     t += fmt::format("{}{}{}", t.empty() ? "" : ",", kAgRsFromKnob, pk.agRsFrom);
   return t;
@@ -141,9 +146,16 @@ LayerVariant LayerVariant::make(const ModelConfig& cfg, const ir::Key& keyIn) {
     // the bf16 copy; down's wave regions hold the MID columns the same way (smaller than bf16)
     constexpr int64_t kLdsLimit = 160 * 1024;
     F.xnInLds = false;
-    F.bstage.bytes = std::max(F.midInLds ? F.waves * F.midWaveBytes : 0, int64_t{S} * cfg.hidden * 9 / 8);
-    F.bstage.doc = "up: XN as MXFP8, E4M3 [S][hidden] then i32 codes [S][hidden / 32]; down: a wave's slot's MID "
-                   "columns likewise [S][I/TP] a wave (midWaveBytes apart)";
+    // wide (from wide_from): down's pool is every pick's MID column once a CTA, [S (topk + 1)][I/TP]
+    F.moeWide = P.wideMoe;
+    const int64_t midBytes = F.moeWide ? int64_t{S} * (cfg.topk + 1) * F.tiling.interPerRank * 9 / 8
+                             : F.midInLds ? F.waves * F.midWaveBytes
+                                          : 0;
+    F.bstage.bytes = std::max(midBytes, int64_t{S} * cfg.hidden * 9 / 8);
+    F.bstage.doc = F.moeWide ? "up: XN as MXFP8, E4M3 [S][hidden] then i32 codes [S][hidden / 32]; down (wide): "
+                               "every pick's MID column likewise, [S (topk + 1)][I/TP] then codes"
+                             : "up: XN as MXFP8, E4M3 [S][hidden] then i32 codes [S][hidden / 32]; down: a wave's "
+                               "slot's MID columns likewise [S][I/TP] a wave (midWaveBytes apart)";
     F.ldsBytes = F.bstage.offset + F.bstage.bytes;
     if (F.ldsBytes > kLdsLimit)
       throw InputError(where, fmt::format("A8W4's XN in LDS takes {} B, past {}", F.ldsBytes, kLdsLimit));

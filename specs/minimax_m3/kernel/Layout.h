@@ -123,6 +123,9 @@ struct Layout {
   // of I/TP bf16). Otherwise the stage reads its B operands from global memory.
   Pool bstage;
   bool xnInLds = false, midInLds = false;
+  // A8W4's wide down (the layer from wide_from): bstage holds every pick's MID column as MXFP8,
+  // staged once a CTA, instead of a wave's slot's columns a task.
+  bool moeWide = false;
   int64_t midWaveBytes = 0;
   int64_t ldsBytes = 0;
   // TABDUMP's i32 words: [0] slot count, then expert [maxSlots], count [maxSlots], row [maxSlots][16],

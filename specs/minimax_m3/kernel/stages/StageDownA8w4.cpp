@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <vector>
+#include <utility>
 
 #include "ir/Op.h"
 #include "specs/minimax_m3/kernel/Mxfp8.h"
@@ -21,11 +22,41 @@ struct A8w4DownStep {
   int step = 0;
   Val live, w4, s;
 };
+
+// Wide down's prologue, once a CTA: every pick p's MID column (its slot's column, from the table)
+// as MXFP8 to bstage row p, E4M3 bytes [S (topk + 1)][I/TP] then the code words [..][I/TP / 32];
+// a pick in no slot (a lost pick, a padded row's shared pick) is not staged. Then the barrier.
+void stageMidMxfp8ToLds(KernelContext& c, Val words) {
+  ir::Builder& b = c.b;
+  const Layout& L = c.L;
+  const auto& W = L.tw;
+  const int IP = L.tiling.interPerRank, K = L.topk, S = L.rows, runsRow = IP / 8;
+  Val vmask = c.tabLd(W.misc, 1);
+  // pick p's MID column u * 16 + col, and whether it is in a slot
+  const auto columnOf = [&](Val p) -> std::pair<Val, Val> {
+    Val routed = p < c.i32(S * K);
+    Val t = b.select(routed, p / K, p - c.i32(S * K));
+    Val e = c.tabLd(W.pickE, b.min(p, c.i32(S * K - 1)));
+    Val u = b.select(routed, c.tabLd(W.eslot, b.max(e, c.i32(0))), c.i32(0));
+    Val col = b.popcount(c.tabLd(W.slotMask, u) & ((c.i32(1) << t) - c.i32(1)));
+    Val live = b.select(routed, e >= c.i32(0), ((vmask >> t) & c.i32(1)) != c.i32(0));
+    return {u * 16 + col, live};
+  };
+  mxfp8QuantizeRuns(
+      c, c.tid, c.i32(int64_t{S} * (K + 1) * runsRow), c.i32(L.threads), c.bstage, words,
+      [&](Val i) {
+        Val column = columnOf(i / runsRow).first;
+        return b.load(Type::vec(Type::bf16(), 8), c.elemAt(c.scratch, L.mid, column * IP + (i % runsRow) * 8, 2));
+      },
+      [&](Val i) { return columnOf(i / runsRow).second; });
+  c.ctaSync(/*drain=*/false);
+}
 }  // namespace
 
 // One A8W4 down task (docs/layer.md, "The A8W4 MoE"): a wave a slot, its chain of scaled MFMAs
-// over I/TP from +0: A the slot's MID columns (token l % 16, clamped to the count) as MXFP8 (staged
-// once in the wave's bstage region when midInLds, else quantized a step at a time), B the lane's w2
+// over I/TP from +0: A the slot's MID columns (token l % 16, clamped to the count) as MXFP8 (wide:
+// every pick's staged once a CTA; narrow: the slot's in the wave's bstage region when midInLds, else
+// quantized a step at a time), B the lane's w2
 // run (hidden row 16 task + l % 16) and scale byte. D's element i (token accRow(i), hidden row
 // accCol()) -> CONTRIB[pick of the token][row]; then the combine.
 void stageDownA8w4(KernelContext& c, Val task) {
@@ -36,6 +67,9 @@ void stageDownA8w4(KernelContext& c, Val task) {
   const int H = L.hidden, IP = T.interPerRank;
   Val nSlots = c.slotCount();
   MfmaTile t = a16w4Tile(c);  // its lane group / column and lane K run are the B operand's
+  // wide: the CTA's first task (the only one below blocks) stages every pick's MID column
+  Val pool = c.elemAt(c.bstage, c.i32(int64_t{L.rows} * (L.topk + 1) * IP), 1);
+  if (L.moeWide) b.if_(task < c.i32(L.blocks), [&] { stageMidMxfp8ToLds(c, pool); });
 
   b.for_(c.wave, nSlots, c.i32(L.waves), [&](Val u) {
     Val e = c.tabLd(W.slotE, u);
@@ -65,8 +99,11 @@ void stageDownA8w4(KernelContext& c, Val task) {
       std::vector<A8w4DownStep> group = loadGroup(0);
       // midInLds: the wave's slot's MID columns quantized once to MXFP8 in its region (E4M3 bytes
       // [S][I/TP], then the code words [S][I/TP / 32]); else each step quantizes its A in the wave
-      Val region, words;
-      if (L.midInLds) {
+      Val region, words, arow = xcol;
+      if (L.moeWide) {  // A's row: the pick of the slot's column xcol
+        region = c.bstage, words = pool;
+        arow = c.tabLd(W.slotPick, u * 16 + xcol);
+      } else if (L.midInLds) {
         region = b.ptrAdd(c.bstage, c.wave * L.midWaveBytes);
         words = c.elemAt(region, c.i32(int64_t{L.rows} * IP), 1);
         mxfp8QuantizeRuns(
@@ -96,8 +133,8 @@ void stageDownA8w4(KernelContext& c, Val task) {
       for (int first = 0; first < T.downSteps; first += kDownA8w4StepsAhead) {
         if (first > 0) group = loadGroup(first);
         for (const A8w4DownStep& in : group) {
-          const Mxfp8Operand a =
-              L.midInLds ? mxfp8StagedA(c, region, words, xcol, IP, in.step, IP) : quantizeMidA(in.step);
+          const Mxfp8Operand a = L.moeWide || L.midInLds ? mxfp8StagedA(c, region, words, arow, IP, in.step, IP)
+                                                         : quantizeMidA(in.step);
           Val w4 = in.live.v ? b.select(in.live, in.w4, b.splat(c.i32(0), 4)) : in.w4;
           Val s = in.live.v ? b.select(in.live, in.s, c.i32(127)) : in.s;
           b.set(acc, b.mfmaScale(a.a, w4, b.get(acc), a.scale, s));
