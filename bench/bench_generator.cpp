@@ -49,10 +49,14 @@ constexpr VariantClass kClasses[] = {
     {"reduced_S8_TP4", "reduced", 8, 4},
     {"attention_full_S8_TP4", "full", 8, 4, Launch::Attention},
     {"attention_full_S16_TP1", "full", 16, 1, Launch::Attention},
+    {"layer_reduced_S1_TP4", "reduced", 1, 4, Launch::Layer},
     {"layer_reduced_S4_TP4", "reduced", 4, 4, Launch::Layer},
+    {"layer_full_S1_TP4", "full", 1, 4, Launch::Layer},
     {"layer_full_S2_TP4", "full", 2, 4, Launch::Layer},
     {"layer_full_S16_TP1", "full", 16, 1, Launch::Layer},
 };
+/// The goal for a layer variant's cold build (plan to code object), wall ms on an idle core.
+constexpr double kLayerGoalMs = 500;
 
 /// The class's Plan, built from its key (the timed phase "plan build").
 ir::Plan planOf(const VariantClass& vc, const mm::ModelConfig& cfg) {
@@ -234,6 +238,13 @@ class PhaseTable : public benchmark::BenchmarkReporter {
         if (medians_.count({cls, p})) pls.push_back(p);
       if (pls.empty()) continue;
       fmt::print("\n{} (medians of {} cold builds, ms)\n", cls, medians_[{cls, pls[0]}].repetitions);
+      if (cls.rfind("layer_", 0) == 0) {
+        const Medians& m = medians_[{cls, pls[0]}];
+        // The goal is wall time on an idle core: CPU time stands for it on a loaded machine.
+        fmt::print("  goal: a cold build within {:.0f} ms: {} pipeline {:.0f} ms cpu, {:.0f} ms wall ({})\n", kLayerGoalMs,
+                   pls[0], m.v.at("cpu_total"), m.v.at("wall_total"),
+                   m.v.at("cpu_total") <= kLayerGoalMs ? "met on an idle core" : "NOT met");
+      }
       std::string head = fmt::format("  {:<14}", "phase");
       for (const char* kind : {"cpu", "wall"})
         for (size_t i = 0; i < pls.size(); ++i)

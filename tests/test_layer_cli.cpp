@@ -352,7 +352,9 @@ TEST_CASE("the layer launch: --launch layer is refused where there is none, nami
       {"sim --launch layer --config reduced --input part", "input error at --input"},
       {"sim --launch layer --config reduced --experts 4", "input error at --experts"},
       {"sim --launch layer --config reduced --scales rowmajor", "input error at --scales"},
-      {"sim --launch layer --config reduced --save /tmp/never", "input error at --save"},
+      {"sim --launch layer --config reduced --save /tmp/never", "input error at --save: the layer launch's inputs are "
+                                                                "not saved yet"},
+      {"sim --launch layer --config reduced --save /tmp/never", "`sim --launch attention --save DIR` writes"},
       {"trace --launch layer --config reduced --experts 4 -o /tmp/never.json", "input error at --experts"},
       {"trace --launch layer --config reduced --handshake -o /tmp/never.json", "input error at --handshake"},
       {"emit --launch layer --config reduced --input part -o /tmp/never.co", "input error at --input"},

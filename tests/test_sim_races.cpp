@@ -315,6 +315,51 @@ TEST_CASE("races: a publish needs the other waves drained into it (their release
   }
 }
 
+TEST_CASE("races: a missing drain names the release after the access and not an earlier one the reader took") {
+  // CTA 0: wave 0 releases p1 (a release store), wave 1 then stores the data, a barrier without
+  // the drain, wave 0 publishes p2. CTA 1 waits for p2, then acquires p1 (the later join), reads
+  // the data. The edge a drain would fix is p2; p1 came before the store and carries nothing of it.
+  Kit k(2, 128);
+  auto& b = k.b;
+  Val d = k.gptr(0), p = k.gptr(1), o = k.gptr(2), e = k.gptr(3), q = k.gptr(4);
+  Val lane = b.lane();
+  Val off = b.sext(lane * 4, Type::i64());
+  b.if_(b.block() == 0,
+        [&] {
+          b.stage(0, [&] {
+            b.if_(b.wave() == 0, [&] { b.if_(lane == 0, [&] { b.store(q, b.i32(1), MemOrder::Release); }); });
+            b.if_(b.wave() == 1, [&] {
+              b.sleep(127);  // after p1
+              b.store(b.ptrAdd(d, off), lane);
+            });
+            b.barrier();
+            b.if_(b.wave() == 0, [&] { b.if_(lane == 0, [&] { b.publish(p, b.i32(7), b.i32(1)); }); });
+          });
+        },
+        [&] {
+          b.stage(1, [&] {
+            b.if_(b.wave() == 0, [&] {
+              b.wait(p, b.i32(1), b.i64(1'000'000), e, b.i32(1), 1);
+              Val one = b.load(Type::i32(), q, MemOrder::Acquire);
+              b.store(b.ptrAdd(o, off), b.load(Type::i32(), b.ptrAdd(d, off)) + one);
+            });
+          });
+        });
+  const uint64_t data = k.alloc(256, "data"), pair = k.alloc(8, "pair"), out = k.alloc(256, "out"),
+                 err = k.alloc(8, "err"), p1 = k.alloc(4, "p1");
+  for (uint64_t seed = 1; seed <= 6; ++seed) {
+    k.write<uint64_t>(pair, {0});
+    k.write<uint32_t>(p1, {0});
+    const auto st = k.runRaces({{data, pair, out, err, p1}}, seed);
+    const std::string r = joined(st);
+    INFO("seed " << seed << "\n" << r);
+    CHECK_THAT(r, Catch::Contains("race on 'data' (rank 0) + 0"));
+    CHECK_THAT(r, Catch::Contains("missing drain: the release op #") && Catch::Contains(" publish by wave 0 (acquired by op #") &&
+                      Catch::Contains("does not carry wave 1's access"));
+    CHECK_THAT(r, !Catch::Contains(" store by wave 0 (acquired by op #"));
+  }
+}
+
 TEST_CASE("races: two waves storing distinct bytes of one word do not race but overlapping bytes do") {
   // Lane 0 of waves 0 and 1 of one CTA, no barrier between them. halves: bf16-sized stores to
   // bytes 0..1 and 2..3 (the layer's QKV store where a wave boundary splits a word); overlap:

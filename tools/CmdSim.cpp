@@ -211,6 +211,12 @@ Run addSim(CLI::App& app) {
       return a;
     };
     if (isLayer(o->v)) {  // the layer launch: the attention launch's inputs, then the FFN's
+      if (optionGiven(o->v, "--save"))
+        throw InputError("--save", "the layer launch's inputs are not saved yet: no file holds the attention launch's "
+                                   "inputs with the FFN launch's, and no --inputs reads them back (docs/layer.md, "
+                                   "What is to come). The attention half is what `sim --launch attention --save DIR` "
+                                   "writes with the same --config, --rows, --tp, --cache, --layer-type, --context and "
+                                   "--seed; the FFN half takes its rows and residual from that half in the launch");
       for (const char* n : {"--spec", "--arch", "--sum", "--scales", "--input", "--trace", "--drop-mark", "--no-cache",
                             "--experts", "--inputs", "--save", "--handshake", "--inject-rank", "--inject-ticks",
                             "--wait-ticks"})

@@ -35,6 +35,7 @@ SimRaces::SimRaces(const ir::Plan& plan, const SimProgram& prog, std::vector<Wav
   uint32_t nCta = 0;
   for (const WaveInfo& w : info_) nCta = std::max(nCta, w.ctaIndex + 1);
   lds_.resize(nCta);
+  ctaGen_.assign(nCta, 0);
 }
 
 bool SimRaces::covers(ir::MemScope s, uint32_t a, uint32_t b) const {
@@ -88,7 +89,7 @@ void SimRaces::acquireRec(uint32_t wi, int32_t pc, const SyncRec& r, ir::MemOrde
   // A relaxed read of a relaxed store is a data pair, ordered (if at all) by something else: no
   // note, so the reads of many such pairs do not evict the notes a race report needs.
   if (!r.isRelease && !isAcq(o)) return;
-  Note n{r.clock, r.wave, r.pc, pc, 0, r.scope, s, r.fencePc, r.known};
+  Note n{r.clock, r.wave, r.pc, pc, 0, r.scope, s, r.fencePc, r.known, r.gen};
   if (!r.isRelease) n.reason = kNotRelease;
   else if (!isAcq(o)) n.reason = kNotAcquire;
   else if (!covers(r.scope, r.wave, wi)) n.reason = kRelScope;
@@ -159,6 +160,15 @@ void SimRaces::access(uint32_t t, int32_t pc, const SimMemory::Allocation* alloc
   int owned = -1;
   Word* base = shadow(alloc, ci, addr, &owned) - (lo / 4);
   if (owned != -1 && use != Use::Write) checkUninit(t, pc, alloc, owned, base, lo, n, atomic, use);
+  if (WaveState& w = waves_[t]; w.gen != ctaGen_[ci] || w.epochGen.size() <= w.vc[t]) {
+    if (w.gen != ctaGen_[ci]) {  // a CTA mate released since: a new epoch (releasedAfter)
+      w.gen = ctaGen_[ci];
+      ++w.vc[t];
+      for (auto& sn : w.snap) sn.reset();
+    }
+    if (w.epochGen.size() <= w.vc[t]) w.epochGen.resize(w.vc[t] + 1, 0);
+    w.epochGen[w.vc[t]] = w.gen;
+  }
   Acc cur{t, waves_[t].vc[t], pc, static_cast<uint8_t>(atomic), static_cast<uint8_t>(scope)};
   for (uint64_t wd = first; wd <= last; ++wd) {
     Word& s = base[wd];
@@ -296,12 +306,15 @@ void SimRaces::storeSync(uint32_t t, int32_t pc, const SimMemory::Allocation* al
       r.clock = releaseClock(t, s);
       r.known = releaseClock(t, ir::MemScope::Workgroup);
       r.isRelease = true;
+      if (!w.released) ++ctaGen_[ci];
+      r.gen = ctaGen_[ci];
       w.released = true;
     } else if (w.fenceSnap) {
       r.clock = w.fenceSnap;
       r.known = releaseClock(t, ir::MemScope::Workgroup);  // what the wave knew at the store
       r.fencePc = w.fencePc;
       r.scope = w.fenceScope;
+      r.gen = w.fenceGen;
       r.isRelease = true;
     } else {
       r.clock = releaseClock(t, ir::MemScope::Workgroup);  // not a release: for the report only
@@ -358,14 +371,16 @@ void SimRaces::fence(uint32_t t, int32_t pc, ir::MemOrder o, ir::MemScope s) {
       // The relaxed read's notes were taken at the read; here the fence is the acquire.
       if (covers(r.scope, r.wave, t) && covers(s, r.wave, t)) {
         join(t, *r.clock, r.scope);
-        addNote(w.joins, Note{r.clock, r.wave, r.pc, pc, kJoined, r.scope, s, r.fencePc, r.known});
-      } else addNote(w.notes, Note{r.clock, r.wave, r.pc, pc, covers(r.scope, r.wave, t) ? kAcqScope : kRelScope, r.scope, s, r.fencePc, r.known});
+        addNote(w.joins, Note{r.clock, r.wave, r.pc, pc, kJoined, r.scope, s, r.fencePc, r.known, r.gen});
+      } else addNote(w.notes, Note{r.clock, r.wave, r.pc, pc, covers(r.scope, r.wave, t) ? kAcqScope : kRelScope, r.scope, s, r.fencePc, r.known, r.gen});
     }
   }
   if (isRel(o)) {
     w.fenceSnap = releaseClock(t, s);
     w.fencePc = pc;
     w.fenceScope = s;
+    if (!w.released) ++ctaGen_[info_[t].ctaIndex];
+    w.fenceGen = ctaGen_[info_[t].ctaIndex];
     w.released = true;
     endRelease(t);
   }
@@ -480,12 +495,12 @@ std::string SimRaces::whyFromJoins(uint32_t t, const Acc& prev) const {
                        opOf(n.relPc), info_[n.relWave].rank, info_[n.relWave].cta, info_[n.relWave].wave,
                        opOf(n.acqPc), opOf(n.fencePc));
   }
-  // A release this wave did acquire, from the writer's CTA, that did not carry the access: the
-  // writer's wave was not drained into the releasing wave (a barrier) before the release.
+  // A release this wave did acquire, from the writer's CTA, issued after the access, that did not
+  // carry it: the writer's wave was not drained into the releasing wave (a barrier) before the release.
   for (auto it = waves_[t].joins.rbegin(); it != waves_[t].joins.rend(); ++it) {
     const Note& n = *it;
     if (n.relWave == prev.wave || info_[n.relWave].ctaIndex != info_[prev.wave].ctaIndex) continue;
-    if ((*n.clock)[prev.wave] >= prev.clock) continue;
+    if ((*n.clock)[prev.wave] >= prev.clock || !releasedAfter(n.gen, prev)) continue;
     return fmt::format("missing drain: the release {} by wave {} (acquired by {}) does not carry wave {}'s access: "
                        "wave {} needs a release at {} scope (ctaSync(drain)'s fence) and then a barrier before it",
                        opOf(n.relPc), info_[n.relWave].wave, opOf(n.acqPc), info_[prev.wave].wave,

@@ -94,6 +94,7 @@ class SimRaces {
     ir::MemScope scope = ir::MemScope::Agent;
     bool isRelease = false;
     int32_t fencePc = -1;  // a relaxed store released by the wave's earlier release fence: that fence
+    uint32_t gen = 0;      // the release's place among its CTA's releases (ctaGen_)
   };
   /// A release -> acquire edge the wave did not get, and why: for the race report.
   struct Note {
@@ -104,6 +105,7 @@ class SimRaces {
     ir::MemScope relScope, acqScope;
     int32_t fencePc = -1;  // the store is relaxed, released by this earlier fence (SyncRec::fencePc)
     ClockPtr known;        // the storing wave's whole clock at the store (SyncRec::known)
+    uint32_t gen = 0;      // SyncRec::gen
   };
   enum : uint8_t { kNotRelease, kNotAcquire, kRelScope, kAcqScope, kJoined };
   struct WaveState {
@@ -121,6 +123,9 @@ class SimRaces {
     std::vector<SyncRec> pending;  // relaxed reads' releases, for an acquire fence
     std::vector<Note> notes;
     std::vector<Note> joins;  // releases this wave did acquire (kJoined), for "missing drain"
+    uint32_t gen = 0;              // its CTA's ctaGen_ at its last access
+    std::vector<uint32_t> epochGen;  // per own clock value: the ctaGen_ its accesses saw
+    uint32_t fenceGen = 0;         // the last release fence's place among the CTA's releases
   };
 
   bool covers(ir::MemScope s, uint32_t a, uint32_t b) const;
@@ -141,6 +146,8 @@ class SimRaces {
                    int n, bool atomic, Use use);
   void reportReadOnlyWrite(uint32_t t, int32_t pc, const SimMemory::Allocation* alloc, uint64_t addr, bool atomic);
   bool hb(const Acc& e, uint32_t t) const { return e.wave == t || e.clock <= waves_[t].vc[e.wave]; }
+  /// A release of e's CTA with place gen was issued after the access e (in the run's order).
+  bool releasedAfter(uint32_t gen, const Acc& e) const { return waves_[e.wave].epochGen[e.clock] < gen; }
   /// The clock a release at scope s by wi carries (its own accesses made visible at s first).
   const ClockPtr& releaseClock(uint32_t wi, ir::MemScope s);
   /// An acquire of c, released at scope s: wi knows c, and c is visible at s's levels.
@@ -184,6 +191,9 @@ class SimRaces {
   const SimMemory::Allocation* lastAlloc_ = nullptr;
   AllocShadow* lastShadow_ = nullptr;
   std::vector<std::vector<Word>> lds_;  // per CTA, allocated on first use
+  /// Per CTA, its waves' releases so far. A wave's clock ticks at its first access after one, so
+  /// all accesses of an epoch lie between two of its CTA's releases (releasedAfter).
+  std::vector<uint32_t> ctaGen_;
   std::unordered_map<uint64_t, SyncRec> sync_;  // 4-byte word -> its last store's release
   std::unordered_set<uint64_t> seenPairs_;      // (earlier pc, later pc) already reported
   std::vector<std::string> reports_;
