@@ -3,8 +3,10 @@
 // caches after the appends (docs/attention.md, "The launch").
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "ir/Error.h"
@@ -127,6 +129,68 @@ TEST_CASE("attention launch: bit-exact on the Sim in atom mode and a full layer 
     k.context = 300;
     k.races = true;
     runCase(k);
+  }
+}
+
+TEST_CASE("attention launch: the indexer CP knob and its variant's w_qkv rows", "[attention_launch]") {
+  const ModelConfig cfg = ModelConfig::reduced();
+  AttentionKnobs cp;
+  cp.indexCpFrom = 17;
+  CHECK(cp.canonical() == "index_cp_from=17");
+  CHECK(AttentionKnobs::parse("cache=atom,index_cp_from=17", "t").indexCpFrom == 17);
+  CHECK(AttentionKnobs{}.canonical().empty());
+  for (const char* bad : {"index_cp_from=0", "index_cp_from=-3", "index_cp_from=x", "index_cp_from=17x"})
+    CHECK_THROWS_AS(AttentionKnobs::parse(bad, "t"), InputError);
+  // refused at TP 1, on a full layer and below top-k blocks
+  CHECK_THROWS_AS(AttentionVariant::make(cfg, makeAttentionKey(cfg, 1, 1, cp)), InputError);
+  AttentionKnobs full = cp;
+  full.fullLayer = true;
+  CHECK_THROWS_AS(AttentionVariant::make(cfg, makeAttentionKey(cfg, 1, 4, full)), InputError);
+  AttentionKnobs low = cp;
+  low.indexCpFrom = cfg.indexTopk - 1;
+  CHECK_THROWS_AS(AttentionVariant::make(cfg, makeAttentionKey(cfg, 1, 4, low)), InputError);
+  // the other heads' q rows follow the index key; the default rows are unchanged
+  for (int tp : {2, 4, 8})
+    for (int r = 0; r < tp; ++r) {
+      INFO("TP " << tp << " rank " << r);
+      const AttentionShape off = AttentionShape::make(cfg, tp, r, "t"), on = AttentionShape::make(cfg, tp, r, "t", true);
+      CHECK(off.cpHeads == 0);
+      CHECK(on.cpHeads == cfg.indexHeads - on.indexHeads);
+      CHECK(on.rows == off.rows + on.cpHeads * on.indexDim);
+      for (int row = 0; row < off.rows; ++row) {
+        const QkvRow a = qkvRowOf(off, row), b = qkvRowOf(on, row);
+        CHECK((a.kind == b.kind && a.head == b.head && a.channel == b.channel));
+      }
+      std::vector<int> heads;
+      for (int row = off.rows; row < on.rows; row += on.indexDim) {
+        const QkvRow q = qkvRowOf(on, row);
+        CHECK(q.kind == QkvRow::IndexQ);
+        CHECK(q.channel == 0);
+        heads.push_back(q.head);
+      }
+      for (int h = 0; h < on.indexHeads; ++h) heads.push_back(on.firstKvHead + h);
+      std::sort(heads.begin(), heads.end());
+      CHECK(heads == std::vector<int>{0, 1, 2, 3});  // every index head once
+    }
+  // the knob off leaves the key's knob text, and so the variant's code, as it was
+  CHECK(makeAttentionKey(cfg, 2, 4).knobs.empty());
+  const AttentionVariant v = AttentionVariant::make(cfg, makeAttentionKey(cfg, 2, 4, cp));
+  CHECK(v.layout.qkvRows == v.layout.shape.rows);
+  CHECK(v.layout.iqCpOffset >= 0);
+  CHECK(AttentionVariant::make(cfg, makeAttentionKey(cfg, 2, 4)).layout.iqCpOffset == -1);
+}
+
+TEST_CASE("attention launch: bit-exact on the Sim with the indexer CP rows and heads", "[attention_launch]") {
+  // the CP variant's other index heads' q rows (QKV) and units (IQCP = their owners' iq) at TP 2 4 8,
+  // short rows and rows of 20 .. 40 blocks with the threshold lowered to 17
+  Case k;
+  k.cpFrom = 17;
+  for (auto [S, TP, context] : {std::tuple{3, 2, 126}, std::tuple{2, 4, 20 * 128 + 5}, std::tuple{1, 8, 40 * 128 - 77},
+                                std::tuple{2, 8, 127}}) {
+    k.S = S;
+    k.TP = TP;
+    k.context = context;
+    DYNAMIC_SECTION("S" << S << " TP" << TP << " context " << context) { runCase(k); }
   }
 }
 

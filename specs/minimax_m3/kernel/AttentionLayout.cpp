@@ -16,7 +16,8 @@ CacheMode cacheModeOf(const std::string& name, const std::string& where) {
                                       name));
 }
 
-AttentionShape AttentionShape::make(const ModelConfig& cfg, int tp, int rank, const std::string& where) {
+AttentionShape AttentionShape::make(const ModelConfig& cfg, int tp, int rank, const std::string& where,
+                                    bool indexCp) {
   cfg.validateAttention(where);
   if (tp != 1 && tp != 2 && tp != 4 && tp != 8)
     throw InputError(where, fmt::format("TP = {}: expected 1, 2, 4 or 8", tp));
@@ -52,7 +53,9 @@ AttentionShape AttentionShape::make(const ModelConfig& cfg, int tp, int rank, co
   s.vOff = s.kOff + s.kvHeads * s.headDim;
   s.iqOff = s.vOff + s.kvHeads * s.headDim;
   s.ikOff = s.iqOff + s.indexHeads * s.indexDim;
-  s.rows = s.ikOff + s.indexDim;
+  s.cpOff = s.ikOff + s.indexDim;
+  s.cpHeads = indexCp ? cfg.indexHeads - s.indexHeads : 0;
+  s.rows = s.cpOff + s.cpHeads * s.indexDim;
   if (s.rows % 16 != 0)
     throw InputError(where, fmt::format("w_qkv has {} rows a rank: expected a multiple of 16 (the (16,16) shuffle's "
                                         "row tiles)",
@@ -68,7 +71,8 @@ QkvRow qkvRowOf(const AttentionShape& s, int r) {
   if (r < s.iqOff) return {QkvRow::V, s.firstKvHead + (r - s.vOff) / s.headDim, (r - s.vOff) % s.headDim};
   if (r < s.ikOff)
     return {QkvRow::IndexQ, s.firstKvHead + (r - s.iqOff) / s.indexDim, (r - s.iqOff) % s.indexDim};
-  return {QkvRow::IndexK, 0, r - s.ikOff};
+  if (r < s.cpOff) return {QkvRow::IndexK, 0, r - s.ikOff};
+  return {QkvRow::IndexQ, s.cpHeadOf((r - s.cpOff) / s.indexDim), (r - s.cpOff) % s.indexDim};
 }
 
 int64_t KvCacheGeometry::pages() const { return blocks * kvHeads * pagesPerBlock(); }

@@ -28,7 +28,8 @@ inline constexpr int kLongFromBlocks = 512;
 
 /// One rank's share of the attention: its heads and its fused w_qkv rows
 /// q (qHeads x headDim) | k (kvHeads x headDim) | v (same) | index q (indexHeads x indexDim) |
-/// index k (indexDim), each head's rows in channel order.
+/// index k (indexDim) | (indexer CP only) the other index heads' q (cpHeads x indexDim, global
+/// order), each head's rows in channel order.
 struct AttentionShape {
   int tp = 1, rank = 0;
   int hidden = 0, headDim = 0, indexDim = 0, rotaryDim = 0, block = 0, topk = 0;
@@ -39,6 +40,12 @@ struct AttentionShape {
   int firstKvHead = 0;  // the rank's first KV head (global) = its first index head
   int qGroup = 0;       // query heads a KV head on this rank (TP8, full: 8; TP1..4: 16)
   int qOff = 0, kOff = 0, vOff = 0, iqOff = 0, ikOff = 0, rows = 0;  // w_qkv row offsets, rows
+  /// Indexer context parallelism: the other ranks' index heads (all index heads but this rank's;
+  /// 0 when off), their q rows from cpOff (= ikOff + indexDim).
+  int cpHeads = 0, cpOff = 0;
+  /// The global index head of the rank's other head j (0 .. cpHeads-1): the heads in order, the
+  /// rank's own skipped.
+  int cpHeadOf(int j) const { return j < firstKvHead ? j : j + indexHeads; }
   /// The attention rows this rank produces: qHeads x headDim (= ModelConfig::attnWidth(tp), the
   /// attn.rR slice o_proj reads: columns rank x attnWidth .. of the logical o_proj weight).
   int attnWidth() const { return qHeads * headDim; }
@@ -49,7 +56,9 @@ struct AttentionShape {
 
   /// Throws InputError at `where` unless cfg (validateAttention) splits over TP ranks: TP in
   /// {1, 2, 4, 8}, heads and kvHeads divisible (or kvHeads dividing TP), rows a multiple of 16.
-  static AttentionShape make(const ModelConfig& cfg, int tp, int rank, const std::string& where);
+  /// `indexCp`: the rows of indexer context parallelism (the other index heads' q) too.
+  static AttentionShape make(const ModelConfig& cfg, int tp, int rank, const std::string& where,
+                             bool indexCp = false);
 };
 
 /// What a local w_qkv row is: which projection, its global head and channel.

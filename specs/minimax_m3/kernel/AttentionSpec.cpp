@@ -41,7 +41,9 @@ std::vector<KernelArg> attentionArgs(const AttentionVariant& v) {
       tensor(n::kScratch, Scalar::I8, {L.scratchBytes}, ArgRole::Scratch,
              "u8 [bytes]: this rank's scratch (x8 E4M3 [S, hidden], x_scale f32 [S], rstd f32 [S])"),
       tensor(n::kWQkv, Scalar::I8, {L.qkvRows, H}, ArgRole::Weight,
-             "e4m3 [w_qkv rows, hidden]: q | k | v | index q | index k, AITER (16,16)-shuffled"),
+             v.knobs.indexCp() ? "e4m3 [w_qkv rows, hidden]: q | k | v | index q | index k | the other index heads' q, AITER "
+                                "(16,16)-shuffled"
+                              : "e4m3 [w_qkv rows, hidden]: q | k | v | index q | index k, AITER (16,16)-shuffled"),
       tensor(n::kSQkv, Scalar::F32, {L.qkvRows}, ArgRole::Weight, "f32 [w_qkv rows]: a scale a row"),
       tensor(n::kGQ, Scalar::BF16, {sh.headDim}, ArgRole::Weight, "bf16 [head_dim]: q_norm (1 + w)"),
       tensor(n::kGK, Scalar::BF16, {sh.headDim}, ArgRole::Weight, "bf16 [head_dim]: k_norm (1 + w)"),
@@ -159,6 +161,11 @@ ir::Plan buildAttentionPlan(const AttentionVariant& v) {
                                          "i32 [S x kvHeads][blocks]: a scored row's sort keys a block (the shares', "
                                          "up to the long path's blocks)"});
   }
+  if (L.iqCpOffset >= 0)  // indexer context parallelism
+    plan.regions.push_back(ir::MemRegion{"IQCP", attn_arg::kScratch, L.iqCpOffset,
+                                         2 * int64_t{L.rows} * L.shape.cpHeads * L.shape.indexDim,
+                                         "bf16 [S][other index heads][index_dim]: the other ranks' index heads' q, "
+                                         "as iq holds the rank's own (global order, the own skipped)"});
   plan.flags.push_back(ir::FlagArray{"XRDY", "XRDY", L.rows, false, "attn_norm's rows", false});
   plan.flags.push_back(ir::FlagArray{"QRDY", "QRDY", L.qkvTiles, false, "attn_gemv's tiles", false});
   plan.flags.push_back(ir::FlagArray{"HRDY", "HRDY", L.rows, false, "attn_heads' rows (the last task of a row publishes)", false});
@@ -185,6 +192,9 @@ ir::Plan buildAttentionPlan(const AttentionVariant& v) {
       {"w_qkv rows a rank", std::to_string(L.qkvRows)},
       {"head units a row", fmt::format("{} in {} tasks of {} waves", L.headUnits, L.headTasks, L.waves)},
   };
+  if (v.knobs.indexCp())
+    plan.facts.push_back({"indexer CP", fmt::format("rows past {} blocks; {} other index heads' q rows from w_qkv row {}",
+                                                    v.knobs.indexCpFrom, L.shape.cpHeads, L.shape.cpOff)});
   plan.kernel.name = "monogen_minimax_m3_attention";
   ir::Builder b(plan.kernel);
   AttentionContext c(v, plan, b);

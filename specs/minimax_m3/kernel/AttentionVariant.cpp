@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <sstream>
 
 #include "ir/Error.h"
@@ -14,6 +15,7 @@ std::string AttentionKnobs::canonical() const {
   std::string s;
   if (mode != CacheMode::Vllm) s += fmt::format("cache={}", cacheModeName(mode));
   if (fullLayer) s += std::string(s.empty() ? "" : ",") + "layer=full";
+  if (indexCpFrom > 0) s += std::string(s.empty() ? "" : ",") + fmt::format("index_cp_from={}", indexCpFrom);
   return s;
 }
 
@@ -29,8 +31,16 @@ AttentionKnobs AttentionKnobs::parse(const std::string& text, const std::string&
       k.mode = cacheModeOf(value, where);
     } else if (name == "layer" && (value == "full" || value == "sparse")) {
       k.fullLayer = value == "full";
+    } else if (name == "index_cp_from") {
+      int n = 0;
+      const auto r = std::from_chars(value.data(), value.data() + value.size(), n);
+      if (r.ec != std::errc() || r.ptr != value.data() + value.size() || n < 1)
+        throw InputError(where, fmt::format("knob '{}': expected index_cp_from=<blocks>, at least 1", tok));
+      k.indexCpFrom = n;
     } else {
-      throw InputError(where, fmt::format("knob '{}': expected cache=vllm|atom or layer=sparse|full", tok));
+      throw InputError(where, fmt::format("knob '{}': expected cache=vllm|atom, layer=sparse|full or "
+                                          "index_cp_from=<blocks>",
+                                          tok));
     }
   }
   return k;
@@ -91,7 +101,11 @@ AttentionVariant AttentionVariant::make(const ModelConfig& cfg, const ir::Key& k
   L.tp = tpOf(keyIn);
   if (L.rows < 1 || L.rows > cfg.maxRows)
     throw InputError(where, fmt::format("S = {} rows: expected 1..{}", L.rows, cfg.maxRows));
-  L.shape = AttentionShape::make(cfg, L.tp, 0, where);
+  if (v.knobs.indexCp() && (v.knobs.fullLayer || L.tp == 1 || v.knobs.indexCpFrom < cfg.indexTopk))
+    throw InputError(where, fmt::format("index_cp_from={}: indexer context parallelism needs a sparse layer, TP > 1 "
+                                        "and at least top-k = {} blocks (a row of fewer selects every block)",
+                                        v.knobs.indexCpFrom, cfg.indexTopk));
+  L.shape = AttentionShape::make(cfg, L.tp, 0, where, v.knobs.indexCp());
   L.hidden = cfg.hidden;
   L.blocks = cfg.blocks;
   L.threads = cfg.threads;
@@ -105,7 +119,8 @@ AttentionVariant AttentionVariant::make(const ModelConfig& cfg, const ir::Key& k
   if (L.shape.headDim / 4 > 32 || L.shape.indexDim / 4 > 32 || L.shape.rotaryDim % 8 != 0)
     throw InputError(where, fmt::format("head dims {} / {} and rotary {}: expected at most 128 and rotary a multiple of 8",
                                         L.shape.headDim, L.shape.indexDim, L.shape.rotaryDim));
-  L.headUnits = L.shape.qHeads + 2 * L.shape.kvHeads + (v.knobs.fullLayer ? 0 : L.shape.indexHeads + 1);
+  L.headUnits = L.shape.qHeads + 2 * L.shape.kvHeads + (v.knobs.fullLayer ? 0 : L.shape.indexHeads + 1) +
+                L.shape.cpHeads;
   L.headTasks = (L.headUnits + L.waves - 1) / L.waves;
   L.vTask0 = (L.shape.qHeads + L.shape.kvHeads) / L.waves;
   L.vTasks = (L.shape.qHeads + 2 * L.shape.kvHeads - 1) / L.waves - L.vTask0 + 1;
@@ -135,6 +150,10 @@ AttentionVariant AttentionVariant::make(const ModelConfig& cfg, const ir::Key& k
   L.crdyOffset = L.candOffset + align(8 * sels * kAttnSplits * L.shape.topk);
   L.iscoreOffset = L.crdyOffset + align(8 * sels * kAttnSplits);
   L.scratchBytes = L.iscoreOffset + align(4 * sels * kLongFromBlocks);
+  if (v.knobs.indexCp()) {
+    L.iqCpOffset = L.scratchBytes;
+    L.scratchBytes += align(2 * int64_t{L.rows} * L.shape.cpHeads * L.shape.indexDim);
+  }
   // a span's tiles two a pass where their doubled slots fit the CU's LDS (atom's sparse tile: one)
   const bool spans = v.knobs.mode != CacheMode::Atom || v.knobs.fullLayer;
   const int64_t pvBytes = 4 * int64_t{L.waves} * 16 * L.shape.headDim;

@@ -37,12 +37,16 @@ inline constexpr int kIndexTaskBlocks = kMaxIndexBlocks / kAttnSplits;
 /// A selection's words in scratch: the topk blocks in slot order, then the sparse length.
 inline constexpr int kSelWords = 32;
 
-/// The attention launch's knobs: the cache mode (vllm, the default, or atom) and the layer type
-/// (sparse, the default, or full: no index rows, no index key).
+/// The attention launch's knobs: the cache mode (vllm, the default, or atom), the layer type
+/// (sparse, the default, or full: no index rows, no index key) and indexer context parallelism.
 struct AttentionKnobs {
   CacheMode mode = CacheMode::Vllm;
   bool fullLayer = false;
-  /// "cache=atom", "layer=full", comma-joined; "" at the defaults.
+  /// Indexer context parallelism (sparse layers, TP > 1): a row of more blocks than this is
+  /// scored a slice a rank; 0 (the default): off. On, w_qkv holds every index head's q rows.
+  int indexCpFrom = 0;
+  bool indexCp() const { return indexCpFrom > 0; }
+  /// "cache=atom", "layer=full", "index_cp_from=N", comma-joined; "" at the defaults.
   std::string canonical() const;
   /// Parses canonical() text; InputError at `where` naming the token and what is allowed.
   static AttentionKnobs parse(const std::string& text, const std::string& where);
@@ -55,7 +59,7 @@ struct AttentionLaunchLayout {
   int qkvRows = 0;       // w_qkv rows a rank of this layer type
   int qkvTiles = 0;      // its 16-row tiles: attn_gemv's tasks
   /// Head units a row: q heads, then K heads, V heads, then (sparse layers) the index q heads and
-  /// the index key.
+  /// the index key, then (indexer CP) the other index heads' q.
   int headUnits = 0;
   int headTasks = 0;  // tasks a row of the heads stage: ceil(headUnits / waves), one unit a wave
   /// Row 0's heads tasks [vTask0, vTask0 + vTasks) hold the V units, which append every row's V:
@@ -79,6 +83,8 @@ struct AttentionLaunchLayout {
   int64_t candOffset = 0;    // i32 pairs [S x kvHeads][8 shares][topk]: each share's (key, block) by rank
   int64_t iscoreOffset = 0;  // i32 [S x kvHeads][kLongFromBlocks]: a short scored row's sort keys a block
   int64_t crdyOffset = 0;    // pairs [S x kvHeads x 8]: a share's candidates are written
+  /// bf16 [S][cpHeads][indexDim] (indexer CP only): the other index heads' q, as iq holds the own
+  int64_t iqCpOffset = -1;
   /// pairs [S]: a row's attention row is written (ARDY, published by attn_merge), in the layer
   /// launch only (LayerVariant sets it past the rest); -1 in the attention launch alone.
   int64_t ardyOffset = -1;

@@ -171,7 +171,7 @@ AttentionResult attentionReference(const ModelConfig& cfg, const AttentionLaunch
   const float smScale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(cfg.headDim)));
   const float indexScale = indexScoreScale(cfg.indexHeadDim);
   for (int r = 0; r < in.TP; ++r) {
-    const AttentionShape sh = AttentionShape::make(cfg, in.TP, r, where);
+    const AttentionShape sh = AttentionShape::make(cfg, in.TP, r, where, in.indexCp);
     const int D = sh.headDim, ID = sh.indexDim, R = sh.rotaryDim, nRows = sh.rowsOf(in.fullLayer);
     AttentionRankResult rr;
     rr.caches = in.caches[r];

@@ -60,6 +60,7 @@ struct AttentionLaunch {
   int S = 0, TP = 1;
   CacheMode mode = CacheMode::Vllm;
   bool fullLayer = false;                 // a full-attention layer: every key, no indexer
+  bool indexCp = false;                   // w_qkv holds the other index heads' q rows too (indexer CP)
   std::vector<uint16_t> x, res;           // bf16 [S, hidden]: the all-reduced output and residual
   AttentionWeights weights;
   AttentionRows rows;

@@ -71,6 +71,7 @@ AttentionLaunch makeAttentionLaunch(const ModelConfig& cfg, int S, int TP, uint6
   L.TP = TP;
   L.mode = o.mode;
   L.fullLayer = o.fullLayer;
+  L.indexCp = o.indexCp;
   L.x = bf16Normal(stream(seed, kX), static_cast<size_t>(S) * H, 1.0f);
   L.res = bf16Normal(stream(seed, kRes), static_cast<size_t>(S) * H, 2.0f);
 
@@ -127,7 +128,7 @@ AttentionLaunch makeAttentionLaunch(const ModelConfig& cfg, int S, int TP, uint6
     }
   std::vector<float> wrow(static_cast<size_t>(H));
   for (int r = 0; r < TP; ++r) {
-    const AttentionShape sh = AttentionShape::make(cfg, TP, r, kWhere);
+    const AttentionShape sh = AttentionShape::make(cfg, TP, r, kWhere, o.indexCp);
     const int rows = sh.rowsOf(o.fullLayer);
     std::vector<uint8_t> rowMajor(static_cast<size_t>(rows) * H);
     std::vector<float> scales(static_cast<size_t>(rows));

@@ -15,6 +15,7 @@ namespace monogen::specs::minimax_m3 {
 struct AttentionInputOptions {
   CacheMode mode = CacheMode::Vllm;
   bool fullLayer = false;
+  bool indexCp = false;  // w_qkv holds the other index heads' q rows (the indexer CP variant's)
   /// Keys each sequence holds before the launch; a row's position is context (+ its index
   /// among its sequence's rows).
   int context = 128;

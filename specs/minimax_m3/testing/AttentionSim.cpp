@@ -58,9 +58,10 @@ AttentionBuffers uploadAttention(runtime::Device& dev, const AttentionVariant& v
                                  int32_t tag, int64_t waitTicks, const std::string& where) {
   namespace n = attn_arg;
   const AttentionLaunchLayout& L = v.layout;
-  if (in.S != L.rows || in.TP != L.tp || in.mode != v.knobs.mode || in.fullLayer != v.knobs.fullLayer)
-    throw InputError(where, fmt::format("the inputs (S {}, TP {}, {}) are not the variant's", in.S, in.TP,
-                                        cacheModeName(in.mode)));
+  if (in.S != L.rows || in.TP != L.tp || in.mode != v.knobs.mode || in.fullLayer != v.knobs.fullLayer ||
+      in.indexCp != v.knobs.indexCp())
+    throw InputError(where, fmt::format("the inputs (S {}, TP {}, {}{}) are not the variant's", in.S, in.TP,
+                                        cacheModeName(in.mode), in.indexCp ? ", indexer CP rows" : ""));
   validateAttentionLaunch(v.cfg, in, where);  // before any allocation or launch
   DeviceMemory mem{dev};
   const size_t SH = static_cast<size_t>(L.rows) * L.hidden;
@@ -148,6 +149,7 @@ AttentionSimRank readAttentionRank(const RankDownload& dev, const std::map<std::
   k.h = u16(m.at(n::kResOut), SH);
   k.q = u16(m.at(n::kQ), qn);
   if (!v.knobs.fullLayer) k.iq = u16(m.at(n::kIq), iqn);
+  if (L.iqCpOffset >= 0) k.iqCp = u16(scratch + L.iqCpOffset, size_t(L.rows) * L.shape.cpHeads * L.shape.indexDim);
   k.qkv = u16(scratch + L.qkvOffset, size_t(L.rows) * L.qkvRows);
   k.x8 = u8(scratch + L.x8Offset, SH);
   k.xScale = f32(scratch + L.xScaleOffset, L.rows);

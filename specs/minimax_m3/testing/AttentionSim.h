@@ -24,6 +24,7 @@ struct AttentionSimRank {
   std::vector<uint16_t> qkv;     // bf16 [S, w_qkv rows]: scratch QKV
   std::vector<uint16_t> q;       // bf16 [S, qHeads, headDim]
   std::vector<uint16_t> iq;      // bf16 [S, indexHeads, indexDim] (sparse layers; empty on full ones)
+  std::vector<uint16_t> iqCp;    // bf16 [S, cpHeads, indexDim]: scratch IQCP (indexer CP; else empty)
   AttentionCaches caches;        // after the launch's appends
   std::vector<SplitPartial> splits;  // [S x kvHeads x 8] (empty for padded rows)
   std::vector<uint16_t> attn;    // bf16 [S, qHeads x headDim]: the attention rows

@@ -1,7 +1,7 @@
 // attn_heads: a wave a head unit of one row: the q heads (Gemma norm + partial NeoX RoPE ->
 // bf16 q), the K heads (the same with g_k, appended as E4M3 to the K cache), the V heads (no
-// norm, appended to the V cache: row 0's units, every row), the index q heads (g_iq -> iq) and the
-// index key (g_ik). The head's D
+// norm, appended to the V cache: row 0's units, every row), the index q heads (g_iq -> iq), the
+// index key (g_ik) and, with indexer CP, the other index heads' q (g_iq -> IQCP). The head's D
 // channels sit 4 a lane on lanes 0 .. D/4 - 1 (AttentionPre.h, headNormRope; AttentionReference).
 #include "specs/minimax_m3/kernel/stages/AttentionStageDef.h"
 
@@ -144,6 +144,8 @@ void stageAttnHeads(AttentionContext& c, Val task, const std::function<void()>& 
   Val gDim = c.i32(D / 4);
   if (!c.variant.knobs.fullLayer) {
     gPtr = b.select(indexUnit, b.select(unit < iqBase + c.i32(sh.indexHeads), c.arg(a::kGIq), c.arg(a::kGIk)), gPtr);
+    if (sh.cpHeads > 0)  // the other index heads' q units, past the index key's
+      gPtr = b.select(unit > iqBase + c.i32(sh.indexHeads), c.arg(a::kGIq), gPtr);
     gDim = b.select(indexUnit, c.i32(ID / 4), gDim);
   }
   Val gLc = b.select(c.lane < gDim, c.lane, gDim - c.i32(1));
@@ -211,20 +213,31 @@ void stageAttnHeads(AttentionContext& c, Val task, const std::function<void()>& 
     });
   });
   if (c.variant.knobs.fullLayer) return;
-  // the index q heads: bf16(out) (atom), or bf16 through E4M3 at unit scale and back (vllm)
-  b.if_((unit >= iqBase) & (unit < iqBase + c.i32(sh.indexHeads)), [&] {
-    Val g = unit - iqBase;
-    auto out = normRope(c, r, loadHead(c, r, c.i32(sh.iqOff) + g * c.i32(ID), ID), gv, ID);
-    Val iq = c.arg(a::kIq);
+  // an index q head g of `heads` at w_qkv row rowOff + g ID: bf16(out) (atom), or bf16 through
+  // E4M3 at unit scale and back (vllm) -> dst [row][heads][ID]
+  auto indexQ = [&](Val g, int64_t rowOff, const std::function<Val()>& dstOf, int heads) {
+    auto out = normRope(c, r, loadHead(c, r, c.i32(rowOff) + g * c.i32(ID), ID), gv, ID);
+    Val dst = dstOf();
     b.if_(c.lane < c.i32(ID / 4), [&] {
       for (int j = 0; j < 4; ++j) {
         Val v = b.roundBf16(out[j]);
         if (!atom) v = b.fp8ToF32(e4m3Writer(b, v));
-        b.store(b.ptrAdd(iq, ((r.t * c.i32(sh.indexHeads) + g) * c.i32(ID) + d0 + c.i32(j)) * c.i32(2)),
+        b.store(b.ptrAdd(dst, ((r.t * c.i32(heads) + g) * c.i32(ID) + d0 + c.i32(j)) * c.i32(2)),
                 b.f32ToBf16(b.select(r.live, v, c.f32(0))));
       }
     });
+  };
+  b.if_((unit >= iqBase) & (unit < iqBase + c.i32(sh.indexHeads)), [&] {
+    Val g = unit - iqBase;
+    indexQ(g, sh.iqOff, [&] { return c.arg(a::kIq); }, sh.indexHeads);
   });
+  // indexer CP: the other index heads' q (units past the index key) -> IQCP
+  if (sh.cpHeads > 0) {
+    Val cpBase = iqBase + c.i32(sh.indexHeads + 1);
+    b.if_((unit >= cpBase) & (unit < cpBase + c.i32(sh.cpHeads)), [&] {
+      indexQ(unit - cpBase, sh.cpOff, [&] { return b.ptrAdd(c.arg(a::kScratch), c.i32(L.iqCpOffset)); }, sh.cpHeads);
+    });
+  }
   // the index key: E4M3(bf16(out)) at index slot x indexDim + channel
   b.if_(unit == c.i32(sh.qHeads + 2 * sh.kvHeads + sh.indexHeads), [&] {
     auto out = normRope(c, r, loadHead(c, r, c.i32(sh.ikOff), ID), gv, ID);
@@ -269,10 +282,11 @@ extern const AttentionStageDef kAttnHeadsStage = {
     [](const AttentionLaunchLayout& L) { return std::vector<ir::FlagUse>{{"QRDY", L.qkvTiles}}; },
     [](const AttentionLaunchLayout& L) { return std::vector<ir::FlagUse>{{"HRDY", L.rows}}; },
     [](const AttentionLaunchLayout& L) {
-      return fmt::format("{} tasks a row, a wave a head unit ({} q, {} K, {} V{}): norm + partial RoPE -> q; "
+      return fmt::format("{} tasks a row, a wave a head unit ({} q, {} K, {} V{}{}): norm + partial RoPE -> q; "
                          "E4M3 appends -> the caches; a row's last task -> HRDY",
                          L.headTasks, L.shape.qHeads, L.shape.kvHeads, L.shape.kvHeads,
-                         L.headUnits > L.shape.qHeads + 2 * L.shape.kvHeads ? fmt::format(", {} index q, the index key", L.shape.indexHeads) : "");
+                         L.headUnits > L.shape.qHeads + 2 * L.shape.kvHeads ? fmt::format(", {} index q, the index key", L.shape.indexHeads) : "",
+                         L.shape.cpHeads > 0 ? fmt::format(", {} other index q (CP)", L.shape.cpHeads) : "");
     },
     [](AttentionContext& c) {
       // every QRDY tile, once a CTA: in its first task (t < blocks), after the task's input loads
