@@ -15,8 +15,8 @@ using ir::Type;
 using ir::Val;
 
 // Row t = task: sums LOGIT's router parts in order, sigmoid + bias, a top-k of k distinct experts
-// (lowest expert on ties; NaN never preferred), and publishes ROUTE[t] picks and weights (release,
-// agent). The f32 order and the NaN rules: docs/minimax-m3-kernel.md, "route".
+// (lowest expert on ties; NaN never preferred), and publishes ROUTE[t] picks and weights (relaxed,
+// agent: the pairs are the data; LOGIT's waits relaxed likewise). The f32 order and the NaN rules: docs/minimax-m3-kernel.md, "route".
 void stageRoute(KernelContext& c, Val t) {
   ir::Builder& b = c.b;
   const Layout& L = c.L;
@@ -34,7 +34,7 @@ void stageRoute(KernelContext& c, Val t) {
   const int P = T.routerParts;
   b.for_(c.tid, c.i32(E * P), c.i32(L.threads), [&](Val i) {
     Val code = c.errorCode(kSiteRoute, t);
-    Val w = c.await(c.pairAt(c.scratch, L.logit, t * (E * P) + i), code, kSiteRoute);
+    Val w = c.await(c.pairAt(c.scratch, L.logit, t * (E * P) + i), code, kSiteRoute, MemOrder::Relaxed);
     b.store(redAt((2 * E + 2 * K) + i), b.bitcast(w, Type::f32()));
   });
   c.ctaSync(/*drain=*/false);
@@ -108,10 +108,11 @@ void stageRoute(KernelContext& c, Val t) {
                 b.max(b.get(total), b.f32(static_cast<double>(1e-20f)));
     b.if_(c.lane < K, [&] {
       Val at = t * (2 * K) + c.lane;
+      // relaxed: the pairs are the data (the table reads nothing else of route's)
       c.publish(c.pairAt(c.scratch, L.routeA, at), b.select(valid, b.get(myId), c.i32(-1)), c.tag,
-                MemOrder::Release, MemScope::Agent);
+                MemOrder::Relaxed, MemScope::Agent);
       c.publish(c.pairAt(c.scratch, L.routeA, at + K), b.bitcast(b.get(myW) * scale, Type::i32()), c.tag,
-                MemOrder::Release, MemScope::Agent);
+                MemOrder::Relaxed, MemScope::Agent);
     });
   });
   c.ctaSync(/*drain=*/false);  // red is free for the next task

@@ -14,7 +14,7 @@ using ir::Val;
 
 // Tile = task / parts (experts 16 tile ..), part = task % parts: after every row's SSQ parts the CTA
 // computes the rows' rstd and normalizes its own XN columns from SRES, runs chained f32 MFMAs
-// per wave, sums the waves in order and publishes LOGIT[t][expert][part] (release, agent). Lane layout: docs/minimax-m3-kernel.md.
+// per wave, sums the waves in order and publishes LOGIT[t][expert][part] (relaxed, agent: the pair is the data). Lane layout: docs/minimax-m3-kernel.md.
 void stageRouter(KernelContext& c, Val task) {
   ir::Builder& b = c.b;
   const Layout& L = c.L;
@@ -77,7 +77,8 @@ void stageRouter(KernelContext& c, Val task) {
     for (int w = 0; w < L.waves; ++w) tot = tot + b.load(Type::f32(), b.ptrAdd(c.red, (w * 256 + c.tid) * c.i32(4)));
     b.if_(t < L.rows, [&] {
       Val at = (t * L.experts + tile * 16 + e) * c.i32(T.routerParts) + part;  // L.logitPair
-      c.publish(c.pairAt(c.scratch, L.logit, at), b.bitcast(tot, Type::i32()), c.tag, MemOrder::Release,
+      // relaxed: the pair is the data (route reads nothing else of the router's)
+      c.publish(c.pairAt(c.scratch, L.logit, at), b.bitcast(tot, Type::i32()), c.tag, MemOrder::Relaxed,
                 MemScope::Agent);
     });
   });
