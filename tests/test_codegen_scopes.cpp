@@ -361,8 +361,8 @@ TEST_CASE("fences: a release writes L2 back then waits, an acquire waits then in
 // the all-reduce pushes (push, down) are relaxed system-scope 8-byte stores to the peers; the waits
 // on them poll at system scope, relaxed (the pairs are the data: neither reduce nor final invalidates);
 // the flags between this GPU's CTAs
-// (reduce -> norm -> router -> route -> table -> up -> down, the marks, done) are agent-scope releases
-// and acquires; the handshake's fault words are system-scope releases and acquires. Every
+// (reduce -> norm, router -> up -> down, the marks, done) are agent-scope releases and acquires but
+// LOGIT's and ROUTE's, relaxed (router -> route -> table: the pairs are the data); the handshake's fault words are system-scope releases and acquires. Every
 // buffer_wbl2 is followed by an s_waitcnt vmcnt(0) before any other vector memory op.
 TEST_CASE("the FFN launch's ISA: each stage's flag sites have their scope's bits and sequences", "[codegen][scopes]") {
   // Through the CLI (this test links codegen only): monogen dump --what isa.
@@ -406,9 +406,10 @@ TEST_CASE("the FFN launch's ISA: each stage's flag sites have their scope's bits
       {"push", {pair + sys}, {"buffer_wbl2" + sys, "buffer_wbl2" + agent}},  // relaxed pushes to the peers
       {"reduce", {poll + sys, "buffer_wbl2" + agent, pair + agent}, {poll + agent, "buffer_inv" + sys}},
       {"norm", {poll + agent, "buffer_inv" + agent, "buffer_wbl2" + agent, pair + agent}, {"buffer_inv" + sys, pair + sys}},
-      {"router", {poll + agent, "buffer_inv" + agent, "buffer_wbl2" + agent, pair + agent}, {"buffer_inv" + sys, pair + sys}},
-      {"route", {poll + agent, "buffer_inv" + agent, "buffer_wbl2" + agent, pair + agent}, {"buffer_inv" + sys, pair + sys}},
-      {"table", {poll + agent, "buffer_inv" + agent}, {"buffer_inv" + sys}},
+      // LOGIT and ROUTE are the data: published and awaited relaxed (the router acquires SSQ)
+      {"router", {poll + agent, "buffer_inv" + agent, pair + agent}, {"buffer_wbl2" + agent, "buffer_inv" + sys, pair + sys}},
+      {"route", {poll + agent, pair + agent}, {"buffer_inv" + agent, "buffer_wbl2" + agent, "buffer_inv" + sys, pair + sys}},
+      {"table", {poll + agent}, {"buffer_inv" + agent, "buffer_inv" + sys}},
       {"up", {poll + agent, "buffer_inv" + agent, "buffer_wbl2" + agent, pair + agent}, {"buffer_inv" + sys}},
       {"down", {poll + agent, "buffer_inv" + agent, pair + sys}, {"buffer_wbl2" + sys}},
       {"final", {poll + sys}, {poll + agent, "buffer_inv" + agent, "buffer_inv" + sys}},

@@ -110,7 +110,7 @@ Layout Layout::make(const ModelConfig& cfg, int rows, int tp, FfnInput input) {
   L.experts = cfg.experts;
   L.topk = cfg.topk;
   // the norm's rows on the last CTAs, off the router's and route's first ones: a router task
-  // then waits for RSTD alone, not behind its own CTA's XN stores
+  // then waits for SSQ alone, not behind its own CTA's XN stores
   L.norm = Placement{"norm", rows, cfg.blocks - rows};
   L.router = Placement{"router", int64_t{T.routerTiles} * T.routerParts, 0};
   L.route = Placement{"route", rows, 0};
@@ -123,7 +123,7 @@ Layout Layout::make(const ModelConfig& cfg, int rows, int tp, FfnInput input) {
   L.xn = scratch.bytes("XN", int64_t{rows} * cfg.hidden * 2, "bf16 [S][hidden]: the norm's output, the GEMVs' X");
   L.rstd = scratch.pairs("RSTD", rows, false,
                          "pairs [S]: row t's rstd = 1 / sqrt(var + eps) (f32 bits), published by the norm before "
-                         "it writes XN (the router normalizes its own columns with it)");
+                         "it writes XN (a checked output; the router computes its own from SSQ)");
   L.xrdy = scratch.pairs("XRDY", rows, false, "pairs [S]: XN of row t is written (after the norm CTA's stores)");
   L.logit = scratch.pairs("LOGIT", int64_t{rows} * cfg.experts * T.routerParts, false,
                           "pairs [S][E][router parts]: a router part's f32 logit partial");

@@ -11,9 +11,15 @@ using ir::MemScope;
 using ir::Type;
 using ir::Val;
 
-// Row t = task, Gemma RMSNorm: sums the row's SSQ parts (site norm) in wave order, publishes
-// rstd to RSTD[t] (release, agent: the router's scale), then writes xn = bf16((x rstd)(1 + w)) to
-// XN and publishes XRDY[t] (release, agent). The order: docs/minimax-m3-kernel.md, "norm".
+Val rstdOf(KernelContext& c, Val total) {
+  ir::Builder& b = c.b;
+  Val var = total / b.f32(static_cast<float>(c.L.hidden));
+  return b.f32(1.0) / b.sqrt(var + b.f32(static_cast<double>(static_cast<float>(c.cfg.rmsEps))));
+}
+
+// Row t = task, Gemma RMSNorm: sums the row's SSQ parts (site norm) in wave order, publishes rstd
+// to RSTD[t] (release, agent: a checked output; the router sums SSQ itself), writes
+// xn = bf16((x rstd)(1 + w)) to XN, publishes XRDY[t] (release, agent). Order: docs/minimax-m3-kernel.md.
 void stageNorm(KernelContext& c, Val t) {
   ir::Builder& b = c.b;
   const Layout& L = c.L;
@@ -24,10 +30,8 @@ void stageNorm(KernelContext& c, Val t) {
     Val w = c.await(c.pairAt(c.scratch, L.ssq, t * parts + c.tid), code, kSiteNorm);
     b.set(part, b.bitcast(w, Type::f32()));
   });
-  Val var = c.blockSum(b.get(part)) / b.f32(static_cast<float>(L.hidden));
-  Val rstd = b.named(b.f32(1.0) / b.sqrt(var + b.f32(static_cast<double>(static_cast<float>(c.cfg.rmsEps)))),
-                     "rstd");
-  b.if_(c.tid == 0, [&] {  // the router's scale, before XN
+  Val rstd = b.named(rstdOf(c, c.blockSum(b.get(part))), "rstd");
+  b.if_(c.tid == 0, [&] {  // a checked output (the router computes its own)
     c.publish(c.pairAt(c.scratch, L.rstd, t), b.bitcast(rstd, Type::i32()), c.tag, MemOrder::Release,
               MemScope::Agent);
   });

@@ -1,3 +1,6 @@
+#include <algorithm>
+#include <bit>
+#include <climits>
 #include <limits>
 
 #include "ir/Op.h"
@@ -12,8 +15,8 @@ using ir::Type;
 using ir::Val;
 
 // Row t = task: sums LOGIT's router parts in order, sigmoid + bias, a top-k of k distinct experts
-// (lowest expert on ties; NaN never preferred), and publishes ROUTE[t] picks and weights (release,
-// agent). The f32 order and the NaN rules: docs/minimax-m3-kernel.md, "route".
+// (lowest expert on ties; NaN never preferred), and publishes ROUTE[t] picks and weights (relaxed,
+// agent: the pairs are the data; LOGIT's waits relaxed likewise). The f32 order and the NaN rules: docs/minimax-m3-kernel.md, "route".
 void stageRoute(KernelContext& c, Val t) {
   ir::Builder& b = c.b;
   const Layout& L = c.L;
@@ -31,7 +34,7 @@ void stageRoute(KernelContext& c, Val t) {
   const int P = T.routerParts;
   b.for_(c.tid, c.i32(E * P), c.i32(L.threads), [&](Val i) {
     Val code = c.errorCode(kSiteRoute, t);
-    Val w = c.await(c.pairAt(c.scratch, L.logit, t * (E * P) + i), code, kSiteRoute);
+    Val w = c.await(c.pairAt(c.scratch, L.logit, t * (E * P) + i), code, kSiteRoute, MemOrder::Relaxed);
     b.store(redAt((2 * E + 2 * K) + i), b.bitcast(w, Type::f32()));
   });
   c.ctaSync(/*drain=*/false);
@@ -53,39 +56,49 @@ void stageRoute(KernelContext& c, Val t) {
   });
   c.ctaSync(/*drain=*/false);
 
-  // wave 0 picks: lane l holds experts l and l + 64. A pick is one max butterfly over an i64 key,
-  // the value's order bits above 255 - expert (the lowest expert wins a tie; -0 counts as +0),
-  // 0 for an absent or taken expert (below every present one, -inf included); the winner's
-  // weight comes from its lane by one shuffle
+  // wave 0 picks: lane l holds experts l and l + 64 (half h: expert l + 64 h, h < H). A pick is
+  // one i32 max butterfly over the value's f32 order as a signed key (-0 counts as +0; INT32_MIN
+  // for an absent or taken expert, below every present one, -inf included) over the lanes the
+  // experts span; the lowest expert holding the best key (a tie's winner) is the lowest set lane of
+  // the halves' ballots, and its weight comes from its lane by one shuffle
+  const int H = (E + 63) / 64, span = std::min(64, static_cast<int>(std::bit_ceil(static_cast<unsigned>(E))));
+  auto maxOverSpan = [&](Val v) {  // E is a multiple of 16: the span is 16, 32 or 64 lanes
+    if (span == 16) return b.butterfly(v, {8, 4, 2, 1}, ir::OpCode::Max);
+    if (span == 32) return b.butterfly(v, {16, 8, 4, 2, 1}, ir::OpCode::Max);
+    return b.butterfly(v, {32, 16, 8, 4, 2, 1}, ir::OpCode::Max);
+  };
   b.if_(c.wave == 0, [&] {
-    Val sc[2], idx[2], key[2];
+    Val sc[2], idx[2], key[2], present[2];
     ir::Var taken[2];
-    for (int i = 0; i < 2; ++i) {
+    for (int i = 0; i < H; ++i) {
       idx[i] = c.lane + 64 * i;
-      Val present = idx[i] < E;
-      Val at = b.select(present, idx[i], c.i32(0));
+      present[i] = idx[i] < E;
+      Val at = b.select(present[i], idx[i], c.i32(0));
       Val v = b.load(Type::f32(), redAt(at)) + b.f32(0.0);  // -0 -> +0: a tie as the f32 compare sees it
-      sc[i] = b.select(present, b.load(Type::f32(), redAt(E + at)), b.f32(0.0));
+      sc[i] = b.select(present[i], b.load(Type::f32(), redAt(E + at)), b.f32(0.0));
       Val bits = b.bitcast(v, Type::i32());
-      Val order = b.select(bits < c.i32(0), bits ^ c.i32(-1), bits | c.i32(INT32_MIN));  // f32 order as u32
-      Val k = (b.zext(order, Type::i64()) << b.i64(8)) | b.zext(c.i32(255) - idx[i], Type::i64());
-      key[i] = b.select(present, k, b.i64(0));
+      Val order = b.select(bits < c.i32(0), bits ^ c.i32(INT32_MAX), bits);  // f32 order as a signed i32
+      key[i] = b.select(present[i], order, c.i32(INT32_MIN));
       taken[i] = b.var(b.i1(false), "taken");
     }
     ir::Var total = b.var(b.f32(0.0), "total");
     ir::Var myId = b.var(c.i32(0), "my_id");
     ir::Var myW = b.var(b.f32(0.0), "my_w");
-    const int64_t negInfKey = int64_t{0x007FFFFF} << 8 | 255;  // -inf's order bits, above any expert's
+    const int32_t negInfKey = INT32_MIN | 0x007FFFFF;  // -inf's key, above an absent expert's
+    auto lowestLane = [&](Val ball) {  // the lowest set bit's index (ball != 0)
+      return b.popcount((ball - b.i64(1)) & (ball ^ b.i64(-1)));
+    };
     for (int k = 0; k < K; ++k) {  // pick k: the best untaken, the lowest untaken expert on a tie
-      Val k0 = b.select(b.get(taken[0]), b.i64(0), key[0]);
-      Val k1 = b.select(b.get(taken[1]), b.i64(0), key[1]);
-      Val best = b.butterfly(b.max(k0, k1), {32, 16, 8, 4, 2, 1}, ir::OpCode::Max);
-      Val win = c.i32(255) - b.trunc(best & b.i64(255), Type::i32());
-      Val mine0 = win == idx[0], mine1 = win == idx[1];
-      Val w = b.shuffle(b.select(win >= c.i32(64), sc[1], sc[0]), win & c.i32(63));
-      w = b.select(best > b.i64(negInfKey), w, b.f32(0.0));  // an unusable score weighs 0
-      b.set(taken[0], b.get(taken[0]) | mine0);
-      b.set(taken[1], b.get(taken[1]) | mine1);
+      Val kk[2];
+      for (int i = 0; i < H; ++i) kk[i] = b.select(b.get(taken[i]), c.i32(INT32_MIN), key[i]);
+      Val best = maxOverSpan(H == 2 ? b.max(kk[0], kk[1]) : kk[0]);
+      Val ball0 = b.ballot(present[0] & (kk[0] == best));
+      Val win = lowestLane(ball0);
+      if (H == 2)  // experts 64 .. only when none below holds the best
+        win = b.select(ball0 != b.i64(0), win, c.i32(64) + lowestLane(b.ballot(present[1] & (kk[1] == best))));
+      Val w = b.shuffle(H == 2 ? b.select(win >= c.i32(64), sc[1], sc[0]) : sc[0], win & c.i32(63));
+      w = b.select(best > c.i32(negInfKey), w, b.f32(0.0));  // an unusable score weighs 0
+      for (int i = 0; i < H; ++i) b.set(taken[i], b.get(taken[i]) | (win == idx[i]));
       b.set(total, b.get(total) + w);
       Val here = c.lane == k;
       b.set(myId, b.select(here, win, b.get(myId)));
@@ -95,10 +108,11 @@ void stageRoute(KernelContext& c, Val t) {
                 b.max(b.get(total), b.f32(static_cast<double>(1e-20f)));
     b.if_(c.lane < K, [&] {
       Val at = t * (2 * K) + c.lane;
+      // relaxed: the pairs are the data (the table reads nothing else of route's)
       c.publish(c.pairAt(c.scratch, L.routeA, at), b.select(valid, b.get(myId), c.i32(-1)), c.tag,
-                MemOrder::Release, MemScope::Agent);
+                MemOrder::Relaxed, MemScope::Agent);
       c.publish(c.pairAt(c.scratch, L.routeA, at + K), b.bitcast(b.get(myW) * scale, Type::i32()), c.tag,
-                MemOrder::Release, MemScope::Agent);
+                MemOrder::Relaxed, MemScope::Agent);
     });
   });
   c.ctaSync(/*drain=*/false);  // red is free for the next task

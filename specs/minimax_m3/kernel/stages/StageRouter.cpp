@@ -12,9 +12,9 @@ using ir::MfmaKind;
 using ir::Type;
 using ir::Val;
 
-// Tile = task / parts (experts 16 tile ..), part = task % parts: after RSTD of every row the CTA
-// normalizes its own XN columns from SRES, runs chained f32 MFMAs per wave, sums the waves in order
-// and publishes LOGIT[t][expert][part] (release, agent). Lane layout: docs/minimax-m3-kernel.md.
+// Tile = task / parts (experts 16 tile ..), part = task % parts: after every row's SSQ parts the CTA
+// computes the rows' rstd and normalizes its own XN columns from SRES, runs chained f32 MFMAs
+// per wave, sums the waves in order and publishes LOGIT[t][expert][part] (relaxed, agent: the pair is the data). Lane layout: docs/minimax-m3-kernel.md.
 void stageRouter(KernelContext& c, Val task) {
   ir::Builder& b = c.b;
   const Layout& L = c.L;
@@ -26,24 +26,39 @@ void stageRouter(KernelContext& c, Val task) {
   Val rowOk = t.bCol() < c.i32(L.rows);
   Val xrow = b.min(t.bCol(), c.i32(L.rows - 1));
   Val base = part * T.routerK + c.wave * T.routerWaveK;
-  // the weights' loads (inputs) before the wait; SRES's after it (the RSTD acquire orders them)
+  // the weights' loads (inputs) before the waits; SRES's after them (the SSQ acquires order them)
   std::vector<Val> k0(T.routerChunks), w4(T.routerChunks), n4(T.routerChunks), x4(T.routerChunks);
   for (int ch = 0; ch < T.routerChunks; ++ch) {
     k0[ch] = base + t.stepK() * ch + t.laneK0();  // the lane's 4 columns k0 .. k0 + 3
     w4[ch] = b.load(Type::vec(Type::f32(), 4), c.elemAt(c.routerW, expert * L.hidden + k0[ch], 4));
     n4[ch] = b.load(Type::vec(Type::bf16(), 4), c.elemAt(c.normW, k0[ch], 2));
   }
-  // Route on the norm's scale: thread t < S waits for RSTD[t] (site router) and puts it
-  // in LDS (contrib, free until down); the router normalizes its own SRES columns with it
-  b.if_(c.tid < L.rows, [&] {
-    Val code = c.errorCode(kSiteRouter, c.tid);
-    Val bits = c.await(c.pairAt(c.scratch, L.rstd, c.tid), code, kSiteRouter);
-    b.store(c.elemAt(c.contrib, c.tid, 4), bits);
-  });
+  // The norm's rstd, summed here rather than awaited from the norm's CTA: unit u = (row u / G,
+  // 64-part group u % G) on wave u % waves; its lanes wait for the row's SSQ parts (site router),
+  // butterfly them as blockSum's wave does and put the group's sum in LDS (contrib, free until down)
+  const int parts = static_cast<int>(L.reduce.tasks), groups = (parts + 63) / 64, units = L.rows * groups;
+  for (int r = 0; r * L.waves < units; ++r) {
+    Val u = c.wave + r * L.waves;
+    b.if_(u < c.i32(units), [&] {
+      Val row = u / groups, part = (u % groups) * 64 + c.lane;
+      ir::Var ssq = b.var(b.f32(0.0), "ssq_part");
+      b.if_(part < c.i32(parts), [&] {
+        Val code = c.errorCode(kSiteRouter, row);
+        b.set(ssq, b.bitcast(c.await(c.pairAt(c.scratch, L.ssq, row * parts + part), code, kSiteRouter),
+                             Type::f32()));
+      });
+      Val sum = b.butterfly(b.get(ssq), {32, 16, 8, 4, 2, 1});
+      b.if_(c.lane == 0, [&] { b.store(c.elemAt(c.contrib, u, 4), sum); });
+    });
+  }
   c.ctaSync(/*drain=*/false);
   for (int ch = 0; ch < T.routerChunks; ++ch)
     x4[ch] = b.load(Type::vec(Type::f32(), 4), c.elemAt(c.scratch, L.sres, xrow * L.hidden + k0[ch], 4));
-  Val rstd = b.load(Type::f32(), c.elemAt(c.contrib, xrow, 4));
+  // the row's total in blockSum's order: the waves' sums in wave order, a wave past the parts +0
+  Val total = b.f32(0.0);
+  for (int w = 0; w < L.waves; ++w)
+    total = total + (w < groups ? b.load(Type::f32(), c.elemAt(c.contrib, xrow * groups + w, 4)) : b.f32(0.0));
+  Val rstd = rstdOf(c, total);
   Val acc = b.splat(b.f32(0.0), 4);
   for (int ch = 0; ch < T.routerChunks; ++ch) {
     // XN's columns k0 .. k0 + 3 of row xrow as the norm writes them: bf16((x rstd)(1 + w))
@@ -62,7 +77,8 @@ void stageRouter(KernelContext& c, Val task) {
     for (int w = 0; w < L.waves; ++w) tot = tot + b.load(Type::f32(), b.ptrAdd(c.red, (w * 256 + c.tid) * c.i32(4)));
     b.if_(t < L.rows, [&] {
       Val at = (t * L.experts + tile * 16 + e) * c.i32(T.routerParts) + part;  // L.logitPair
-      c.publish(c.pairAt(c.scratch, L.logit, at), b.bitcast(tot, Type::i32()), c.tag, MemOrder::Release,
+      // relaxed: the pair is the data (route reads nothing else of the router's)
+      c.publish(c.pairAt(c.scratch, L.logit, at), b.bitcast(tot, Type::i32()), c.tag, MemOrder::Relaxed,
                 MemScope::Agent);
     });
   });
@@ -71,11 +87,11 @@ void stageRouter(KernelContext& c, Val task) {
 
 extern const StageDef kRouterStage = {
     .placement = [](const Layout& L) { return L.router; },
-    .waits = [](const Layout& L) { return std::vector<ir::FlagUse>{{L.rstd.name, L.rows * L.router.tasks}}; },
+    .waits = [](const Layout& L) { return std::vector<ir::FlagUse>{{L.ssq.name, ssqPairs(L) * L.router.tasks}}; },
     .publishes = [](const Layout& L) { return std::vector<ir::FlagUse>{{L.logit.name, L.logit.pairs}}; },
     .doc = [](const Layout&) -> std::string {
       return "FP32 router weight x f32(XN) on v_mfma_f32_16x16x4_f32, 16 experts x a K part a task -> LOGIT; its "
-             "columns of XN from SRES and the published RSTD (it never waits for XN)";
+             "columns of XN from SRES and its own rstd of the SSQ parts (it never waits for XN)";
     },
     .body = [](KernelContext& c) { c.forEachTask(c.L.router, [&](Val t) { stageRouter(c, t); }); },
     .reference = "routerPart",

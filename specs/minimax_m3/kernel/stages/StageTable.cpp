@@ -10,7 +10,7 @@ using ir::RmwOp;
 using ir::Type;
 using ir::Val;
 
-// Every CTA once: waits for ROUTE's picks and weights (site table) and builds the slot table in
+// Every CTA once: waits for ROUTE's picks and weights (site table; relaxed: the pairs are the data) and builds the slot table in
 // LDS: slot 0 the shared expert over the valid rows, then each picked expert's rows ascending;
 // CTA 0 copies it to TABDUMP. The construction: docs/minimax-m3-kernel.md, "table". A pick
 // that did not come, or came outside [-1, E) (site pick), is never an index: it drops its row
@@ -32,7 +32,7 @@ void stageTable(KernelContext& c) {
   b.if_(c.tid < 2 * n, [&] {
     Val t = c.tid / (2 * K), k = c.tid % (2 * K);
     Val code = c.errorCode(kSiteTable, t);
-    AwaitedPair e = c.awaitChecked(c.pairAt(c.scratch, L.routeA, c.tid), code, kSiteTable);
+    AwaitedPair e = c.awaitChecked(c.pairAt(c.scratch, L.routeA, c.tid), code, kSiteTable, MemOrder::Relaxed);
     Val at = t * K + k;  // pick t K + k (k < K); its weight at k - K (k >= K)
     b.if_(k < c.i32(K), [&] {
       AwaitedPair pick = guardIndex(b, e, -1, E, c.i32(kLostPick));

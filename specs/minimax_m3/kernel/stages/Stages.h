@@ -38,6 +38,9 @@ void oprojPushTasks(KernelContext& c, const std::vector<ir::Val>& tasks, const s
 void stageReduce(KernelContext& c, ir::Val task);
 /// norm: row `task`'s SSQ parts -> rstd, XN (bf16), XRDY.
 void stageNorm(KernelContext& c, ir::Val task);
+/// The RMSNorm's rstd from a row's SSQ total, 1 / sqrt(total / hidden + eps): the norm's and the
+/// router's one formula (the router sums the SSQ parts itself, in blockSum's order).
+ir::Val rstdOf(KernelContext& c, ir::Val total);
 /// router: tile task / parts, K part task % parts -> LOGIT parts of every row.
 void stageRouter(KernelContext& c, ir::Val task);
 /// route: row `task`'s LOGIT parts -> picks and weights (ROUTE).
