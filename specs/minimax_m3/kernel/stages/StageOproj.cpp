@@ -2,6 +2,7 @@
 // attention rows, then the rowwise-FP8 GEMM of a task's 32 output channels to OPART and, as pairs,
 // every rank's ATTN; numerics OprojReference.h's (waves, order, LDS: docs/minimax-m3-kernel.md).
 #include <algorithm>
+#include <functional>
 #include <vector>
 
 #include "ir/Op.h"
@@ -76,6 +77,42 @@ void oprojTokenScales(KernelContext& c) {
   });
 }
 
+namespace {
+
+// The task's accumulators -> red [part][channel in the task][token], then a thread a (row, pair)
+// sums the K parts in order, scales by the token's and w_o's (`woScale(h, channel)`) and pushes.
+void oprojEpilogue(KernelContext& c, const MfmaTile& T, Val task, Val acc, Val nt, Val part,
+                   const std::function<Val(int, Val)>& woScale) {
+  ir::Builder& b = c.b;
+  const Layout& L = c.L;
+  T.storeAcc(acc, c.red, [&](int i) {
+    return (part * kTaskColumns + nt * 16 + T.accRow(i)) * c.i32(16) + T.accCol();
+  });
+  c.ctaSync(false);
+  b.if_(c.tid < L.rows * kTaskPairs, [&] {
+    Val t = b.named(c.tid / kTaskPairs, "t");
+    Val q = c.tid % kTaskPairs;
+    Val pair = b.named(task * kTaskPairs + q, "pair");
+    Val scale = b.load(Type::f32(), redF32(c, kScaleAt, t));
+    Val word = b.splat(b.bf16(0.0), 2);
+    for (int h = 0; h < 2; ++h) {
+      Val ch = q * 2 + c.i32(h);  // channel in the task
+      Val sum;
+      for (int p = 0; p < kOprojKParts; ++p) {
+        Val v = b.load(Type::f32(), redF32(c, 0, (p * kTaskColumns + ch) * c.i32(16) + t));
+        sum = p == 0 ? v : sum + v;
+      }
+      word = b.insert(word, b.f32ToBf16((sum * scale) * woScale(h, ch)), h);
+    }
+    Val bits = b.bitcast(word, Type::i32());
+    b.store(c.elemAt(c.scratch, L.opart, t * (L.hidden / 2) + pair, 4), bits);
+    pushPair(c, t, pair, bits);
+  });
+  c.ctaSync(false);
+}
+
+}  // namespace
+
 std::vector<Val> oprojWeights(KernelContext& c, Val task) {
   ir::Builder& b = c.b;
   const int K = c.L.attnWidth, partSteps = K / 32 / kOprojKParts;
@@ -114,32 +151,9 @@ void stageOprojPush(KernelContext& c, Val task, const std::vector<Val>* weights)
     for (const Step& in : group)
       b.set(acc, T.step(b.get(acc), std::vector<Val>{in.a}, std::vector<Val>{c.fp8x8(in.x, inv)}));
   }
-  // [part][channel in the task][token]
-  T.storeAcc(b.get(acc), c.red, [&](int i) {
-    return (part * kTaskColumns + nt * 16 + T.accRow(i)) * c.i32(16) + T.accCol();
+  oprojEpilogue(c, T, task, b.get(acc), nt, part, [&](int, Val ch) {
+    return b.load(Type::f32(), c.elemAt(c.woScale, task * kTaskColumns + ch, 4));
   });
-  c.ctaSync(false);
-  b.if_(c.tid < L.rows * kTaskPairs, [&] {
-    Val t = b.named(c.tid / kTaskPairs, "t");
-    Val q = c.tid % kTaskPairs;
-    Val pair = b.named(task * kTaskPairs + q, "pair");
-    Val scale = b.load(Type::f32(), redF32(c, kScaleAt, t));
-    Val word = b.splat(b.bf16(0.0), 2);
-    for (int h = 0; h < 2; ++h) {
-      Val ch = q * 2 + c.i32(h);  // channel in the task
-      Val sum;
-      for (int p = 0; p < kOprojKParts; ++p) {
-        Val v = b.load(Type::f32(), redF32(c, 0, (p * kTaskColumns + ch) * c.i32(16) + t));
-        sum = p == 0 ? v : sum + v;
-      }
-      Val ws = b.load(Type::f32(), c.elemAt(c.woScale, task * kTaskColumns + ch, 4));
-      word = b.insert(word, b.f32ToBf16((sum * scale) * ws), h);
-    }
-    Val bits = b.bitcast(word, Type::i32());
-    b.store(c.elemAt(c.scratch, L.opart, t * (L.hidden / 2) + pair, 4), bits);
-    pushPair(c, t, pair, bits);
-  });
-  c.ctaSync(false);
 }
 
 OprojEarly oprojEarly(KernelContext& c, Val task) {
@@ -181,30 +195,8 @@ void oprojPushTasks(KernelContext& c, const std::vector<Val>& tasks, const std::
   }
   for (size_t i = 0; i < tasks.size(); ++i) {
     const auto epilogue = [&] {
-      T.storeAcc(b.get(acc[i]), c.red, [&](int r) {
-        return (part * kTaskColumns + nt * 16 + T.accRow(r)) * c.i32(16) + T.accCol();
-      });
-      c.ctaSync(false);
-      b.if_(c.tid < L.rows * kTaskPairs, [&] {
-        Val t = b.named(c.tid / kTaskPairs, "t");
-        Val q = c.tid % kTaskPairs;
-        Val pair = b.named(tasks[i] * kTaskPairs + q, "pair");
-        Val scale = b.load(Type::f32(), redF32(c, kScaleAt, t));
-        Val word = b.splat(b.bf16(0.0), 2);
-        for (int h = 0; h < 2; ++h) {
-          Val ch = q * 2 + c.i32(h);
-          Val sum;
-          for (int p = 0; p < kOprojKParts; ++p) {
-            Val v = b.load(Type::f32(), redF32(c, 0, (p * kTaskColumns + ch) * c.i32(16) + t));
-            sum = p == 0 ? v : sum + v;
-          }
-          word = b.insert(word, b.f32ToBf16((sum * scale) * early[i].ws[static_cast<size_t>(h)]), h);
-        }
-        Val bits = b.bitcast(word, Type::i32());
-        b.store(c.elemAt(c.scratch, L.opart, t * (L.hidden / 2) + pair, 4), bits);
-        pushPair(c, t, pair, bits);
-      });
-      c.ctaSync(false);
+      oprojEpilogue(c, T, tasks[i], b.get(acc[i]), nt, part,
+                    [&](int h, Val) { return early[i].ws[static_cast<size_t>(h)]; });
     };
     if (i == 0) epilogue();
     else b.if_(tasks[i] < c.i32(L.push.tasks), epilogue);
