@@ -11,8 +11,10 @@ void ctaSync(ir::Builder& b, bool drain, SyncHooks& hooks) {
   b.barrier();
 }
 
+Val waveSum(ir::Builder& b, Val v) { return b.butterfly(v, {32, 16, 8, 4, 2, 1}); }
+
 Val blockSum(ir::Builder& b, Val v, Val lane, Val wave, Val red, int waves, SyncHooks& hooks) {
-  v = b.butterfly(v, {32, 16, 8, 4, 2, 1});
+  v = waveSum(b, v);
   ctaSync(b, false, hooks);  // the previous block sum's readers are done with red
   b.if_(lane == b.i32(0), [&] { b.store(b.ptrAdd(red, wave * b.i32(4)), v); });
   ctaSync(b, false, hooks);

@@ -12,9 +12,9 @@ using ir::MfmaKind;
 using ir::Type;
 using ir::Val;
 
-// Tile = task / parts (experts 16 tile ..), part = task % parts: after every row's SSQ parts the CTA
-// computes the rows' rstd and normalizes its own XN columns from SRES, runs chained f32 MFMAs
-// per wave, sums the waves in order and publishes LOGIT[t][expert][part] (relaxed, agent: the pair is the data). Lane layout: docs/minimax-m3-kernel.md.
+// Tile = task / parts (experts 16 tile ..), part = task % parts: the rows' rstd from their SSQ
+// parts, then the CTA's XN columns from SRES through chained f32 MFMAs a wave, the waves summed in
+// order -> LOGIT[t][expert][part] (relaxed, agent: the pair is the data). docs/minimax-m3-kernel.md.
 void stageRouter(KernelContext& c, Val task) {
   ir::Builder& b = c.b;
   const Layout& L = c.L;
@@ -47,7 +47,7 @@ void stageRouter(KernelContext& c, Val task) {
         b.set(ssq, b.bitcast(c.await(c.pairAt(c.scratch, L.ssq, row * parts + part), code, kSiteRouter),
                              Type::f32()));
       });
-      Val sum = b.butterfly(b.get(ssq), {32, 16, 8, 4, 2, 1});
+      Val sum = specs::waveSum(b, b.get(ssq));
       b.if_(c.lane == 0, [&] { b.store(c.elemAt(c.contrib, u, 4), sum); });
     });
   }
