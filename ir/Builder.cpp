@@ -409,6 +409,10 @@ Val Builder::mfmaScale(Val a, Val b, Val acc, Val scaleA, Val scaleB) {
 }
 
 Val Builder::butterfly(Val v, std::initializer_list<int> masks, OpCode combine) {
+  return butterfly(v, std::span<const int>(masks.begin(), masks.size()), combine);
+}
+
+Val Builder::butterfly(Val v, std::span<const int> masks, OpCode combine) {
   Val l = lane();
   for (int m : masks) {
     Val other = shuffle(v, l ^ m);

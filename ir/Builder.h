@@ -7,6 +7,7 @@
 #pragma once
 #include <functional>
 #include <initializer_list>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -126,6 +127,7 @@ class Builder {
   Val mfmaScale(Val a, Val b, Val acc, Val scaleA, Val scaleB);
   /// v combined across the lanes (lane ^ m) for each mask in order: v = combine(v, v of lane ^ m).
   Val butterfly(Val v, std::initializer_list<int> masks, OpCode combine = OpCode::Add);
+  Val butterfly(Val v, std::span<const int> masks, OpCode combine = OpCode::Add);
 
   // --- sync ---
   void publish(Val pair, Val value, Val tag, MemOrder o = MemOrder::Release,

@@ -2,6 +2,7 @@
 #include <bit>
 #include <climits>
 #include <limits>
+#include <vector>
 
 #include "ir/Op.h"
 #include "specs/minimax_m3/kernel/Sites.h"
@@ -16,7 +17,7 @@ using ir::Val;
 
 // Row t = task: sums LOGIT's router parts in order, sigmoid + bias, a top-k of k distinct experts
 // (lowest expert on ties; NaN never preferred), and publishes ROUTE[t] picks and weights (relaxed,
-// agent: the pairs are the data; LOGIT's waits relaxed likewise). The f32 order and the NaN rules: docs/minimax-m3-kernel.md, "route".
+// agent: the pairs are the data, as LOGIT's). f32 order, NaN rules: docs/minimax-m3-kernel.md, "route".
 void stageRoute(KernelContext& c, Val t) {
   ir::Builder& b = c.b;
   const Layout& L = c.L;
@@ -62,11 +63,9 @@ void stageRoute(KernelContext& c, Val t) {
   // experts span; the lowest expert holding the best key (a tie's winner) is the lowest set lane of
   // the halves' ballots, and its weight comes from its lane by one shuffle
   const int H = (E + 63) / 64, span = std::min(64, static_cast<int>(std::bit_ceil(static_cast<unsigned>(E))));
-  auto maxOverSpan = [&](Val v) {  // E is a multiple of 16: the span is 16, 32 or 64 lanes
-    if (span == 16) return b.butterfly(v, {8, 4, 2, 1}, ir::OpCode::Max);
-    if (span == 32) return b.butterfly(v, {16, 8, 4, 2, 1}, ir::OpCode::Max);
-    return b.butterfly(v, {32, 16, 8, 4, 2, 1}, ir::OpCode::Max);
-  };
+  std::vector<int> spanMasks;  // span / 2 .. 1
+  for (int m = span / 2; m >= 1; m /= 2) spanMasks.push_back(m);
+  auto maxOverSpan = [&](Val v) { return b.butterfly(v, spanMasks, ir::OpCode::Max); };
   b.if_(c.wave == 0, [&] {
     Val sc[2], idx[2], key[2], present[2];
     ir::Var taken[2];
