@@ -152,10 +152,9 @@ LayerVariant LayerVariant::make(const ModelConfig& cfg, const ir::Key& keyIn) {
                              : F.midInLds ? F.waves * F.midWaveBytes
                                           : 0;
     F.bstage.bytes = std::max(midBytes, int64_t{S} * cfg.hidden * 9 / 8);
-    F.bstage.doc = F.moeWide ? "up: XN as MXFP8, E4M3 [S][hidden] then i32 codes [S][hidden / 32]; down (wide): "
-                               "every pick's MID column likewise, [S (topk + 1)][I/TP] then codes"
-                             : "up: XN as MXFP8, E4M3 [S][hidden] then i32 codes [S][hidden / 32]; down: a wave's "
-                               "slot's MID columns likewise [S][I/TP] a wave (midWaveBytes apart)";
+    F.bstage.doc = std::string("up: XN as MXFP8, E4M3 [S][hidden] then i32 codes [S][hidden / 32]; ") +
+                   (F.moeWide ? "down (wide): every pick's MID column likewise, [S (topk + 1)][I/TP] then codes"
+                              : "down: a wave's slot's MID columns likewise [S][I/TP] a wave (midWaveBytes apart)");
     F.ldsBytes = F.bstage.offset + F.bstage.bytes;
     if (F.ldsBytes > kLdsLimit)
       throw InputError(where, fmt::format("A8W4's XN in LDS takes {} B, past {}", F.ldsBytes, kLdsLimit));
