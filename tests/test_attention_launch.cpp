@@ -141,14 +141,18 @@ TEST_CASE("attention launch: the indexer CP knob and its variant's w_qkv rows", 
   CHECK(AttentionKnobs{}.canonical().empty());
   for (const char* bad : {"index_cp_from=0", "index_cp_from=-3", "index_cp_from=x", "index_cp_from=17x"})
     CHECK_THROWS_AS(AttentionKnobs::parse(bad, "t"), InputError);
-  // refused at TP 1, on a full layer and below top-k blocks
-  CHECK_THROWS_AS(AttentionVariant::make(cfg, makeAttentionKey(cfg, 1, 1, cp)), InputError);
+  // refused in the attention launch alone (no peer memory for the candidates), and, in the layer
+  // launch, at TP 1, on a full layer and below top-k blocks
+  CHECK_THROWS_WITH(AttentionVariant::make(cfg, makeAttentionKey(cfg, 2, 4, cp)),
+                    Catch::Contains("it is a knob of the layer launch (--launch layer)"));
+  CHECK_THROWS_AS(buildAttentionPlan(cfg, makeAttentionKey(cfg, 2, 4, cp)), InputError);
+  CHECK_THROWS_AS(AttentionVariant::make(cfg, makeAttentionKey(cfg, 1, 1, cp), true), InputError);
   AttentionKnobs full = cp;
   full.fullLayer = true;
-  CHECK_THROWS_AS(AttentionVariant::make(cfg, makeAttentionKey(cfg, 1, 4, full)), InputError);
+  CHECK_THROWS_AS(AttentionVariant::make(cfg, makeAttentionKey(cfg, 1, 4, full), true), InputError);
   AttentionKnobs low = cp;
   low.indexCpFrom = cfg.indexTopk - 1;
-  CHECK_THROWS_AS(AttentionVariant::make(cfg, makeAttentionKey(cfg, 1, 4, low)), InputError);
+  CHECK_THROWS_AS(AttentionVariant::make(cfg, makeAttentionKey(cfg, 1, 4, low), true), InputError);
   // the other heads' q rows follow the index key; the default rows are unchanged
   for (int tp : {2, 4, 8})
     for (int r = 0; r < tp; ++r) {
@@ -174,24 +178,10 @@ TEST_CASE("attention launch: the indexer CP knob and its variant's w_qkv rows", 
     }
   // the knob off leaves the key's knob text, and so the variant's code, as it was
   CHECK(makeAttentionKey(cfg, 2, 4).knobs.empty());
-  const AttentionVariant v = AttentionVariant::make(cfg, makeAttentionKey(cfg, 2, 4, cp));
+  const AttentionVariant v = AttentionVariant::make(cfg, makeAttentionKey(cfg, 2, 4, cp), true);
   CHECK(v.layout.qkvRows == v.layout.shape.rows);
   CHECK(v.layout.iqCpOffset >= 0);
   CHECK(AttentionVariant::make(cfg, makeAttentionKey(cfg, 2, 4)).layout.iqCpOffset == -1);
-}
-
-TEST_CASE("attention launch: bit-exact on the Sim with the indexer CP rows and heads", "[attention_launch]") {
-  // the CP variant's other index heads' q rows (QKV) and units (IQCP = their owners' iq) at TP 2 4 8,
-  // short rows and rows of 20 .. 40 blocks with the threshold lowered to 17
-  Case k;
-  k.cpFrom = 17;
-  for (auto [S, TP, context] : {std::tuple{3, 2, 126}, std::tuple{2, 4, 20 * 128 + 5}, std::tuple{1, 8, 40 * 128 - 77},
-                                std::tuple{2, 8, 127}}) {
-    k.S = S;
-    k.TP = TP;
-    k.context = context;
-    DYNAMIC_SECTION("S" << S << " TP" << TP << " context " << context) { runCase(k); }
-  }
 }
 
 TEST_CASE("attention launch: the race detector on the long path's shares", "[attention_launch]") {

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "codegen/Compiler.h"
 #include "ir/Error.h"
 #include "ir/Verifier.h"
@@ -30,7 +32,31 @@ struct Cell {
   int padded = 0;  // the last rows get slot -1 (both launches' padded rows)
   bool modelDims = false;  // the model's own dims (256 CTAs) instead of the reduced config
   int agRsFrom = LayerPlacementKnobs{}.agRsFrom;  // the key's ag_rs_from: the all-reduces are reduce-scattered from this S
+  int cpFrom = 0;  // the key's index_cp_from (indexer context parallelism; 0: off)
 };
+
+/// Indexer CP: rank r's other index heads' q (IQCP) are their owners' iq, bit for bit; the
+/// count of differing channels.
+long iqCpDiffs(const ModelConfig& cfg, const Cell& k, const LayerReference& ref, const LayerSimRun& run) {
+  long bad = 0;
+  for (int r = 0; r < k.TP; ++r) {
+    const AttentionShape sh = AttentionShape::make(cfg, k.TP, r, "test", true);
+    const std::vector<uint16_t>& got = run.attention.ranks[r].iqCp;
+    if (got.size() != size_t(k.S) * sh.cpHeads * sh.indexDim) return -1;
+    for (int j = 0; j < sh.cpHeads; ++j) {
+      const int g = sh.cpHeadOf(j);
+      for (int o = 0; o < k.TP; ++o) {
+        const AttentionShape so = AttentionShape::make(cfg, k.TP, o, "test");
+        if (g < so.firstKvHead || g >= so.firstKvHead + so.indexHeads) continue;
+        for (int t = 0; t < k.S; ++t)
+          for (int d = 0; d < sh.indexDim; ++d)
+            bad += ref.attention.ranks[o].iq[(size_t(t) * so.indexHeads + g - so.firstKvHead) * sh.indexDim + d] !=
+                   got[(size_t(t) * sh.cpHeads + j) * sh.indexDim + d];
+      }
+    }
+  }
+  return bad;
+}
 
 /// The cell's launch on `cfg` on the Sim under `opts` and its verdict against the reference.
 std::string runCellOn(const ModelConfig& cfg, const Cell& k, const runtime::SimOptions& opts,
@@ -38,6 +64,7 @@ std::string runCellOn(const ModelConfig& cfg, const Cell& k, const runtime::SimO
   AttentionKnobs knobs;
   knobs.mode = k.mode;
   knobs.fullLayer = k.full;
+  knobs.indexCpFrom = k.cpFrom;
   const LayerVariant v = LayerVariant::make(cfg, makeLayerKey(cfg, k.S, k.TP, knobs, {.agRsFrom = k.agRsFrom}));
   const ir::Plan plan = buildLayerPlan(v);
   ir::verify(plan);
@@ -48,10 +75,13 @@ std::string runCellOn(const ModelConfig& cfg, const Cell& k, const runtime::SimO
   o.context = k.context;
   o.shareSequence = k.share;
   o.paddedRows = k.padded;
+  o.indexCp = k.cpFrom > 0;
   const LayerInputs in = makeLayerInputs(cfg, k.S, k.TP, 11 + k.S + 16 * k.TP, o);
   const LayerReference ref = layerReference(cfg, in);
   const LayerSimRun run = runLayerOnSim(plan, v, in, opts);
   if (stats) *stats = run.ffn.stats;
+  if (k.cpFrom > 0)
+    if (const long bad = iqCpDiffs(cfg, k, ref, run); bad != 0) return fmt::format("IQCP: {} channels differ", bad);
   return layerVerdict(cfg, in, ref, run);
 }
 
@@ -328,4 +358,32 @@ TEST_CASE("layer launch: a mismatch names the stage that writes it (the all-gath
   const auto m = firstMismatch({{"out.r0", bf16(0x3fe4)}}, {{"out.r0", bf16(0x3fe3)}}, scattered);
   REQUIRE(m.has_value());
   CHECK(describe(*m) == "out.r0[1]: got 0x3fe4 (1.78125), want 0x3fe3 (1.7734375) (written by stage 'final_ag')");
+}
+
+TEST_CASE("layer launch: indexer context parallelism bit-exact at 20 .. 40 blocks, TP 2, 4, 8", "[layer_launch][index_cp]") {
+  // index_cp_from 17: rows of 18 .. 40 blocks scored a slice a rank (b = rank mod TP) for every
+  // index head, each run's best 16 mailed to the head's owner (SEL_CP), merged there; the tail
+  // block cut mid-block, n mod TP of several residues, CP rows beside rows of <= 17 blocks
+  struct CpCell {
+    int S, TP, context;
+    bool share;
+  };
+  const CpCell cells[] = {
+      {2, 2, 20 * 128 + 5, false},   // 21 blocks: 11 / 10 a rank, 4 runs of <= 3
+      {3, 4, 17 * 128 - 2, true},    // rows of 17 (not CP), 18, 18 blocks
+      {1, 8, 40 * 128 - 77, false},  // 40 blocks, 5 a rank, both owners of a head
+      {2, 4, 33 * 128 + 60, false},  // 34 blocks: n mod 4 = 2
+      {2, 8, 36 * 128 + 1, true},    // 37 and 37 blocks, n mod 8 = 5, a tail of 2 and 3 keys
+      {1, 2, 27 * 128 + 100, false}, // 28 blocks
+  };
+  for (const CpCell& c : cells) {
+    Cell k;
+    k.S = c.S;
+    k.TP = c.TP;
+    k.context = c.context;
+    k.share = c.share;
+    k.cpFrom = 17;
+    INFO("S " << k.S << " TP " << k.TP << " context " << k.context << (k.share ? " shared" : ""));
+    CHECK(runCell(k, {}) == "bit-exact");
+  }
 }

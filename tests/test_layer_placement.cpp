@@ -130,7 +130,8 @@ TEST_CASE("layer placement: the MoE's and the all-reduce's forms, the LDS pool",
 
 TEST_CASE("layer placement: the symmetric peer regions", "[layer_placement]") {
   // TP 4, 16 rows at most: attn and ffn 4 x 16 x 3072 pairs (1572864 B), a_ag and ffn_ag
-  // 16 x 3072 (393216 B), sel_cp 8 splits x 16 x 2 x 16 rows = 4096 pairs (32768 B)
+  // 16 x 3072 (393216 B), sel_cp 2 parity halves x 16 rows x 1 owned head x 8 (ranks x parts) x
+  // 16 x 2 = 8192 pairs (65536 B)
   const auto p = LayerPlacement::make(ModelConfig{}, 1, 4);
   REQUIRE(p.sym.size() == 5);
   const char* names[] = {"attn", "ffn", "a_ag", "ffn_ag", "sel_cp"};
@@ -139,8 +140,9 @@ TEST_CASE("layer placement: the symmetric peer regions", "[layer_placement]") {
     CHECK(p.sym[i].name == names[i]);
     CHECK(p.sym[i].offset == offsets[i]);
   }
-  CHECK(p.sym[4].pairs == 4096);
-  CHECK(p.symBytes == 3964928);
+  CHECK(p.sym[4].pairs == 8192);
+  CHECK(p.symBytes == 3997696);
+  CHECK(LayerPlacement::make(ModelConfig{}, 1, 2).sym[4].pairs == 16384);  // TP 2: two owned heads
 }
 
 TEST_CASE("layer placement: bad rows, TP and knobs are errors naming the value", "[layer_placement]") {

@@ -27,6 +27,7 @@ struct BenchAttentionOptions {
   std::string json;            // --timed: the cells as JSON objects to this file
   std::string moe = "a16w4";   // --launch layer: the layer's experts' numerics (its moe knob)
   int wideFrom = 5;            // --launch layer: its wide_from knob (LayerPlacementKnobs)
+  int indexCpFrom = 0;         // --launch layer: its index_cp_from knob (0: off; the two launches run without)
 };
 
 /// Prints the table. Returns 0 when every cell's run is bit-exact with its error words 0, else 1.

@@ -64,6 +64,17 @@ LayerCell runCell(const mm::ModelConfig& cfg, const BenchAttentionOptions& o, co
   for (int r = 0; r < TP; ++r) attentionMin += mm::attentionMinimumBytes(cfg, in.attention, ref.attention, r).total();
   minBytes += attentionMin / TP;
   c.floorUs = static_cast<double>(minBytes) / (o.timing->hbmBandwidth * 1e12) * 1e6;
+  // the two launches without indexer CP (the attention launch alone has no peer memory): inputs
+  // without the CP variant's w_qkv rows
+  mm::AttentionKnobs plain = knobs;
+  plain.indexCpFrom = 0;
+  mm::AttentionInputOptions plainIo = io;
+  plainIo.indexCp = false;
+  const bool cp = knobs.indexCp();
+  const mm::LayerInputs inPlain = cp ? mm::makeLayerInputs(cfg, S, TP, o.seed, plainIo) : mm::LayerInputs{};
+  const mm::LayerReference refPlain = cp ? mm::layerReference(cfg, inPlain, moe) : mm::LayerReference{};
+  const mm::LayerInputs& in2 = cp ? inPlain : in;
+  const mm::LayerReference& ref2 = cp ? refPlain : ref;
   progress("inputs", t0);
 
   runtime::SimOptions so;
@@ -79,12 +90,12 @@ LayerCell runCell(const mm::ModelConfig& cfg, const BenchAttentionOptions& o, co
   }
   {  // the attention launch on the layer's attention inputs
     t0 = std::chrono::steady_clock::now();
-    const mm::AttentionVariant av = mm::AttentionVariant::make(cfg, mm::makeAttentionKey(cfg, S, TP, knobs));
+    const mm::AttentionVariant av = mm::AttentionVariant::make(cfg, mm::makeAttentionKey(cfg, S, TP, plain));
     const ir::Plan plan = mm::verifiedAttentionPlan(cfg, av.key);
     so.timing = timingFor(o.timing, o.irIssue, plan);
-    const mm::AttentionSimRun run = mm::runAttentionOnSim(plan, av, in.attention, so);
+    const mm::AttentionSimRun run = mm::runAttentionOnSim(plan, av, in2.attention, so);
     c.attentionUs = run.stats.timed.us;
-    c.attentionVerdict = attentionVerdict(in.attention, ref.attention, run, cfg);
+    c.attentionVerdict = attentionVerdict(in2.attention, ref2.attention, run, cfg);
     progress("attention", t0);
   }
   {  // the FFN launch (o_proj in the launch) on the layer's FFN inputs: their rows' natural routing
@@ -92,15 +103,15 @@ LayerCell runCell(const mm::ModelConfig& cfg, const BenchAttentionOptions& o, co
     // the FFN launch is A16W4 whatever the layer's moe: the A16W4 layer's FFN half (its layout too)
     const mm::FfnVariant ffn =
         moe == mm::MoeQuant::A16w4 ? v.ffn
-                                   : mm::LayerVariant::make(cfg, mm::makeLayerKey(cfg, S, TP, knobs, {}, mm::MoeQuant::A16w4)).ffn;
+                                   : mm::LayerVariant::make(cfg, mm::makeLayerKey(cfg, S, TP, plain, {}, mm::MoeQuant::A16w4)).ffn;
     mm::SimSession session(ffn);
     so.timing = timingFor(o.timing, o.irIssue, session.plan());
-    const mm::SimRun run = session.launch(in.ffn, so);
+    const mm::SimRun run = session.launch(in2.ffn, so);
     c.ffnUs = run.stats.timed.us;
     if (!run.valid) {
       c.ffnVerdict = "INVALID: " + run.error;
     } else {
-      const auto m = mm::firstMismatch(run.outputs, mm::launchReferenceOutputs(ffn, in.ffn));
+      const auto m = mm::firstMismatch(run.outputs, mm::launchReferenceOutputs(ffn, in2.ffn));
       c.ffnVerdict = m ? "MISMATCH: " + mm::describe(*m) : std::string("bit-exact");
     }
     progress("ffn", t0);
@@ -112,7 +123,8 @@ LayerCell runCell(const mm::ModelConfig& cfg, const BenchAttentionOptions& o, co
 
 int benchLayer(const mm::ModelConfig& cfg, const BenchAttentionOptions& o) {
   if (!o.timing) throw InputError("--launch layer", "bench prints the layer's modeled table: it needs --timed");
-  const mm::AttentionKnobs knobs = attentionKnobsOf(o.cache, o.layer);
+  mm::AttentionKnobs knobs = attentionKnobsOf(o.cache, o.layer);
+  knobs.indexCpFrom = o.indexCpFrom;
   SimAttentionOptions so;
   so.context = o.context;
   so.share = o.share;
@@ -120,8 +132,8 @@ int benchLayer(const mm::ModelConfig& cfg, const BenchAttentionOptions& o) {
   const bool full = cfg.canonical() == mm::ModelConfig::byName("full").canonical();
   fmt::print("monogen bench --launch layer --timed: the one-launch layer against the two launches it fuses\n");
   fmt::print("config: {}\ninputs: seed {}, {}; the FFN's natural routing; the layer's moe={}, wide_from {} (the FFN "
-             "launch: a16w4)\n",
-             cfg.attentionCanonical(), o.seed, io.describe(), o.moe, o.wideFrom);
+             "launch: a16w4); index_cp_from {} (the attention launch: off)\n",
+             cfg.attentionCanonical(), o.seed, io.describe(), o.moe, o.wideFrom, o.indexCpFrom);
   fmt::print("modeled: the Sim's gfx950 timing model (docs/timing.md), each run checked bit for bit; the two "
              "launches: the attention launch, then the FFN launch (o_proj in the launch) on the layer's FFN inputs\n");
   fmt::print("floor: a rank's minimum bytes (AttentionBytesModel + BytesModel at the layer's routing) / {} TB/s HBM; "

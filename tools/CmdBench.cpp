@@ -155,6 +155,10 @@ Run addBench(CLI::App& app) {
                                            "knob; the two launches it is set beside stay A16W4)");
   c->add_option("--wide-from", o->attention.wideFrom, "--launch layer: its wide_from knob (A8W4's wide down from this S)")
       ->check(numeric(1, 17));
+  c->add_option("--index-cp-from", o->attention.indexCpFrom,
+                "--launch layer: its index_cp_from knob (indexer context parallelism past this many blocks; the "
+                "attention launch it is set beside runs without)")
+      ->check(numeric(0, 1 << 20));
   return [o, c] {
     const bool layer = o->launch == "layer";
     const bool attention = o->launch == "attention" || layer;  // the layer takes the attention launch's options
@@ -183,7 +187,8 @@ Run addBench(CLI::App& app) {
       if (s < 1 || s > cfg.maxRows) throw InputError("--rows", fmt::format("S = {}: expected 1..{}", s, cfg.maxRows));
     for (int t : tpList)
       if (t != 1 && t != 2 && t != 4 && t != 8) throw InputError("--tp", fmt::format("TP = {}: expected 1, 2, 4 or 8", t));
-    for (const char* opt : {"--context", "--cache", "--layer-type", "--share-sequence", "--moe", "--wide-from"})
+    for (const char* opt : {"--context", "--cache", "--layer-type", "--share-sequence", "--moe", "--wide-from",
+                            "--index-cp-from"})
       if (!attention && c->count(opt))
         throw InputError(opt, "is an option of --launch attention or layer: not with the FFN launch");
     if (attention) {
@@ -191,7 +196,7 @@ Run addBench(CLI::App& app) {
                               "--wait-seconds", "--no-cache"})
         if (c->count(opt))
           throw InputError(opt, fmt::format("is an option of the FFN launch's bench: not with --launch {}", o->launch));
-      for (const char* opt : {"--moe", "--wide-from"})
+      for (const char* opt : {"--moe", "--wide-from", "--index-cp-from"})
         if (!layer && c->count(opt))
           throw InputError(opt, "is an option of --launch layer: not with the FFN or attention launch");
       if (layer)

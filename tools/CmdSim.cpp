@@ -198,6 +198,7 @@ Run addSim(CLI::App& app) {
       a.layer = o->v.layerType;
       a.agRsFrom = o->v.agRsFrom;
       a.wideFrom = o->v.wideFrom;
+      a.indexCpFrom = o->v.indexCpFrom;
       a.rows = o->v.rows;
       a.tp = o->v.tp;
       a.paddedRows = o->paddedRows;
@@ -222,7 +223,8 @@ Run addSim(CLI::App& app) {
                             "--wait-ticks"})
         if (optionGiven(o->v, n))
           throw InputError(n, "does not apply to sim --launch layer: it takes --config, --rows, --tp, --cache, "
-                              "--layer-type, --moe, --context, --ag-rs-from, --share-sequence, --padded-rows, --seed, "
+                              "--layer-type, --moe, --context, --ag-rs-from, --index-cp-from, --share-sequence, "
+                              "--padded-rows, --seed, "
                               "--seeds, "
                               "--races and --timed");
       return simLayer(configOf(o->v), attentionOptions());

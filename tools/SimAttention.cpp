@@ -31,6 +31,7 @@ mm::AttentionInputOptions attentionInputOptions(const mm::AttentionKnobs& knobs,
   mm::AttentionInputOptions io;
   io.mode = knobs.mode;
   io.fullLayer = knobs.fullLayer;
+  io.indexCp = knobs.indexCp();
   io.context = context;
   return io;
 }

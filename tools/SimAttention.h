@@ -22,6 +22,7 @@ struct SimAttentionOptions {
   int agRsFrom = specs::minimax_m3::LayerPlacementKnobs{}.agRsFrom;           // the layer launch: its ag_rs_from knob
   int wideFrom = specs::minimax_m3::LayerPlacementKnobs{}.wideFrom;           // the layer launch: its wide_from knob
   std::string moe = "a16w4";   // the layer launch's moe knob
+  int indexCpFrom = 0;         // the layer launch's index_cp_from knob (0: off)
   bool share = false;          // the rows share one sequence (speculative verify)
   int paddedRows = 0;
   uint64_t seed = 1;

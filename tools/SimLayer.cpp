@@ -18,7 +18,8 @@ namespace monogen::tools {
 namespace mm = specs::minimax_m3;
 
 int simLayer(const mm::ModelConfig& cfg, const SimAttentionOptions& o) {
-  const mm::AttentionKnobs knobs = attentionKnobsOf(o.cache, o.layer);
+  mm::AttentionKnobs knobs = attentionKnobsOf(o.cache, o.layer);
+  knobs.indexCpFrom = o.indexCpFrom;
   const mm::LayerVariant v = mm::LayerVariant::make(
       cfg, mm::makeLayerKey(cfg, o.rows, o.tp, knobs, {.wideFrom = o.wideFrom, .agRsFrom = o.agRsFrom}, mm::parseMoeQuant(o.moe, "--moe")));
   const ir::Plan plan = mm::buildLayerPlan(v);

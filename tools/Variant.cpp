@@ -76,10 +76,15 @@ void addAgRsFromOption(CLI::App* app, VariantOptions& o) {
                   "wide_from knob)")
       ->check(numeric(1, 17))
       ->capture_default_str();
+  app->add_option("--index-cp-from", o.indexCpFrom,
+                  "--launch layer (sparse, TP > 1): a row of more blocks than this is scored a slice a rank and its "
+                  "candidates merged by the index head's owner (the key's index_cp_from knob; 0: off)")
+      ->check(numeric(0, 1 << 20))
+      ->capture_default_str();
 }
 
 void refuseAgRsFrom(const VariantOptions& o) {
-  for (const char* name : {"--ag-rs-from", "--wide-from"})
+  for (const char* name : {"--ag-rs-from", "--wide-from", "--index-cp-from"})
     if (optionGiven(o, name) && !isLayer(o))
       throw InputError(name, std::string("is a knob of --launch layer: not with the ") + o.launch + " launch");
 }
@@ -108,7 +113,7 @@ void refuseForLayer(const VariantOptions& o, std::initializer_list<const char*> 
   const auto refuse = [&](const char* n) {
     if (optionGiven(o, n))
       throw InputError(n, "does not apply to --launch layer: its placement depends on --config, --rows, --tp, "
-                          "--wide-from and --ag-rs-from alone");
+                          "--wide-from, --ag-rs-from and --index-cp-from alone");
   };
   for (const char* n : {"--spec", "--arch", "--sum", "--scales", "--input", "--trace", "--drop-mark", "--no-cache",
                         "--cache", "--layer-type", "--context", "--moe"})
@@ -148,7 +153,11 @@ void refuseOtherLaunchOptions(const VariantOptions& o, std::initializer_list<con
     if (given(n)) throw InputError(n, "is an option of --launch attention: not with the FFN launch");
 }
 
-mm::AttentionKnobs attentionKnobsOf(const VariantOptions& o) { return attentionKnobsOf(o.cache, o.layerType); }
+mm::AttentionKnobs attentionKnobsOf(const VariantOptions& o) {
+  mm::AttentionKnobs k = attentionKnobsOf(o.cache, o.layerType);
+  k.indexCpFrom = o.indexCpFrom;
+  return k;
+}
 
 mm::AttentionKnobs attentionKnobsOf(const std::string& cache, const std::string& layerType) {
   mm::AttentionKnobs k;

@@ -39,6 +39,7 @@ struct VariantOptions {
   int context = 128;                // --context (attention, commands that run it): keys a sequence holds
   int agRsFrom = specs::minimax_m3::LayerPlacementKnobs{}.agRsFrom;                // --ag-rs-from (layer, commands that run it): the key's ag_rs_from knob
   int wideFrom = specs::minimax_m3::LayerPlacementKnobs{}.wideFrom;                // --wide-from (layer, with --ag-rs-from): the key's wide_from knob
+  int indexCpFrom = 0;              // --index-cp-from (layer, with --ag-rs-from): the key's index_cp_from knob (0: off)
   const CLI::App* app = nullptr;    // the command the options were added to (which were given)
 };
 

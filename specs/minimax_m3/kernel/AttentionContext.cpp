@@ -1,6 +1,7 @@
 #include "specs/minimax_m3/kernel/AttentionContext.h"
 
 #include "specs/common/Pairs.h"
+#include "specs/minimax_m3/kernel/LaunchArgs.h"
 
 namespace monogen::specs::minimax_m3 {
 
@@ -60,6 +61,22 @@ void AttentionContext::await(Val pair, int site, Val token) {
 AwaitedPair AttentionContext::awaitChecked(Val pair, int site, Val token) {
   return awaitPairChecked(b, pair, tag, waitTicks, err, b.i32(site) | token << b.i32(16), site,
                           ir::MemOrder::Acquire, ir::MemScope::Agent, hooks_);
+}
+
+Val AttentionContext::rank() { return scalarI32(arg::kRank); }
+
+Val AttentionContext::peerSym(Val o) {
+  Val addr = b.load(Type::i64(), b.ptrAdd(arg(arg::kPeers), o * i32(8)));
+  return b.intToPtr(addr, AddrSpace::Peer);
+}
+
+void AttentionContext::publishPeer(Val pair, Val value) {
+  publishPair(b, pair, value, tag, ir::MemOrder::Relaxed, ir::MemScope::System, hooks_);
+}
+
+AwaitedPair AttentionContext::awaitPeerChecked(Val pair, int site, Val token) {
+  return awaitPairChecked(b, pair, tag, waitTicks, err, b.i32(site) | token << b.i32(16), site,
+                          ir::MemOrder::Relaxed, ir::MemScope::System, hooks_);
 }
 
 void AttentionContext::fail(int site, Val token) {

@@ -68,6 +68,15 @@ struct AttentionContext {
   /// await, then whether the pair carries the tag (awaitPairChecked): a value read after a
   /// timeout reaches no address unless guarded.
   AwaitedPair awaitChecked(ir::Val pair, int site, ir::Val token);
+  /// The layer launch's (indexer CP): this rank (i32), rank o's symmetric buffer (a peer
+  /// pointer, o an i32 value), the launch's parity half (tag & 1).
+  ir::Val rank();
+  ir::Val peerSym(ir::Val o);
+  ir::Val parity() { return tag & i32(1); }
+  /// A message pair to a peer: `value` with the launch's tag, relaxed at system scope (the pair
+  /// carries its own tag); awaited by awaitPeerChecked (relaxed, system scope).
+  void publishPeer(ir::Val pair, ir::Val value);
+  AwaitedPair awaitPeerChecked(ir::Val pair, int site, ir::Val token);
   /// This launch fails with site | token << 16 (i32): error word 0 -> it if still 0 (the first
   /// failure wins), the failure count + 1; both atomic at agent scope.
   void fail(int site, ir::Val token);

@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "specs/minimax_m3/kernel/AttentionContext.h"
+#include "specs/minimax_m3/kernel/LaunchArgs.h"
 #include "specs/minimax_m3/kernel/stages/AttentionStageDef.h"
 
 namespace monogen::specs::minimax_m3 {
@@ -166,6 +167,13 @@ ir::Plan buildAttentionPlan(const AttentionVariant& v) {
                                          2 * int64_t{L.rows} * L.shape.cpHeads * L.shape.indexDim,
                                          "bf16 [S][other index heads][index_dim]: the other ranks' index heads' q, "
                                          "as iq holds the rank's own (global order, the own skipped)"});
+  if (L.selCpOffset >= 0) {  // indexer CP in the layer launch: the candidates, in the symmetric buffer
+    plan.regions.push_back(ir::MemRegion{"SEL_CP", arg::kSym, L.selCpOffset, 8 * L.selCpPairs,
+                                         "pairs [parity][S][kvHeads][src rank][part][topk][key, block]: the "
+                                         "candidates every rank's attn_index_share mails to a head's owner"});
+    plan.flags.push_back(ir::FlagArray{"SEL_CP", "SEL_CP", L.selCpPairs, true,
+                                       "attn_index_share's candidates for the owners' attn_index (a CP row's)", true});
+  }
   plan.flags.push_back(ir::FlagArray{"XRDY", "XRDY", L.rows, false, "attn_norm's rows", false});
   plan.flags.push_back(ir::FlagArray{"QRDY", "QRDY", L.qkvTiles, false, "attn_gemv's tiles", false});
   plan.flags.push_back(ir::FlagArray{"HRDY", "HRDY", L.rows, false, "attn_heads' rows (the last task of a row publishes)", false});

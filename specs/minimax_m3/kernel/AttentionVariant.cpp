@@ -57,6 +57,8 @@ std::string attentionErrorMeaning(int32_t code) {
     case kSiteAttnIndex: return fmt::format("attn_index waited past its bound for HRDY {}", token);
     case kSiteAttnSplitSel: return fmt::format("attn_split waited past its bound for IRDY {}", token);
     case kSiteAttnIndexShare: return fmt::format("attn_index waited past its bound for CRDY {}", token);
+    case kSiteAttnIndexMail:
+      return fmt::format("attn_index: selection {}'s candidates from the peers (SEL_CP) did not come; dropped", token);
     case kSiteAttnSelRange:
       return fmt::format("attn_split: selection {} came with a block id or length out of range; its splits "
                          "attend nothing",
@@ -76,7 +78,7 @@ ir::Key makeAttentionKey(const ModelConfig& cfg, int rows, int tp, const Attenti
   return k;
 }
 
-AttentionVariant AttentionVariant::make(const ModelConfig& cfg, const ir::Key& keyIn) {
+AttentionVariant AttentionVariant::make(const ModelConfig& cfg, const ir::Key& keyIn, bool inLayer) {
   AttentionVariant v;
   v.cfg = cfg;
   v.key = keyIn;
@@ -105,6 +107,11 @@ AttentionVariant AttentionVariant::make(const ModelConfig& cfg, const ir::Key& k
     throw InputError(where, fmt::format("index_cp_from={}: indexer context parallelism needs a sparse layer, TP > 1 "
                                         "and at least top-k = {} blocks (a row of fewer selects every block)",
                                         v.knobs.indexCpFrom, cfg.indexTopk));
+  if (v.knobs.indexCp() && !inLayer)
+    throw InputError(where, fmt::format("index_cp_from={}: indexer context parallelism mails each rank's candidates "
+                                        "to peer ranks, which the attention launch alone cannot reach; it is a knob "
+                                        "of the layer launch (--launch layer)",
+                                        v.knobs.indexCpFrom));
   L.shape = AttentionShape::make(cfg, L.tp, 0, where, v.knobs.indexCp());
   L.hidden = cfg.hidden;
   L.blocks = cfg.blocks;
@@ -151,6 +158,7 @@ AttentionVariant AttentionVariant::make(const ModelConfig& cfg, const ir::Key& k
   L.iscoreOffset = L.crdyOffset + align(8 * sels * kAttnSplits);
   L.scratchBytes = L.iscoreOffset + align(4 * sels * kLongFromBlocks);
   if (v.knobs.indexCp()) {
+    L.cpParts = kAttnSplits / L.tp;
     L.iqCpOffset = L.scratchBytes;
     L.scratchBytes += align(2 * int64_t{L.rows} * L.shape.cpHeads * L.shape.indexDim);
   }

@@ -27,6 +27,9 @@ inline constexpr int32_t kSiteAttnSelRange = 38;
 /// attn_index (a scored row): CRDY of its (row, KV head)'s shares (token: the share, selection x 8 + p).
 inline constexpr int32_t kSiteAttnIndexShare = 39;
 inline constexpr int32_t kSiteAttnLast = kSiteAttnIndexShare;  // a launch that adds sites starts past it
+/// attn_index (indexer CP, the layer launch): a peer's candidate in SEL_CP (token: the selection,
+/// row x kvHeads + KV head); the candidate is dropped. Past the layer's own site.
+inline constexpr int32_t kSiteAttnIndexMail = kSiteAttnLast + 3;
 /// What an attention error word says, naming the site and its row: "attn_split waited past its
 /// bound for IRDY 5"; "" for 0.
 std::string attentionErrorMeaning(int32_t code);
@@ -85,6 +88,13 @@ struct AttentionLaunchLayout {
   int64_t crdyOffset = 0;    // pairs [S x kvHeads x 8]: a share's candidates are written
   /// bf16 [S][cpHeads][indexDim] (indexer CP only): the other index heads' q, as iq holds the own
   int64_t iqCpOffset = -1;
+  /// Indexer CP (the layer launch sets them): SEL_CP, pairs [parity][S][kvHeads][TP][cpParts][topk][2]
+  /// at byte selCpOffset of the layer's symmetric buffer: the (key, block) candidates the ranks mail
+  /// to the owners of the rank's index heads; selCpPairs, both halves. -1 / 0: off.
+  int64_t selCpOffset = -1, selCpPairs = 0;
+  /// Indexer CP: the runs a rank cuts its slice of a (row, index head) into, 8 / TP, so that an
+  /// owner receives 8 x topk candidates.
+  int cpParts = 0;
   /// pairs [S]: a row's attention row is written (ARDY, published by attn_merge), in the layer
   /// launch only (LayerVariant sets it past the rest); -1 in the attention launch alone.
   int64_t ardyOffset = -1;
@@ -113,8 +123,9 @@ struct AttentionVariant {
   AttentionLaunchLayout layout;
 
   /// Checks key against cfg once (spec id and version, parameters S and TP, config text, knobs,
-  /// validateAttention); InputError naming the variant.
-  static AttentionVariant make(const ModelConfig& cfg, const ir::Key& key);
+  /// validateAttention); InputError naming the variant. `inLayer`: a part of the layer launch,
+  /// which alone takes index_cp_from (its candidates go to peer ranks).
+  static AttentionVariant make(const ModelConfig& cfg, const ir::Key& key, bool inLayer = false);
 };
 
 /// A key of the attention launch for (S, TP) on cfg.

@@ -119,7 +119,8 @@ LayerPlacement LayerPlacement::make(const ModelConfig& cfg, int rows, int tp, La
 
   const int64_t partialPairs = static_cast<int64_t>(tp) * cfg.maxRows * cfg.hidden / 2;
   const int64_t gatherPairs = static_cast<int64_t>(cfg.maxRows) * cfg.hidden / 2;
-  const int64_t candidatePairs = static_cast<int64_t>(p.nSplit) * cfg.indexTopk * 2 * cfg.maxRows;
+  // sel_cp: [parity][row][owned index head][src rank x part: 8][topk][key, block] (TP 2 owns two heads)
+  const int64_t candidatePairs = int64_t{2} * cfg.maxRows * kvPerRank * 8 * cfg.indexTopk * 2;
   for (auto [name, pairs] : {std::pair{"attn", partialPairs}, std::pair{"ffn", partialPairs},
                              std::pair{"a_ag", gatherPairs}, std::pair{"ffn_ag", gatherPairs},
                              std::pair{"sel_cp", candidatePairs}}) {

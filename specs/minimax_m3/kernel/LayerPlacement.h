@@ -60,7 +60,8 @@ struct LayerPlacement {
   /// split's PV partials, the up / gate operands and the down operands.
   int64_t poolWords = 0;
   /// The per-rank symmetric buffer: attn, ffn (partials [src rank][row][hidden]), a_ag, ffn_ag
-  /// (the owner's finished rows), sel_cp (the indexer's candidates from the peers).
+  /// (the owner's finished rows), sel_cp (the indexer's candidates from the peers, [parity][row]
+  /// [owned index head][src rank x part][topk][key, block]).
   std::vector<SymRegion> sym;
   int64_t symBytes = 0;
 

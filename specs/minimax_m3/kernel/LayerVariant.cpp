@@ -102,7 +102,7 @@ LayerVariant LayerVariant::make(const ModelConfig& cfg, const ir::Key& keyIn) {
     throw InputError(where, fmt::format("knobs '{}' are not canonical ('{}')", keyIn.knobs,
                                         layerKnobText(v.knobs, v.placementKnobs, v.moe)));
   const int S = rowsOf(keyIn), TP = tpOf(keyIn);
-  v.attention = AttentionVariant::make(cfg, makeAttentionKey(cfg, S, TP, v.knobs));
+  v.attention = AttentionVariant::make(cfg, makeAttentionKey(cfg, S, TP, v.knobs), true);
   v.ffn = FfnVariant::make(cfg, makeKey(cfg, S, TP));  // the FFN launch's checks, which refuse moe=
   v.ffn.knobs = layerFfnKnobs(keyIn);
   v.ffn.key = withKnobs(v.ffn.key, v.ffn.knobs);  // under A8W4 not the A16W4 variant's key
@@ -131,6 +131,13 @@ LayerVariant LayerVariant::make(const ModelConfig& cfg, const ir::Key& keyIn) {
     F.attn.publishedPairs = F.ffn.publishedPairs = int64_t{TP} * rowPairs;
     F.attnAg = gathered("A_AG", "o_proj output");
     F.ffnAg = gathered("FFN_AG", "MoE output");
+  }
+  if (v.knobs.indexCp()) {
+    // SEL_CP past the FFN's sym areas: [parity][S][kvHeads][src rank][part][topk][key, block]
+    const int64_t half = int64_t{S} * A.shape.kvHeads * TP * A.cpParts * A.shape.topk * 2;
+    A.selCpOffset = F.symBytes;
+    A.selCpPairs = 2 * half;
+    F.symBytes += (A.selCpPairs * 8 + 255) / 256 * 256;
   }
   A.split.base = P.splitBase % P.blocks;
   A.merge.base = P.mergeBase % P.blocks;  // at S = 1 the placement's o base: the one merge task runs there

@@ -47,7 +47,7 @@ Val indexTableEntries(AttentionContext& c, Val t, Val first, Val step, Val count
 }
 
 void scoreIndexPages(AttentionContext& c, Val t, Val h, Val first, Val step, Val count, Val nBlk, Val seq,
-                     Val laneEntries) {
+                     Val laneEntries, Val qHead) {
   ir::Builder& b = c.b;
   const AttentionShape& sh = c.L.shape;
   const ModelConfig& cfg = c.variant.cfg;
@@ -60,8 +60,9 @@ void scoreIndexPages(AttentionContext& c, Val t, Val h, Val first, Val step, Val
     const Type bf8 = Type::vec(Type::bf16(), 8);
     std::vector<Val> qA;
     for (int d = 0; d < ID / 32; ++d) {
-      Val v = b.load(bf8, b.ptrAdd(c.arg(a::kIq), ((t * c.i32(sh.indexHeads) + h) * c.i32(ID) + c.i32(32 * d) +
-                                                   T.group * c.i32(8)) * c.i32(2)));
+      Val v = qHead.b ? b.load(bf8, b.ptrAdd(qHead, (c.i32(32 * d) + T.group * c.i32(8)) * c.i32(2)))
+                      : b.load(bf8, b.ptrAdd(c.arg(a::kIq), ((t * c.i32(sh.indexHeads) + h) * c.i32(ID) +
+                                                             c.i32(32 * d) + T.group * c.i32(8)) * c.i32(2)));
       qA.push_back(b.select(T.aRow() == c.i32(0), v, b.splat(b.bf16(0), 8)));
     }
     Val key = c.wave * c.i32(kPage16) + T.bCol();  // the lane's key in a block: page `wave`

@@ -18,9 +18,10 @@ ir::Val indexTableEntries(AttentionContext& c, ir::Val t, ir::Val first, ir::Val
 /// Page `wave` of blocks first + step i, i < count (<= kIndexTaskBlocks), of (row t, index head h):
 /// the max over the page's keys below seq of dot(bf16 index q, widened E4M3 key) -> LDS red f32
 /// [wave][i]; -inf for a pinned block. nBlk: the row's blocks; entries: indexTableEntries'. The
-/// CTA's waves are a block's pages (the variant's 8 waves, its 128-key blocks).
+/// CTA's waves are a block's pages (the variant's 8 waves, its 128-key blocks). `qHead` (indexer
+/// CP): a pointer to the head's bf16 [indexDim] q, read instead of iq's (t, h).
 void scoreIndexPages(AttentionContext& c, ir::Val t, ir::Val h, ir::Val first, ir::Val step, ir::Val count,
-                     ir::Val nBlk, ir::Val seq, ir::Val entries);
+                     ir::Val nBlk, ir::Val seq, ir::Val entries, ir::Val qHead = {});
 
 /// After scoreIndexPages and a CTA sync: a thread a block i < count, the max of its pages x the
 /// scale, the pinned blocks' 1e30 / 1e29, its sort key -> LDS red i32 [i] (over wave 0's maximum).
