@@ -387,3 +387,20 @@ TEST_CASE("layer launch: indexer context parallelism bit-exact at 20 .. 40 block
     CHECK(runCell(k, {}) == "bit-exact");
   }
 }
+
+TEST_CASE("layer launch: indexer context parallelism's mail under the race detector", "[layer_launch][index_cp]") {
+  // S 2 TP 4 at 21 blocks: every rank mails 8 runs a row to the owners' SEL_CP (peer pairs)
+  Cell k;
+  k.S = 2;
+  k.TP = 4;
+  k.context = 20 * 128 + 5;
+  k.cpFrom = 17;
+  runtime::SimOptions opts;
+  opts.races = true;
+  opts.seed = 2;
+  runtime::SimStats stats;
+  CHECK(runCell(k, opts, &stats) == "bit-exact");
+  for (const std::string& f : stats.races) UNSCOPED_INFO(f);
+  for (const std::string& f : stats.uninit) UNSCOPED_INFO(f);
+  CHECK(stats.findings() == 0);
+}
