@@ -431,6 +431,21 @@ TEST_CASE("attention: past 512 blocks the long path selects", "[attention][.slow
   for (CacheMode mode : {CacheMode::Vllm, CacheMode::Atom}) checkAgreement(cfg, 8, 4, mode, false, 513 * 128, true);
 }
 
+TEST_CASE("attention: the seeded norm weights are drawn apart: a swapped one shows", "[attention]") {
+  // A kernel that reads g_iq for g_ik (or g_q for g_k) matches the reference only if the two are
+  // equal: no two weights' common prefix may be equal.
+  const ModelConfig cfg = ModelConfig::reduced();
+  const AttentionLaunch in = makeAttentionLaunch(cfg, 2, 2, 1, AttentionInputOptions{});
+  const AttentionWeights& W = in.weights;
+  const std::vector<const std::vector<uint16_t>*> g = {&W.gIn, &W.gQ, &W.gK, &W.gIq, &W.gIk};
+  for (size_t i = 0; i < g.size(); ++i)
+    for (size_t j = i + 1; j < g.size(); ++j) {
+      const size_t n = std::min(g[i]->size(), g[j]->size());
+      INFO("weights " << i << " and " << j << " over " << n);
+      CHECK(!std::equal(g[i]->begin(), g[i]->begin() + n, g[j]->begin()));
+    }
+}
+
 TEST_CASE("attention: a row sees the keys its launch appends for earlier positions", "[attention]") {
   const ModelConfig cfg = ModelConfig::reduced();
   for (CacheMode mode : {CacheMode::Vllm, CacheMode::Atom}) {

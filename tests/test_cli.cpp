@@ -637,7 +637,7 @@ TEST_CASE("emit --all -o DIR: a symlink planted at one variant's file is refused
   const fs::path dir = d.path / "objs", target = d.path / "precious";
   fs::create_directories(dir);
   spit(target, "precious\n");
-  const fs::path link = dir / "minimax_m3.ffn-S16-TP8.co";  // the last variant --all builds
+  const fs::path link = dir / "minimax_m3.ffn-S1-TP8.co";  // the last variant --all builds
   fs::create_symlink(target, link);
   const Result r = sh(withCache(d) + kMonogen + " emit --all --config reduced -o " + dir.string());
   INFO(r.out);

@@ -46,8 +46,10 @@ int emitAll(const EmitOptions& o) {
   namespace fs = std::filesystem;
   const auto cfg = configOf(o.v);
   std::vector<std::pair<int, int>> variants;
-  for (int tp : {1, 2, 4, 8})
-    for (int s = 1; s <= cfg.maxRows; ++s) variants.push_back({s, tp});
+  // Largest first (more rows, fewer ranks: a longer compile), so the jobs end together: the last
+  // compiles to start are the shortest.
+  for (int s = cfg.maxRows; s >= 1; --s)
+    for (int tp : {1, 2, 4, 8}) variants.push_back({s, tp});
   const auto fileOf = [&](const ir::Key& key) { return (fs::path(o.out) / (key.variantName() + ".co")).string(); };
   // Before the compiles: the directory, and every file in it a symlink or a non-file could block.
   support::checkOutputDir(o.out, "-o");

@@ -30,14 +30,16 @@ Rng stream(uint64_t seed, uint64_t a, uint64_t b = 0, uint64_t c = 0) {
                  (c * 0xc2b2ae3d27d4eb4full)));
 }
 enum Purpose : uint64_t { kX = 1, kRes, kNorms, kWeight, kBlocks, kIndexBlocks, kKeys, kValues, kIndexKeys };
+/// The norm weights, each its own stream under kNorms (a shared stream would make them equal).
+enum NormWeight : uint64_t { kGIn = 1, kGQ, kGK, kGIq, kGIk };
 
-std::vector<uint16_t> bf16Normal(Rng g, size_t n, float scale) {
+std::vector<uint16_t> bf16Normal(Rng&& g, size_t n, float scale) {
   std::vector<uint16_t> v(n);
   for (auto& e : v) e = num::f32ToBf16(g.normal() * scale);
   return v;
 }
 
-std::vector<int> permutation(Rng g, int n) {
+std::vector<int> permutation(Rng&& g, int n) {
   std::vector<int> p(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) p[i] = i;
   for (int i = n - 1; i > 0; --i) std::swap(p[i], p[g.below(i + 1)]);
@@ -110,12 +112,11 @@ AttentionLaunch makeAttentionLaunch(const ModelConfig& cfg, int S, int TP, uint6
 
   // --- weights
   AttentionWeights& W = L.weights;
-  Rng gn = stream(seed, kNorms);
-  W.gIn = bf16Normal(gn, H, 0.1f);
-  W.gQ = bf16Normal(gn, cfg.headDim, 0.1f);
-  W.gK = bf16Normal(gn, cfg.headDim, 0.1f);
-  W.gIq = bf16Normal(gn, cfg.indexHeadDim, 0.1f);
-  W.gIk = bf16Normal(gn, cfg.indexHeadDim, 0.1f);
+  W.gIn = bf16Normal(stream(seed, kNorms, kGIn), H, 0.1f);
+  W.gQ = bf16Normal(stream(seed, kNorms, kGQ), cfg.headDim, 0.1f);
+  W.gK = bf16Normal(stream(seed, kNorms, kGK), cfg.headDim, 0.1f);
+  W.gIq = bf16Normal(stream(seed, kNorms, kGIq), cfg.indexHeadDim, 0.1f);
+  W.gIk = bf16Normal(stream(seed, kNorms, kGIk), cfg.indexHeadDim, 0.1f);
   W.maxPositions = o.context + S + 1;
   const int Rd = cfg.rotaryDim, half = Rd / 2;
   W.cosSin.assign(static_cast<size_t>(W.maxPositions) * Rd, 0);

@@ -10,6 +10,9 @@ namespace monogen::specs::minimax_m3 {
 class InputRng {
  public:
   explicit InputRng(uint64_t seed) : s_(seed) {}
+  /// Not copyable: a copy replays its source's numbers (two inputs drawn from copies are equal).
+  InputRng(const InputRng&) = delete;
+  InputRng& operator=(const InputRng&) = delete;
   uint64_t next() { return runtime::splitMix64Mix(s_ += 0x9e3779b97f4a7c15ull); }
   float uniform() { return static_cast<float>(next() >> 40) * (1.0f / 16777216.0f); }  // [0, 1), exact
   /// Irwin-Hall(4) scaled to unit variance: about normal. (The draws are sequenced: the operands
