@@ -34,7 +34,6 @@ struct Case {
   bool races = false;
   float kvScale = 8.0f / 448.0f;  // vllm's scalar K / V scales
   std::function<void(const ModelConfig&, AttentionLaunch&)> edit;  // applied to the inputs, if set
-  int cpFrom = 0;  // index_cp_from (0: off)
   bool flashDims = false;  // the model's own dims (ModelConfig::flash) instead of the reduced ones
   std::function<void(ModelConfig&)> dims;  // applied to the config, if set
 };
@@ -48,35 +47,6 @@ inline long firstDiff(const std::vector<T>& a, const std::vector<T>& b) {
   return -1;
 }
 
-/// Indexer CP: rank r's other index heads' q (IQCP) are their owners' iq, bit for bit.
-inline void checkIqCp(const ModelConfig& cfg, const Case& k, const AttentionResult& ref, const AttentionSimRank& got,
-                      int r) {
-  const AttentionShape sh = AttentionShape::make(cfg, k.TP, r, "test", true);
-  const int ID = sh.indexDim;
-  REQUIRE(sh.cpHeads == cfg.indexHeads - sh.indexHeads);
-  REQUIRE(got.iqCp.size() == size_t(k.S) * sh.cpHeads * ID);
-  long bad = 0;
-  for (int j = 0; j < sh.cpHeads; ++j) {
-    const int g = sh.cpHeadOf(j);
-    int owner = -1;
-    for (int o = 0; o < k.TP && owner < 0; ++o) {
-      const AttentionShape so = AttentionShape::make(cfg, k.TP, o, "test");
-      if (g >= so.firstKvHead && g < so.firstKvHead + so.indexHeads) owner = o;
-    }
-    REQUIRE(owner >= 0);
-    REQUIRE(owner != r);
-    const AttentionShape so = AttentionShape::make(cfg, k.TP, owner, "test");
-    for (int t = 0; t < k.S; ++t)
-      for (int d = 0; d < ID; ++d) {
-        const uint16_t want = ref.ranks[owner].iq[(size_t(t) * so.indexHeads + g - so.firstKvHead) * ID + d];
-        const uint16_t have = got.iqCp[(size_t(t) * sh.cpHeads + j) * ID + d];
-        if (want != have && bad++ == 0)
-          UNSCOPED_INFO("IQCP row " << t << " head " << g << " channel " << d << ": got " << have << " want " << want);
-      }
-  }
-  CHECK(bad == 0);
-}
-
 /// Runs the cell on the Sim (every rank) and checks every output against the reference bit for bit.
 inline void runCase(const Case& k) {
   ModelConfig cfg = k.flashDims ? ModelConfig::flash() : ModelConfig::reduced();
@@ -84,14 +54,12 @@ inline void runCase(const Case& k) {
   AttentionKnobs knobs;
   knobs.mode = k.mode;
   knobs.fullLayer = k.full;
-  knobs.indexCpFrom = k.cpFrom;
   const AttentionVariant v = AttentionVariant::make(cfg, makeAttentionKey(cfg, k.S, k.TP, knobs));
   const ir::Plan plan = buildAttentionPlan(v);
   ir::verify(plan);
   AttentionInputOptions o;
   o.mode = k.mode;
   o.fullLayer = k.full;
-  o.indexCp = k.cpFrom > 0;
   o.context = k.context;
   o.shareSequence = k.share;
   o.paddedRows = k.padded;
@@ -137,7 +105,6 @@ inline void runCase(const Case& k) {
     }
     CHECK(firstDiff(got.q, want.q) == -1);
     if (!k.full) CHECK(firstDiff(got.iq, want.iq) == -1);
-    if (k.cpFrom > 0) checkIqCp(cfg, k, ref, got, r);
     CHECK(firstDiff(got.caches.k, want.caches.k) == -1);
     CHECK(firstDiff(got.caches.v, want.caches.v) == -1);
     CHECK(firstDiff(got.caches.kScale, want.caches.kScale) == -1);
