@@ -209,6 +209,7 @@ TEST_CASE("layer launch: the stages run from the serving stack's bases (LayerPla
         CHECK(P.mergeBase % cfg.blocks == alone.layout.merge.base);
         CHECK(A.split.base == P.splitBase % cfg.blocks);
         CHECK(A.merge.base == P.mergeBase % cfg.blocks);
+        CHECK(A.merge.tasks == P.nMerge);  // S = 1: none, the o_proj CTAs merge
         CHECK(F.push.base == P.oBase % cfg.blocks);
         CHECK(F.reduce.base == F.push.base);  // a CTA reduces the columns it pushed
         CHECK(F.router.base == P.routerBase % cfg.blocks);
@@ -237,6 +238,35 @@ TEST_CASE("layer launch: o_proj's token scales on push CTAs past CTA 0's range (
     INFO("S " << k.S << " TP " << k.TP);
     CHECK(runCellOn(reduced64(), k, {}) == "bit-exact");
   }
+}
+
+TEST_CASE("layer launch: at S = 1 each o_proj CTA merges the row's splits itself", "[layer_launch]") {
+  // no attn_merge task, no ARDY; push waits for the splits (SRDY); `attn` (compared) from push
+  // task 0's CTA. TP 4: 48 tasks on 32 CTAs (two a CTA); 64 CTAs: CTAs 48..63 run no push task.
+  for (int TP : {2, 4}) {
+    const ModelConfig cfg = ModelConfig::reduced();
+    const LayerVariant v = LayerVariant::make(cfg, makeLayerKey(cfg, 1, TP));
+    const ir::Plan plan = buildLayerPlan(v);
+    CHECK(v.attention.layout.merge.tasks == 0);
+    CHECK(v.attention.layout.ardyOffset < 0);
+    CHECK(plan.stageIndex("attn_merge") < 0);
+    const auto& waits = plan.stages.at(plan.stageIndex("push")).waits;
+    CHECK(std::any_of(waits.begin(), waits.end(), [](const ir::FlagUse& u) { return u.flag == "attn_SRDY"; }));
+  }
+  const Cell cells[] = {{1, 4, false, false, CacheMode::Vllm, 2048}, {1, 2, true, false, CacheMode::Atom, 300}};
+  for (const Cell& k : cells) {
+    INFO("S 1 TP " << k.TP);
+    CHECK(runCell(k, {}) == "bit-exact");
+  }
+  CHECK(runCellOn(reduced64(), {1, 2, false, false, CacheMode::Vllm, 129}, {}) == "bit-exact");
+  runtime::SimOptions opts;
+  opts.races = true;
+  opts.seed = 5;
+  runtime::SimStats stats;
+  CHECK(runCellOn(reduced64(), {1, 4, false, false}, opts, &stats) == "bit-exact");
+  for (const std::string& f : stats.races) UNSCOPED_INFO(f);
+  for (const std::string& f : stats.uninit) UNSCOPED_INFO(f);
+  CHECK(stats.findings() == 0);
 }
 
 TEST_CASE("layer launch: the race detector finds nothing on the serving stack's placement", "[layer_launch]") {

@@ -146,8 +146,9 @@ std::string LayerPlacement::describe() const {
   s += fmt::format("  {:<7} {:>5}  {:<32}  {}\n", "stage", "tasks", "CTAs", "each task");
   stage("split", splitTasks, splitBase,
         fmt::format("{} a (row, KV head): {} attended keys, online softmax", nSplit, kSplitKeys));
-  stage("merge", nMerge, mergeBase, "a row (at S = 1 the o task merges)");
-  stage("o", nO, oBase, fmt::format("{} hidden rows of o_proj", kORows));
+  stage("merge", nMerge, mergeBase, nMerge > 0 ? "a row" : "none: each o task's CTA merges the row's splits");
+  stage("o", nO, oBase,
+        fmt::format("{} hidden rows of o_proj{}", kORows, nMerge > 0 ? "" : ", on the row it merged in LDS"));
   stage("router", nRouter * rows, routerBase, fmt::format("{} a row: one expert a wave", nRouter));
   stage("shared", shTasks, sharedBase,
         fmt::format("{} mid rows of the shared expert, {}", kShRows,

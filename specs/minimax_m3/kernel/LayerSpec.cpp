@@ -7,6 +7,7 @@
 #include <string>
 
 #include "ir/Error.h"
+#include "specs/minimax_m3/kernel/AttentionConstants.h"
 #include "specs/minimax_m3/kernel/AttentionContext.h"
 #include "specs/minimax_m3/kernel/AttentionSpec.h"
 #include "specs/minimax_m3/kernel/KernelContext.h"
@@ -52,9 +53,41 @@ void awaitAttnRows(KernelContext& c, const AttentionLaunchLayout& A) {
   c.ctaSync(false);  // every CTA: the attention stages' LDS is the FFN stages' from here
 }
 
-/// push with o_proj: the weights and w_o scales of the CTA's first two tasks load before the ARDY
-/// wait (they need no attention row), then the token scales and both tasks in one pass.
-void oprojAfterAttention(KernelContext& c, const AttentionLaunchLayout& A) {
+/// Up to this S a CTA's two o_proj tasks share one epilogue sync (S 8 TP 4 reduced: 0.05 us later
+/// with it, modeled, docs/layer.md).
+constexpr int kOneSyncEpilogueRows = 4;
+
+/// LDS byte offsets of the merge inside o_proj (S = 1): its weights past o_proj's sums and token
+/// scales, then the row (bf16, attention width); IrError where the layer's LDS does not hold them
+/// or a CTA has more than two o_proj tasks (the rest read `attn`);
+/// and o_proj's second task's sums past them where they fit up to kOneSyncEpilogueRows (S > 1: past
+/// o_proj's own bytes).
+struct OprojLds {
+  int64_t weights = 0, row = 0, sums2 = 0, end = 0;
+};
+OprojLds oprojLds(const AttentionLaunchLayout& A, const Layout& L, int64_t ldsBytes, const ir::Key& key) {
+  const auto align = [](int64_t x) { return (x + 255) / 256 * 256; };
+  OprojLds m;
+  m.weights = align(L.red.offset + oprojLdsBytes());
+  m.row = align(m.weights + int64_t{8} * A.shape.qHeads * kAttnSplits);
+  m.end = A.merge.tasks > 0 ? m.weights : m.row + 2 * A.shape.attnWidth();
+  if (m.end > ldsBytes)
+    throw IrError(key.variantName(), fmt::format("the merge inside o_proj needs {} B of LDS, the layer has {}", m.end,
+                                                 ldsBytes));
+  if (A.merge.tasks == 0 && L.push.tasks > 2 * int64_t{L.blocks})  // a third task a CTA would read `attn`
+    throw IrError(key.variantName(), fmt::format("the merge inside o_proj: {} o_proj tasks on {} CTAs, past 2 a CTA",
+                                                 L.push.tasks, L.blocks));
+  const bool fits = align(m.end) + oprojSumsBytes() <= ldsBytes;
+  m.sums2 = fits && L.rows <= kOneSyncEpilogueRows ? align(m.end) : -1;  // -1: a sync pair a task
+  return m;
+}
+
+/// push with o_proj: the weights and w_o scales of the CTA's first two tasks load before the rows
+/// are ready (they need no attention row), then the token scales and both tasks in one pass. With
+/// no merge task (S = 1), each push CTA merges the row's splits itself into LDS, as the serving
+/// stack's o task does; push task 0's CTA also writes it to `attn` (an output).
+void oprojAfterAttention(KernelContext& c, AttentionContext& ac, const AttentionLaunchLayout& A, int64_t ldsBytes,
+                         const ir::Key& key) {
   ir::Builder& b = c.b;
   const Placement& p = c.L.push;
   const int blocks = c.L.blocks;
@@ -68,8 +101,28 @@ void oprojAfterAttention(KernelContext& c, const AttentionLaunchLayout& A) {
     tasks.push_back(second);
     early.push_back(oprojEarly(c, b.min(second, c.i32(p.tasks - 1))));
   }
-  awaitAttnRows(c, A);
-  b.if_(first < c.i32(p.tasks), [&] { oprojPushTasks(c, tasks, early); });
+  const OprojLds m = oprojLds(A, c.L, ldsBytes, key);
+  const int sums2 = m.sums2 < 0 ? -1 : static_cast<int>(m.sums2 - c.L.red.offset);
+  if (A.merge.tasks > 0) {
+    awaitAttnRows(c, A);
+    b.if_(first < c.i32(p.tasks), [&] { oprojPushTasks(c, tasks, early, {}, sums2); });
+  } else {
+    // the attention code on this stage's ids (its stage binds them in attention stages only)
+    ac.tid = c.tid, ac.lane = c.lane, ac.wave = c.wave, ac.block = c.block;
+    ac.tag = c.tag, ac.waitTicks = c.waitTicks, ac.err = c.err;
+    Val row = b.named(b.intToPtr(c.i32(m.row), ir::AddrSpace::Lds), "merged_row");
+    b.if_(first < c.i32(p.tasks), [&] {
+      Val writer = first == c.i32(0);
+      mergeAttentionRow(ac, c.i32(0), b.intToPtr(c.i32(m.weights), ir::AddrSpace::Lds), [&](Val cell, Val v) {
+        b.store(b.ptrAdd(row, cell * c.i32(2)), v);
+        b.if_(writer, [&] { b.store(c.elemAt(c.attn, cell, 2), v); });
+      });
+      c.ctaSync(false);
+      oprojPushTasks(c, tasks, early, row, sums2);
+    });
+    // a CTA with no push task: the FFN stages' LDS is theirs from here
+    b.if_(first >= c.i32(p.tasks), [&] { c.ctaSync(false); });
+  }
   if (p.tasks <= blocks) return;
   b.for_(second + c.i32(blocks), c.i32(p.tasks), c.i32(blocks), [&](Val t) { stageOprojPush(c, t); });
 }
@@ -137,7 +190,9 @@ ir::Plan buildLayerPlan(const LayerVariant& v) {
     if (d->placement(A).tasks > 0) plan.stages.push_back(attentionRecord(*d, A));
   for (const StageDef* d : layerFfnStages(L)) {
     plan.stages.push_back(d->record(L));
-    if (d->placement(L).name == L.push.name) plan.stages.back().waits.push_back({prefixed("ARDY"), A.rows});
+    if (d->placement(L).name == L.push.name)  // the rows (ARDY), or at S = 1 the splits it merges (SRDY)
+      plan.stages.back().waits.push_back(A.merge.tasks > 0 ? ir::FlagUse{prefixed("ARDY"), A.rows}
+                                                           : ir::FlagUse{prefixed("SRDY"), A.splitTasks});
   }
 
   plan.facts = {{"launch", "the attention stages, then the FFN's (o_proj after ARDY), then the finish stages"},
@@ -167,7 +222,7 @@ ir::Plan buildLayerPlan(const LayerVariant& v) {
   for (const StageDef* d : layerFfnStages(L)) {
     const bool push = d->placement(L).name == L.push.name;
     c.stage(plan.stageIndex(d->placement(L).name), [&] {
-      if (push && L.oproj) return oprojAfterAttention(c, A);
+      if (push && L.oproj) return oprojAfterAttention(c, ac, A, plan.ldsBytes, plan.key);
       if (push) awaitAttnRows(c, A);
       d->body(c);
     });

@@ -107,12 +107,16 @@ LayerVariant LayerVariant::make(const ModelConfig& cfg, const ir::Key& keyIn) {
   v.ffn.knobs = layerFfnKnobs(keyIn);
   v.ffn.key = withKnobs(v.ffn.key, v.ffn.knobs);  // under A8W4 not the A16W4 variant's key
   AttentionLaunchLayout& A = v.attention.layout;
-  A.ardyOffset = A.scratchBytes;  // past every other area: zeroed with the flags before them
-  A.scratchBytes += (8 * int64_t{S} + 255) / 256 * 256;
   // the splits past the attention's index and share tasks where they fit, as the attention launch's
   const int64_t front = A.rows + A.heads.tasks + A.index.tasks + A.indexShare.tasks;
   v.placement = LayerPlacement::make(cfg, S, TP, v.placementKnobs, static_cast<int>(front));
   const LayerPlacement& P = v.placement;
+  if (P.nMerge > 0) {
+    A.ardyOffset = A.scratchBytes;  // past every other area: zeroed with the flags before them
+    A.scratchBytes += (8 * int64_t{S} + 255) / 256 * 256;
+  } else {
+    A.merge.tasks = 0;  // S = 1: each o_proj CTA merges the row itself (LayerSpec.cpp)
+  }
   Layout& F = v.ffn.layout;
   if (P.reduceScatter) {
     // ATTN and FFN: each rank's row t reaches rank t % TP alone; A_AG and FFN_AG (the owner's
@@ -140,7 +144,7 @@ LayerVariant LayerVariant::make(const ModelConfig& cfg, const ir::Key& keyIn) {
     F.symBytes += (A.selCpPairs * 8 + 255) / 256 * 256;
   }
   A.split.base = P.splitBase % P.blocks;
-  A.merge.base = P.mergeBase % P.blocks;  // at S = 1 the placement's o base: the one merge task runs there
+  A.merge.base = P.mergeBase % P.blocks;
   F.push.base = F.reduce.base = P.oBase % P.blocks;  // a CTA reduces the columns it pushed
   F.router.base = P.routerBase % P.blocks;
   // up's tasks round-robin from the shared window's base: slot 0's (the shared expert's) tasks on

@@ -30,7 +30,7 @@ struct LayerVariant {
   /// The experts' numerics, the layer's own knob "moe=" (a16w4, the default; a8w4 runs the
   /// narrow A8W4 up and down stages).
   MoeQuant moe = MoeQuant::A16w4;
-  AttentionVariant attention;  // its layout's ardyOffset is set: attn_merge publishes ARDY
+  AttentionVariant attention;  // S > 1: ardyOffset set (attn_merge publishes ARDY); S = 1: no merge task
   FfnVariant ffn;              // layerFfnKnobs(key): o_proj reads `attn`; its key carries moe=
   /// The serving stack's placement of (S, TP): attn_split, attn_merge, push (and reduce), router,
   /// up and down run from its bases; every stage keeps its own task count.

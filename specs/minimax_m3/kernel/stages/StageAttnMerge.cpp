@@ -50,7 +50,9 @@ MergeCell loadCell(AttentionContext& c, Val t, Val cell) {
   return x;
 }
 
-void stageAttnMerge(AttentionContext& c, Val t) {
+}  // namespace
+
+void mergeAttentionRow(AttentionContext& c, Val t, Val lds, const std::function<void(Val, Val)>& out) {
   ir::Builder& b = c.b;
   const AttentionLaunchLayout& L = c.L;
   const int parts = L.shape.kvHeads * kAttnSplits, cells = L.shape.qHeads * L.shape.headDim;
@@ -64,11 +66,10 @@ void stageAttnMerge(AttentionContext& c, Val t) {
   });
   c.ctaSync(false);
   auto cellOf = [&](int k) { return c.tid + c.i32(int64_t{k} * L.threads); };
-  auto outAt = [&](Val cell) { return b.ptrAdd(c.arg(a::kAttn), (t * c.i32(cells) + cell) * c.i32(2)); };
   // the weights, once a (query head, split): thread p = 8 head + i (a pass of `threads` pairs
   // at a time): gm = max m, sl_i = l_i exp2((m_i - gm) log2 e) -> LDS; gs = the head's sl
   // summed from split 0 (1 if not > 0); w_i = sl_i / gs -> LDS [head][split]
-  Val ldsSl = c.red, ldsW = b.ptrAdd(c.red, c.i32(4 * pairs));
+  Val ldsSl = lds, ldsW = b.ptrAdd(lds, c.i32(4 * pairs));
   auto eachPair = [&](const std::function<void(Val)>& body) {
     for (int p0 = 0; p0 < pairs; p0 += L.threads) {
       Val p = c.tid + c.i32(p0);
@@ -131,7 +132,7 @@ void stageAttnMerge(AttentionContext& c, Val t) {
     for (int i = 0; i < kAttnSplits; ++i)
       for (size_t k = 0; k < n; ++k) av[k] = av[k] + w[k][i] * b.bf16ToF32(xs[k].o[i]);
     for (size_t k = 0; k < n; ++k)
-      b.if_(xs[k].cell < c.i32(cells), [&] { b.store(outAt(xs[k].cell), b.f32ToBf16(av[k])); });
+      b.if_(xs[k].cell < c.i32(cells), [&] { out(xs[k].cell, b.f32ToBf16(av[k])); });
   };
   auto loadBatch = [&](const std::function<Val(int)>& cellAt, int n) {
     std::vector<MergeCell> xs;
@@ -154,11 +155,20 @@ void stageAttnMerge(AttentionContext& c, Val t) {
       mergeBatch(loadBatch([&](int k) { return cellOf(k0 + k); }, std::min(steps - k0, kMergeBatch)));
   });
   for (int k = 0; k < steps; ++k)  // a padded row's is 0
-    b.if_((!live) & (cellOf(k) < c.i32(cells)), [&] { b.store(outAt(cellOf(k)), b.f32ToBf16(c.f32(0))); });
+    b.if_((!live) & (cellOf(k) < c.i32(cells)), [&] { out(cellOf(k), b.f32ToBf16(c.f32(0))); });
+}
+
+namespace {
+
+void stageAttnMerge(AttentionContext& c, Val t) {
+  const int cells = c.L.shape.qHeads * c.L.shape.headDim;
+  mergeAttentionRow(c, t, c.red, [&](Val cell, Val v) {
+    c.b.store(c.b.ptrAdd(c.arg(a::kAttn), (t * c.i32(cells) + cell) * c.i32(2)), v);
+  });
   // the row's stores before ARDY (the layer launch, for o_proj; padded rows too); either way the
   // weights in LDS are read before the CTA's next task
-  c.ctaSync(L.ardyOffset >= 0);
-  if (L.ardyOffset >= 0) b.if_(c.tid == c.i32(0), [&] { c.publish(c.pairAt(L.ardyOffset, t)); });
+  c.ctaSync(c.L.ardyOffset >= 0);
+  if (c.L.ardyOffset >= 0) c.b.if_(c.tid == c.i32(0), [&] { c.publish(c.pairAt(c.L.ardyOffset, t)); });
 }
 
 }  // namespace

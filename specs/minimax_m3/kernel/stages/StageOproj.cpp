@@ -29,14 +29,18 @@ static_assert(kInvAt + 16 * 4 <= 2 * 8 * 256 * 4, "o_proj's LDS fits the red poo
 /// f32 element `index` of the red pool at byte `at`.
 Val redF32(KernelContext& c, int at, Val index) { return c.b.ptrAdd(c.red, (at / 4 + index) * c.i32(4)); }
 
-/// bf16 x8 run of row t at K k0 of the attention rows.
-Val attnRun(KernelContext& c, Val t, Val k0) {
+/// bf16 x8 run of row t at K k0 of the attention rows: `attn`, or the one row in LDS at `rowLds`.
+Val attnRun(KernelContext& c, Val t, Val k0, Val rowLds = {}) {
+  if (rowLds.b) return c.b.load(Type::vec(Type::bf16(), 8), c.b.ptrAdd(rowLds, k0 * c.i32(2)));
   return c.b.load(Type::vec(Type::bf16(), 8), c.elemAt(c.attn, t * c.L.attnWidth + k0, 2));
 }
 
 }  // namespace
 
-void oprojTokenScales(KernelContext& c) {
+int oprojLdsBytes() { return kInvAt + 16 * 4; }
+int oprojSumsBytes() { return kSumsBytes; }
+
+void oprojTokenScales(KernelContext& c, Val rowLds) {
   ir::Builder& b = c.b;
   const Layout& L = c.L;
   const int K = L.attnWidth, runs = K / 8;
@@ -54,7 +58,7 @@ void oprojTokenScales(KernelContext& c) {
         for (int j = 0; j * 64 < runs; ++j) {
           Val run = c.lane + j * 64;
           if ((j + 1) * 64 > runs) run = b.min(run, c.i32(runs - 1));
-          xs.push_back(attnRun(c, t, run * 8));
+          xs.push_back(attnRun(c, t, run * 8, rowLds));
         }
         Val m = b.f32(0.0);
         for (Val x : xs)
@@ -79,16 +83,19 @@ void oprojTokenScales(KernelContext& c) {
 
 namespace {
 
-// The task's accumulators -> red [part][channel in the task][token], then a thread a (row, pair)
-// sums the K parts in order, scales by the token's and w_o's (`woScale(h, channel)`) and pushes.
-void oprojEpilogue(KernelContext& c, const MfmaTile& T, Val task, Val acc, Val nt, Val part,
-                   const std::function<Val(int, Val)>& woScale) {
-  ir::Builder& b = c.b;
-  const Layout& L = c.L;
-  T.storeAcc(acc, c.red, [&](int i) {
+// The task's accumulators -> red [part][channel in the task][token] from byte `at` of red.
+void oprojStoreSums(KernelContext& c, const MfmaTile& T, Val acc, Val nt, Val part, int at) {
+  Val base = at == 0 ? c.red : c.b.ptrAdd(c.red, c.i32(at));
+  T.storeAcc(acc, base, [&](int i) {
     return (part * kTaskColumns + nt * 16 + T.accRow(i)) * c.i32(16) + T.accCol();
   });
-  c.ctaSync(false);
+}
+
+// A thread a (row, pair) sums the task's K parts (stored from byte `at`) in order, scales by the
+// token's and w_o's (`woScale(h, channel)`) and pushes.
+void oprojSumsPush(KernelContext& c, Val task, int at, const std::function<Val(int, Val)>& woScale) {
+  ir::Builder& b = c.b;
+  const Layout& L = c.L;
   b.if_(c.tid < L.rows * kTaskPairs, [&] {
     Val t = b.named(c.tid / kTaskPairs, "t");
     Val q = c.tid % kTaskPairs;
@@ -99,7 +106,7 @@ void oprojEpilogue(KernelContext& c, const MfmaTile& T, Val task, Val acc, Val n
       Val ch = q * 2 + c.i32(h);  // channel in the task
       Val sum;
       for (int p = 0; p < kOprojKParts; ++p) {
-        Val v = b.load(Type::f32(), redF32(c, 0, (p * kTaskColumns + ch) * c.i32(16) + t));
+        Val v = b.load(Type::f32(), redF32(c, at, (p * kTaskColumns + ch) * c.i32(16) + t));
         sum = p == 0 ? v : sum + v;
       }
       word = b.insert(word, b.f32ToBf16((sum * scale) * woScale(h, ch)), h);
@@ -108,6 +115,14 @@ void oprojEpilogue(KernelContext& c, const MfmaTile& T, Val task, Val acc, Val n
     b.store(c.elemAt(c.scratch, L.opart, t * (L.hidden / 2) + pair, 4), bits);
     pushPair(c, t, pair, bits);
   });
+}
+
+// One task's epilogue: its sums to red, a sync, the sums pushed, a sync.
+void oprojEpilogue(KernelContext& c, const MfmaTile& T, Val task, Val acc, Val nt, Val part,
+                   const std::function<Val(int, Val)>& woScale) {
+  oprojStoreSums(c, T, acc, nt, part, 0);
+  c.ctaSync(false);
+  oprojSumsPush(c, task, 0, woScale);
   c.ctaSync(false);
 }
 
@@ -165,7 +180,8 @@ OprojEarly oprojEarly(KernelContext& c, Val task) {
   return e;
 }
 
-void oprojPushTasks(KernelContext& c, const std::vector<Val>& tasks, const std::vector<OprojEarly>& early) {
+void oprojPushTasks(KernelContext& c, const std::vector<Val>& tasks, const std::vector<OprojEarly>& early,
+                    Val rowLds, int secondSumsAt) {
   ir::Builder& b = c.b;
   const Layout& L = c.L;
   const int K = L.attnWidth, partSteps = K / 32 / kOprojKParts;
@@ -175,8 +191,8 @@ void oprojPushTasks(KernelContext& c, const std::vector<Val>& tasks, const std::
   Val kBase = b.named(part * (partSteps * 32) + T.laneK0(), "kbase");
   const int ahead = std::min(kOprojStepsAhead, partSteps);
   std::vector<Val> x0;  // the first group's runs, issued with the token scales' loads
-  for (int st = 0; st < ahead; ++st) x0.push_back(attnRun(c, token, kBase + st * 32));
-  oprojTokenScales(c);
+  for (int st = 0; st < ahead; ++st) x0.push_back(attnRun(c, token, kBase + st * 32, rowLds));
+  oprojTokenScales(c, rowLds);
   Val inv = b.load(Type::f32(), redF32(c, kInvAt, token));
   std::vector<ir::Var> acc;
   for (size_t i = 0; i < tasks.size(); ++i) acc.push_back(b.var(b.splat(b.f32(0.0), 4), "acc"));
@@ -185,7 +201,7 @@ void oprojPushTasks(KernelContext& c, const std::vector<Val>& tasks, const std::
     if (first > 0) {
       xs.clear();
       for (int st = first; st < std::min(first + kOprojStepsAhead, partSteps); ++st)
-        xs.push_back(attnRun(c, token, kBase + st * 32));
+        xs.push_back(attnRun(c, token, kBase + st * 32, rowLds));
     }
     for (size_t j = 0; j < xs.size(); ++j) {
       Val a8 = c.fp8x8(xs[j], inv);
@@ -193,11 +209,20 @@ void oprojPushTasks(KernelContext& c, const std::vector<Val>& tasks, const std::
         b.set(acc[i], T.step(b.get(acc[i]), std::vector<Val>{early[i].w.at(first + j)}, std::vector<Val>{a8}));
     }
   }
+  const auto ws = [&](size_t i) {
+    return [&, i](int h, Val) { return early[i].ws[static_cast<size_t>(h)]; };
+  };
+  if (tasks.size() == 2 && secondSumsAt >= 0) {  // both tasks' sums, then one sync
+    oprojStoreSums(c, T, b.get(acc[0]), nt, part, 0);
+    oprojStoreSums(c, T, b.get(acc[1]), nt, part, secondSumsAt);
+    c.ctaSync(false);
+    oprojSumsPush(c, tasks[0], 0, ws(0));
+    b.if_(tasks[1] < c.i32(L.push.tasks), [&] { oprojSumsPush(c, tasks[1], secondSumsAt, ws(1)); });
+    c.ctaSync(false);
+    return;
+  }
   for (size_t i = 0; i < tasks.size(); ++i) {
-    const auto epilogue = [&] {
-      oprojEpilogue(c, T, tasks[i], b.get(acc[i]), nt, part,
-                    [&](int h, Val) { return early[i].ws[static_cast<size_t>(h)]; });
-    };
+    const auto epilogue = [&] { oprojEpilogue(c, T, tasks[i], b.get(acc[i]), nt, part, ws(i)); };
     if (i == 0) epilogue();
     else b.if_(tasks[i] < c.i32(L.push.tasks), epilogue);
   }

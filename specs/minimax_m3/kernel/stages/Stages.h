@@ -15,8 +15,9 @@ void stagePush(KernelContext& c, ir::Val task);
 /// rank's ATTN, rank order, relaxed at system scope (the pair carries its tag).
 void pushPair(KernelContext& c, ir::Val t, ir::Val pair, ir::Val word);
 /// push with o_proj in the launch (input=attn, StageOproj.cpp), once a CTA that has push tasks,
-/// before them: every row's per-token quant scale and its inverse (LDS).
-void oprojTokenScales(KernelContext& c);
+/// before them: every row's per-token quant scale and its inverse (LDS). `rowLds`: the one row in
+/// LDS (the layer at S = 1, merged on the CTA), else the rows from `attn`.
+void oprojTokenScales(KernelContext& c, ir::Val rowLds = {});
 /// push task `task` with o_proj in the launch: the rowwise-FP8 GEMM of columns 32 task .. for every
 /// row, its bf16 partial to OPART and, as pairs, to every rank's ATTN.
 /// `weights`: the task's oprojWeights, loaded earlier (the layer issues them before its ARDY wait).
@@ -33,7 +34,15 @@ OprojEarly oprojEarly(KernelContext& c, ir::Val task);
 /// The layer's push, once the rows are ready: the token scales with the first K group's row runs in
 /// flight, then tasks[i] on early[i] in one pass (the row runs converted once for every task; tasks
 /// past the first are skipped past the stage's count). Same bits as stageOprojPush task by task.
-void oprojPushTasks(KernelContext& c, const std::vector<ir::Val>& tasks, const std::vector<OprojEarly>& early);
+/// `rowLds` as oprojTokenScales'. `secondSumsAt` >= 0 (two tasks): the second task's sums at that
+/// LDS byte, so both tasks' epilogues share one sync.
+void oprojPushTasks(KernelContext& c, const std::vector<ir::Val>& tasks, const std::vector<OprojEarly>& early,
+                    ir::Val rowLds = {}, int secondSumsAt = -1);
+/// o_proj's LDS bytes from 0 in its push (the sums, the token scales): the layer's merge at S = 1
+/// puts its weights and row past them.
+int oprojLdsBytes();
+/// One task's sums' LDS bytes (f32 [K parts][32 channels][16 tokens]).
+int oprojSumsBytes();
 /// reduce: the ranks' pairs 16 task .. in rank order + residual -> res_out, SRES, SSQ.
 void stageReduce(KernelContext& c, ir::Val task);
 /// norm: row `task`'s SSQ parts -> rstd, XN (bf16), XRDY.
