@@ -26,7 +26,7 @@ struct BenchAttentionOptions {
   bool irIssue = false;        // --timed: issue by IR op class, not by the compiled ISA
   std::string json;            // --timed: the cells as JSON objects to this file
   std::string moe = "a16w4";   // --launch layer: the layer's experts' numerics (its moe knob)
-  int wideFrom = 5;            // --launch layer: its wide_from knob (LayerPlacementKnobs)
+  int wideFrom = 1;            // --launch layer: its wide_from knob (LayerPlacementKnobs{}.wideFrom)
 };
 
 /// Prints the table. Returns 0 when every cell's run is bit-exact with its error words 0, else 1.
