@@ -63,7 +63,7 @@ TEST_CASE("dump --launch layer prints the placement of every S, or of --rows, wi
   INFO(all);
   REQUIRE(code == 0);
   const ModelConfig reduced = ModelConfig::reduced();
-  size_t at = all.find("--config reduced, TP 2, wide_from 5, ag_rs_from 17\n");
+  size_t at = all.find("--config reduced, TP 2, wide_from 1, ag_rs_from 17\n");
   CHECK(at != std::string::npos);
   for (int S = 1; S <= reduced.maxRows; ++S) {  // each S once, in order
     const size_t next = all.find(LayerVariant::make(reduced, makeLayerKey(reduced, S, 2)).placement.describe(), at);

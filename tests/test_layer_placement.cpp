@@ -110,11 +110,13 @@ TEST_CASE("layer placement: the shared expert's window", "[layer_placement]") {
 }
 
 TEST_CASE("layer placement: the MoE's and the all-reduce's forms, the LDS pool", "[layer_placement]") {
-  // narrow: every row's bf16 xn, 6144 / 2 words a row
-  CHECK(LayerPlacement::make(ModelConfig{}, 4, 4).poolWords == 4 * 3072);
-  CHECK_FALSE(LayerPlacement::make(ModelConfig{}, 4, 4).wideMoe);
-  // wide, TP 4: max(8 waves x 2048 PV words, S (1540 + 196 + 128) + 2048, (5 S + 1)(196 + 28))
-  const auto five = LayerPlacement::make(ModelConfig{}, 5, 4);
+  // narrow (below wide_from; the serving stack's 5): every row's bf16 xn, 6144 / 2 words a row
+  CHECK(LayerPlacement::make(ModelConfig{}, 4, 4, {.wideFrom = 5}).poolWords == 4 * 3072);
+  CHECK_FALSE(LayerPlacement::make(ModelConfig{}, 4, 4, {.wideFrom = 5}).wideMoe);
+  // wide by default at every S; TP 4: max(8 waves x 2048 PV words, S (1540 + 196 + 128) + 2048,
+  // (5 S + 1)(196 + 28))
+  CHECK(LayerPlacement::make(ModelConfig{}, 1, 4).wideMoe);
+  const auto five = LayerPlacement::make(ModelConfig{}, 5, 4, {.wideFrom = 5});
   CHECK(five.wideMoe);
   CHECK(five.poolWords == 16384);  // 11368 and 5824 are smaller
   CHECK(LayerPlacement::make(ModelConfig{}, 16, 4).poolWords == 16 * 1864 + 2048);  // 31872 > 18144
@@ -125,6 +127,7 @@ TEST_CASE("layer placement: the MoE's and the all-reduce's forms, the LDS pool",
   // the knobs move the thresholds
   const auto knobbed = LayerPlacement::make(ModelConfig{}, 3, 4, {.wideFrom = 3, .agRsFrom = 17});
   CHECK(knobbed.wideMoe);
+  CHECK_FALSE(LayerPlacement::make(ModelConfig{}, 16, 4, {.wideFrom = 17}).wideMoe);
   CHECK_FALSE(LayerPlacement::make(ModelConfig{}, 16, 4, {.wideFrom = 5, .agRsFrom = 17}).reduceScatter);
 }
 
@@ -164,7 +167,7 @@ TEST_CASE("layer placement: the reduced config and the description", "[layer_pla
   const auto p = LayerPlacement::make(ModelConfig::reduced(), 3, 2);
   CHECK(p.blocks == ModelConfig::reduced().blocks);
   const std::string d = p.describe();
-  for (const char* stage : {"split", "merge", "o ", "router", "shared", "ug", "down", "moe narrow", "one-shot push"})
+  for (const char* stage : {"split", "merge", "o ", "router", "shared", "ug", "down", "moe wide", "one-shot push"})
     CHECK_THAT(d, Catch::Contains(stage));
 }
 

@@ -26,7 +26,7 @@ struct BenchAttentionOptions {
   bool irIssue = false;        // --timed: issue by IR op class, not by the compiled ISA
   std::string json;            // --timed: the cells as JSON objects to this file
   std::string moe = "a16w4";   // --launch layer: the layer's experts' numerics (its moe knob)
-  int wideFrom = 5;            // --launch layer: its wide_from knob (LayerPlacementKnobs)
+  int wideFrom = 1;            // --launch layer: its wide_from knob (LayerPlacementKnobs{}.wideFrom)
   int indexCpFrom = 0;         // --launch layer: its index_cp_from knob (0: off; the two launches run without)
 };
 

@@ -14,7 +14,9 @@ namespace monogen::specs::minimax_m3 {
 
 /// The placement's trade-off constants: knobs the timing model can judge.
 struct LayerPlacementKnobs {
-  int wideFrom = 5;   // from this S the MoE groups its work by expert (wide)
+  /// From this S A8W4's down stages every pick's MID once a CTA (wide); the default, every S, is
+  /// the modeled figures' choice (docs/layer.md, "The wide form"; the serving stack uses 5).
+  int wideFrom = 1;
   /// From this S the all-reduces are reduce-scatter + all-gather; the default, past every S, keeps
   /// the one-shot push (the modeled figures in docs/layer.md; the serving stack uses 12).
   int agRsFrom = 17;

@@ -271,10 +271,8 @@ extern const StageDef kDownStage = {
     .body = [](KernelContext& c) {
       c.loadPeers();
       if (c.L.moe == MoeQuant::A8w4) {
-        awaitUp(c);
-        c.forEachTask(c.L.down, [&](Val t) { stageDownA8w4(c, t); });
-      }
-      else {
+        stageDownA8w4(c);
+      } else {
         // The wave's first GEMV's held steps load before the wait: the table is in LDS already.
         // The task loop runs a group of downTasksAtOnce tasks a pass (tasks t, t + blocks).
         ir::Builder& b = c.b;

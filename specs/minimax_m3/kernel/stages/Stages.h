@@ -101,9 +101,9 @@ void publishUp(KernelContext& c, ir::Val valid, ir::Val task);
 /// up under A8W4 (StageUpA8w4.cpp): the same unit as stageUp, gate and up each one wave's chain of
 /// scaled MFMAs over hidden (the CTA's XN rows staged in LDS as MXFP8), 4 units at once -> MID, UPF.
 void stageUpA8w4(KernelContext& c, ir::Val task);
-/// down under A8W4 (StageDownA8w4.cpp): stageDown with each slot's GEMV a chain of scaled MFMAs
-/// over I/TP (the slot's MID columns quantized to MXFP8 in the wave).
-void stageDownA8w4(KernelContext& c, ir::Val task);
+/// down under A8W4 (StageDownA8w4.cpp), the stage's body: awaitUp, then each task's slots a chain
+/// of scaled MFMAs over I/TP (the MID columns as MXFP8 in LDS), a wave's first weights a chain ahead.
+void stageDownA8w4(KernelContext& c);
 /// down's combine of a group's nTasks (1 or 2) tasks' CONTRIB rows (the first task's in CONTRIB,
 /// the second's, group + blocks, in red) and its push to the FFN pairs (StageDown.cpp).
 void combineDown(KernelContext& c, ir::Val group, ir::Val nTasks);
