@@ -1,3 +1,5 @@
+#include <vector>
+
 #include "ir/Op.h"
 #include "specs/minimax_m3/kernel/Sites.h"
 #include "specs/minimax_m3/kernel/stages/Stages.h"
@@ -9,21 +11,61 @@ using ir::MemScope;
 using ir::Type;
 using ir::Val;
 
-// Pairs 16 task .. (columns 32 task ..), every row: thread tid < 16 S takes
-// row t = tid / 16, pair 16 task + tid % 16, waits for the TP ranks' combined partials in FFN in
-// rank order (relaxed, system scope: the pairs are the data; site final), sums each column's ranks
-// in rank order in f32 (acc = p_0, then acc + p_r) and rounds once to bf16 -> out.
+// Where a wave's waits at once save at least 3 polls of TP and a wave holds one row (TP >= 4,
+// S <= waves); else (S 16: two rows a wave, the gather twice; TP 2: one poll saved) the rank
+// waits one after another measured no faster (docs/timing.md).
+static bool finalWavesAtOnce(const Layout& L) { return L.tp >= 4 && L.rows <= L.waves; }
+
+// Pairs 16 task .. (columns 32 task ..), every row: the TP ranks' combined partials in FFN
+// (relaxed, system scope: the pairs are the data; site final), each column's ranks summed in rank
+// order in f32 (acc = p_0, then acc + p_r), rounded once to bf16 -> out. At once: row t on wave
+// t % waves, lane l waits for pair l % 16 of ranks l / 16 + 4 q, lanes l < 16 gather by shuffles.
 void stageFinal(KernelContext& c, Val task) {
   ir::Builder& b = c.b;
   const Layout& L = c.L;
-  b.if_(c.tid < L.rows * kTaskPairs, [&] {
-    Val t = c.tid / kTaskPairs;
-    Val pair = task * kTaskPairs + c.tid % kTaskPairs;
-    const std::vector<Val> word = awaitRankPairs(c, L.ffn, t, pair, kSiteFinal, MemOrder::Relaxed);
-    Val o[2];
-    for (int h = 0; h < 2; ++h) o[h] = b.f32ToBf16(sumRanksF32(b, word, c.i32(16 * h)));
-    b.store(c.elemAt(c.out, t * (L.hidden / 2) + pair, 4), b.insert(b.splat(o[0], 2), o[1], 1));
-  });
+  if (!finalWavesAtOnce(L)) {
+    // thread tid < 16 S: row tid / 16, its ranks' pairs one after another in rank order
+    b.if_(c.tid < L.rows * kTaskPairs, [&] {
+      Val t = c.tid / kTaskPairs;
+      Val pair = task * kTaskPairs + c.tid % kTaskPairs;
+      const std::vector<Val> word = awaitRankPairs(c, L.ffn, t, pair, kSiteFinal, MemOrder::Relaxed);
+      Val o[2];
+      for (int h = 0; h < 2; ++h) o[h] = b.f32ToBf16(sumRanksF32(b, word, c.i32(16 * h)));
+      b.store(c.elemAt(c.out, t * (L.hidden / 2) + pair, 4), b.insert(b.splat(o[0], 2), o[1], 1));
+    });
+    return;
+  }
+  constexpr int kGroups = 64 / kTaskPairs;  // rank groups a wave
+  const int rounds = (L.tp + kGroups - 1) / kGroups, rowRounds = (L.rows + L.waves - 1) / L.waves;
+  Val j = c.lane % kTaskPairs, g = c.lane / kTaskPairs;
+  Val pair = task * kTaskPairs + j;
+  std::vector<std::vector<Val>> got(rowRounds);  // [row round][q]: the lane's word of rank g + 4 q
+  for (int r = 0; r < rowRounds; ++r) {
+    Val t = c.wave + r * L.waves;
+    for (int q = 0; q < rounds; ++q) {
+      Val src = g + q * kGroups;
+      ir::Var w = b.var(c.i32(0), "ffn_word");
+      b.if_((t < c.i32(L.rows)) & (src < c.i32(L.tp)), [&] {
+        Val at = (src * L.rows + t) * c.i32(L.hidden / 2) + pair;
+        Val code = c.i32(errorCode(kSiteFinal, 0, 0)) | src << c.i32(8) | t << c.i32(16);  // the rank that owes it
+        b.set(w, c.await(c.pairAt(c.sym, L.ffn, at), code, kSiteFinal, MemOrder::Relaxed, MemScope::System));
+      });
+      got[r].push_back(b.get(w));
+    }
+  }
+  for (int r = 0; r < rowRounds; ++r) {
+    Val t = c.wave + r * L.waves;
+    b.if_(t < c.i32(L.rows), [&] {
+      std::vector<Val> word;
+      for (int src = 0; src < L.tp; ++src)
+        word.push_back(b.shuffle(got[r][src / kGroups], j + c.i32(kTaskPairs * (src % kGroups))));
+      b.if_(c.lane < c.i32(kTaskPairs), [&] {
+        Val o[2];
+        for (int h = 0; h < 2; ++h) o[h] = b.f32ToBf16(sumRanksF32(b, word, c.i32(16 * h)));
+        b.store(c.elemAt(c.out, t * (L.hidden / 2) + pair, 4), b.insert(b.splat(o[0], 2), o[1], 1));
+      });
+    });
+  }
 }
 
 extern const StageDef kFinalStage = {

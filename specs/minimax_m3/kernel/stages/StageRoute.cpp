@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <bit>
 #include <climits>
+#include <functional>
 #include <limits>
 #include <vector>
 
@@ -31,31 +32,41 @@ void stageRoute(KernelContext& c, Val t) {
   Val bias = b.load(Type::f32(), c.elemAt(c.bias, b.min(c.tid, c.i32(E - 1)), 4));
   Val valid = b.load(Type::i64(), c.elemAt(c.slots, t, 8)) >= b.i64(0);
 
-  // the parts: thread i < E parts waits for pair i of the row (flat, one wait a thread) -> red
+  // the parts: thread i < E parts waits for pair i of the row (flat, one wait a thread). Where they
+  // fit one wave (E parts <= 64), wave 0 sums them from its lanes by shuffles, expert e on lane e;
+  // else through red (two barriers), thread e < E summing them and wave 0 reading val and sc back.
+  // Either way logit = 0 + q_0 + .., each quarter 0 + its parts in order.
   const int P = T.routerParts;
-  b.for_(c.tid, c.i32(E * P), c.i32(L.threads), [&](Val i) {
+  const bool inWave = E * P <= 64;
+  auto awaitPart = [&](Val i) {
     Val code = c.errorCode(kSiteRoute, t);
-    Val w = c.await(c.pairAt(c.scratch, L.logit, t * (E * P) + i), code, kSiteRoute, MemOrder::Relaxed);
-    b.store(redAt((2 * E + 2 * K) + i), b.bitcast(w, Type::f32()));
-  });
-  c.ctaSync(/*drain=*/false);
-  b.if_(c.tid < E, [&] {
-    Val base = (2 * E + 2 * K) + c.tid * P;
+    return b.bitcast(c.await(c.pairAt(c.scratch, L.logit, t * (E * P) + i), code, kSiteRoute, MemOrder::Relaxed),
+                     Type::f32());
+  };
+  auto scoreOf = [&](const std::function<Val(int)>& partAt, Val bias, Val& val, Val& sc) {
     Val logit = b.f32(0.0);
     for (int q = 0; q < T.routeQuarters; ++q) {
       Val sum = b.f32(0.0);
-      for (int p = 0; p < T.routePartsPerQuarter; ++p)
-        sum = sum + b.load(Type::f32(), redAt(base + (q * T.routePartsPerQuarter + p)));
+      for (int p = 0; p < T.routePartsPerQuarter; ++p) sum = sum + partAt(q * T.routePartsPerQuarter + p);
       logit = logit + sum;
     }
-    Val sc = b.f32(1.0) / (b.f32(1.0) + b.exp2((-logit) * b.f32(static_cast<double>(kLog2e))));
-    Val val = sc + bias;
+    sc = b.f32(1.0) / (b.f32(1.0) + b.exp2((-logit) * b.f32(static_cast<double>(kLog2e))));
+    val = sc + bias;
     val = b.select(b.isNan(val), b.f32(-static_cast<double>(kInf)), val);
     sc = b.select(b.isNan(sc), b.f32(0.0), sc);
-    b.store(redAt(c.tid), val);
-    b.store(redAt(E + c.tid), sc);
-  });
-  c.ctaSync(/*drain=*/false);
+  };
+  if (!inWave) {
+    b.for_(c.tid, c.i32(E * P), c.i32(L.threads),
+           [&](Val i) { b.store(redAt((2 * E + 2 * K) + i), awaitPart(i)); });
+    c.ctaSync(/*drain=*/false);
+    b.if_(c.tid < E, [&] {
+      Val base = (2 * E + 2 * K) + c.tid * P, val, sc;
+      scoreOf([&](int p) { return b.load(Type::f32(), redAt(base + p)); }, bias, val, sc);
+      b.store(redAt(c.tid), val);
+      b.store(redAt(E + c.tid), sc);
+    });
+    c.ctaSync(/*drain=*/false);
+  }
 
   // wave 0 picks: lane l holds experts l and l + 64 (half h: expert l + 64 h, h < H). A pick is
   // one i32 max butterfly over the value's f32 order as a signed key (-0 counts as +0; INT32_MIN
@@ -67,14 +78,21 @@ void stageRoute(KernelContext& c, Val t) {
   for (int m = span / 2; m >= 1; m /= 2) spanMasks.push_back(m);
   auto maxOverSpan = [&](Val v) { return b.butterfly(v, spanMasks, ir::OpCode::Max); };
   b.if_(c.wave == 0, [&] {
+    Val waveVal, waveSc;  // inWave: lane e's val and sc (E <= 16: one half)
+    if (inWave) {
+      ir::Var part = b.var(b.f32(0.0), "logit_part");
+      b.if_(c.lane < E * P, [&] { b.set(part, awaitPart(c.lane)); });
+      Val w = b.get(part), base = b.min(c.lane, c.i32(E - 1)) * c.i32(P);
+      scoreOf([&](int p) { return b.shuffle(w, base + c.i32(p)); }, bias, waveVal, waveSc);
+    }
     Val sc[2], idx[2], key[2], present[2];
     ir::Var taken[2];
     for (int i = 0; i < H; ++i) {
       idx[i] = c.lane + 64 * i;
       present[i] = idx[i] < E;
       Val at = b.select(present[i], idx[i], c.i32(0));
-      Val v = b.load(Type::f32(), redAt(at)) + b.f32(0.0);  // -0 -> +0: a tie as the f32 compare sees it
-      sc[i] = b.select(present[i], b.load(Type::f32(), redAt(E + at)), b.f32(0.0));
+      Val v = (inWave ? waveVal : b.load(Type::f32(), redAt(at))) + b.f32(0.0);  // -0 -> +0: a tie as the f32 compare sees it
+      sc[i] = b.select(present[i], inWave ? waveSc : b.load(Type::f32(), redAt(E + at)), b.f32(0.0));
       Val bits = b.bitcast(v, Type::i32());
       Val order = b.select(bits < c.i32(0), bits ^ c.i32(INT32_MAX), bits);  // f32 order as a signed i32
       key[i] = b.select(present[i], order, c.i32(INT32_MIN));
@@ -114,7 +132,7 @@ void stageRoute(KernelContext& c, Val t) {
                 MemOrder::Relaxed, MemScope::Agent);
     });
   });
-  c.ctaSync(/*drain=*/false);  // red is free for the next task
+  if (!inWave) c.ctaSync(/*drain=*/false);  // red is free for the next task
 }
 
 extern const StageDef kRouteStage = {

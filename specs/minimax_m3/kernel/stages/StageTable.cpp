@@ -23,92 +23,107 @@ void stageTable(KernelContext& c) {
   const MoeTiling& T = L.tiling;
   const auto& W = L.tw;
   const int S = L.rows, K = L.topk, E = L.experts, n = S * K;
+  const int PH = (n + 63) / 64, H = (E + 63) / 64;  // wave 0's picks and experts a lane (1 or 2 each)
 
-  // an input, loaded before the waits: thread t < S's row slot (valid when >= 0)
+  // Before the waits (nothing here reads ROUTE): the input, the empty columns, the zero masks.
+  // thread t < S's row slot (valid when >= 0)
   Val slot = b.load(Type::i64(), c.elemAt(c.slots, b.min(c.tid, c.i32(S - 1)), 8));
-  // thread i < 2 S K waits for ROUTE's pair i (one wait for a row's picks and weights together;
-  // checked for both: the picks' check load is the wave's anyway, and a lost weight stores 0, not a
-  // stale launch's)
-  b.if_(c.tid < 2 * n, [&] {
-    Val t = c.tid / (2 * K), k = c.tid % (2 * K);
-    Val code = c.errorCode(kSiteTable, t);
-    AwaitedPair e = c.awaitChecked(c.pairAt(c.scratch, L.routeA, c.tid), code, kSiteTable, MemOrder::Relaxed);
-    Val at = t * K + k;  // pick t K + k (k < K); its weight at k - K (k >= K)
-    b.if_(k < c.i32(K), [&] {
-      AwaitedPair pick = guardIndex(b, e, -1, E, c.i32(kLostPick));
-      b.if_(e.ok & !pick.ok, [&] { c.fail(c.errorCode(kSitePick, t)); });  // it came, out of range
-      c.tabSt(W.pickE, at, pick.value);
-    }, [&] { c.tabSt(W.pickW, at - K, b.select(e.ok, e.value, c.i32(0))); });  // a weight that did not come: 0.0
-  });
-  b.if_(c.tid < E, [&] { c.tabSt(W.mask, c.tid, c.i32(0)); });
   b.for_(c.tid, c.i32(T.maxSlots * 16), c.i32(L.threads), [&](Val i) {
     c.tabSt(W.slotRow, i, c.i32(-1));
     c.tabSt(W.slotPick, i, c.i32(-1));
   });
-  {
-    Val vm = b.trunc(b.ballot((c.tid < S) & (slot >= b.i64(0))), Type::i32());
-    b.if_(c.tid == 0, [&] { c.tabSt(W.misc, 1, vm); });
-  }
+  b.for_(c.tid, c.i32(E), c.i32(L.threads), [&](Val e) { c.tabSt(W.mask, e, c.i32(0)); });
   c.ctaSync(false);
 
-  b.if_(c.tid < n, [&] {
-    Val e = c.tabLd(W.pickE, c.tid);
-    b.if_(e >= 0, [&] {
-      b.atomicRmw(RmwOp::Or, c.tabAt(W.mask, e), c.i32(1) << (c.tid / K), MemOrder::Relaxed,
-                  MemScope::Workgroup);
-    });
-    b.if_(e == kLostPick, [&] {  // the row leaves the valid mask
-      b.atomicRmw(RmwOp::And, c.tabAt(W.misc, c.i32(1)), c.i32(-1) ^ (c.i32(1) << (c.tid / K)), MemOrder::Relaxed,
-                  MemScope::Workgroup);
-    });
+  // the weights on the waves past wave 0: thread 64 + i < 64 + S K waits for weight i (checked:
+  // a weight that did not come stores 0, not a stale launch's)
+  b.if_((c.tid >= c.i32(64)) & (c.tid < c.i32(64 + n)), [&] {
+    Val i = c.tid - c.i32(64), t = i / K;
+    AwaitedPair w = c.awaitChecked(c.pairAt(c.scratch, L.routeA, t * (2 * K) + K + i % K),
+                                   c.errorCode(kSiteTable, t), kSiteTable, MemOrder::Relaxed);
+    c.tabSt(W.pickW, i, b.select(w.ok, w.value, c.i32(0)));
   });
-  c.ctaSync(false);
 
-  // slots of the picked experts, ascending
-  Val m = b.select(c.tid < E, c.tabLd(W.mask, b.min(c.tid, c.i32(E - 1))), c.i32(0));
-  Val ball = b.ballot(m != 0);
-  Val below = b.popcount(ball & ((b.i64(1) << b.zext(c.lane, Type::i64())) - b.i64(1)));
-  b.if_(c.lane == 0, [&] {
-    b.if_(c.wave < L.waves, [&] { c.tabSt(W.misc, 2 + c.wave, b.popcount(ball)); });
-  });
-  c.ctaSync(false);
-  Val vmask = c.tabLd(W.misc, 1);
-  Val wavesBelow = c.i32(0), all = c.i32(0);
-  for (int w = 0; w < (E + 63) / 64; ++w) {
-    Val cnt = c.tabLd(W.misc, 2 + w);
-    wavesBelow = wavesBelow + b.select(w < c.wave, cnt, c.i32(0));
-    all = all + cnt;
-  }
-  b.if_(c.tid < E, [&] {
-    Val slot = 1 + wavesBelow + below;
-    c.tabSt(W.eslot, c.tid, slot);
-    b.if_(m != 0, [&] {
-      c.tabSt(W.slotE, slot, c.tid);
-      c.tabSt(W.slotMask, slot, m);
+  // Wave 0 builds the rest in its lanes (one wave: no barrier between the steps): lane l holds
+  // picks l + 64 q (q < PH) and experts l + 64 h (h < H).
+  b.if_(c.wave == 0, [&] {
+    Val pick[2], p[2], has[2];
+    for (int q = 0; q < PH; ++q) {
+      p[q] = c.lane + 64 * q;
+      has[q] = p[q] < c.i32(n);
+      ir::Var v = b.var(c.i32(kLostPick), "pick");
+      b.if_(has[q], [&] {
+        Val t = p[q] / K;
+        AwaitedPair e = c.awaitChecked(c.pairAt(c.scratch, L.routeA, t * (2 * K) + p[q] % K),
+                                       c.errorCode(kSiteTable, t), kSiteTable, MemOrder::Relaxed);
+        AwaitedPair pk = guardIndex(b, e, -1, E, c.i32(kLostPick));
+        b.if_(e.ok & !pk.ok, [&] { c.fail(c.errorCode(kSitePick, t)); });  // it came, out of range
+        c.tabSt(W.pickE, p[q], pk.value);
+        b.set(v, pk.value);
+      });
+      pick[q] = b.get(v);
+    }
+    // the valid rows, then each pick's row bit into its expert's mask; a lost pick drops its row
+    Val vm = b.trunc(b.ballot((c.lane < S) & (slot >= b.i64(0))), Type::i32());
+    b.if_(c.lane == 0, [&] { c.tabSt(W.misc, 1, vm); });
+    for (int q = 0; q < PH; ++q) {
+      Val rowBit = c.i32(1) << (p[q] / K);
+      b.if_(has[q] & (pick[q] >= 0), [&] {
+        b.atomicRmw(RmwOp::Or, c.tabAt(W.mask, pick[q]), rowBit, MemOrder::Relaxed, MemScope::Workgroup);
+      });
+      b.if_(has[q] & (pick[q] == kLostPick), [&] {
+        b.atomicRmw(RmwOp::And, c.tabAt(W.misc, c.i32(1)), c.i32(-1) ^ rowBit, MemOrder::Relaxed,
+                    MemScope::Workgroup);
+      });
+    }
+    // expert e's slot: 1 + the picked experts below it (the halves' ballots of mask != 0)
+    Val m[2], sl[2], ball[2];
+    Val below = b.zext(c.lane, Type::i64());
+    below = (b.i64(1) << below) - b.i64(1);
+    Val count = c.i32(0);
+    for (int h = 0; h < H; ++h) {
+      Val e = c.lane + 64 * h;
+      m[h] = b.select(e < c.i32(E), c.tabLd(W.mask, b.min(e, c.i32(E - 1))), c.i32(0));
+      ball[h] = b.ballot(m[h] != 0);
+      sl[h] = 1 + count + b.popcount(ball[h] & below);
+      count = count + b.popcount(ball[h]);
+    }
+    Val vmask = c.tabLd(W.misc, 1);
+    for (int h = 0; h < H; ++h) {
+      Val e = c.lane + 64 * h;
+      b.if_(e < c.i32(E), [&] {
+        c.tabSt(W.eslot, e, sl[h]);
+        b.if_(m[h] != 0, [&] {
+          c.tabSt(W.slotE, sl[h], e);
+          c.tabSt(W.slotMask, sl[h], m[h]);
+        });
+      });
+    }
+    b.if_(c.lane == 0, [&] {
+      c.setSlotCount(1 + count);
+      c.tabSt(W.slotE, 0, c.i32(E));  // the shared expert
+      c.tabSt(W.slotMask, 0, vmask);
     });
-  });
-  b.if_(c.tid == 0, [&] {
-    c.setSlotCount(1 + all);
-    c.tabSt(W.slotE, 0, c.i32(E));  // the shared expert
-    c.tabSt(W.slotMask, 0, vmask);
-  });
-  c.ctaSync(false);
-
-  // the columns: each slot's rows ascending
-  b.if_(c.tid < n, [&] {
-    Val t = c.tid / K;
-    Val e = c.tabLd(W.pickE, c.tid);
-    b.if_(e >= 0, [&] {
-      Val sl = c.tabLd(W.eslot, e);
-      Val col = b.popcount(c.tabLd(W.slotMask, sl) & ((1 << t) - c.i32(1)));
-      c.tabSt(W.slotRow, sl * 16 + col, t);
-      c.tabSt(W.slotPick, sl * 16 + col, c.tid);
+    // the columns: each slot's rows ascending (a pick's slot and mask from its expert's lane)
+    for (int q = 0; q < PH; ++q) {
+      Val src = pick[q] & c.i32(63), hi = pick[q] >= c.i32(64);
+      Val ps = b.shuffle(sl[0], src), pm = b.shuffle(m[0], src);
+      if (H == 2) {
+        ps = b.select(hi, b.shuffle(sl[1], src), ps);
+        pm = b.select(hi, b.shuffle(m[1], src), pm);
+      }
+      b.if_(has[q] & (pick[q] >= 0), [&] {
+        Val t = p[q] / K;
+        Val col = b.popcount(pm & ((c.i32(1) << t) - c.i32(1)));
+        c.tabSt(W.slotRow, ps * 16 + col, t);
+        c.tabSt(W.slotPick, ps * 16 + col, p[q]);
+      });
+    }
+    b.if_((c.lane < S) & (((vmask >> b.min(c.lane, c.i32(31))) & c.i32(1)) != c.i32(0)), [&] {
+      Val col = b.popcount(vmask & ((c.i32(1) << c.lane) - c.i32(1)));
+      c.tabSt(W.slotRow, col, c.lane);
+      c.tabSt(W.slotPick, col, K * S + c.lane);
     });
-  });
-  b.if_((c.tid < S) & (((vmask >> b.min(c.tid, c.i32(31))) & c.i32(1)) != c.i32(0)), [&] {
-    Val col = b.popcount(vmask & ((1 << c.tid) - c.i32(1)));
-    c.tabSt(W.slotRow, col, c.tid);
-    c.tabSt(W.slotPick, col, K * S + c.tid);
   });
   c.ctaSync(false);
 
