@@ -36,6 +36,8 @@ void awaitUp(KernelContext& c) {
 // A slot's GEMV issues the w2 / s2 loads of this many K steps before it uses the first of them:
 // one HBM round trip a group, not a step. Every full-dims variant fits its VGPRs with no spill.
 constexpr int kDownStepsAhead = 8;
+// The MID copy's passes (16 bytes a lane) whose loads a wave issues at once: 16 VGPRs.
+constexpr int kMidCopyBatch = 4;
 
 namespace {
 // One K step's w2 dwords and s2 byte (kc the lane's K run). live is null on a whole step; on the
@@ -133,14 +135,29 @@ void stageDown(KernelContext& c, Val group, DownWeights& cur, DownWeights& next)
     Val e = c.tabLd(W.slotE, u);
     Val cnt = b.popcount(c.tabLd(W.slotMask, u));
     // The wave copies only the slot's cnt MID columns (contiguous: MID[u][0 .. cnt)) to its
-    // bstage region, 16 bytes a lane a pass, and reads B there; LDS keeps a wave's order.
+    // bstage region, 16 bytes a lane a pass, and reads B there; LDS keeps a wave's order. The
+    // passes go kMidCopyBatch at a time, their loads issued before their stores (one round trip
+    // a batch, not a pass).
     Val midAt = c.wave * (L.midWaveBytes / 2);  // bf16 index of the region in bstage
     if (L.midInLds)
       b.if_(cnt > 0, [&] {
         Val region = b.ptrAdd(c.bstage, c.wave * L.midWaveBytes);
-        b.for_(c.lane, cnt * (IP / 8), c.i32(64), [&](Val i) {
-          Val v = b.load(Type::vec(Type::bf16(), 8), c.elemAt(c.scratch, L.mid, u * (16 * IP) + i * 8, 2));
-          b.store(c.elemAt(region, i * 8, 2), v);
+        Val n = cnt * (IP / 8);
+        const int batch = std::min<int>(kMidCopyBatch, (L.rows * (IP / 8) + 63) / 64);  // at most the passes
+        b.for_(c.lane, n, c.i32(64 * batch), [&](Val i0) {
+          std::vector<Val> v(static_cast<size_t>(batch));
+          for (int k = 0; k < batch; ++k) {
+            Val i = i0 + c.i32(64 * k);
+            // a pass past the columns reads MID[u][0] (written) and stores nothing (pass 0: i0 < n)
+            Val at = u * (16 * IP) + (k == 0 ? i : b.select(i < n, i, c.i32(0))) * 8;
+            v[static_cast<size_t>(k)] = b.load(Type::vec(Type::bf16(), 8), c.elemAt(c.scratch, L.mid, at, 2));
+          }
+          for (int k = 0; k < batch; ++k) {
+            Val i = i0 + c.i32(64 * k);
+            const auto store = [&] { b.store(c.elemAt(region, i * 8, 2), v[static_cast<size_t>(k)]); };
+            if (k == 0) store();
+            else b.if_(i < n, store);
+          }
         });
       });
     // The wave's next GEMV (this group's, else its first of the CTA's next group) loads its held
