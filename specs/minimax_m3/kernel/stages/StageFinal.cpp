@@ -36,36 +36,27 @@ void stageFinal(KernelContext& c, Val task) {
     return;
   }
   constexpr int kGroups = 64 / kTaskPairs;  // rank groups a wave
-  const int rounds = (L.tp + kGroups - 1) / kGroups, rowRounds = (L.rows + L.waves - 1) / L.waves;
+  const int rounds = (L.tp + kGroups - 1) / kGroups;
   Val j = c.lane % kTaskPairs, g = c.lane / kTaskPairs;
-  Val pair = task * kTaskPairs + j;
-  std::vector<std::vector<Val>> got(rowRounds);  // [row round][q]: the lane's word of rank g + 4 q
-  for (int r = 0; r < rowRounds; ++r) {
-    Val t = c.wave + r * L.waves;
-    for (int q = 0; q < rounds; ++q) {
-      Val src = g + q * kGroups;
-      ir::Var w = b.var(c.i32(0), "ffn_word");
-      b.if_((t < c.i32(L.rows)) & (src < c.i32(L.tp)), [&] {
-        Val at = (src * L.rows + t) * c.i32(L.hidden / 2) + pair;
-        Val code = c.i32(errorCode(kSiteFinal, 0, 0)) | src << c.i32(8) | t << c.i32(16);  // the rank that owes it
-        b.set(w, c.await(c.pairAt(c.sym, L.ffn, at), code, kSiteFinal, MemOrder::Relaxed, MemScope::System));
-      });
-      got[r].push_back(b.get(w));
-    }
+  Val t = c.wave, pair = task * kTaskPairs + j;  // S <= waves: a wave's one row
+  std::vector<Val> got;  // [q]: the lane's word of rank g + 4 q
+  for (int q = 0; q < rounds; ++q) {
+    Val src = g + q * kGroups;
+    ir::Var w = b.var(c.i32(0), "ffn_word");
+    b.if_((t < c.i32(L.rows)) & (src < c.i32(L.tp)),
+          [&] { b.set(w, awaitRankPair(c, L.ffn, src, t, pair, kSiteFinal, MemOrder::Relaxed)); });
+    got.push_back(b.get(w));
   }
-  for (int r = 0; r < rowRounds; ++r) {
-    Val t = c.wave + r * L.waves;
-    b.if_(t < c.i32(L.rows), [&] {
-      std::vector<Val> word;
-      for (int src = 0; src < L.tp; ++src)
-        word.push_back(b.shuffle(got[r][src / kGroups], j + c.i32(kTaskPairs * (src % kGroups))));
-      b.if_(c.lane < c.i32(kTaskPairs), [&] {
-        Val o[2];
-        for (int h = 0; h < 2; ++h) o[h] = b.f32ToBf16(sumRanksF32(b, word, c.i32(16 * h)));
-        b.store(c.elemAt(c.out, t * (L.hidden / 2) + pair, 4), b.insert(b.splat(o[0], 2), o[1], 1));
-      });
+  b.if_(t < c.i32(L.rows), [&] {
+    std::vector<Val> word;
+    for (int src = 0; src < L.tp; ++src)
+      word.push_back(b.shuffle(got[src / kGroups], j + c.i32(kTaskPairs * (src % kGroups))));
+    b.if_(c.lane < c.i32(kTaskPairs), [&] {
+      Val o[2];
+      for (int h = 0; h < 2; ++h) o[h] = b.f32ToBf16(sumRanksF32(b, word, c.i32(16 * h)));
+      b.store(c.elemAt(c.out, t * (L.hidden / 2) + pair, 4), b.insert(b.splat(o[0], 2), o[1], 1));
     });
-  }
+  });
 }
 
 extern const StageDef kFinalStage = {

@@ -22,6 +22,13 @@ std::vector<Val> awaitRankPairs(KernelContext& c, const Area& area, Val t, Val p
   return word;
 }
 
+Val awaitRankPair(KernelContext& c, const Area& area, Val src, Val t, Val pair, int site, MemOrder order) {
+  const Layout& L = c.L;
+  Val at = (src * L.rows + t) * c.i32(L.hidden / 2) + pair;
+  Val code = c.i32(errorCode(site, 0, 0)) | src << c.i32(8) | t << c.i32(16);  // the rank that owes it
+  return c.await(c.pairAt(c.sym, area, at), code, site, order, MemScope::System);
+}
+
 std::vector<Val> awaitRankPairsAtOnce(KernelContext& c, const Area& area, Val task, int site, MemOrder order) {
   ir::Builder& b = c.b;
   const Layout& L = c.L;
@@ -31,11 +38,8 @@ std::vector<Val> awaitRankPairsAtOnce(KernelContext& c, const Area& area, Val ta
   auto wordAt = [&](Val src) { return b.ptrAdd(c.red, (src * active + j) * c.i32(4)); };  // red[src][active]
   for (int r = 0; r * group < L.tp; ++r) {
     Val src = g + r * group;
-    b.if_((c.tid < group * active) & (src < c.i32(L.tp)), [&] {
-      Val at = (src * L.rows + t) * c.i32(L.hidden / 2) + pair;
-      Val code = c.i32(errorCode(site, 0, 0)) | src << c.i32(8) | t << c.i32(16);  // the rank that owes it
-      b.store(wordAt(src), c.await(c.pairAt(c.sym, area, at), code, site, order, MemScope::System));
-    });
+    b.if_((c.tid < group * active) & (src < c.i32(L.tp)),
+          [&] { b.store(wordAt(src), awaitRankPair(c, area, src, t, pair, site, order)); });
   }
   c.ctaSync(/*drain=*/false);
   std::vector<Val> word;

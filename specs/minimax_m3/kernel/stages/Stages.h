@@ -73,6 +73,9 @@ ir::Val a16w4Step(const MfmaTile& t, ir::Val acc, ir::Val w4, ir::Val scaleByte,
 /// order, each awaited at system scope (`order`; `site`, the error code naming the rank that owes it).
 std::vector<ir::Val> awaitRankPairs(KernelContext& c, const Area& area, ir::Val t, ir::Val pair, int site,
                                     ir::MemOrder order = ir::MemOrder::Acquire);
+/// Rank src's pair `pair` of row t in `area` (src an i32 value), awaited as awaitRankPairs does.
+ir::Val awaitRankPair(KernelContext& c, const Area& area, ir::Val src, ir::Val t, ir::Val pair, int site,
+                      ir::MemOrder order);
 /// awaitRankPairs for pair 16 task + tid % 16 of row tid / 16 (threads tid < 16 S), every CTA
 /// thread calling it: the TP waits run at once over the CTA's threads (each waits one rank's
 /// pair), their words meet in LDS red [TP][16 S] after a barrier. red must be free; its words are
